@@ -1,0 +1,151 @@
+"""LIFT types (thesis 2.3.1.1): scalars, vectors, tuples and arrays with symbolic sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lift.arith import Arith, ArithLike, Cst, as_arith, prove_eq, size
+
+
+class Type:
+    """Base of LIFT types."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return show_type(self)
+
+    def __repr__(self) -> str:
+        return show_type(self)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ScalarType(Type):
+    """A scalar: `Float`, `Double`, `Int` or `Bool`."""
+
+    name: str
+    c_name: str = field(compare=False)
+    dtype: np.dtype = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class VectorType(Type):
+    """`<T>n`: an OpenCL vector of `n` scalars (n in 2, 3, 4, 8, 16)."""
+
+    scalar: ScalarType
+    n: int
+
+    @property
+    def c_name(self) -> str:
+        return f"{self.scalar.c_name}{self.n}"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TupleType(Type):
+    """`(T1, ..., Tk)`; in OpenCL C a struct."""
+
+    elems: tuple[Type, ...]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ArrayType(Type):
+    """`[T]n`: an array of `size` elements of type `elem`; `size` is symbolic."""
+
+    elem: Type
+    size: Arith
+
+
+Float = ScalarType("Float", "float", np.dtype(np.float32))
+Double = ScalarType("Double", "double", np.dtype(np.float64))
+Int = ScalarType("Int", "int", np.dtype(np.int32))
+Bool = ScalarType("Bool", "bool", np.dtype(np.bool_))
+
+SCALARS = (Float, Double, Int, Bool)
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+
+
+def Array(elem: Type, n: ArithLike) -> ArrayType:  # noqa: N802 - public constructor
+    """`[elem]n`; `n` is an int or a symbolic size such as `Size("N") // 4`."""
+    if not isinstance(elem, Type):
+        raise TypeError(f"Array element must be a LIFT type, got {elem!r}")
+    return ArrayType(elem, as_arith(n))
+
+
+def Tuple(*elems: Type) -> TupleType:  # noqa: N802 - public constructor
+    """`(T1, ..., Tk)`."""
+    for e in elems:
+        if not isinstance(e, Type):
+            raise TypeError(f"Tuple element must be a LIFT type, got {e!r}")
+    return TupleType(tuple(elems))
+
+
+def Vector(scalar: ScalarType, n: int) -> VectorType:  # noqa: N802 - public constructor
+    """`<scalar>n`, an OpenCL vector type."""
+    if not isinstance(scalar, ScalarType):
+        raise TypeError(f"Vector element must be a scalar type, got {scalar!r}")
+    if n not in VECTOR_WIDTHS:
+        raise ValueError(f"OpenCL vectors have 2, 3, 4, 8 or 16 elements, not {n}")
+    return VectorType(scalar, n)
+
+
+def Size(name: str) -> Arith:  # noqa: N802 - public constructor
+    """A symbolic array size (a positive integer), e.g. `N = Size("N")`."""
+    return size(name)
+
+
+def show_type(t: Type) -> str:
+    match t:
+        case ScalarType(name):
+            return name
+        case VectorType(s, n):
+            return f"<{s.name}>{n}"
+        case TupleType(elems):
+            return "(" + ", ".join(show_type(e) for e in elems) + ")"
+        case ArrayType(elem, n):
+            n_s = str(n)
+            return f"[{show_type(elem)}]{n_s if isinstance(n, Cst) or n_s.isidentifier() else '(' + n_s + ')'}"
+    return object.__repr__(t)
+
+
+def types_equal(a: Type, b: Type) -> bool:
+    """Structural equality with sizes compared up to provable arithmetic equality."""
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return prove_eq(a.size, b.size) and types_equal(a.elem, b.elem)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        return len(a.elems) == len(b.elems) and all(map(types_equal, a.elems, b.elems))
+    return a == b
+
+
+def base_type(t: Type) -> Type:
+    """The innermost non-array type of `t`."""
+    while isinstance(t, ArrayType):
+        t = t.elem
+    return t
+
+
+def shape(t: Type) -> tuple[Arith, ...]:
+    """The sizes of the array dimensions of `t`, outermost first."""
+    out = []
+    while isinstance(t, ArrayType):
+        out.append(t.size)
+        t = t.elem
+    return tuple(out)
+
+
+def scalar_of(t: Type) -> ScalarType | None:
+    """The scalar type of a scalar or vector type; None otherwise."""
+    if isinstance(t, ScalarType):
+        return t
+    if isinstance(t, VectorType):
+        return t.scalar
+    return None
+
+
+def from_dtype(dtype: np.dtype) -> ScalarType:
+    """The scalar type of a numpy dtype."""
+    for s in SCALARS:
+        if s.dtype == np.dtype(dtype):
+            return s
+    raise TypeError(f"no LIFT scalar type for numpy dtype {np.dtype(dtype)}")
