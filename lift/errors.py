@@ -98,12 +98,12 @@ class LiftError(Exception):
             where.append(f"at {self.loc}")
         if self.label is not None:
             where.append(f'(label "{self.label}")')
-        if self.node is not None and self.loc is None:
-            where.append(f"in {_node_text(self.node)}")
         if where:
             lines.append("  " + " ".join(where))
         if self.loc is not None and self.loc.text:
             lines.append("    " + self.loc.text)
+        if self.node is not None:
+            lines.append("  in " + _node_text(self.node))
         if self.hint:
             lines.append("  hint: " + self.hint)
         return "\n".join(lines)

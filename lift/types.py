@@ -57,6 +57,14 @@ class ArrayType(Type):
     size: Arith
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class FunType(Type):
+    """`(T1, ..., Tk) => U`: the type of a program (a lambda)."""
+
+    ins: tuple[Type, ...]
+    out: Type
+
+
 Float = ScalarType("Float", "float", np.dtype(np.float32))
 Double = ScalarType("Double", "double", np.dtype(np.float64))
 Int = ScalarType("Int", "int", np.dtype(np.int32))
@@ -103,6 +111,8 @@ def show_type(t: Type) -> str:
             return f"<{s.name}>{n}"
         case TupleType(elems):
             return "(" + ", ".join(show_type(e) for e in elems) + ")"
+        case FunType(ins, out):
+            return "(" + ", ".join(show_type(e) for e in ins) + ") => " + show_type(out)
         case ArrayType(elem, n):
             n_s = str(n)
             return f"[{show_type(elem)}]{n_s if isinstance(n, Cst) or n_s.isidentifier() else '(' + n_s + ')'}"

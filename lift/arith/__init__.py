@@ -1,7 +1,6 @@
 """Symbolic integer arithmetic: sizes and indices in canonical, range-aware form."""
 
-from lift.arith.convert import C_HELPERS, range_constraints_z3, to_c, to_z3
-from lift.arith.expr import (
+from lift.arith.expr import (  # first: the node classes, then the constructors
     Arith,
     ArithLike,
     Cst,
@@ -21,6 +20,7 @@ from lift.arith.expr import (
     mul,
     size,
 )
+from lift.arith.convert import C_HELPERS, range_constraints_z3, to_c, to_z3  # noqa: I001
 from lift.arith.ops import evaluate, free_vars, substitute, try_evaluate
 from lift.arith.ranges import (
     lower,

@@ -2,51 +2,66 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lift.arith.expr import Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, _negated
+from lift.arith.expr import Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, negated
 from lift.arith.ranges import prove_nonneg, prove_positive
+
+# Contexts of a C subexpression, from loosest to tightest: 0 top level or function
+# argument, 1 operand of `+` (or left of `-`), 2 right of `-`, 3 left operand of
+# `*`, `/`, `%`, 4 right operand of those. A sum needs parentheses from 2 on, a
+# product or quotient only at 4 (C's multiplicative operators associate left).
+_TOP, _ADD, _SUB, _MUL_L, _MUL_R = range(5)
 
 
 def to_c(e: Arith, names: Mapping[str, str] | None = None) -> str:
     """OpenCL C for `e` (int arithmetic) with floor semantics for `//` and `%`.
 
     Plain `/` and `%` are emitted where the dividend is provably non-negative and the
-    divisor positive; otherwise a floor-correct form is emitted."""
-    return _c(e, names or {}, 0)
+    divisor positive; otherwise the `lift_floordiv` / `lift_floormod` helpers of
+    `C_HELPERS`, which the kernel source must include. Example:
+    `to_c((i + 1) // 4) == "(i + 1) / 4"` for `i >= 0`."""
+    return _c(e, names or {}, _TOP)
 
 
 def _c(e: Arith, names: Mapping[str, str], ctx: int) -> str:
     match e:
         case Cst(v):
-            return f"({v})" if v < 0 and ctx > 0 else str(v)
+            return f"({v})" if v < 0 and ctx > _TOP else str(v)
         case Var(name):
             return names.get(name, name)
         case Sum(terms):
-            s = _c(terms[0], names, 1)
-            for t in terms[1:]:
-                neg = _negated(t)
-                s += f" - {_c(neg, names, 2)}" if neg is not None else f" + {_c(t, names, 1)}"
-            return f"({s})" if ctx > 1 else s
+            return _c_sum(terms, names, ctx)
         case Prod(fs):
-            s = "*".join(_c(f, names, 3) for f in fs)
-            return f"({s})" if ctx > 2 else s
-        case FloorDiv(a, b):
-            if prove_nonneg(a) and prove_positive(b):
-                s = f"{_c(a, names, 2)} / {_c(b, names, 3)}"
-                return f"({s})" if ctx > 1 else s
-            return f"lift_floordiv({_c(a, names, 0)}, {_c(b, names, 0)})"
-        case Mod(a, b):
-            if prove_nonneg(a) and prove_positive(b):
-                s = f"{_c(a, names, 2)} % {_c(b, names, 3)}"
-                return f"({s})" if ctx > 1 else s
-            return f"lift_floormod({_c(a, names, 0)}, {_c(b, names, 0)})"
-        case Min(a, b):
-            return f"min({_c(a, names, 0)}, {_c(b, names, 0)})"
-        case Max(a, b):
-            return f"max({_c(a, names, 0)}, {_c(b, names, 0)})"
+            if isinstance(fs[0], Cst) and fs[0].value == -1:
+                s = "-" + "*".join(_c(f, names, _MUL_R) for f in fs[1:])
+            else:
+                s = _c(fs[0], names, _MUL_L) + "".join("*" + _c(f, names, _MUL_R) for f in fs[1:])
+            return f"({s})" if ctx >= _MUL_R else s
+        case FloorDiv(a, b) | Mod(a, b):
+            return _c_divmod(e, a, b, names, ctx)
+        case Min(a, b) | Max(a, b):
+            fn = "min" if isinstance(e, Min) else "max"
+            return f"{fn}({_c(a, names, _TOP)}, {_c(b, names, _TOP)})"
     raise TypeError(f"not an arithmetic expression: {e!r}")
+
+
+def _c_sum(terms: tuple[Arith, ...], names: Mapping[str, str], ctx: int) -> str:
+    s = _c(terms[0], names, _ADD)
+    for t in terms[1:]:
+        neg = negated(t)
+        s += f" - {_c(neg, names, _SUB)}" if neg is not None else f" + {_c(t, names, _ADD)}"
+    return f"({s})" if ctx >= _SUB else s
+
+
+def _c_divmod(e: Arith, a: Arith, b: Arith, names: Mapping[str, str], ctx: int) -> str:
+    div = isinstance(e, FloorDiv)
+    if prove_nonneg(a) and prove_positive(b):
+        s = f"{_c(a, names, _MUL_L)} {'/' if div else '%'} {_c(b, names, _MUL_R)}"
+        return f"({s})" if ctx >= _MUL_R else s
+    fn = "lift_floordiv" if div else "lift_floormod"
+    return f"{fn}({_c(a, names, _TOP)}, {_c(b, names, _TOP)})"
 
 
 # Helpers a kernel needs when `to_c` emits floor division of a possibly negative value.
@@ -59,7 +74,8 @@ inline int lift_floormod(int a, int b) { int r = a % b; return (r != 0 && ((r < 
 def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
     """A z3 integer term for `e`; variables come from `env` or become `z3.Int(name)`.
 
-    Divisors are assumed positive (z3's Euclidean division then equals floor division)."""
+    `//` and `%` have floor semantics for divisors of either sign (z3's own division is
+    Euclidean, which agrees for positive divisors)."""
     import z3
 
     env = dict(env or {})
@@ -75,14 +91,12 @@ def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
             case Sum(ts):
                 return z3.Sum([go(t) for t in ts])
             case Prod(fs):
-                out = go(fs[0])
-                for f in fs[1:]:
-                    out = out * go(f)
-                return out
+                return z3.Product([go(f) for f in fs])
             case FloorDiv(a, b):
-                return go(a) / go(b)
+                return _z3_floordiv(go(a), go(b), b)
             case Mod(a, b):
-                return go(a) % go(b)
+                ga, gb = go(a), go(b)
+                return ga % gb if _positive_const(b) else ga - gb * _z3_floordiv(ga, gb, b)
             case Min(a, b):
                 ga, gb = go(a), go(b)
                 return z3.If(ga <= gb, ga, gb)
@@ -94,8 +108,22 @@ def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
     return go(e)
 
 
-def range_constraints_z3(vars_: set[Var] | list[Var], env: Mapping[str, Any] | None = None) -> list[Any]:
+def _positive_const(b: Arith) -> bool:
+    return isinstance(b, Cst) and b.value > 0
+
+
+def _z3_floordiv(ga: Any, gb: Any, b: Arith) -> Any:
+    import z3
+
+    if _positive_const(b):
+        return ga / gb
+    return z3.If(gb > 0, ga / gb, (-ga) / (-gb))  # floor(a/b) == floor(-a/-b)
+
+
+def range_constraints_z3(vars_: Iterable[Var], env: Mapping[str, Any] | None = None) -> list[Any]:
     """z3 facts `lo <= v <= hi` for the given variables (and the variables in their bounds)."""
+    from lift.arith.ops import free_vars
+
     out = []
     seen: set[str] = set()
     todo = list(vars_)
@@ -108,8 +136,6 @@ def range_constraints_z3(vars_: set[Var] | list[Var], env: Mapping[str, Any] | N
         for bound, is_lo in ((v.lo, True), (v.hi, False)):
             if bound is None:
                 continue
-            from lift.arith.ops import free_vars
-
             todo.extend(free_vars(bound))
             zv, zb = to_z3(v, env), to_z3(bound, env)
             out.append(zv >= zb if is_lo else zv <= zb)

@@ -40,30 +40,51 @@ def free_vars(e: Arith) -> set[Var]:
 
 
 def substitute(e: Arith, env: Mapping[str, ArithLike]) -> Arith:
-    """Replace variables by name and re-simplify."""
+    """Replace variables by name and re-simplify; the ranges of other variables follow.
+
+    Example: with `k = Var("k", 0, N - 1)`, `substitute(k // 8, {"N": 8}) == 0`."""
+    memo: dict[Arith, Arith] = {}
+    return _subst(e, {k: as_arith(v) for k, v in env.items()}, memo)
+
+
+def _subst(e: Arith, env: Mapping[str, Arith], memo: dict[Arith, Arith]) -> Arith:
+    if isinstance(e, Cst):
+        return e
+    done = memo.get(e)
+    if done is None:
+        done = memo[e] = _subst_node(e, env, memo)
+    return done
+
+
+def _subst_node(e: Arith, env: Mapping[str, Arith], memo: dict[Arith, Arith]) -> Arith:
+    def go(x: Arith) -> Arith:
+        return _subst(x, env, memo)
+
     match e:
-        case Cst():
-            return e
-        case Var(name):
-            return as_arith(env[name]) if name in env else e
+        case Var(name, lo, hi):
+            if name in env:
+                return env[name]
+            lo2 = None if lo is None else go(lo)
+            hi2 = None if hi is None else go(hi)
+            return e if lo2 == lo and hi2 == hi else Var(name, lo2, hi2)
         case Sum(xs):
             out: Arith = Cst(0)
             for x in xs:
-                out = add(out, substitute(x, env))
+                out = add(out, go(x))
             return out
         case Prod(xs):
             out = Cst(1)
             for x in xs:
-                out = mul(out, substitute(x, env))
+                out = mul(out, go(x))
             return out
         case FloorDiv(a, b):
-            return floordiv(substitute(a, env), substitute(b, env))
+            return floordiv(go(a), go(b))
         case Mod(a, b):
-            return mod(substitute(a, env), substitute(b, env))
+            return mod(go(a), go(b))
         case Min(a, b):
-            return min_(substitute(a, env), substitute(b, env))
+            return min_(go(a), go(b))
         case Max(a, b):
-            return max_(substitute(a, env), substitute(b, env))
+            return max_(go(a), go(b))
     raise TypeError(f"not an arithmetic expression: {e!r}")
 
 

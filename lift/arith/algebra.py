@@ -1,0 +1,96 @@
+"""Sums and products of canonical expressions, folding matching division and modulo.
+
+`add` and `mul` work on polynomials (`lift.arith.poly`). After each, the identity
+`b*(a // b) + a % b == a` is applied wherever it removes a term:
+`3*(k // 3) + k % 3 -> k` and `k - 3*(k // 3) -> k % 3`, `k - k % 3 -> 3*(k // 3)`.
+"""
+
+from __future__ import annotations
+
+from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Mod, as_arith
+from lift.arith.poly import Poly, acc, atom_key, from_poly, poly_mul, to_poly
+
+_MAX_FOLDS = 8
+
+
+def add(a: ArithLike, b: ArithLike) -> Arith:
+    """a + b in canonical form. Example: `(N + 1) + (N - 1) == 2*N`."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(a, Cst) and isinstance(b, Cst):
+        return Cst(a.value + b.value)
+    p = to_poly(a)
+    acc(p, to_poly(b))
+    return from_poly(fold_divmod(p))
+
+
+def mul(a: ArithLike, b: ArithLike) -> Arith:
+    """a * b in canonical form. Example: `(N + 1)*(N - 1) == N*N - 1`."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(a, Cst) and isinstance(b, Cst):
+        return Cst(a.value * b.value)
+    return from_poly(fold_divmod(poly_mul(to_poly(a), to_poly(b))))
+
+
+def fold_divmod(p: Poly) -> Poly:
+    """Apply `c*b*(a // b) == c*a - c*(a % b)` in place where it merges or cancels terms."""
+    for _ in range(_MAX_FOLDS):
+        if not _fold_once(p):
+            break
+    return p
+
+
+def _fold_once(p: Poly) -> bool:
+    atoms = {a for m in p for a in m if isinstance(a, (FloorDiv, Mod))}
+    for f in sorted(atoms, key=atom_key):
+        if isinstance(f, FloorDiv) and _fold_quotient(p, f):
+            return True
+        if isinstance(f, Mod) and _fold_remainder(p, f):
+            return True
+    return False
+
+
+def _fold_quotient(p: Poly, f: FloorDiv) -> bool:
+    """c*b*(a // b) -> c*a - c*(a % b) when a % b occurs or the c*a cancels."""
+    from lift.arith.ranged import mod
+
+    quot = poly_mul(to_poly(f.b), {(f,): 1})
+    c = _multiple(p, quot)
+    if c is None:
+        return False
+    pa = to_poly(f.a)
+    if (Mod(f.a, f.b),) not in p and not _contains(p, pa, -c):
+        return False
+    acc(p, quot, -c)
+    acc(p, pa, c)
+    acc(p, to_poly(mod(f.a, f.b)), -c)
+    return True
+
+
+def _fold_remainder(p: Poly, f: Mod) -> bool:
+    """c*a - c*(a % b) -> c*b*(a // b) when the c*a occurs."""
+    from lift.arith.ranged import floordiv
+
+    k = p.get((f,))
+    pa = to_poly(f.a)
+    if k is None or not _contains(p, pa, -k):
+        return False
+    acc(p, pa, k)
+    acc(p, {(f,): k}, -1)
+    acc(p, poly_mul(to_poly(f.b), to_poly(floordiv(f.a, f.b))), -k)
+    return True
+
+
+def _multiple(p: Poly, q: Poly) -> int | None:
+    """The c with c*q contained term by term in p, or None."""
+    m0, q0 = next(iter(q.items()))
+    k = p.get(m0)
+    if k is None or k % q0:
+        return None
+    c = k // q0
+    return c if all(p.get(m) == c * qc for m, qc in q.items()) else None
+
+
+def _contains(p: Poly, pa: Poly, c: int) -> bool:
+    """Does p hold c * (each non-constant term of pa)?"""
+    terms = [m for m in pa if m]
+    return bool(terms) and all(p.get(m) == c * pa[m] for m in terms)

@@ -1,0 +1,147 @@
+"""Range-aware constructors: floor division, modulo, minimum and maximum.
+
+Each normalises its result using the variables' ranges (`lift.arith.ranges`):
+  (4*i + j) // 4 -> i  and  (4*i + j) % 4 -> j        when 0 <= j <= 3
+  (i*N + j) // N -> i  and  (i*N + j) % N -> j        when 0 <= j <= N - 1
+  (x % (b*c)) // c -> (x // c) % b,   (x // b) // c -> x // (b*c)
+  (x % (b*c)) % c -> x % c,           (c*x) // (c*y) -> x // y   (b, c > 0)
+  min(a, b) -> a                                      when a <= b provably
+Every rule holds for all values in range (floor semantics), and the property tests
+in tests/test_arith.py check it against plain evaluation, z3 and OpenCL.
+"""
+
+from __future__ import annotations
+
+from lift.arith.algebra import add, mul
+from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Max, Min, Mod, as_arith
+from lift.arith.poly import Poly, atom_key, content, divide, exact_quotient, from_poly, scale_down, to_poly
+from lift.arith.ranges import prove_le, prove_lt, prove_nonneg, prove_positive
+
+
+def floordiv(a: ArithLike, b: ArithLike) -> Arith:
+    """a // b (floor). Example: `(4*i + j) // 4 == i` when `0 <= j <= 3`."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(b, Cst):
+        if b.value == 0:
+            raise ZeroDivisionError(f"symbolic division of {a} by zero")
+        if isinstance(a, Cst):
+            return Cst(a.value // b.value)
+        if b.value == 1:
+            return a
+        if b.value < 0:
+            return floordiv(mul(-1, a), -b.value)
+        return _floordiv_pos(a, b)
+    if prove_positive(b):
+        return _floordiv_pos(a, b)
+    if prove_positive(mul(-1, b)):
+        return floordiv(mul(-1, a), mul(-1, b))
+    return Cst(1) if a == b else FloorDiv(a, b)
+
+
+def _floordiv_pos(a: Arith, b: Arith) -> Arith:
+    pa, pb = to_poly(a), to_poly(b)
+    q, r = divide(pa, pb)
+    if q:
+        return add(from_poly(q), _floordiv_pos(from_poly(r), b))
+    factor = _common(pa, pb)
+    if factor is not None:
+        _, a1, b1 = factor
+        return floordiv(a1, b1)
+    if _in_range(a, b):
+        return Cst(0)
+    if _in_range(add(a, b), b):
+        return Cst(-1)
+    match a:
+        case FloorDiv(x, c) if prove_positive(c):
+            return floordiv(x, mul(c, b))
+        case Mod(x, m):
+            k = exact_quotient(to_poly(m), pb)
+            if k is not None and prove_positive(from_poly(k)):
+                return mod(floordiv(x, b), from_poly(k))
+    return FloorDiv(a, b)
+
+
+def mod(a: ArithLike, b: ArithLike) -> Arith:
+    """a % b (floor modulo, the sign of b). Example: `(4*i + j) % 4 == j` when `0 <= j <= 3`."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(b, Cst):
+        if b.value == 0:
+            raise ZeroDivisionError(f"symbolic modulo of {a} by zero")
+        if isinstance(a, Cst):
+            return Cst(a.value % b.value)
+        if b.value in (1, -1):
+            return Cst(0)
+        if b.value < 0:
+            return mul(-1, mod(mul(-1, a), -b.value))
+        return _mod_pos(a, b)
+    if prove_positive(b):
+        return _mod_pos(a, b)
+    if prove_positive(mul(-1, b)):
+        return mul(-1, mod(mul(-1, a), mul(-1, b)))
+    return Cst(0) if a == b else Mod(a, b)
+
+
+def _mod_pos(a: Arith, b: Arith) -> Arith:
+    pa, pb = to_poly(a), to_poly(b)
+    q, r = divide(pa, pb)
+    if not r:
+        return Cst(0)
+    if q:
+        return _mod_pos(from_poly(r), b)
+    factor = _common(pa, pb)
+    if factor is not None:
+        f, a1, b1 = factor
+        return mul(f, mod(a1, b1))
+    if _in_range(a, b):
+        return a
+    if _in_range(add(a, b), b):
+        return add(a, b)
+    if isinstance(a, Mod) and exact_quotient(to_poly(a.b), pb) is not None:
+        return a if a.b == b else mod(a.a, b)  # b divides a.b: (x % (k*b)) % b == x % b
+    return Mod(a, b)
+
+
+def _in_range(a: Arith, b: Arith) -> bool:
+    """0 <= a < b provably."""
+    return prove_nonneg(a) and prove_lt(a, b)
+
+
+def _common(pa: Poly, pb: Poly) -> tuple[Arith, Arith, Arith] | None:
+    """(f, a / f, b / f) for the largest provably positive common factor f > 1 of a and b."""
+    g, atoms = content(pa, pb)
+    if g <= 0 or (g == 1 and not atoms):
+        return None
+    if atoms and not prove_positive(from_poly({atoms: 1})):
+        if g == 1:
+            return None
+        atoms = ()
+    f = from_poly({atoms: g})
+    return f, from_poly(scale_down(pa, g, atoms)), from_poly(scale_down(pb, g, atoms))
+
+
+def min_(a: ArithLike, b: ArithLike) -> Arith:
+    """min(a, b). Example: `min_(N, N + 1) == N`."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(a, Cst) and isinstance(b, Cst):
+        return Cst(min(a.value, b.value))
+    if prove_le(a, b):
+        return a
+    if prove_le(b, a):
+        return b
+    return Min(*sorted((a, b), key=_order))
+
+
+def max_(a: ArithLike, b: ArithLike) -> Arith:
+    """max(a, b). Example: `max_(N, 1) == N` for a size N."""
+    a, b = as_arith(a), as_arith(b)
+    if isinstance(a, Cst) and isinstance(b, Cst):
+        return Cst(max(a.value, b.value))
+    if prove_le(a, b):
+        return b
+    if prove_le(b, a):
+        return a
+    return Max(*sorted((a, b), key=_order))
+
+
+def _order(e: Arith) -> tuple:
+    return atom_key(e)

@@ -1,0 +1,422 @@
+"""The LIFT IR: immutable expression and function nodes (thesis 2.3.1, Fig. 2.8-2.13).
+
+Expressions (`Expr`) are parameters, literals and calls; functions (`FunDecl`) are
+lambdas, user functions and patterns. Nodes are frozen dataclasses that compare
+structurally; `label` and `loc` are metadata, not part of equality. A node's hash is
+computed once. Types are computed on demand by `lift.typecheck` and cached on the node
+(`expr.type`); nothing else is stored on nodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from lift.arith import Arith
+from lift.errors import SourceLoc
+from lift.types import ScalarType, Type
+
+_ids = itertools.count()
+
+
+def node(cls):
+    """Make `cls` a frozen, slotted IR dataclass with a cached structural hash."""
+    cls = dataclass(frozen=True, slots=True, repr=False)(cls)
+    names = tuple(f.name for f in fields(cls) if f.compare)
+    eq = cls.__eq__
+
+    def __hash__(self) -> int:
+        h = self._h
+        if h is None:
+            h = hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
+            object.__setattr__(self, "_h", h)
+        return h
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or eq(self, other)
+
+    cls.__hash__ = __hash__
+    cls.__eq__ = __eq__
+    cls._compare_fields = names
+    return cls
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Node:
+    """Base of IR nodes: a `label` naming the node and the user's source `loc`."""
+
+    label: str | None = field(default=None, compare=False, kw_only=True)
+    loc: SourceLoc | None = field(default=None, compare=False, kw_only=True)
+    _h: int | None = field(default=None, init=False, compare=False)
+
+    def __str__(self) -> str:
+        from lift.ir.printer import show
+
+        return show(self)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# --------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Expr(Node):
+    """A value: a parameter, a literal or a function call."""
+
+    _type: Any = field(default=None, init=False, compare=False)
+
+    @property
+    def type(self) -> Type:
+        """The type of this expression (checked and cached on first use)."""
+        t = self._type
+        if t is None:
+            from lift.typecheck import type_of
+
+            t = type_of(self)
+        return t
+
+    def __getitem__(self, i: Any) -> Expr:
+        from lift.ir.build import index
+
+        return index(self, i)
+
+    def __add__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("add", self, o)
+
+    def __radd__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("add", o, self)
+
+    def __sub__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("sub", self, o)
+
+    def __rsub__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("sub", o, self)
+
+    def __mul__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("mult", self, o)
+
+    def __rmul__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("mult", o, self)
+
+    def __truediv__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("div", self, o)
+
+    def __rtruediv__(self, o: Any) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("div", o, self)
+
+    def __neg__(self) -> Expr:
+        from lift.ir.build import arith_op
+
+        return arith_op("neg", self)
+
+
+@node
+class Param(Expr):
+    """A lambda parameter; each has a fresh `id`, so equality is identity of binding."""
+
+    ptype: Type
+    name: str = field(default="p", compare=False)
+    id: int = field(default_factory=lambda: next(_ids))
+
+
+@node
+class Literal(Expr):
+    """A constant of a scalar type: `value(0.0, Float)`."""
+
+    value: float | int | bool
+    ltype: ScalarType
+
+
+@node
+class FunCall(Expr):
+    """`f(args)`, written `f << x` for one argument."""
+
+    f: FunDecl
+    args: tuple[Expr, ...]
+    _conds: tuple = field(default=(), init=False, compare=False)
+
+
+# ----------------------------------------------------------------------- functions
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FunDecl(Node):
+    """A function: a lambda, a user function or a pattern. `f << x` applies it."""
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        from lift.ir.build import call_fundecl
+
+        return call_fundecl(self, args, kw)
+
+    def __lshift__(self, other: Any) -> Any:
+        from lift.ir.build import lshift
+
+        return lshift(self, other)
+
+    @property
+    def arity(self) -> int:
+        return 1
+
+
+@node
+class Lambda(FunDecl):
+    """`(p1, ..., pk) => body`."""
+
+    params: tuple[Param, ...]
+    body: Expr
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+
+@node
+class UserFun(FunDecl):
+    """A scalar function with an OpenCL C body and a Python (numpy) meaning."""
+
+    name: str
+    params: tuple[str, ...]
+    in_types: tuple[Type, ...]
+    out_type: Type
+    c_source: str
+    structs: tuple[Type, ...] = field(default=(), compare=False)
+    py_fn: Any = field(default=None, compare=False)
+    np_fn: Any = field(default=None, compare=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.in_types)
+
+
+class Pattern(FunDecl):
+    """Base of the built-in patterns."""
+
+    __slots__ = ()
+
+
+class AbstractMap(Pattern):
+    """Base of `map` and its OpenCL forms; `f` is applied to every element."""
+
+    __slots__ = ()
+
+
+@node
+class Map(AbstractMap):
+    f: FunDecl
+
+
+@node
+class MapSeq(AbstractMap):
+    f: FunDecl
+
+
+@node
+class MapGlb(AbstractMap):
+    f: FunDecl
+    dim: int = 0
+
+
+@node
+class MapWrg(AbstractMap):
+    f: FunDecl
+    dim: int = 0
+
+
+@node
+class MapLcl(AbstractMap):
+    f: FunDecl
+    dim: int = 0
+
+
+class AbstractReduce(Pattern):
+    """Base of `reduce` forms, called as `reduce(f)(init, x)`; the result is a scalar."""
+
+    __slots__ = ()
+
+    @property
+    def arity(self) -> int:
+        return 2
+
+
+@node
+class Reduce(AbstractReduce):
+    f: FunDecl
+
+
+@node
+class ReduceSeq(AbstractReduce):
+    f: FunDecl
+
+
+@node
+class Zip(Pattern):
+    n: int
+
+    @property
+    def arity(self) -> int:
+        return self.n
+
+
+@node
+class MakeTuple(Pattern):
+    """`tuple(x1, ..., xn)`; a Python tuple returned by a lambda builds one."""
+
+    n: int
+
+    @property
+    def arity(self) -> int:
+        return self.n
+
+
+@node
+class Get(Pattern):
+    """Component `i` of a tuple."""
+
+    i: int
+
+
+@node
+class At(Pattern):
+    """Element `index` of an array (`x[i]`)."""
+
+    index: Arith
+
+
+@node
+class Split(Pattern):
+    n: Arith
+
+
+@node
+class Join(Pattern):
+    pass
+
+
+@node
+class Slide(Pattern):
+    size: Arith
+    step: Arith
+
+
+@node
+class Pad(Pattern):
+    """Pad `left` and `right` copies of `value` (negative amounts truncate)."""
+
+    left: Arith
+    right: Arith
+    value: float | int
+
+
+@node
+class Transpose(Pattern):
+    pass
+
+
+@node
+class TransposeW(Pattern):
+    pass
+
+
+@node
+class Let(Pattern):
+    """`let(f) << x`: evaluate `x` once, then `f`."""
+
+    f: FunDecl
+
+
+@node
+class Iterate(Pattern):
+    """Apply `f` `n` times."""
+
+    n: int
+    f: FunDecl
+
+
+@node
+class ToGlobal(Pattern):
+    f: FunDecl
+
+    @property
+    def arity(self) -> int:
+        return self.f.arity
+
+
+@node
+class ToLocal(Pattern):
+    f: FunDecl
+
+    @property
+    def arity(self) -> int:
+        return self.f.arity
+
+
+@node
+class ToPrivate(Pattern):
+    f: FunDecl
+
+    @property
+    def arity(self) -> int:
+        return self.f.arity
+
+
+@node
+class AsVector(Pattern):
+    n: int
+
+
+@node
+class AsScalar(Pattern):
+    pass
+
+
+@node
+class Vectorise(Pattern):
+    """Apply a scalar function lane-wise to vectors of width `n`."""
+
+    f: FunDecl
+    n: int
+
+    @property
+    def arity(self) -> int:
+        return self.f.arity
+
+
+@node
+class OclKernel(Pattern):
+    """The body becomes a separate OpenCL kernel."""
+
+    f: FunDecl
+
+    @property
+    def arity(self) -> int:
+        return self.f.arity
+
+
+MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
+REDUCES = (Reduce, ReduceSeq)
+ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
+WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
+LAYOUT = (Zip, MakeTuple, Get, At, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
+ALL_NODE_TYPES = (
+    Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
+    *ADDRESS_SPACES, Vectorise, OclKernel,
+)

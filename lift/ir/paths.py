@@ -1,0 +1,75 @@
+"""Generic traversal of the IR: children, rebuilding, and stable paths.
+
+A path is a tuple of child indices from the root. The children of a node are, in order:
+`FunCall`: the function then the arguments; `Lambda`: the body; a pattern with a
+function parameter: that function; everything else: none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from lift.errors import RewriteError
+from lift.ir.nodes import FunCall, Lambda, Node
+
+Path = tuple[int, ...]
+
+
+def children(n: Node) -> tuple[Node, ...]:
+    """The child nodes of `n`, in path order."""
+    if isinstance(n, FunCall):
+        return (n.f, *n.args)
+    if isinstance(n, Lambda):
+        return (n.body,)
+    f = getattr(n, "f", None)
+    return (f,) if isinstance(f, Node) else ()
+
+
+def with_children(n: Node, new: tuple[Node, ...]) -> Node:
+    """`n` with its children replaced (label and loc kept); `n` itself if unchanged."""
+    old = children(n)
+    if len(new) != len(old):
+        raise ValueError(f"{type(n).__name__} has {len(old)} children, got {len(new)}")
+    if all(a is b for a, b in zip(old, new)):
+        return n
+    if isinstance(n, FunCall):
+        return dataclasses.replace(n, f=new[0], args=tuple(new[1:]))
+    if isinstance(n, Lambda):
+        return dataclasses.replace(n, body=new[0])
+    return dataclasses.replace(n, f=new[0])
+
+
+def walk(n: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
+    """Every (path, node) pair in pre-order."""
+    yield path, n
+    for i, c in enumerate(children(n)):
+        yield from walk(c, path + (i,))
+
+
+def at(n: Node, path: Path) -> Node:
+    """The sub-expression of `n` at `path`."""
+    for i in path:
+        cs = children(n)
+        if not 0 <= i < len(cs):
+            raise RewriteError(f"no sub-expression at path {path}", node=n)
+        n = cs[i]
+    return n
+
+
+def replace_at(n: Node, path: Path, new: Node) -> Node:
+    """`n` with the node at `path` replaced by `new`."""
+    if not path:
+        return new
+    cs = list(children(n))
+    i = path[0]
+    if not 0 <= i < len(cs):
+        raise RewriteError(f"no sub-expression at path {path}", node=n)
+    cs[i] = replace_at(cs[i], path[1:], new)
+    return with_children(n, tuple(cs))
+
+
+def transform_bottom_up(n: Node, fn) -> Node:
+    """Apply `fn` (Node -> Node) to every node, children first."""
+    cs = tuple(transform_bottom_up(c, fn) for c in children(n))
+    return fn(with_children(n, cs))

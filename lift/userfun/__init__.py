@@ -1,0 +1,121 @@
+"""User functions: Python functions (translated to OpenCL C) and raw OpenCL C bodies.
+
+    @user_fun
+    def mult(a: Float, b: Float) -> Float:
+        return a * b
+
+    add = user_fun(lambda acc, x: acc + x, [Float, Float], Float, name="add")
+    relu = user_fun(lambda x: x if x > 0 else 0.0)        # generic: typed where applied
+    fma = user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [Float] * 3, Float)
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lift.errors import SourceLoc, UserFunError, user_loc
+from lift.ir.build import Deferred
+from lift.ir.nodes import UserFun
+from lift.types import Type
+from lift.userfun.translate import Translation, translate, translate_c
+
+_anon = itertools.count()
+
+
+def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None) -> UserFun:
+    return UserFun(tr.name, tuple(tr.params), tuple(tr.in_types), tr.out_type, tr.c_source,
+                   tuple(tr.structs), py_fn, tr.np_fn, loc=loc)
+
+
+def _default_name(fn: Callable) -> str:
+    name = getattr(fn, "__name__", "")
+    return name if name.isidentifier() and name != "<lambda>" else f"uf{next(_anon)}"
+
+
+def _annotations(fn: Callable) -> tuple[list[Type] | None, Type | None]:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - annotations that are not LIFT types
+        hints = getattr(fn, "__annotations__", {})
+    names = [p.name for p in inspect.signature(fn).parameters.values()]
+    ins = [hints.get(n) for n in names]
+    out = hints.get("return")
+    if ins and all(isinstance(t, Type) for t in ins):
+        return ins, out if isinstance(out, Type) else None
+    return None, out if isinstance(out, Type) else None
+
+
+class GenericUserFun(Deferred):
+    """A user function without declared types: translated for the types it is applied to."""
+
+    __slots__ = ("fn", "name", "out_type", "cache")
+
+    def __init__(self, fn: Callable, name: str, out_type: Type | None, loc: SourceLoc | None):
+        self.fn, self.name, self.out_type = fn, name, out_type
+        self.cache: dict[tuple[Type, ...], UserFun] = {}
+        super().__init__(self._specialise, name, loc=loc)
+
+    def _specialise(self, types: tuple[Type, ...], label: str | None, loc: Any) -> UserFun:
+        if types not in self.cache:
+            tr = translate(self.fn, types, name=self.name, out_type=self.out_type)
+            self.cache[types] = _make(tr, self.fn, self.loc)
+        uf = self.cache[types]
+        return uf if label is None else UserFun(**{**_fields(uf), "label": label, "loc": uf.loc})
+
+    @property
+    def arity(self) -> int:
+        return len(inspect.signature(self.fn).parameters)
+
+    def specialise(self, *types: Type) -> UserFun:
+        """The user function for these argument types."""
+        return self._specialise(tuple(types), None, None)
+
+
+def _fields(uf: UserFun) -> dict:
+    return {k: getattr(uf, k) for k in ("name", "params", "in_types", "out_type", "c_source",
+                                        "structs", "py_fn", "np_fn")}
+
+
+class _UserFunFactory:
+    """`user_fun(fn, in_types=None, out_type=None, name=None)`; also `user_fun.c(...)`."""
+
+    def __call__(self, fn: Callable | None = None, in_types: Sequence[Type] | None = None,
+                 out_type: Type | None = None, name: str | None = None) -> Any:
+        if fn is None:
+            return lambda f: self(f, in_types, out_type, name)
+        if not callable(fn):
+            raise UserFunError(f"user_fun needs a Python function, got {fn!r}", loc=user_loc())
+        loc = _loc_of(fn)
+        name = name or _default_name(fn)
+        if not name.isidentifier():
+            raise UserFunError(f"user function name {name!r} is not a C identifier", loc=loc)
+        if in_types is None:
+            in_types, ann_out = _annotations(fn)
+            out_type = out_type or ann_out
+        if in_types is None:
+            return GenericUserFun(fn, name, out_type, loc)
+        tr = translate(fn, tuple(in_types), name=name, out_type=out_type)
+        return _make(tr, fn, loc)
+
+    def c(self, name: str, params: Sequence[str], body_c: str, in_types: Sequence[Type],
+          out_type: Type, py_fn: Callable | None = None) -> UserFun:
+        """A user function with a raw OpenCL C body; `py_fn` gives its meaning to the
+        interpreter (without it, the program can be compiled but not interpreted)."""
+        tr = translate_c(name, tuple(params), body_c, tuple(in_types), out_type)
+        return _make(tr, py_fn, user_loc())
+
+
+def _loc_of(fn: Callable) -> SourceLoc | None:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return user_loc()
+    return SourceLoc(code.co_filename, code.co_firstlineno, code.co_name)
+
+
+user_fun = _UserFunFactory()
+
+__all__ = ["user_fun", "GenericUserFun", "UserFun"]

@@ -1,0 +1,123 @@
+"""C names of LIFT types, struct declarations for tuples, C literals and reserved words."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+import numpy as np
+
+from lift.types import Bool, Double, Float, Int, ScalarType, TupleType, Type, VectorType
+
+_C_KEYWORDS = """
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+_Bool _Complex _Imaginary bool true false half uchar ushort uint ulong size_t ptrdiff_t intptr_t uintptr_t
+void event_t sampler_t image1d_t image2d_t image3d_t image1d_array_t image2d_array_t image1d_buffer_t
+kernel __kernel global __global local __local constant __constant private __private generic __generic
+read_only write_only read_write __read_only __write_only __read_write uniform pipe complex imaginary
+quad vec_type_hint work_group_size_hint reqd_work_group_size attribute __attribute__ packed aligned
+"""
+_C_BUILTINS = """
+sqrt exp exp2 exp10 log log2 log10 sin cos tan sinh cosh tanh asin acos atan atan2 pow pown powr rootn
+fabs floor ceil trunc round rint fmod erf erfc isnan isinf isfinite copysign hypot expm1 log1p cbrt
+fmin fmax min max abs clamp mix sign select dot cross length normalize mad fma
+get_global_id get_local_id get_group_id get_global_size get_local_size get_num_groups barrier
+INFINITY NAN HUGE_VALF MAXFLOAT M_PI M_PI_F M_E M_E_F NULL printf
+"""
+_VECTOR_BASES = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half",
+                 "bool")
+
+C_RESERVED: frozenset[str] = frozenset(
+    _C_KEYWORDS.split()
+    + _C_BUILTINS.split()
+    + [f"{b}{n}" for b in _VECTOR_BASES for n in (2, 3, 4, 8, 16)]
+    + [f"convert_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]
+)
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def is_c_identifier(name: str) -> bool:
+    """True when `name` is an ASCII C identifier that is not an OpenCL C reserved word or builtin."""
+    return bool(_IDENT.match(name)) and name not in C_RESERVED and not name.startswith("__")
+
+
+def c_type(t: Type) -> str:
+    """The OpenCL C spelling of a scalar, vector or tuple type: `float`, `float4`, `Tuple_float_int`."""
+    if isinstance(t, ScalarType):
+        return t.c_name
+    if isinstance(t, VectorType):
+        return t.c_name
+    if isinstance(t, TupleType):
+        return "Tuple_" + "_".join(_tuple_code(e) for e in t.elems)
+    raise TypeError(f"user functions take and return scalars, vectors and tuples, not {t}")
+
+
+def _tuple_code(t: Type) -> str:
+    """An injective code for a tuple element: nested tuples carry their arity (`T2_float_int`)."""
+    if isinstance(t, TupleType):
+        return f"T{len(t.elems)}_" + "_".join(_tuple_code(e) for e in t.elems)
+    return c_type(t)
+
+
+def struct_decl(t: TupleType) -> str:
+    """`typedef struct { float _0; int _1; } Tuple_float_int;` plus a newline."""
+    fields = " ".join(f"{c_type(e)} _{i};" for i, e in enumerate(t.elems))
+    return f"typedef struct {{ {fields} }} {c_type(t)};\n"
+
+
+def tuple_types(types: Iterable[Type]) -> tuple[TupleType, ...]:
+    """The tuple types inside `types`, innermost first, each once, in order of first appearance."""
+    out: list[TupleType] = []
+
+    def walk(t: Type) -> None:
+        if isinstance(t, TupleType):
+            for e in t.elems:
+                walk(e)
+            if t not in out:
+                out.append(t)
+
+    for t in types:
+        walk(t)
+    return tuple(out)
+
+
+def c_literal(value: bool | int | float, t: ScalarType) -> str:
+    """A C literal of scalar type `t` for a Python number (`1.0f`, `2`, `INFINITY`, `true`)."""
+    if t == Bool:
+        return "true" if value else "false"
+    if t == Int:
+        v = int(value)
+        if not INT_MIN <= v <= INT_MAX:
+            raise OverflowError(f"{v} does not fit in a 32-bit int")
+        return "(-2147483647 - 1)" if v == INT_MIN else str(v)
+    v = float(value)
+    special = _special_float(v, t)
+    if special is not None:
+        return special
+    if t == Float:
+        with np.errstate(over="ignore"):
+            f32 = np.float32(v)
+        if math.isinf(f32):
+            return _special_float(float(f32), t) or ""
+        return _with_point(str(f32)) + "f"
+    if t == Double:
+        return _with_point(repr(v))
+    raise TypeError(f"no literal of type {t}")
+
+
+def _special_float(v: float, t: ScalarType) -> str | None:
+    if math.isnan(v):
+        text = "NAN"
+    elif math.isinf(v):
+        text = "INFINITY" if v > 0 else "-INFINITY"
+    else:
+        return None
+    return text if t == Float else f"(double){text}" if v > 0 or math.isnan(v) else "-(double)INFINITY"
+
+
+def _with_point(s: str) -> str:
+    return s if any(ch in s for ch in ".eEn") else s + ".0"
