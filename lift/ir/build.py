@@ -16,9 +16,17 @@ from typing import Any
 
 from lift.arith import Arith, Var, as_arith
 from lift.errors import LiftTypeError, SourceLoc, user_loc
-from lift.ir.nodes import Expr, FunCall, FunDecl, Get, Lambda, Literal, Param, UserFun
+from lift.ir.nodes import Expr, FunCall, FunDecl, Get, Lambda, Literal, Param
 from lift.types import (
-    ArrayType, Bool, Double, Float, Int, ScalarType, TupleType, Type, VectorType,
+    ArrayType,
+    Bool,
+    Double,
+    Float,
+    Int,
+    ScalarType,
+    TupleType,
+    Type,
+    VectorType,
 )
 
 Builder = Callable[[tuple[Type, ...], "str | None", "SourceLoc | None"], FunDecl]

@@ -15,7 +15,15 @@ from lift.arith import Arith
 from lift.errors import LiftTypeError, SourceLoc, user_loc
 from lift.ir import nodes as n
 from lift.ir.build import (
-    Deferred, apply, arity_of, as_size, elaborate, fresh_size, generalise_outer, literal, to_expr,
+    Deferred,
+    apply,
+    arity_of,
+    as_size,
+    elaborate,
+    fresh_size,
+    generalise_outer,
+    literal,
+    to_expr,
 )
 from lift.ir.nodes import Expr, Lambda, Literal, Param
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type

@@ -3,9 +3,38 @@
 from __future__ import annotations
 
 from lift.ir.nodes import (
-    AsScalar, AsVector, At, FunCall, MakeTuple, Get, Iterate, Join, Lambda, Let, Literal, Map, MapGlb,
-    MapLcl, MapSeq, MapWrg, Node, OclKernel, Pad, Param, Reduce, ReduceSeq, Slide, Split,
-    ToGlobal, ToLocal, ToPrivate, Transpose, TransposeW, UserFun, Vectorise, Zip,
+    AsScalar,
+    AsVector,
+    At,
+    FunCall,
+    Get,
+    Iterate,
+    Join,
+    Lambda,
+    Let,
+    Literal,
+    MakeTuple,
+    Map,
+    MapGlb,
+    MapLcl,
+    MapSeq,
+    MapWrg,
+    Node,
+    OclKernel,
+    Pad,
+    Param,
+    Reduce,
+    ReduceSeq,
+    Slide,
+    Split,
+    ToGlobal,
+    ToLocal,
+    ToPrivate,
+    Transpose,
+    TransposeW,
+    UserFun,
+    Vectorise,
+    Zip,
 )
 
 _NAMES = {
@@ -52,6 +81,9 @@ class _Printer:
                 return f"{self.callee(f)} << {self.show(x)}"
             case FunCall(f, args):
                 return f"{self.callee(f)}(" + ", ".join(self.show(a) for a in args) + ")"
+            case Lambda(params, body):
+                ps = ", ".join(self.pname(p) for p in params)
+                return f"({ps}) => {self.show(body)}"
             case _:
                 return self.fun(n)
 
