@@ -26,8 +26,7 @@ fmin fmax min max abs clamp mix sign select dot cross length normalize mad fma
 get_global_id get_local_id get_group_id get_global_size get_local_size get_num_groups barrier
 INFINITY NAN HUGE_VALF MAXFLOAT M_PI M_PI_F M_E M_E_F NULL printf
 """
-_VECTOR_BASES = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half",
-                 "bool")
+_VECTOR_BASES = "char uchar short ushort int uint long ulong float double half bool".split()
 
 C_RESERVED: frozenset[str] = frozenset(
     _C_KEYWORDS.split()
@@ -39,10 +38,19 @@ C_RESERVED: frozenset[str] = frozenset(
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
+# OpenCL math functions user functions may call (as math.f): name -> (arity, returns Bool).
+C_MATH: dict[str, tuple[int, bool]] = {
+    **{n: (1, False) for n in "sqrt exp exp2 log log2 log10 sin cos tan sinh cosh tanh asin acos atan fabs "
+       "floor ceil trunc erf expm1 log1p cbrt".split()},
+    **{n: (2, False) for n in "atan2 pow fmod copysign hypot".split()},
+    **{n: (1, True) for n in "isnan isinf isfinite".split()},
+}
+
 
 def is_c_identifier(name: str) -> bool:
-    """True when `name` is an ASCII C identifier that is not an OpenCL C reserved word or builtin."""
-    return bool(_IDENT.match(name)) and name not in C_RESERVED and not name.startswith("__")
+    """True when `name` is an ASCII C identifier that is not an OpenCL C reserved word, builtin or struct name."""
+    reserved = name in C_RESERVED or name.startswith(("__", "Tuple_"))  # Tuple_*: struct names
+    return bool(_IDENT.match(name)) and not reserved
 
 
 def c_type(t: Type) -> str:
@@ -121,3 +129,20 @@ def _special_float(v: float, t: ScalarType) -> str | None:
 
 def _with_point(s: str) -> str:
     return s if any(ch in s for ch in ".eEn") else s + ".0"
+
+
+def c_floor_op(is_div: bool, a: str, b: str, t: ScalarType, *, divisor_positive: bool = False) -> str:
+    """Python's `a // b` or `a % b` (floor semantics) in C; `a` and `b` are names or literals.
+
+    C's `/` and `%` truncate; the result is corrected when the remainder's sign differs from the
+    divisor's. Floats follow CPython's float_divmod (`fmod`, then round the exact quotient).
+    """
+    if t == Int:
+        r, zero = f"{a} % {b}", "0"
+    else:
+        r, zero = f"fmod({a}, {b})", c_literal(0.0, t)
+    wrong = f"{r} < {zero}" if divisor_positive else f"{r} != {zero} && ({r} < {zero}) != ({b} < {zero})"
+    if not is_div:
+        return f"({wrong} ? {r} + {b} : {r})"
+    quotient = f"{a} / {b}" if t == Int else f"round(({a} - {r}) / {b})"
+    return f"({quotient} - ({wrong}))"

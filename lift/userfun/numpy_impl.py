@@ -29,7 +29,7 @@ NP_MATH: dict[str, str | None] = {
 
 def np_dtype_name(t: ScalarType) -> str:
     """The numpy scalar constructor for a LIFT scalar, as text (`_np.float32`)."""
-    return "_np." + {"float32": "float32", "float64": "float64", "int32": "int32", "bool": "bool_"}[t.dtype.name]
+    return "_np." + ("bool_" if t.dtype.kind == "b" else t.dtype.name)
 
 
 def np_literal(value: bool | int | float, t: ScalarType) -> str:
@@ -105,7 +105,8 @@ def build(name: str, params: Sequence[str], in_types: Sequence[Type], out_type: 
     shape = f"_h.shape_of(({''.join(p + ', ' for p in params)}), _IN)"
     tail = [f"        return _h.finish({result}, _OUT, {shape})"]
     source = "\n".join(head + body + tail) + "\n"
-    namespace: dict[str, Any] = {"_np": np, "_h": sys.modules[__name__], "_IN": tuple(in_types), "_OUT": out_type}
+    helpers = sys.modules[__name__]
+    namespace: dict[str, Any] = {"_np": np, "_h": helpers, "_IN": tuple(in_types), "_OUT": out_type}
     exec(compile(source, f"<liftcl numpy {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.__liftcl_source__ = source
