@@ -19,8 +19,11 @@ from lift.errors import (
     UnsupportedError,
     UserFunError,
 )
+from lift import devices
+from lift.compile import compile
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, FunDecl, Lambda, Param
+from lift.program import Program
 from lift.ir.patterns import (
     as_scalar,
     as_vector,
@@ -71,7 +74,7 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "Expr", "FunDecl", "Lambda", "Param",
+    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
     "LiftWarning", "RewritePointSkipped",

@@ -1,0 +1,185 @@
+"""Reads and writes through views: view leaves become C expressions and assignments.
+
+Global memories are scalar pointers (kernel arguments); a vector element goes through an
+aligned pointer cast, `((global float4*)p)[i]`, the fast form on PoCL, and `vloadN` /
+`vstoreN` only where alignment is not provable (never `vload16`: it aborts PoCL 3.0, so a
+16-wide unaligned read is gathered lane by lane). Local and private arrays are declared
+with their element type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lift.arith import Arith, Cst, prove_divides
+from lift.codegen.cast import (
+    Assign,
+    Block,
+    CCompound,
+    CCond,
+    CExpr,
+    CIndex,
+    CLane,
+    CMember,
+    CRaw,
+    CStmt,
+    CVar,
+    CVecLoad,
+    Decl,
+    VecStore,
+)
+from lift.errors import UnsupportedError
+from lift.types import ScalarType, TupleType, Type, VectorType, shape
+from lift.userfun.ctypes import c_literal, c_type
+from lift.views import (
+    ConstLeaf,
+    ExprLeaf,
+    Fld,
+    Gather,
+    Lane,
+    Load,
+    Mem,
+    Select,
+    StructLeaf,
+    VecOf,
+    View,
+    leaf_type,
+    resolve,
+    storage_type,
+)
+
+
+def read(v: View, use: Callable[[Mem], None] | None = None) -> CExpr:
+    """The C expression reading the (scalar, vector or tuple) value of view `v`."""
+    return leaf_expr(resolve(v), use)
+
+
+def leaf_expr(leaf, use: Callable[[Mem], None] | None = None) -> CExpr:
+    """C for a view leaf; `use` is told every memory touched."""
+    match leaf:
+        case Load(mem, _, tail):
+            if use is not None:
+                use(mem)
+            return _load(leaf, tail)
+        case ConstLeaf(value, t):
+            return constant(value, t)
+        case ExprLeaf(e, _, tail):
+            return _tail(e, tail, None)
+        case Select(conds, then, orelse):
+            return CCond(conds, leaf_expr(then, use), leaf_expr(orelse, use))
+        case StructLeaf(t, parts):
+            return CCompound(c_type(t), tuple(leaf_expr(p, use) for p in parts))
+        case Gather(t, parts):
+            return CCompound(c_type(t), tuple(leaf_expr(p, use) for p in parts), vector=True)
+    raise TypeError(f"not a view leaf: {leaf!r}")
+
+
+def constant(value, t: Type) -> CExpr:
+    """A literal of scalar type, broadcast for a vector type."""
+    if isinstance(t, VectorType):
+        return CCompound(c_type(t), (CRaw(c_literal(value, t.scalar)),), vector=True)
+    if isinstance(t, ScalarType):
+        return CRaw(c_literal(value, t))
+    raise UnsupportedError(f"a constant of type {t}")
+
+
+def _element(m: Mem, flat: Arith) -> CExpr:
+    """The storage element of memory `m` at row-major index `flat`."""
+    st = storage_type(m.type)
+    if not shape(m.type) and m.space == "private":
+        return CVar(m.name)
+    if m.space == "global" and isinstance(st, VectorType):
+        return CIndex(m.name, flat, "global", c_type(st))
+    return CIndex(m.name, flat, m.space)
+
+
+def _load(leaf: Load, tail: tuple) -> CExpr:
+    m, flat = leaf.mem, leaf.flat
+    st = storage_type(m.type)
+    if tail and isinstance(tail[0], VecOf):
+        return _vector_read(m, flat, tail[0].n, st)
+    if tail and isinstance(tail[0], Lane) and not isinstance(tail[0].k, Cst):
+        if m.space == "global" and isinstance(st, VectorType):
+            return _tail(CIndex(m.name, flat * st.n + tail[0].k, "global"), tail[1:], st.scalar)
+        raise UnsupportedError(f"a variable lane {tail[0].k} of {m.space} memory {m.name}")
+    return _tail(_element(m, flat), tail, st)
+
+
+def _vector_read(m: Mem, flat: Arith, width: int, st: Type) -> CExpr:
+    assert isinstance(st, ScalarType)
+    vt = VectorType(st, width)
+    if m.space == "global" and prove_divides(width, flat):
+        return CIndex(m.name, flat // width, "global", c_type(vt))
+    if width == 16:
+        parts = tuple(_element(m, flat + k) for k in range(width))
+        return CCompound(c_type(vt), parts, vector=True)
+    return CVecLoad(width, m.name, flat)
+
+
+def _tail(e: CExpr, tail: tuple, t: Type | None) -> CExpr:
+    for s in tail:
+        match s:
+            case Fld(k):
+                e = CMember(e, k)
+            case Lane(k) if isinstance(k, Cst):
+                e = CLane(e, k.value)
+            case _:
+                raise UnsupportedError(f"access step {s} on a C value")
+    return e
+
+
+# ---------------------------------------------------------------------- writes
+
+
+def write(dest: View, value: CExpr, t: Type, out: Block, fresh: Callable[[str], str],
+          use: Callable[[Mem], None] | None = None, comment: str = "") -> None:
+    """Append statements storing `value` (of type `t`) through the destination view."""
+    _write_leaf(resolve(dest), value, t, out, fresh, use, comment)
+
+
+def _write_leaf(leaf, value: CExpr, t: Type, out: Block, fresh, use, comment: str) -> None:
+    match leaf:
+        case Load(mem, _, tail):
+            if use is not None:
+                use(mem)
+            out.add(_store(leaf, tail, value, comment))
+        case StructLeaf(_, parts):
+            assert isinstance(t, TupleType)
+            src = _named(value, t, out, fresh)
+            for k, (p, et) in enumerate(zip(parts, t.elems)):
+                _write_leaf(p, _member(src, k), et, out, fresh, use, comment)
+        case Gather(vt, parts):
+            src = _named(value, vt, out, fresh)
+            for k, p in enumerate(parts):
+                _write_leaf(p, CLane(src, k), vt.scalar, out, fresh, use, comment)
+        case _:
+            raise UnsupportedError(f"cannot write through a {type(leaf).__name__} (padding or a constant)")
+
+
+def _member(src: CExpr, k: int) -> CExpr:
+    if isinstance(src, CCompound) and not src.vector:
+        return src.parts[k]
+    return CMember(src, k)
+
+
+def _named(value: CExpr, t: Type, out: Block, fresh) -> CExpr:
+    if isinstance(value, CVar | CCompound):
+        return value
+    name = fresh("v")
+    out.add(Decl(c_type(t), name, value))
+    return CVar(name)
+
+
+def _store(leaf: Load, tail: tuple, value: CExpr, comment: str) -> CStmt:
+    m, flat = leaf.mem, leaf.flat
+    st = storage_type(m.type)
+    if tail and isinstance(tail[0], VecOf):
+        width = tail[0].n
+        if m.space == "global" and prove_divides(width, flat):
+            vt = VectorType(st, width)  # type: ignore[arg-type]
+            return Assign(CIndex(m.name, flat // width, "global", c_type(vt)), value, comment)
+        return VecStore(width, value, m.name, flat)
+    return Assign(_load(leaf, tail), value, comment)
+
+
+__all__ = ["read", "write", "leaf_expr", "constant", "leaf_type"]

@@ -1,0 +1,343 @@
+"""IR -> C AST for one kernel: loops for maps and reductions, user-function calls, copies.
+
+Every value is written into a destination view (destination passing); layout patterns only
+build views (`lift.views`), so they never copy. A map becomes a loop whose body writes
+element `i` of the destination: `map_glb`, `map_wrg`, `map_lcl` become the strided loops of
+thesis Listing 2.3 (a single guarded trip when the ND-range provably covers the array),
+`map_seq` and `reduce_seq` sequential loops; a reduction accumulates in a private variable
+and the result is copied to the destination afterwards. The traversal mirrors
+`lift.memory` (its side tables say which expression has memory of its own) and emits the
+barriers of `lift.barriers` after the nodes they follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lift.arith import Arith, Cst, Var, prove_eq, prove_le
+from lift.barriers import Synchronised
+from lift.codegen.access import read, write
+from lift.codegen.cast import Barrier, Block, CCall, CExpr, CRaw, Decl, For
+from lift.errors import UnsupportedError
+from lift.ir import nodes as n
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
+from lift.ir.paths import Path
+from lift.memory import LOOP_KINDS, Buffer, concrete
+from lift.types import ArrayType, Type, shape
+from lift.userfun.ctypes import c_type
+from lift.views import (
+    INVERTIBLE,
+    Access,
+    ConstV,
+    ExprV,
+    MapV,
+    Mem,
+    View,
+    dest_views,
+    layout_view,
+    memories,
+    memory_view,
+    storage_type,
+)
+
+_IDS = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
+        "lcl": ("get_local_id", "get_local_size")}
+
+
+@dataclass
+class Arg:
+    """An argument: an expression to generate at `path`, or an already available `view`."""
+
+    type: Type
+    expr: Expr | None = None
+    path: Path | None = None
+    view: View | None = None
+
+
+@dataclass
+class KernelState:
+    """What one kernel's generation collects, besides its body."""
+
+    uses: dict[str, Mem] = field(default_factory=dict)  # every memory touched, by name
+    temps: list[tuple[Mem, Buffer]] = field(default_factory=list)  # global or symbolic local
+    locals_: list[Decl] = field(default_factory=list)  # fixed-size local arrays
+    parallel: dict[tuple[str, int], Arith] = field(default_factory=dict)  # (kind, dim) -> trip count
+    barriers: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)
+
+
+class KernelGen:
+    """Generate the body of one kernel into `self.body`."""
+
+    def __init__(self, sync: Synchronised, funs: Callable[[FunDecl], str], fresh: Callable[[str], str],
+                 global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None) -> None:
+        self.alloc = sync.allocated
+        self.sync = sync
+        self.funs = funs
+        self.fresh = fresh
+        self.gsize, self.lsize = global_size, local_size
+        self.state = KernelState()
+        self.body = Block()
+        self.block = self.body
+        self.loopvars: dict[Path, Var] = {}
+
+    # ------------------------------------------------------------------ helpers
+
+    def use(self, m: Mem) -> None:
+        self.state.uses.setdefault(m.name, m)
+
+    def read(self, v: View) -> CExpr:
+        return read(v, self.use)
+
+    def write(self, dest: View, value: CExpr, t: Type, comment: str = "") -> None:
+        write(dest, value, t, self.block, self.fresh, self.use, comment)
+
+    def copy(self, src: View, dest: View, t: Type, why: str) -> None:
+        """Copy a value element by element (only where a destination cannot be written in place)."""
+        if isinstance(t, ArrayType):
+            var = Var(self.fresh("c"), Cst(0), t.size - 1)
+            self.loop_body(For(var, CRaw("0"), t.size, CRaw("1"), Block(), f"copy ({why})", "seq"),
+                           lambda: self.copy(Access(src, var), Access(dest, var), t.elem, why))
+            return
+        self.write(dest, self.read(src), t, why)
+
+    def declare(self, buf: Buffer) -> View:
+        """Declare the memory of `buf` and return its view at the current loop iterations."""
+        view = memory_view(buf.name, buf.full_type, buf.space)
+        for m in memories(view):
+            self.declare_mem(m, buf)
+        for loop in buf.loops:
+            view = Access(view, self.loopvars[loop.path])
+        return view
+
+    def declare_mem(self, m: Mem, buf: Buffer) -> None:
+        st = storage_type(m.type)
+        elems: Arith = Cst(1)
+        for d in shape(m.type):
+            elems = elems * d
+        size = elems if shape(m.type) else None
+        if m.space == "private":
+            self.block.add(Decl(c_type(st), m.name, size=size, comment=f"{buf.role} for {buf.type}"))
+        elif m.space == "local" and isinstance(elems, Cst):
+            self.state.locals_.append(Decl(c_type(st), m.name, space="local", size=elems,
+                                           comment=f"{buf.role} for {buf.type}"))
+        else:
+            self.state.temps.append((m, buf))
+        self.use(m)
+
+    def loop_body(self, loop: For, fill: Callable[[], None]) -> None:
+        self.block.add(loop)
+        outer, self.block = self.block, loop.body
+        try:
+            fill()
+        finally:
+            self.block = outer
+
+    def make_loop(self, f: FunDecl, kind: str, count: Arith, fpath: Path) -> For:
+        dim = getattr(f, "dim", 0)
+        prefix = {"glb": "gl", "wrg": "wg", "lcl": "l", "seq": "i"}[kind]
+        var = Var(self.fresh(f"{prefix}_{f.label}" if f.label else prefix), Cst(0), count - 1)
+        self.loopvars[fpath] = var
+        comment = _describe(f)
+        if kind == "seq":
+            return For(var, CRaw("0"), count, CRaw("1"), Block(), comment, kind)
+        self.state.parallel.setdefault((kind, dim), count)
+        ident, step = _IDS[kind]
+        once, guard = self.single_trip(kind, dim, count)
+        return For(var, CRaw(f"{ident}({dim})"), count, CRaw(f"{step}({dim})"), Block(), comment, kind,
+                   once, guard)
+
+    def single_trip(self, kind: str, dim: int, count: Arith) -> tuple[bool, bool]:
+        """(no loop needed, guard needed): when the ND-range is known to cover `count`."""
+        units = None
+        if kind == "glb" and self.gsize is not None and dim < len(self.gsize):
+            units = Cst(self.gsize[dim])
+        elif kind == "lcl" and self.lsize is not None and dim < len(self.lsize):
+            units = Cst(self.lsize[dim])
+        elif kind == "wrg" and self.gsize and self.lsize and dim < min(len(self.gsize), len(self.lsize)):
+            units = Cst(self.gsize[dim] // self.lsize[dim])
+        if units is None or not prove_le(count, units):
+            return False, True
+        return True, not prove_eq(count, units)
+
+    def barrier_after(self, key: Path) -> None:
+        for p in self.sync.after.get(key, ()):
+            self.block.add(Barrier(p.fence, p.reason))
+            self.state.barriers.append((p.fence, p.after, p.reason, p.buffers))
+
+    # ------------------------------------------------------------- expressions
+
+    def expr(self, e: Expr, path: Path, env: dict[int, View], dest: View | None) -> View:
+        """Generate `e`; it writes into `dest` when given. Returns the view to read it."""
+        match e:
+            case n.Param():
+                v = env[e.id]
+            case n.Literal(value, t):
+                v = ConstV(value, t)
+            case FunCall(f, args) if path in self.alloc.inline:
+                return ExprV(self.inline_call(e, path, env), e.type)
+            case FunCall(f, args) if concrete(e):
+                argv = [Arg(a.type, a, path + (k + 1,)) for k, a in enumerate(args)]
+                return self.apply(f, path + (0,), argv, e.type, env, dest, e, path)
+            case FunCall():
+                v = self.view_of(e, env)
+            case _:
+                raise UnsupportedError(f"cannot generate code for {e!r}", node=e)
+        if dest is not None:
+            self.copy(v, dest, e.type, "value " + _short(e))
+            return dest
+        return v
+
+    def arg(self, a: Arg, env: dict[int, View], dest: View | None = None) -> View:
+        if a.view is not None:
+            if dest is not None:
+                self.copy(a.view, dest, a.type, "argument")
+                return dest
+            return a.view
+        assert a.expr is not None and a.path is not None
+        return self.expr(a.expr, a.path, env, dest)
+
+    def view_of(self, e: Expr, env: dict[int, View]) -> View:
+        """The view of an expression that computes nothing (layout patterns over parameters)."""
+        match e:
+            case n.Param():
+                return env[e.id]
+            case n.Literal(value, t):
+                return ConstV(value, t)
+            case FunCall(Lambda(params, body) | n.Let(f=Lambda(params, body)), args):
+                inner = {**env, **{p.id: self.view_of(a, env) for p, a in zip(params, args)}}
+                return self.view_of(body, inner)
+            case FunCall(n.AbstractMap(f=g), (x,)):
+                xv = self.view_of(x, env)
+                elem = x.type.elem  # type: ignore[attr-defined]
+                return MapV(xv, lambda el: self.fun_view(g, el, elem, env))
+            case FunCall(f, args) if isinstance(f, n.LAYOUT):
+                return layout_view(f, [self.view_of(a, env) for a in args], [a.type for a in args])
+        raise UnsupportedError(f"{_short(e)} computes nothing the code generator can read", node=e)
+
+    def fun_view(self, g: FunDecl, el: View, elem: Type, env: dict[int, View]) -> View:
+        match g:
+            case Lambda((p,), body):
+                return self.view_of(body, {**env, p.id: el})
+            case n.AbstractMap(f=h):
+                inner = elem.elem  # type: ignore[attr-defined]
+                return MapV(el, lambda x: self.fun_view(h, x, inner, env))
+            case _ if isinstance(g, n.LAYOUT):
+                return layout_view(g, [el], [elem])
+        raise UnsupportedError(f"{g} is not a layout function", node=g)
+
+    def inline_call(self, e: FunCall, path: Path, env: dict[int, View]) -> CExpr:
+        f = e.f.f if isinstance(e.f, n.ToPrivate) else e.f
+        args = tuple(self.uf_arg(Arg(a.type, a, path + (k + 1,)), env) for k, a in enumerate(e.args))
+        return CCall(self.funs(f), args)
+
+    def uf_arg(self, a: Arg, env: dict[int, View]) -> CExpr:
+        if a.path is not None and a.path in self.alloc.inline:
+            assert isinstance(a.expr, FunCall)
+            return self.inline_call(a.expr, a.path, env)
+        return self.read(self.arg(a, env))
+
+    # --------------------------------------------------------------- functions
+
+    def apply(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+              dest: View | None, node: Any, key: Path) -> View:
+        """Generate `f` applied to `args`, writing into `dest` (or the memory of its own)."""
+        own = self.alloc.buffers.get(key)
+        match f:
+            case Lambda(params, body) | n.Let(f=Lambda(params, body)):
+                views = [self.arg(a, env) for a in args]
+                bpath = fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
+                result = self.expr(body, bpath, {**env, **{p.id: v for p, v in zip(params, views)}}, dest)
+            case n.UserFun() | n.Vectorise():
+                target = self.declare(own) if own is not None else dest
+                assert target is not None, f"no destination for {f}"
+                values = tuple(self.uf_arg(a, env) for a in args)
+                self.write(target, CCall(self.funs(f), values), out, _describe(f))
+                result = target
+            case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
+                result = self.map(f, fpath, args, out, env, dest, own)
+            case n.ReduceSeq(g):
+                result = self.reduce(g, f, fpath, args, env, dest, key)
+            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+                target = self.declare(own) if own is not None else dest
+                result = self.apply(g, fpath + (0,), args, out, env, target, node, fpath + (0,))
+                if own is not None and dest is not None:
+                    self.copy(result, dest, out, f"{_describe(f)} into the destination")
+                    result = dest
+            case n.Let(g):
+                result = self.apply(g, fpath + (0,), args, out, env, dest, node, key)
+            case _ if isinstance(f, n.LAYOUT):
+                result = self.layout(f, args, env, dest)
+            case _:
+                raise UnsupportedError(f"code generation does not support {type(f).__name__} here", node=f)
+        self.barrier_after(key)
+        return result
+
+    def map(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+            dest: View | None, own: Buffer | None) -> View:
+        (a,) = args
+        xs = self.arg(a, env)
+        target = self.declare(own) if own is not None else dest
+        assert target is not None and isinstance(out, ArrayType) and isinstance(a.type, ArrayType)
+        loop = self.make_loop(f, LOOP_KINDS[type(f)], out.size, fpath)
+        i = loop.var
+        el = Arg(a.type.elem, view=Access(xs, i))
+        g = f.f  # type: ignore[attr-defined]
+        self.loop_body(loop, lambda: self.apply(g, fpath + (0,), [el], out.elem, env, Access(target, i), g,
+                                                fpath + (0,)))
+        return target
+
+    def reduce(self, g: FunDecl, f: FunDecl, fpath: Path, args: list[Arg], env: dict[int, View],
+               dest: View | None, key: Path) -> View:
+        init, xa = args
+        xs = self.arg(xa, env)
+        if key in self.alloc.accs:
+            acc = self.declare(self.alloc.accs[key])
+            self.copy(self.arg(init, env), acc, init.type, "initial value")
+        else:
+            acc = self.arg(init, env)
+        assert isinstance(xa.type, ArrayType)
+        loop = self.make_loop(f, "seq", xa.type.size, fpath)
+        el = Arg(xa.type.elem, view=Access(xs, loop.var))
+        self.loop_body(loop, lambda: self.apply(g, fpath + (0,), [Arg(init.type, view=acc), el], init.type,
+                                                env, acc, g, fpath + (0,)))
+        if dest is not None:
+            self.copy(acc, dest, init.type, "reduction result")
+            return dest
+        return acc
+
+    def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
+        types = [a.type for a in args]
+        if dest is not None and isinstance(f, INVERTIBLE):
+            dests = dest_views(f, dest, types)
+            assert dests is not None
+            for a, d in zip(args, dests):
+                self.arg(a, env, d)
+            return dest
+        v = layout_view(f, [self.arg(a, env) for a in args], types)
+        if dest is not None:
+            out = _layout_type(f, args)
+            self.copy(v, dest, out, f"{f} cannot be written in place")
+            return dest
+        return v
+
+
+def _layout_type(f: FunDecl, args: list[Arg]) -> Type:
+    from lift.typecheck import infer
+
+    return infer(f, [a.type for a in args], f)
+
+
+def _describe(f: Any) -> str:
+    """The IR node a loop or call comes from, in LIFT notation (labels included)."""
+    text = str(f)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _short(e: Any) -> str:
+    text = str(e)
+    return text if len(text) <= 50 else text[:47] + "..."
+
+
+__all__ = ["KernelGen", "KernelState", "Arg"]

@@ -1,0 +1,158 @@
+"""Print the C AST as readable OpenCL C; every loop carries a comment naming its IR node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lift.arith import Arith, prove_nonneg, to_c
+from lift.codegen.cast import (
+    Assign,
+    Barrier,
+    Block,
+    CCall,
+    CCompound,
+    CCond,
+    CExpr,
+    CIndex,
+    CInt,
+    CLane,
+    CMember,
+    Comment,
+    CRaw,
+    CStmt,
+    CVar,
+    CVecLoad,
+    Decl,
+    For,
+    KernelDef,
+    Unit,
+    VecStore,
+)
+
+_IND = "  "
+
+
+def print_unit(u: Unit) -> str:
+    """The whole program text."""
+    parts = [u.helpers.rstrip("\n")] if u.helpers else []
+    parts += [s.rstrip("\n") for s in u.structs]
+    parts += [f.rstrip("\n") for f in u.functions]
+    parts += [print_kernel(k) for k in u.kernels]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def print_kernel(k: KernelDef) -> str:
+    params = ",\n    ".join(_param(p) for p in k.params)
+    head = f"// {k.comment}\n" if k.comment else ""
+    lines = [f"{head}kernel void {k.name}({params}) {{"]
+    _block(k.body, 1, lines)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _param(p) -> str:
+    if not p.qual:
+        return f"{p.ctype} {p.name}"
+    const = "const " if p.const else ""
+    return f"{const}{p.qual} {p.ctype}* {'restrict ' if p.qual == 'global' else ''}{p.name}"
+
+
+def _block(b: Block, depth: int, out: list[str]) -> None:
+    for s in b.stmts:
+        _stmt(s, depth, out)
+
+
+def _stmt(s: CStmt, depth: int, out: list[str]) -> None:
+    pad = _IND * depth
+    match s:
+        case Decl(ctype, name, init, space, size, comment):
+            q = "" if space == "private" else f"{space} "
+            arr = "" if size is None else f"[{to_c(size)}]"
+            ini = "" if init is None else f" = {expr(init)}"
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}{q}{ctype} {name}{arr}{ini};{note}")
+        case Assign(lhs, rhs, comment):
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}{expr(lhs)} = {expr(rhs)};{note}")
+        case VecStore(n, value, base, offset):
+            out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
+        case For():
+            _for(s, depth, out)
+        case Barrier(fence, comment):
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}barrier({fence});{note}")
+        case Comment(text):
+            out.append(f"{pad}// {text}")
+        case Block():
+            out.append(pad + "{")
+            _block(s, depth + 1, out)
+            out.append(pad + "}")
+        case _:
+            raise TypeError(f"cannot print {s!r}")
+
+
+def _for(s: For, depth: int, out: list[str]) -> None:
+    pad = _IND * depth
+    v = s.var.name
+    if s.once:
+        out.append(f"{pad}{{  // {s.comment}: one iteration per work-item")
+        out.append(f"{pad}{_IND}int {v} = {expr(s.init)};")
+        if s.guard:
+            out.append(f"{pad}{_IND}if ({v} < {to_c(s.bound)}) {{")
+            _block(s.body, depth + 2, out)
+            out.append(f"{pad}{_IND}}}")
+        else:
+            _block(s.body, depth + 1, out)
+        out.append(f"{pad}}}")
+        return
+    step = "++" if isinstance(s.step, CRaw) and s.step.text == "1" else f" += {expr(s.step)}"
+    out.append(f"{pad}for (int {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {s.comment}")
+    _block(s.body, depth + 1, out)
+    out.append(f"{pad}}}")
+
+
+def expr(e: CExpr, names: Mapping[str, str] | None = None) -> str:
+    """C text of an expression."""
+    match e:
+        case CRaw(text):
+            return text
+        case CVar(name):
+            return name
+        case CInt(value):
+            return to_c(value)
+        case CIndex(base, index, space, cast):
+            if cast is None:
+                return f"{base}[{to_c(index)}]"
+            return f"(({space} {cast}*){base})[{to_c(index)}]"
+        case CVecLoad(n, base, offset):
+            return f"vload{n}(0, {base} + {to_c(offset)})"
+        case CMember(x, k):
+            return f"{_postfix(x)}._{k}"
+        case CLane(x, k):
+            return f"{_postfix(x)}.s{'0123456789abcdef'[k]}"
+        case CCall(fn, args):
+            return f"{fn}(" + ", ".join(expr(a) for a in args) + ")"
+        case CCond(conds, then, orelse):
+            return f"(({_conds(conds)}) ? {expr(then)} : {expr(orelse)})"
+        case CCompound(ctype, parts, vector):
+            inner = ", ".join(expr(p) for p in parts)
+            return f"({ctype})({inner})" if vector else f"({ctype}){{{inner}}}"
+    raise TypeError(f"cannot print {e!r}")
+
+
+def _postfix(x: CExpr) -> str:
+    s = expr(x)
+    return s if isinstance(x, CVar | CIndex) else f"({s})"
+
+
+def _conds(conds: tuple[tuple[Arith, bool, Arith | None], ...]) -> str:
+    parts = []
+    for c, low, hi in conds:
+        if low and not prove_nonneg(c):
+            parts.append(f"0 <= {to_c(c)}")
+        if hi is not None:
+            parts.append(f"{to_c(c)} < {to_c(hi)}")
+    return " && ".join(parts) or "1"
+
+
+__all__ = ["print_unit", "print_kernel", "expr"]

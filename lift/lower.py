@@ -1,0 +1,155 @@
+"""The default lowering of a high-level program (used until the mapping solver decides).
+
+`lower(program)`: every outermost `map` becomes `map_glb` (dimension 0), every other `map`
+becomes `map_seq`, every `reduce` becomes `reduce_seq`; results go to global memory (the
+code generator writes a program's result there). When the top level has several
+computations and one of them is parallel (`map_glb`), each becomes an `ocl_kernel` stage, so
+no kernel reads what other work-groups wrote; a `map_glb` reading a `map_glb` of the same
+length element by element stays in one kernel, and sequential computations feeding
+sequential ones stay together.
+
+    map(f) << map(g) << x        ->  map_glb(f) << map_glb(g) << x              (one kernel)
+    reduce(add, 0) << map(mult) << zip(x, y)
+        ->  ocl_kernel(reduce_seq(add, 0)) << ocl_kernel(map_glb(mult)) << zip(x, y)
+
+Postcondition: no `Map` or `Reduce` node is left and the program type is unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lift.ir import nodes as n
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
+from lift.ir.paths import children, transform_bottom_up, walk, with_children
+
+_PLUMBING = (Lambda, n.Let, *n.LAYOUT)
+
+
+def lower(program: Lambda) -> Lambda:
+    """`program` with maps and reductions mapped to OpenCL and split into kernel stages."""
+    body = _expr(program.body, nested=False)
+    staged = _stages(body)
+    if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
+        body = staged
+    return dataclasses.replace(program, body=body)
+
+
+# ------------------------------------------------------------------ mapping
+
+
+def _expr(e: Expr, nested: bool) -> Expr:
+    if not isinstance(e, FunCall):
+        return e
+    f = _fun(e.f, nested)
+    return with_children(e, (f, *(_expr(a, nested) for a in e.args)))  # type: ignore[return-value]
+
+
+def _fun(f: FunDecl, nested: bool) -> FunDecl:
+    meta = {"label": f.label, "loc": f.loc}
+    match f:
+        case n.Map(g):
+            return (n.MapSeq if nested else n.MapGlb)(_fun(g, True), **meta)
+        case n.Reduce(g):
+            return n.ReduceSeq(_fun(g, True), **meta)
+        case n.AbstractMap(f=g) | n.AbstractReduce(f=g):
+            return with_children(f, (_fun(g, True),))  # type: ignore[return-value]
+        case Lambda(_, body):
+            return with_children(f, (_expr(body, nested),))  # type: ignore[return-value]
+    cs = children(f)
+    if cs and isinstance(cs[0], FunDecl):
+        return with_children(f, (_fun(cs[0], nested),))  # type: ignore[return-value]
+    return f
+
+
+# ------------------------------------------------------------------- stages
+
+
+def _concrete(x: Node) -> bool:
+    return any(isinstance(y, n.UserFun) for _, y in walk(x))
+
+
+def _parallel(x: Node) -> bool:
+    return any(isinstance(y, n.MapGlb | n.MapWrg | n.MapLcl) for _, y in walk(x))
+
+
+def _is_stage(e: Expr) -> bool:
+    return isinstance(e, FunCall) and _concrete(e) and not isinstance(e.f, _PLUMBING)
+
+
+def _stages(e: Expr) -> Expr:
+    """Top-level plumbing kept; every top-level computation wrapped as an `ocl_kernel`."""
+    if not isinstance(e, FunCall):
+        return e
+    if _is_stage(e):
+        return _kernel(e)
+    f = e.f
+    if isinstance(f, Lambda | n.Let):
+        lam = f if isinstance(f, Lambda) else f.f
+        if isinstance(lam, Lambda):
+            new = dataclasses.replace(lam, body=_stages(lam.body))
+            f = new if isinstance(f, Lambda) else dataclasses.replace(f, f=new)
+    return with_children(e, (f, *(_stages(a) for a in e.args)))  # type: ignore[return-value]
+
+
+def _fusable(consumer: FunCall, producer: Expr) -> bool:
+    if not _is_stage(producer):
+        return False
+    assert isinstance(producer, FunCall)
+    if not _parallel(consumer) and not _parallel(producer):
+        return True
+    c, p = consumer.f, producer.f
+    return (isinstance(c, n.MapGlb) and isinstance(p, n.MapGlb) and c.dim == p.dim
+            and len(consumer.args) == 1 and consumer.args[0] is producer)
+
+
+def _kernel(stage: FunCall) -> Expr:
+    """`ocl_kernel((params) => stage') << leaves`: the stage with fusable producers inlined."""
+    leaves: list[Expr] = []
+    params: list[Param] = []
+
+    def leaf(x: Expr) -> Param:
+        for k, y in enumerate(leaves):
+            if y is x:
+                return params[k]
+        p = Param(x.type, f"k{len(params)}")
+        leaves.append(x)
+        params.append(p)
+        return p
+
+    def inline(call: FunCall) -> Expr:
+        args = []
+        for a in call.args:
+            if isinstance(a, n.Literal):
+                args.append(a)
+            elif _fusable(call, a):
+                args.append(inline(a))  # type: ignore[arg-type]
+            else:
+                args.append(leaf(a))
+        return with_children(call, (call.f, *args))  # type: ignore[return-value]
+
+    body = inline(stage)
+    free = _free_params(body, {p.id for p in params})
+    body = _rename(body, {p.id: leaf(p) for p in free})
+    lam = Lambda(tuple(params), body, loc=stage.loc)
+    kernel = n.OclKernel(lam, label=stage.f.label, loc=stage.loc)
+    return FunCall(kernel, tuple(_stages(x) for x in leaves), loc=stage.loc)
+
+
+def _free_params(e: Expr, own: set[int]) -> list[Param]:
+    bound = own | {p.id for _, x in walk(e) if isinstance(x, Lambda) for p in x.params}
+    out: dict[int, Param] = {}
+    for _, x in walk(e):
+        if isinstance(x, Param) and x.id not in bound:
+            out.setdefault(x.id, x)
+    return list(out.values())
+
+
+def _rename(e: Expr, mapping: dict[int, Param]) -> Expr:
+    def swap(x: Node) -> Node:
+        return mapping.get(x.id, x) if isinstance(x, Param) else x
+
+    return transform_bottom_up(e, swap)  # type: ignore[return-value]
+
+
+__all__ = ["lower"]

@@ -1,0 +1,306 @@
+"""Memory allocation (thesis 2.3.2.3, 4.4): address spaces and sizes of intermediate buffers.
+
+Code generation writes every value into a *destination*: the kernel's output, a slice of an
+enclosing map's destination, or memory of its own. This pass decides which expressions get
+memory of their own (intermediates: arguments of a computation, reduce accumulators), in
+which address space, and how big it is:
+
+* the space is the nearest `to_global` / `to_local` / `to_private` on the value's result
+  spine; without one, a scalar, vector or tuple is private and an array is global;
+* the size is the value's size times the trip counts of the enclosing loops that may run
+  at once while the buffer is live, the multiplier rules of 4.4.2: global memory is
+  multiplied by every enclosing loop, local memory by the enclosing `map_lcl` and sequential
+  loops only when there is an enclosing `map_lcl`, private memory by nothing (it is reused
+  by every iteration and work-item);
+* a user-function call that is the argument of another user-function call is inlined as a
+  C expression and needs no memory.
+
+Stage `Mapped -> Allocated`. Postcondition: every computed expression either writes into
+its destination or has a `Buffer` (or, for a reduction with a constant initial value, an
+accumulator), and every private buffer has a constant size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from lift.arith import Arith, Cst
+from lift.errors import UnsupportedError
+from lift.ir import nodes as n
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
+from lift.ir.paths import Path, walk
+from lift.types import ArrayType, Type, VectorType, base_type, shape
+
+LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
+SPACES = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A loop of the generated code: the node at `path`, `kind` glb/wrg/lcl/seq, `count` trips."""
+
+    path: Path
+    kind: str
+    dim: int
+    count: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """Memory of its own for the value at `path` (one `type` per trip of each of `loops`)."""
+
+    path: Path
+    name: str
+    space: str
+    type: Type
+    loops: tuple[Loop, ...] = ()
+    role: str = "temp"  # "temp" or "acc"
+    scope: tuple[Loop, ...] = field(default=(), compare=False)  # every enclosing loop
+
+    @property
+    def full_type(self) -> Type:
+        """The buffer's type: one value per combination of the multiplied loops."""
+        t = self.type
+        for loop in reversed(self.loops):
+            t = ArrayType(t, loop.count)
+        return t
+
+    @property
+    def count(self) -> Arith:
+        """Storage size in scalars."""
+        return scalar_count(self.full_type)
+
+
+@dataclass(frozen=True)
+class Allocated:
+    """Stage record: the intermediate buffers of one kernel body, by path."""
+
+    body: Expr
+    buffers: Mapping[Path, Buffer]
+    accs: Mapping[Path, Buffer]  # reduce accumulators, by the reduce call's path
+    inline: frozenset[Path]
+    spaces: Mapping[Path, str]  # the space each user-function call writes
+    loops: Mapping[Path, Loop] = field(default_factory=dict)
+
+
+def scalar_count(t: Type) -> Arith:
+    """The number of scalars in a value of type `t` (tuples: every component)."""
+    from lift.types import TupleType
+
+    b = base_type(t)
+    out: Arith = Cst(1)
+    for d in shape(t):
+        out = out * d
+    if isinstance(b, VectorType):
+        return out * b.n
+    if isinstance(b, TupleType):
+        return out * sum((scalar_count(e) for e in b.elems), Cst(0))
+    return out
+
+
+def allocate(body: Expr, path: Path = (), *, dest_space: str | None = "global",
+             names: Callable[[str], str] | None = None) -> Allocated:
+    """Allocate the intermediates of a kernel body at `path` whose result goes to `dest_space`.
+
+    `names` makes a fresh C name from a prefix (default: tmp0, tmp1, ...)."""
+    a = _Alloc(names or _counter())
+    a.expr(body, path, (), dest_space)
+    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces), dict(a.loops))
+
+
+def allocate_fun(f: FunDecl, fpath: Path, arity: int, out: Type, *, dest_space: str = "global",
+                 names: Callable[[str], str] | None = None) -> Allocated:
+    """Allocate for function `f` (at `fpath`) applied to `arity` arguments that are already in memory."""
+    a = _Alloc(names or _counter())
+    a.apply(f, fpath, [(None, None)] * arity, out, (), dest_space, f, fpath)
+    body = f.body if isinstance(f, Lambda) else f  # type: ignore[assignment]
+    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces),  # type: ignore[arg-type]
+                     dict(a.loops))
+
+
+def _counter() -> Callable[[str], str]:
+    count = iter(range(1 << 30))
+    return lambda prefix: f"{prefix}{next(count)}"
+
+
+def multiplied(loops: tuple[Loop, ...], space: str) -> tuple[Loop, ...]:
+    """The enclosing loops that multiply a buffer in `space` (thesis 4.4.2)."""
+    if space == "global":
+        return loops
+    if space == "local" and any(lp.kind == "lcl" for lp in loops):
+        return tuple(lp for lp in loops if lp.kind in ("lcl", "seq"))
+    return ()
+
+
+def concrete(e: FunDecl | Expr) -> bool:
+    """Whether `e` runs code (contains a user function), as opposed to a pure layout view."""
+    return any(isinstance(x, n.UserFun) for _, x in walk(e))
+
+
+def result_space(e: Expr) -> str | None:
+    """The space named by the nearest address-space wrapper on the result spine of `e`."""
+    match e:
+        case FunCall(n.ToGlobal() | n.ToLocal() | n.ToPrivate() as w, _):
+            return SPACES[type(w)]
+        case FunCall(n.ReduceSeq(), (init, _)):
+            return result_space(init) if concrete(init) else "private"
+        case FunCall(n.Zip() | n.MakeTuple() | n.Split() | n.Join() | n.Transpose() | n.TransposeW()
+                     | n.AsVector() | n.AsScalar() | n.Pad() | n.Slide() | n.Get() | n.At(), args):
+            spaces = [result_space(a) for a in args if concrete(a)]
+            return spaces[0] if spaces else None
+        case FunCall(f, _):
+            return fun_space(f)
+    return None
+
+
+def fun_space(f: FunDecl) -> str | None:
+    """The space the results of function `f` are written to, if a wrapper names it."""
+    match f:
+        case n.ToGlobal() | n.ToLocal() | n.ToPrivate():
+            return SPACES[type(f)]
+        case Lambda(_, body):
+            return result_space(body)
+        case n.AbstractMap(f=g) | n.Let(f=g) | n.OclKernel(f=g):
+            return fun_space(g)
+    return None
+
+
+def default_space(e: Expr) -> str:
+    """The space of an intermediate value without a wrapper: arrays global, else private."""
+    return result_space(e) or ("global" if isinstance(e.type, ArrayType) else "private")
+
+
+def _inlinable(a: Expr) -> bool:
+    return isinstance(a, FunCall) and (
+        isinstance(a.f, n.UserFun | n.Vectorise)
+        or (isinstance(a.f, n.ToPrivate) and isinstance(a.f.f, n.UserFun)))
+
+
+class _Alloc:
+    """The top-down traversal; the code generator follows the same structure."""
+
+    def __init__(self, names: Callable[[str], str]) -> None:
+        self.names = names
+        self.buffers: dict[Path, Buffer] = {}
+        self.accs: dict[Path, Buffer] = {}
+        self.inline: set[Path] = set()
+        self.spaces: dict[Path, str] = {}
+        self.loops: dict[Path, Loop] = {}
+
+    def new(self, path: Path, t: Type, space: str, loops: tuple[Loop, ...], node: n.Node,
+            role: str = "temp") -> Buffer:
+        name = self.names("acc" if role == "acc" else "tmp")
+        buf = Buffer(path, name, space, t, multiplied(loops, space), role, loops)
+        if space == "private" and not isinstance(buf.count, Cst):
+            raise UnsupportedError(f"private memory for {t} needs a constant size, got {buf.count}",
+                                   node=node, hint="use to_local or to_global for arrays of symbolic size")
+        return buf
+
+    def expr(self, e: Expr, path: Path, loops: tuple[Loop, ...], dest: str | None) -> None:
+        """Allocate for `e`, which writes into a destination in space `dest` (None: none)."""
+        if not isinstance(e, FunCall) or not concrete(e):
+            return  # a parameter, a literal or a view: read in place (copied if there is a dest)
+        args = [(a, path + (k + 1,)) for k, a in enumerate(e.args)]
+        self.apply(e.f, path + (0,), args, e.type, loops, dest, e, path)
+
+    def apply(self, f: FunDecl, fpath: Path, args: list[tuple[Expr | None, Path | None]], out: Type,
+              loops: tuple[Loop, ...], dest: str | None, node: n.Node, key: Path) -> None:
+        """Allocate for `f` applied to `args` (None: an element of an enclosing loop)."""
+        match f:
+            case Lambda(_, body) | n.Let(f=Lambda(_, body)):
+                for a, p in args:
+                    self.arg(a, p, loops)
+                bpath = fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
+                self.expr(body, bpath, loops, dest)
+            case n.UserFun() | n.Vectorise():
+                for a, p in args:
+                    self.uf_arg(a, p, loops)
+                self.spaces[key] = dest or self.own(key, out, None, loops, node)
+            case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
+                self.map(f, fpath, args, out, loops, dest, node, key)
+            case n.ReduceSeq(g):
+                self.reduce(g, fpath, args, loops, dest, node, key)
+            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+                space = SPACES[type(f)]
+                if dest != space:
+                    self.own(key, out, space, loops, node)
+                self.apply(g, fpath + (0,), args, out, loops, space, node, fpath + (0,))
+            case n.Let(g):
+                self.apply(g, fpath + (0,), args, out, loops, dest, node, key)
+            case _ if isinstance(f, n.LAYOUT):
+                self.layout(f, args, loops, dest)
+            case n.Map() | n.Reduce():
+                raise UnsupportedError(f"{type(f).__name__.lower()} has no OpenCL mapping; lower the "
+                                       "program first (lift.lower.lower)", node=node)
+            case _:
+                raise UnsupportedError(f"code generation does not support {type(f).__name__} yet",
+                                       node=node)
+
+    def own(self, key: Path, t: Type, space: str | None, loops: tuple[Loop, ...], node: n.Node) -> str:
+        """Give the value at `key` memory of its own; returns its space."""
+        if space is None:
+            space = default_space(node) if isinstance(node, FunCall) else None
+        if space is None:
+            space = "global" if isinstance(t, ArrayType) else "private"
+        self.buffers[key] = self.new(key, t, space, loops, node)
+        return space
+
+    def arg(self, a: Expr | None, p: Path | None, loops: tuple[Loop, ...]) -> None:
+        if a is not None and p is not None:
+            self.expr(a, p, loops, None)
+
+    def uf_arg(self, a: Expr | None, p: Path | None, loops: tuple[Loop, ...]) -> None:
+        """A user-function argument: an inlined call, or a value with memory of its own."""
+        if a is None or p is None:
+            return
+        if not _inlinable(a):
+            self.expr(a, p, loops, None)
+            return
+        self.inline.add(p)
+        self.spaces[p] = "private"
+        for k, b in enumerate(a.args):  # type: ignore[union-attr]
+            self.uf_arg(b, p + (k + 1,), loops)
+
+    def map(self, f: FunDecl, fpath: Path, args: list, out: Type, loops: tuple[Loop, ...],
+            dest: str | None, node: n.Node, key: Path) -> None:
+        (x, xp), = args
+        self.arg(x, xp, loops)
+        if dest is None:
+            dest = self.own(key, out, None, loops, node)
+        kind = LOOP_KINDS[type(f)]
+        if kind != "seq" and (dest == "private" or (dest == "local" and kind != "lcl")):
+            raise UnsupportedError(f"{type(f).__name__} cannot write {dest} memory: other work-items "
+                                   "would not see the result", node=f)
+        assert isinstance(out, ArrayType)
+        loop = Loop(fpath, kind, getattr(f, "dim", 0), out.size)
+        self.loops[fpath] = loop
+        self.apply(f.f, fpath + (0,), [(None, None)], out.elem, loops + (loop,), dest, f, fpath + (0,))
+
+    def reduce(self, g: FunDecl, fpath: Path, args: list, loops: tuple[Loop, ...], dest: str | None,
+               node: n.Node, key: Path) -> None:
+        (init, ip), (x, xp) = args
+        self.arg(x, xp, loops)
+        if concrete(init):
+            self.expr(init, ip, loops, None)
+        if ip in self.buffers:
+            space = self.buffers[ip].space
+        else:
+            space = "global" if isinstance(init.type, ArrayType) else "private"
+            self.accs[key] = self.new(key, init.type, space, loops, node, role="acc")
+        loop = Loop(fpath, "seq", 0, x.type.size)
+        self.loops[fpath] = loop
+        none = (None, None)
+        self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
+
+    def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
+        from lift.views import INVERTIBLE
+
+        through = dest if isinstance(f, INVERTIBLE) else None
+        for a, p in args:
+            if a is not None and p is not None:
+                self.expr(a, p, loops, through)
+
+
+__all__ = ["Loop", "Buffer", "Allocated", "allocate", "multiplied", "concrete", "result_space",
+           "default_space", "scalar_count", "LOOP_KINDS", "SPACES"]

@@ -1,0 +1,289 @@
+"""`Program`: a `KernelSource` built for a live device, called like a function on numpy arrays.
+
+Stage `KernelSource -> Program`. A call binds the size variables from the argument shapes,
+checks every argument's dtype and shape (errors name the argument), uploads the inputs into
+device buffers that are reused across calls, runs the launches in order and returns the
+outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
+scalar for a scalar result, and a tuple for a tuple result or an array of tuples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lift import runtime
+from lift.arith import Arith, evaluate
+from lift.errors import DeviceError, LiftTypeError, LiftValueError
+from lift.interpret import bind_sizes, to_value
+from lift.ir.nodes import Lambda, Node
+from lift.plan import BarrierInfo, KernelSource, Launch
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class NDRange:
+    """The symbolic global and local sizes of one launch."""
+
+    kernel: str
+    global_size: tuple[Arith, ...]
+    local_size: tuple[Arith, ...] | None
+
+
+class Program:
+    """A compiled program: `Program(*arrays) -> ndarray | scalar | tuple`.
+
+    k = Program(plan); k(x, y); k.time(x, y, repeat=5) -> [seconds, ...]
+    """
+
+    def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
+                 node: Node | None = None, cache_dir: runtime.CacheDir = None,
+                 options: tuple[str, ...] = ()) -> None:
+        self.plan = plan
+        self.choices = choices
+        self.node = node
+        self._dc = runtime.open_device(device)
+        self.build_info = runtime.build(self._dc, plan.source, options=tuple(options), cache_dir=cache_dir)
+        self._kernels = runtime.kernels(self.build_info, plan.kernels)
+        self._pool = runtime.BufferPool(self._dc)
+        self._specs = {b.name: b for b in plan.buffers}
+        self._inputs = _inputs_by_param(plan)
+        self._held: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------- description
+
+    @property
+    def source(self) -> str:
+        """The OpenCL C source."""
+        return self.plan.source
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The kernel names, in launch order of first use."""
+        return self.plan.kernels
+
+    @property
+    def device(self) -> Any:
+        """The `lift.devices.Device` this program runs on."""
+        return self._dc.device
+
+    @property
+    def ndrange(self) -> tuple[NDRange, ...]:
+        """One `NDRange` (symbolic global and local sizes) per launch, in order."""
+        return tuple(NDRange(ln.kernel, ln.global_size, ln.local_size) for ln in self.plan.launches)
+
+    @property
+    def barriers(self) -> tuple[BarrierInfo, ...]:
+        """The barriers in the generated code and why each is there."""
+        return self.plan.barriers
+
+    @property
+    def memory_bytes(self) -> dict[str, Arith]:
+        """Bytes allocated per address space ("global", "local"), symbolic in the sizes."""
+        if self.plan.memory_bytes:
+            return dict(self.plan.memory_bytes)
+        out: dict[str, Arith] = {}
+        for b in self.plan.buffers:
+            nbytes = b.count * b.scalar.dtype.itemsize
+            out[b.space] = out[b.space] + nbytes if b.space in out else nbytes
+        return out
+
+    def memory_bytes_for(self, *arrays: Any) -> dict[str, int]:
+        """`memory_bytes` evaluated for the sizes of `arrays`."""
+        sizes = self.sizes(*arrays)
+        return {space: evaluate(n, sizes) for space, n in self.memory_bytes.items()}
+
+    @property
+    def device_buffers(self) -> dict[str, Any]:
+        """The global device buffers held for reuse, by buffer name."""
+        return self._pool.buffers()
+
+    def sizes(self, *arrays: Any) -> dict[str, int]:
+        """The size variables bound from the shapes of `arrays`."""
+        return self._bind(arrays)[0]
+
+    def __repr__(self) -> str:
+        return f"<lift.Program {', '.join(self.kernels)} on {self.device.name}>"
+
+    # --------------------------------------------------------------------- running
+
+    def __call__(self, *arrays: Any) -> Any:
+        """Run on numpy arguments and return numpy results."""
+        sizes, leaves = self._bind(arrays)
+        args = self._upload(sizes, leaves)
+        self._launch(sizes, args)
+        return self._download(sizes)
+
+    def time(self, *arrays: Any, repeat: int = 5) -> list[float]:
+        """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""
+        if repeat < 1:
+            raise LiftValueError(f"repeat must be at least 1, got {repeat}")
+        sizes, leaves = self._bind(arrays)
+        args = self._upload(sizes, leaves)
+        self._launch(sizes, args)
+        runs = [self._launch(sizes, args) for _ in range(repeat)]
+        runtime.finish(self._dc)
+        return [runtime.seconds(events) for events in runs]
+
+    def _bind(self, arrays: tuple) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+        types = list(self.plan.param_types)
+        if len(arrays) != len(types):
+            raise LiftTypeError(f"the program takes {len(types)} argument(s), got {len(arrays)}",
+                                node=self.node, expected=len(types), got=len(arrays))
+        sizes = bind_sizes(types, arrays, self.node)  # type: ignore[arg-type]
+        for name in self.plan.size_vars:
+            if name not in sizes:
+                raise LiftTypeError(f"size {name} is not the length of any argument", node=self.node)
+        leaves: dict[str, np.ndarray] = {}
+        for k, (t, a) in enumerate(zip(types, arrays)):
+            what = self._arg_name(k)
+            values = list(_leaf_values(t, a, what, self.node, sizes))
+            names = self._inputs.get(k, [])
+            if len(names) != len(values):
+                raise LiftValueError(f"the plan has {len(names)} input buffer(s) for {what}, "
+                                     f"which has {len(values)} component(s)", node=self.node)
+            leaves.update(zip(names, values))
+        return sizes, leaves
+
+    def _arg_name(self, k: int) -> str:
+        if isinstance(self.node, Lambda) and k < len(self.node.params):
+            return f"argument {k} ({self.node.params[k].name})"
+        return f"argument {k}"
+
+    def _upload(self, sizes: dict[str, int], leaves: dict[str, np.ndarray]) -> dict[str, Any]:
+        args: dict[str, Any] = {}
+        for b in self.plan.buffers:
+            nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
+            if b.space == "local":
+                args[b.name] = runtime.local_memory(nbytes)
+                continue
+            args[b.name] = self._pool.get(b.name, nbytes)
+            if b.role == "input":
+                host = leaves[b.name]
+                if host.nbytes != nbytes:
+                    raise LiftTypeError(f"buffer {b.name} holds {nbytes} bytes, its argument has "
+                                        f"{host.nbytes}", node=self.node, expected=nbytes, got=host.nbytes)
+                runtime.upload(self._dc, args[b.name], host)
+        self._held = leaves  # keep the host arrays alive until the copies complete
+        return args
+
+    def _launch(self, sizes: dict[str, int], args: dict[str, Any]) -> list[Any]:
+        events = []
+        for launch in self.plan.launches:
+            gsize, lsize = self._ndrange(launch, sizes)
+            values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes) for a in launch.args]
+            events.append(runtime.enqueue(self._dc, self._kernels[launch.kernel], gsize, lsize, values))
+        return events
+
+    def _ndrange(self, launch: Launch, sizes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        gsize = tuple(evaluate(g, sizes) for g in launch.global_size)
+        if launch.local_size is None:
+            return gsize, None
+        lsize = tuple(evaluate(s, sizes) for s in launch.local_size)
+        dev = self.device
+        bad = [d for d, (g, s) in enumerate(zip(gsize, lsize)) if s < 1 or g % s]
+        if bad or len(gsize) != len(lsize):
+            raise DeviceError(f"kernel {launch.kernel}: local size {lsize} does not divide global size {gsize}")
+        if int(np.prod(lsize)) > dev.max_work_group_size or any(
+                s > m for s, m in zip(lsize, dev.max_work_item_sizes)):
+            raise DeviceError(f"kernel {launch.kernel}: work-group {lsize} exceeds {dev.name}'s limits "
+                              f"(at most {dev.max_work_group_size} work-items, {dev.max_work_item_sizes} "
+                              "per dimension)")
+        return gsize, lsize
+
+    def _download(self, sizes: dict[str, int]) -> Any:
+        hosts = []
+        for name in self.plan.outputs:
+            spec = self._specs[name]
+            host = np.empty(evaluate(spec.count, sizes), dtype=spec.scalar.dtype)
+            runtime.download(self._dc, host, self._pool.get(name, host.nbytes))
+            hosts.append(host)
+        self._held = {}
+        it = iter(hosts)
+        out = _assemble(self.plan.result_type, it, sizes)
+        if next(it, None) is not None:
+            raise LiftValueError(f"the plan has {len(hosts)} outputs, more than {self.plan.result_type} "
+                                 "has components", node=self.node)
+        return out
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _inputs_by_param(plan: KernelSource) -> dict[int, list[str]]:
+    """Input buffer names per parameter index, in plan order (one per tuple component)."""
+    out: dict[int, list[str]] = {}
+    for b in plan.buffers:
+        if b.role == "input":
+            if b.param is None:
+                raise LiftValueError(f"input buffer {b.name} names no parameter")
+            out.setdefault(b.param, []).append(b.name)
+    return out
+
+
+def _leaf_values(t: Type, a: Any, what: str, node: Node | None, sizes: dict[str, int]) -> Any:
+    """The flat, contiguous arrays of argument `a` of type `t`, one per scalar or vector leaf."""
+    if isinstance(t, TupleType):
+        for k, (et, ea) in enumerate(zip(t.elems, _as_tuple(a, len(t.elems), what, t, node))):
+            yield from _leaf_values(et, ea, f"{what}[{k}]", node, sizes)
+        return
+    b = base_type(t)
+    if isinstance(b, TupleType):
+        for k, (ct, ca) in enumerate(zip(b.elems, _as_tuple(a, len(b.elems), what, t, node))):
+            yield from _leaf_values(_rewrap(t, ct), ca, f"{what}[{k}]", node, sizes)
+        return
+    value = np.asarray(to_value(a, t, what, node))
+    want = leaf_shape(t, sizes)
+    if value.shape != want:
+        raise LiftTypeError(f"{what} has shape {value.shape}, the program expects {t} = shape {want}",
+                            node=node, expected=want, got=value.shape)
+    yield np.ascontiguousarray(value).reshape(-1)
+
+
+def _as_tuple(a: Any, n: int, what: str, t: Type, node: Node | None) -> tuple:
+    if not isinstance(a, tuple | list) or len(a) != n:
+        raise LiftTypeError(f"{what} must be a tuple of {n} values for {t}", node=node, expected=t,
+                            got=type(a).__name__)
+    return tuple(a)
+
+
+def _rewrap(t: Type, inner: Type) -> Type:
+    return ArrayType(_rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
+
+
+def leaf_shape(t: Type, sizes: dict[str, int]) -> tuple[int, ...]:
+    """The numpy shape of a value of type `t` (no tuples): array dims, then vector lanes."""
+    dims = tuple(evaluate(d, sizes) for d in shape(t))
+    b = base_type(t)
+    return dims + (b.n,) if isinstance(b, VectorType) else dims
+
+
+def _assemble(t: Type, hosts: Any, sizes: dict[str, int]) -> Any:
+    """Reshape the flat outputs (in leaf order) to the structure of `t`."""
+    if isinstance(t, TupleType):
+        return tuple(_assemble(e, hosts, sizes) for e in t.elems)
+    b = base_type(t)
+    if isinstance(b, TupleType):
+        return tuple(_assemble(_rewrap(t, c), hosts, sizes) for c in b.elems)
+    host = next(hosts)
+    want = leaf_shape(t, sizes)
+    if int(np.prod(want)) != host.size:
+        raise LiftValueError(f"an output buffer has {host.size} elements, the result type {t} needs "
+                             f"{int(np.prod(want))}")
+    if isinstance(t, ScalarType):
+        return host[0]
+    return host.reshape(want)
+
+
+def _int_arg(name: str, sizes: dict[str, int]) -> np.int32:
+    v = sizes[name]
+    if not 0 <= v <= INT32_MAX:
+        raise LiftValueError(f"size {name} = {v} does not fit the kernel's int argument")
+    return np.int32(v)
+
+
+__all__ = ["Program", "NDRange"]

@@ -1,0 +1,266 @@
+"""The pyopencl runtime: contexts, the on-disk build cache, device buffers and launches.
+
+Stage `KernelSource -> Program` (see `lift.program`) runs on what this module provides:
+one context and one profiling queue per device, programs built through a cache of device
+binaries, buffers reused across calls, and enqueued launches. The build cache lives under
+`$XDG_CACHE_HOME/liftcl` (or `~/.cache/liftcl`) unless a `cache_dir` is given. An entry is
+`MAGIC`, a header line with the payload's sha256 and length, and the binary; it is written
+to a temporary file and renamed, so concurrent processes never see half an entry. An entry
+whose checksum fails, or whose binary the driver rejects, is rebuilt from source and replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lift import devices
+from lift.devices import Device
+from lift.errors import DeviceError
+
+MAGIC = b"LIFTCL-BINARY 1\n"
+CacheDir = str | os.PathLike | None | bool  # None: default folder; False: no cache
+
+
+def _cl() -> Any:
+    import pyopencl
+
+    return pyopencl
+
+
+# ------------------------------------------------------------------------ contexts
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceContext:
+    """A live device with its context and in-order profiling queue."""
+
+    device: Device
+    cl_device: Any
+    context: Any
+    queue: Any
+
+
+_CONTEXTS: dict[int, DeviceContext] = {}  # one per device, shared by every Program
+
+
+def open_device(device: Any = None) -> DeviceContext:
+    """The context and profiling queue of `device` (see `lift.devices.find`), made once."""
+    cl = _cl()
+    d = devices.find(device)
+    dc = _CONTEXTS.get(d.int_ptr)
+    if dc is None:
+        try:
+            ctx = cl.Context([d])
+            queue = cl.CommandQueue(ctx, d, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except cl.Error as e:
+            raise DeviceError(f"cannot open OpenCL device {d.name!r}: {e}") from e
+        dc = _CONTEXTS.setdefault(d.int_ptr, DeviceContext(devices.describe(d), d, ctx, queue))
+    return dc
+
+
+# ------------------------------------------------------------------- build + cache
+
+
+@dataclass(frozen=True, eq=False)
+class Built:
+    """A built cl.Program; `status` is "hit", "miss", "rebuilt" (bad entry) or "uncached"."""
+
+    program: Any
+    key: str
+    path: Path | None
+    status: str
+    seconds: float
+
+
+def default_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/liftcl`, else `~/.cache/liftcl`."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "liftcl"
+
+
+def cache_key(source: str, device: Device, options: tuple[str, ...] = ()) -> str:
+    """sha256 of the source, build options, device and driver, pyopencl and liftcl versions."""
+    import lift
+
+    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, getattr(lift, "__version__", "0")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def build(dc: DeviceContext, source: str, *, options: tuple[str, ...] = (),
+          cache_dir: CacheDir = None) -> Built:
+    """Build `source` for the device, loading or storing its binary in the cache."""
+    start = time.perf_counter()
+    key = cache_key(source, dc.device, options)
+    if cache_dir is False:
+        prg = _build_source(dc, source, options)
+        return Built(prg, key, None, "uncached", time.perf_counter() - start)
+    folder = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)  # type: ignore[arg-type]
+    path = folder / key[:2] / f"{key}.bin"
+    binary = read_entry(path)
+    status = "miss" if binary is None and not path.exists() else "rebuilt"
+    if binary is not None:
+        prg = _build_binary(dc, binary)
+        if prg is not None:
+            return Built(prg, key, path, "hit", time.perf_counter() - start)
+    prg = _build_source(dc, source, options)
+    write_entry(path, prg.get_info(_cl().program_info.BINARIES)[0])
+    return Built(prg, key, path, status, time.perf_counter() - start)
+
+
+def read_entry(path: Path) -> bytes | None:
+    """The binary stored at `path`, or None if it is missing, truncated or corrupt."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(MAGIC):
+        return None
+    header, sep, payload = data[len(MAGIC):].partition(b"\n")
+    fields = header.split()
+    if not sep or len(fields) != 2 or not fields[1].isdigit():
+        return None
+    digest, length = fields[0].decode("ascii", "replace"), int(fields[1])
+    if length != len(payload) or length == 0 or hashlib.sha256(payload).hexdigest() != digest:
+        return None
+    return payload
+
+
+def write_entry(path: Path, binary: bytes) -> bool:
+    """Store `binary` at `path` atomically (temporary file, fsync, rename); False on I/O errors."""
+    header = MAGIC + f"{hashlib.sha256(binary).hexdigest()} {len(binary)}\n".encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".bin")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(header + binary)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def _build_binary(dc: DeviceContext, binary: bytes) -> Any | None:
+    cl = _cl()
+    try:
+        return cl.Program(dc.context, [dc.cl_device], [binary]).build(cache_dir=False)
+    except (cl.Error, ValueError, RuntimeError):
+        return None  # an unusable binary (other driver, other process layout): rebuild
+
+
+def _build_source(dc: DeviceContext, source: str, options: tuple[str, ...]) -> Any:
+    cl = _cl()
+    try:
+        return cl.Program(dc.context, source).build(options=list(options), devices=[dc.cl_device],
+                                                     cache_dir=False)
+    except cl.Error as e:
+        raise build_error(dc.device, source, str(e)) from None
+
+
+def build_error(device: Device, source: str, log: str) -> DeviceError:
+    """A DeviceError with the build log and the source lines the log points at."""
+    lines = source.splitlines()
+    cited = sorted({int(m.group(1)) for m in re.finditer(r"\.cl:(\d+):\d+:", log)})
+    shown = [f"  {n:4d} | {lines[n - 1]}" for n in cited if 0 < n <= len(lines)]
+    first = next((ln.strip() for ln in log.splitlines() if "error:" in ln), "see the build log")
+    text = f"OpenCL build failed on {device.name}: {first.split('error:', 1)[-1].strip()}"
+    body = "\n".join(["  build log:", *("    " + ln for ln in log.strip().splitlines())])
+    if shown:
+        body += "\n  offending source lines:\n" + "\n".join(shown)
+    err = DeviceError(text + "\n" + body, hint="this is a code-generation bug; the source is in .source")
+    err.build_log = log  # type: ignore[attr-defined]
+    return err
+
+
+def kernels(built: Built, names: tuple[str, ...]) -> dict[str, Any]:
+    """The cl.Kernel objects of `built`, by name."""
+    cl = _cl()
+    try:
+        return {name: cl.Kernel(built.program, name) for name in names}
+    except cl.Error as e:
+        raise DeviceError(f"the built program lacks a kernel of {names}: {e}") from e
+
+
+# ------------------------------------------------------------------------- buffers
+
+
+class BufferPool:
+    """Device buffers by name, reused across calls while their byte size is unchanged."""
+
+    def __init__(self, dc: DeviceContext) -> None:
+        self._dc = dc
+        self._buffers: dict[str, tuple[int, Any]] = {}
+
+    def get(self, name: str, nbytes: int) -> Any:
+        """The buffer `name` of `nbytes` bytes; reallocated only when the size changes."""
+        nbytes = max(int(nbytes), 1)
+        held = self._buffers.get(name)
+        if held is not None and held[0] == nbytes:
+            return held[1]
+        if nbytes > self._dc.device.max_alloc_bytes:
+            raise DeviceError(f"buffer {name} needs {nbytes} bytes; {self._dc.device.name} allocates at most "
+                              f"{self._dc.device.max_alloc_bytes} in one buffer")
+        cl = _cl()
+        try:
+            buf = cl.Buffer(self._dc.context, cl.mem_flags.READ_WRITE, nbytes)
+        except cl.Error as e:
+            raise DeviceError(f"cannot allocate {nbytes} bytes for buffer {name}: {e}") from e
+        self._buffers[name] = (nbytes, buf)
+        return buf
+
+    def buffers(self) -> dict[str, Any]:
+        """The buffers held, by name."""
+        return {name: buf for name, (_, buf) in self._buffers.items()}
+
+
+def local_memory(nbytes: int) -> Any:
+    """A local-memory kernel argument of `nbytes` bytes."""
+    return _cl().LocalMemory(max(int(nbytes), 1))
+
+
+def upload(dc: DeviceContext, buf: Any, host: np.ndarray) -> Any:
+    """Copy `host` into `buf` (non-blocking; the caller keeps `host` alive until a wait)."""
+    return _cl().enqueue_copy(dc.queue, buf, host, is_blocking=False)
+
+
+def download(dc: DeviceContext, host: np.ndarray, buf: Any) -> None:
+    """Copy `buf` into `host`, waiting for everything enqueued before."""
+    _cl().enqueue_copy(dc.queue, host, buf, is_blocking=True)
+
+
+def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
+            local_size: tuple[int, ...] | None, args: list[Any]) -> Any:
+    """Launch `kernel` over the ND-range; returns its event."""
+    cl = _cl()
+    try:
+        return kernel(dc.queue, global_size, local_size, *args)
+    except cl.Error as e:
+        raise DeviceError(f"launching kernel {kernel.function_name} over global {global_size}, "
+                          f"local {local_size} failed: {e}") from e
+
+
+def finish(dc: DeviceContext) -> None:
+    """Wait for everything enqueued on the device."""
+    dc.queue.finish()
+
+
+def seconds(events: list[Any]) -> float:
+    """The summed device execution time of finished `events` (start to end), in seconds."""
+    return sum(ev.profile.end - ev.profile.start for ev in events) * 1e-9

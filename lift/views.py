@@ -1,0 +1,511 @@
+"""Views (thesis 2.3.2.2): layout transformations as index arithmetic, never as copies.
+
+A view describes where the elements of a value live. Its root is a `Mem` (a buffer, a
+local or private array, or a private variable); layout patterns wrap views (`SplitV`,
+`JoinV`, `TransposeV`, `SlideV`, `PadV`, `ZipV`, ...) and a map or reduce parameter is an
+`Access` of its array at the loop variable. `resolve(view)` consumes a view bottom-up with
+an access stack, as the thesis describes, and returns a `Leaf`: a memory location with one
+simplified index expression per memory dimension (`Load`), a constant (`ConstLeaf`), a
+padding conditional (`Select`), a tuple read from several memories (`StructLeaf`) or a
+vector gathered from scalars (`Gather`).
+
+Input views read a value; output views (built by `dest_view`) say where a producer writes,
+e.g. the producer under a `join` writes through `SplitV` of the join's destination.
+Postcondition of `resolve`: every index is an `Arith` simplified by `lift.arith`, and a
+`Load` always has exactly one index per array dimension of its memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lift.arith import Arith, Cst, Var, prove_lt, prove_nonneg, substitute
+from lift.errors import UnsupportedError
+from lift.ir import nodes as n
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
+
+# ------------------------------------------------------------------ access steps
+
+
+@dataclass(frozen=True, slots=True)
+class Idx:
+    """Index `i` of an array dimension."""
+
+    i: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class Fld:
+    """Component `k` of a tuple."""
+
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """Lane `k` of a vector."""
+
+    k: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class VecOf:
+    """`n` consecutive scalars read (or written) as one vector."""
+
+    n: int
+
+
+Step = Idx | Fld | Lane | VecOf
+
+# ----------------------------------------------------------------------- views
+
+
+class View:
+    """Base of views."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Mem(View):
+    """A memory: `name` in address `space`, holding a value of `type` (storage: its base type)."""
+
+    name: str
+    type: Type
+    space: str  # "global", "local" or "private"
+
+
+@dataclass(frozen=True, slots=True)
+class ConstV(View):
+    """A constant (a literal, or the value of a padding); every element reads `value`."""
+
+    value: Any
+    type: ScalarType | VectorType
+
+
+@dataclass(frozen=True, slots=True)
+class ExprV(View):
+    """A scalar, vector or tuple value given by a C expression (an inlined user-function call)."""
+
+    expr: Any
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Access(View):
+    """Element `i` of an array view (a map or reduce parameter, or `x[i]`)."""
+
+    v: View
+    i: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class SplitV(View):
+    v: View
+    m: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class JoinV(View):
+    """`join` of `v`, whose rows have `m` elements."""
+
+    v: View
+    m: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class TransposeV(View):
+    v: View
+
+
+@dataclass(frozen=True, slots=True)
+class SlideV(View):
+    v: View
+    size: Arith
+    step: Arith
+
+
+@dataclass(frozen=True, slots=True)
+class PadV(View):
+    """`pad(left, right, value)` of `v`, an array of `n` elements."""
+
+    v: View
+    left: Arith
+    n: Arith
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SoA(View):
+    """A tuple whose component `k` is `vs[k]`, taken after `depth` array indices (zip: depth 1)."""
+
+    vs: tuple[View, ...]
+    depth: int
+    type: Type  # the element type read when no component is selected
+
+
+@dataclass(frozen=True, slots=True)
+class Proj(View):
+    """Component `k` of the tuples of `v`, selected after `depth` array indices (get: depth 0)."""
+
+    v: View
+    k: int
+    depth: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AsVectorV(View):
+    v: View
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class AsScalarV(View):
+    v: View
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class LaneV(View):
+    """Lane `k` of a vector view."""
+
+    v: View
+    k: Arith
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MapV(View):
+    """`map(g) << v` for a layout-only `g`: element `i` is `fn(Access(v, i))`."""
+
+    v: View
+    fn: Callable[[View], View] = field(compare=False)
+
+
+# ----------------------------------------------------------------------- leaves
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Memory `mem` at one index per array dimension, then tuple fields / a lane / a vector."""
+
+    mem: Mem
+    indices: tuple[Arith, ...]
+    tail: tuple[Step, ...] = ()
+
+    @property
+    def flat(self) -> Arith:
+        """The row-major index into the memory's storage elements."""
+        return flat_index(self.mem.type, self.indices)
+
+
+@dataclass(frozen=True, slots=True)
+class ConstLeaf:
+    value: Any
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class ExprLeaf:
+    expr: Any
+    type: Type
+    tail: tuple[Step, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """`then` when every `0 <= c < hi` in `conds` holds, else `orelse` (pad, thesis 4.2.3.3)."""
+
+    conds: tuple[tuple[Arith, bool, Arith | None], ...]  # (c, check 0 <= c, c < hi unless None)
+    then: Any
+    orelse: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StructLeaf:
+    type: TupleType
+    parts: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """A vector of `type` built lane by lane from scalar leaves."""
+
+    type: VectorType
+    parts: tuple[Any, ...]
+
+
+Leaf = Load | ConstLeaf | ExprLeaf | Select | StructLeaf | Gather
+
+
+def flat_index(t: Type, indices: tuple[Arith, ...]) -> Arith:
+    """Row-major flattening of `indices` over the array dimensions of `t`."""
+    dims = shape(t)
+    out: Arith = Cst(0)
+    for i, d in zip(indices, dims):
+        out = out * d + i
+    return out
+
+
+def storage_type(t: Type) -> Type:
+    """The element stored in a memory of type `t`: its base type."""
+    return base_type(t)
+
+
+# ------------------------------------------------------------------- resolution
+
+
+def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
+    """The leaf that `v` reads (or writes) after the accesses in `stack`, outermost first."""
+    match v:
+        case Mem():
+            return _mem_leaf(v, stack)
+        case ConstV(value, t):
+            return ConstLeaf(value, _lane_type(t, stack))
+        case ExprV(expr, t):
+            return ExprLeaf(expr, t, stack)
+        case Access(w, i):
+            return resolve(w, (Idx(i),) + stack)
+        case LaneV(w, k):
+            return resolve(w, stack + (Lane(k),))
+        case SplitV(w, m):
+            i, j, rest = _two(stack, v)
+            return resolve(w, (Idx(i * m + j),) + rest)
+        case JoinV(w, m):
+            k, rest = _one(stack, v)
+            return resolve(w, (Idx(k // m), Idx(k % m)) + rest)
+        case TransposeV(w):
+            i, j, rest = _two(stack, v)
+            return resolve(w, (Idx(j), Idx(i)) + rest)
+        case SlideV(w, _, step):
+            i, j, rest = _two(stack, v)
+            return resolve(w, (Idx(i * step + j),) + rest)
+        case PadV(w, left, size, value):
+            i, rest = _one(stack, v)
+            return _pad(w, i - left, size, value, rest)
+        case SoA(vs, depth, t):
+            return _soa(vs, depth, t, stack)
+        case Proj(w, k, depth):
+            head, rest = stack[:depth], stack[depth:]
+            return resolve(w, head + (Fld(k),) + rest)
+        case AsVectorV(w, width):
+            return _as_vector(w, width, stack, v)
+        case AsScalarV(w, width):
+            k, rest = _one(stack, v)
+            return resolve(w, (Idx(k // width), Lane(k % width)) + rest)
+        case MapV(w, fn):
+            i, rest = _one(stack, v)
+            return resolve(fn(Access(w, i)), rest)
+    raise UnsupportedError(f"no view resolution for {v!r}")
+
+
+def _one(stack: tuple[Step, ...], v: View) -> tuple[Arith, tuple[Step, ...]]:
+    if not stack or not isinstance(stack[0], Idx):
+        raise UnsupportedError(f"{type(v).__name__} read without an array index (stack {stack})")
+    return stack[0].i, stack[1:]
+
+
+def _two(stack: tuple[Step, ...], v: View) -> tuple[Arith, Arith, tuple[Step, ...]]:
+    i, rest = _one(stack, v)
+    j, rest = _one(rest, v)
+    return i, j, rest
+
+
+def _mem_leaf(m: Mem, stack: tuple[Step, ...]) -> Leaf:
+    d = len(shape(m.type))
+    idx = stack[:d]
+    if len(idx) < d or not all(isinstance(s, Idx) for s in idx):
+        raise UnsupportedError(f"memory {m.name} of type {m.type} read with {len(idx)} of {d} indices")
+    tail = stack[d:]
+    if tail and isinstance(tail[0], VecOf) and isinstance(storage_type(m.type), VectorType):
+        tail = tail[1:]  # a vector read from vector storage is a plain element read
+    return Load(m, tuple(s.i for s in idx), tail)  # type: ignore[union-attr]
+
+
+def _pad(w: View, c: Arith, size: Arith, value: Any, rest: tuple[Step, ...]) -> Leaf:
+    inner = resolve(w, (Idx(c),) + rest)
+    low, high = prove_nonneg(c), prove_lt(c, size)
+    if low and high:
+        return inner
+    const = ConstLeaf(value, _leaf_type(inner))
+    return Select(((c, not low, None if high else size),), inner, const)
+
+
+def _soa(vs: tuple[View, ...], depth: int, t: Type, stack: tuple[Step, ...]) -> Leaf:
+    head, rest = stack[:depth], stack[depth:]
+    if rest and isinstance(rest[0], Fld):
+        return resolve(vs[rest[0].k], head + rest[1:])
+    if rest:
+        raise UnsupportedError(f"a tuple read with {rest[0]}")
+    assert isinstance(t, TupleType)
+    return StructLeaf(t, tuple(resolve(x, head) for x in vs))
+
+
+def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
+    i, rest = _one(stack, v)
+    if rest and isinstance(rest[0], Lane):
+        return resolve(w, (Idx(i * width + rest[0].k),) + rest[1:])
+    lane = Var("_lane", Cst(0), Cst(width - 1))
+    probe = resolve(w, (Idx(i * width + lane),) + rest)
+    if isinstance(probe, Load) and not probe.tail and _contiguous(probe, lane):
+        first = Load(probe.mem, tuple(substitute(x, {"_lane": 0}) for x in probe.indices), (VecOf(width),))
+        return first
+    parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
+    scalar = _leaf_type(parts[0])
+    assert isinstance(scalar, ScalarType)
+    return Gather(VectorType(scalar, width), parts)
+
+
+def _contiguous(load: Load, lane: Var) -> bool:
+    """Whether the lanes are consecutive in the innermost dimension of the memory."""
+    if not load.indices or isinstance(storage_type(load.mem.type), VectorType):
+        return False
+    *outer, last = load.indices
+    if any(lane in _vars(x) for x in outer):
+        return False
+    return (last - substitute(last, {lane.name: 0})) == lane
+
+
+def _vars(e: Arith) -> set:
+    from lift.arith import free_vars
+
+    return free_vars(e)
+
+
+def _lane_type(t: Type, stack: tuple[Step, ...]) -> Type:
+    if isinstance(t, VectorType) and stack and isinstance(stack[-1], Lane):
+        return t.scalar
+    return t
+
+
+def _leaf_type(leaf: Leaf) -> Type:
+    """The C-level type a leaf reads."""
+    match leaf:
+        case Load(mem, _, tail):
+            return _tail_type(storage_type(mem.type), tail)
+        case ConstLeaf(_, t) | StructLeaf(t, _) | Gather(t, _):
+            return t
+        case ExprLeaf(_, t, tail):
+            return _tail_type(t, tail)
+        case Select(_, then, _):
+            return _leaf_type(then)
+    raise TypeError(leaf)
+
+
+def leaf_type(leaf: Leaf) -> Type:
+    """The type of the value a leaf reads."""
+    return _leaf_type(leaf)
+
+
+def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
+    for s in tail:
+        match s:
+            case Fld(k):
+                assert isinstance(t, TupleType)
+                t = t.elems[k]
+            case Lane():
+                assert isinstance(t, VectorType)
+                t = t.scalar
+            case VecOf(width):
+                assert isinstance(t, ScalarType)
+                t = VectorType(t, width)
+    return t
+
+
+# ------------------------------------------------------------- building views
+
+
+def memory_view(name: str, t: Type, space: str) -> View:
+    """The view of a fresh memory of type `t`; arrays of tuples become one memory per component.
+
+    Component memories are named `name_0`, `name_1`, ... (struct of arrays); a private
+    tuple variable keeps its struct type."""
+    b = base_type(t)
+    if isinstance(b, TupleType) and (isinstance(t, ArrayType) or space != "private"):
+        depth = len(shape(t))
+        parts = tuple(memory_view(f"{name}_{k}", rewrap(t, c), space) for k, c in enumerate(b.elems))
+        return SoA(parts, depth, b)
+    return Mem(name, t, space)
+
+
+def memories(v: View) -> list[Mem]:
+    """The memories at the roots of a view made by `memory_view`."""
+    if isinstance(v, Mem):
+        return [v]
+    if isinstance(v, SoA):
+        return [m for x in v.vs for m in memories(x)]
+    return []
+
+
+def rewrap(t: Type, inner: Type) -> Type:
+    """`t` with its base type replaced by `inner`."""
+    return ArrayType(rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
+
+
+def layout_view(f: n.FunDecl, args: list[View], types: list[Type]) -> View:
+    """The input view of a layout pattern `f` applied to views of types `types`."""
+    match f:
+        case n.Split(m):
+            return SplitV(args[0], m)
+        case n.Join():
+            return JoinV(args[0], _array(types[0]).elem.size)  # type: ignore[union-attr]
+        case n.Transpose() | n.TransposeW():
+            return TransposeV(args[0])
+        case n.Slide(size, step):
+            return SlideV(args[0], size, step)
+        case n.Pad(left, _, value):
+            return PadV(args[0], left, _array(types[0]).size, value)
+        case n.Zip():
+            elem = TupleType(tuple(_array(t).elem for t in types))
+            return SoA(tuple(args), 1, elem)
+        case n.MakeTuple():
+            return SoA(tuple(args), 0, TupleType(tuple(types)))
+        case n.Get(k):
+            return Proj(args[0], k)
+        case n.At(i):
+            return LaneV(args[0], i) if isinstance(types[0], VectorType) else Access(args[0], i)
+        case n.AsVector(width):
+            return AsVectorV(args[0], width)
+        case n.AsScalar():
+            return AsScalarV(args[0], _array(types[0]).elem.n)  # type: ignore[union-attr]
+    raise UnsupportedError(f"{f} is not a layout pattern", node=f)
+
+
+def _array(t: Type) -> ArrayType:
+    assert isinstance(t, ArrayType), t
+    return t
+
+
+INVERTIBLE = (n.Split, n.Join, n.Transpose, n.TransposeW, n.AsVector, n.AsScalar, n.Zip, n.MakeTuple)
+
+
+def dest_views(f: n.FunDecl, dest: View, types: list[Type]) -> list[View] | None:
+    """Output views for the arguments of layout pattern `f` whose result is written to `dest`.
+
+    None when `f` cannot be inverted (get, at, pad, slide): the argument is then computed
+    into its own memory and copied."""
+    match f:
+        case n.Split():
+            return [JoinV(dest, f.n)]
+        case n.Join():
+            return [SplitV(dest, _array(types[0]).elem.size)]  # type: ignore[union-attr]
+        case n.Transpose() | n.TransposeW():
+            return [TransposeV(dest)]
+        case n.AsVector(width):
+            return [AsScalarV(dest, width)]
+        case n.AsScalar():
+            return [AsVectorV(dest, _array(types[0]).elem.n)]  # type: ignore[union-attr]
+        case n.Zip(k):
+            return [Proj(dest, j, 1) for j in range(k)]
+        case n.MakeTuple(k):
+            return [Proj(dest, j, 0) for j in range(k)]
+    return None
+
+
+__all__ = [
+    "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
+    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV",
+    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type",
+    "memory_view", "memories", "layout_view", "dest_views", "flat_index", "rewrap", "INVERTIBLE",
+]

@@ -1,0 +1,92 @@
+"""Memory allocation: address spaces, buffer sizes and the multiplier rules of thesis 4.4.2."""
+
+from __future__ import annotations
+
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map_glb, map_lcl, map_seq, map_wrg, reduce_seq, to_global, to_local
+from lift.arith import Cst
+from lift.errors import UnsupportedError
+from lift.memory import Loop, allocate, multiplied
+
+N, M, K = Size("N"), Size("M"), Size("K")
+X3 = Array(Array(Array(Float, K), M), N)
+
+
+def f_():
+    return lift.user_fun(lambda v: v + 1.0, [Float], Float, name="f")
+
+
+def g_():
+    return lift.user_fun(lambda v: v * 2.0, [Float], Float, name="g")
+
+
+def _alloc(program):
+    return allocate(program.body, (0,))
+
+
+def test_listing_4_4_local_buffer_is_shared_by_the_work_group():
+    f, g = f_(), g_()
+    prog = fun([X3], lambda x: map_wrg(map_lcl(lambda v: map_seq(to_global(f)) << map_seq(to_local(g)) << v))
+               << x)
+    (buf,) = _alloc(prog).buffers.values()
+    assert buf.space == "local" and buf.count == M * K  # not N*M*K: one work-group's share
+
+
+def test_listing_4_5_local_buffer_is_reused_by_sequential_iterations():
+    f, g = f_(), g_()
+    prog = fun([X3], lambda x: map_wrg(map_seq(lambda v: map_lcl(to_global(f)) << map_lcl(to_local(g)) << v))
+               << x)
+    (buf,) = _alloc(prog).buffers.values()
+    assert buf.space == "local" and buf.count == K
+
+
+def test_global_intermediates_are_multiplied_by_every_enclosing_loop():
+    f, g = f_(), g_()
+    prog = fun([X3], lambda x: map_glb(map_seq(lambda v: map_seq(f) << map_seq(g) << v)) << x)
+    (buf,) = _alloc(prog).buffers.values()
+    assert buf.space == "global" and buf.count == N * M * K
+
+
+def test_private_intermediates_are_not_multiplied():
+    f, g = f_(), g_()
+    prog = fun([Array(Array(Float, 4), N)],
+               lambda x: map_glb(lambda v: map_seq(f) << lift.to_private(map_seq(g)) << v) << x)
+    (buf,) = _alloc(prog).buffers.values()
+    assert buf.space == "private" and buf.count == Cst(4)
+
+
+def test_scalars_default_to_private_and_user_function_arguments_are_inlined():
+    f, g = f_(), g_()
+    prog = fun([Array(Float, N)], lambda x: map_glb(lambda v: f(g(v))) << x)
+    alloc = _alloc(prog)
+    assert not alloc.buffers and len(alloc.inline) == 1
+
+
+def test_reduce_accumulator_is_private():
+    prog = fun([Array(Float, N)], lambda x: reduce_seq(lift.add, 0.0) << x)
+    (acc,) = _alloc(prog).accs.values()
+    assert acc.space == "private" and acc.role == "acc"
+
+
+def test_multiplier_rules():
+    loops = (Loop((0,), "wrg", 0, N), Loop((1,), "seq", 0, M), Loop((2,), "lcl", 0, K))
+    assert multiplied(loops, "global") == loops
+    assert multiplied(loops, "local") == loops[1:]
+    assert multiplied(loops, "private") == ()
+    assert multiplied(loops[:2], "local") == ()
+
+
+def test_private_array_of_symbolic_size_is_rejected():
+    prog = fun([Array(Array(Float, M), N)],
+               lambda a: map_glb(lambda r: map_seq(lift.id) << lift.to_private(map_seq(lift.id)) << r) << a)
+    with pytest.raises(UnsupportedError, match="constant size"):
+        _alloc(prog)
+
+
+def test_parallel_map_cannot_write_private_memory():
+    prog = fun([Array(Array(Float, 4), N)],
+               lambda a: map_wrg(lambda r: map_lcl(lift.id) << lift.to_private(map_lcl(lift.id)) << r) << a)
+    with pytest.raises(UnsupportedError, match="cannot write private"):
+        _alloc(prog)
