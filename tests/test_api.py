@@ -1,0 +1,63 @@
+"""The public API of DESIGN.md is a contract: every name programs outside this repo use exists."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import lift
+
+TYPES = ["Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size"]
+DEFINITIONS = ["fun", "user_fun", "id", "add", "mult", "max_", "min_"]
+HIGH_LEVEL = ["map", "reduce", "zip", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
+              "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
+              "transpose_nd", "take"]
+OPENCL = ["map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq", "to_global", "to_local", "to_private",
+          "as_vector", "as_scalar", "vectorise", "ocl_kernel"]
+FUNCTIONS = ["typecheck", "interpret", "compile"]
+ERRORS = ["LiftError", "LiftTypeError", "RewriteError", "UnsatisfiableError", "NotSynchronisableError",
+          "UserFunError", "DeviceError"]
+
+
+@pytest.mark.parametrize("name", TYPES + DEFINITIONS + HIGH_LEVEL + OPENCL + FUNCTIONS + ERRORS)
+def test_top_level_name(name):
+    assert hasattr(lift, name), f"lift.{name} is part of the public API"
+    assert name in lift.__all__
+
+
+def test_errors_refine_builtins():
+    assert issubclass(lift.LiftTypeError, TypeError)
+    for name in ERRORS[1:]:
+        assert issubclass(getattr(lift, name), lift.LiftError)
+
+
+def test_user_fun_c_exists():
+    f = lift.user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [lift.Float] * 3, lift.Float)
+    assert f.name == "fma3" and f.out_type == lift.Float
+
+
+def test_sizes_are_symbolic():
+    n = lift.Size("N")
+    assert str(n * 2) == "2*N" and str(n // 4) == "N // 4"
+
+
+@pytest.mark.parametrize("module,names", [
+    ("lift.devices", ["current", "profile"]),
+])
+def test_submodules(module, names):
+    mod = importlib.import_module(module)
+    for name in names:
+        assert hasattr(mod, name), f"{module}.{name}"
+
+
+def test_device_profiles():
+    for name in ("mali-g72", "nvidia", "pocl-cpu"):
+        assert lift.devices.profile(name).max_work_group_size > 0
+
+
+def test_program_attributes():
+    n = lift.Size("N")
+    prog = lift.compile(lift.fun([lift.Array(lift.Float, n)], lambda x: lift.map(lift.id) << x))
+    for attr in ("source", "kernels", "ndrange", "memory_bytes", "barriers", "choices", "time"):
+        assert hasattr(prog, attr), f"Program.{attr}"
