@@ -1,0 +1,387 @@
+"""Contextual information for constraint generation (thesis Table 5.3).
+
+`analyse(expr)` walks a program once and returns a `Context`: every *concrete* map (one
+whose function applies a user function, i.e. writes memory; layout-only maps such as
+`map(transpose)` are views and get no variable), its label, the maps enclosing it, whether
+it is perfectly nested in its parent (fusable), the address spaces it reads and writes
+(from `to_global`/`to_local`/`to_private`, parameters are global), the free private or
+local variables it reads, and the stride of its input between consecutive iterations
+(for the vectorisation check). It also lists the map nesting chains of every user-function
+application, per kernel, and the local and private buffers with their accesses.
+
+Labels: a map keeps its user label (`map(f, label="A")`); an unlabelled concrete map is
+named `m<k>`, k its rank among the concrete maps in pre-order (`lift.ir.paths.walk`).
+A label used twice gets `#2`, `#3`, ... on its later occurrences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from lift.arith import Arith, Cst, prove_eq
+from lift.ir import nodes as n
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
+from lift.ir.paths import Path, walk
+from lift.typecheck import infer, typecheck
+from lift.types import ArrayType, ScalarType, TupleType, Type
+
+Mem = tuple[str, Path]  # (address space, the path of the node that creates the buffer)
+Dim = tuple[Arith, Arith | None]  # (length, stride in elements; None: not affine)
+
+
+@dataclass(frozen=True)
+class Val:
+    """What the analysis knows of a value: type, memories it lives in, layout."""
+
+    type: Type
+    mems: frozenset[Mem] = frozenset()
+    dims: tuple[Dim, ...] | None = None
+    parts: tuple[Val, ...] | None = None  # components of a tuple (or zipped arrays)
+    level: int = 1 << 30  # map-nesting depth where a parameter was bound
+
+
+@dataclass(frozen=True)
+class MapSite:
+    """A concrete map occurrence and its contextual facts."""
+
+    label: str
+    path: Path
+    node: n.AbstractMap
+    outer: tuple[str, ...]  # enclosing concrete maps, outermost first
+    kernel: int
+    perfect: bool  # perfectly nested in outer[-1]: `map(map(f))` or `map(x => map(f) << x)`
+    length: Arith
+    reads: frozenset[str]
+    writes: frozenset[str]
+    free: frozenset[str]  # address spaces of free variables its function reads
+    stride: Arith | None  # input stride between iterations (elements), None if unknown
+    scalar_elems: bool
+    in_type: Type
+
+    @property
+    def parent(self) -> str | None:
+        return self.outer[-1] if self.outer else None
+
+    def uses(self, space: str) -> bool:
+        """Table 5.3 `usesPrivateMemory` / `usesLocalMemory`."""
+        return space in self.reads or space in self.writes or space in self.free
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A local or private buffer: where it is created and the chains of its accesses."""
+
+    space: str
+    origin: Path
+    elems: Arith  # scalars written per user-function application
+    chains: tuple[tuple[str, ...], ...]  # chains of the user-function sites accessing it
+    writer_chains: tuple[tuple[str, ...], ...]
+
+    @property
+    def owner_chain(self) -> tuple[str, ...]:
+        """The maps enclosing every access (their longest common prefix)."""
+        pre = list(self.chains[0]) if self.chains else []
+        for c in self.chains[1:]:
+            k = 0
+            while k < min(len(pre), len(c)) and pre[k] == c[k]:
+                k += 1
+            pre = pre[:k]
+        return tuple(pre)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Table 5.3 for one program: maps, chains per kernel, buffers."""
+
+    maps: dict[str, MapSite]
+    chains: tuple[tuple[int, tuple[str, ...]], ...]  # (kernel, chain) of user-function sites
+    buffers: tuple[Buffer, ...]
+    kernels: tuple[int, ...]
+    stages: tuple[Path, ...] = ()  # top-level computing calls, one kernel each (when no ocl_kernel)
+
+    def nested(self, label: str) -> list[str]:
+        """NestedMaps(m): every concrete map inside m."""
+        return [m.label for m in self.maps.values() if label in m.outer]
+
+    def kernel_chains(self, k: int) -> list[tuple[str, ...]]:
+        """MapNestingChains of kernel k (distinct, in order)."""
+        return list(dict.fromkeys(c for kk, c in self.chains if kk == k))
+
+
+def analyse(expr: Node, *, stages: bool = True) -> Context:
+    """The contextual facts of `expr` (typechecked first).
+
+    With `stages` (and no `ocl_kernel` in the program), each computing call at the top level
+    of the program is its own kernel, as the back end's staging does: `reduce(add) << map(mult)
+    << zip(x, y)` is two kernels, so the map may be parallel while the reduction is not."""
+    typecheck(expr)
+    concrete = _concrete_maps(expr)
+    w = _Walker(expr, _labels(expr, concrete))
+    top = stages and not any(isinstance(x, n.OclKernel) for _, x in walk(expr))
+    if isinstance(expr, Lambda):
+        w.lam(expr, (), [Val(p.ptype, frozenset({("global", ())}), _fresh_dims(p.ptype), level=0)
+                         for p in expr.params], _Ctx(top=top))
+    else:
+        w.expr(expr, (), _Ctx(top=top))
+    return w.context()
+
+
+# ----------------------------------------------------------------- labelling
+
+
+def _has_userfun(node: Node) -> bool:
+    return any(isinstance(x, n.UserFun) for _, x in walk(node))
+
+
+def _concrete_maps(expr: Node) -> list[Path]:
+    return [p for p, x in walk(expr) if isinstance(x, n.AbstractMap) and _has_userfun(x.f)]
+
+
+def _labels(expr: Node, concrete: list[Path]) -> dict[Path, str]:
+    from lift.ir.paths import at
+
+    out: dict[Path, str] = {}
+    used: dict[str, int] = {}
+    for k, p in enumerate(concrete):
+        base = at(expr, p).label or f"m{k}"
+        used[base] = used.get(base, 0) + 1
+        out[p] = base if used[base] == 1 else f"{base}#{used[base]}"
+    return out
+
+
+# ------------------------------------------------------------------ walking
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    space: str = "global"
+    origin: Path = ()
+    chain: tuple[str, ...] = ()
+    kernel: int = 0
+    env: dict = field(default_factory=dict)
+    top: bool = False  # at the top level of the program (staging into kernels)
+
+
+class _Walker:
+    """One pass over the program computing `Val`s and recording sites."""
+
+    def __init__(self, root: Node, labels: dict[Path, str]) -> None:
+        self.root = root
+        self.labels = labels
+        self.sites: dict[str, MapSite] = {}
+        self.chains: list[tuple[int, tuple[str, ...]]] = []
+        self.access: dict[Mem, list[tuple[tuple[str, ...], bool, Arith]]] = {}
+        self.free: dict[str, set[str]] = {}
+        self.kernels = [0]
+        self.stages: list[Path] = []
+
+    def context(self) -> Context:
+        bufs = []
+        for (space, origin), acc in self.access.items():
+            if space in ("local", "private"):
+                writes = tuple(c for c, w, _ in acc if w)
+                elems = next((e for _, w, e in acc if w), Cst(1))
+                bufs.append(Buffer(space, origin, elems, tuple(c for c, _, _ in acc), writes))
+        maps = {k: replace(s, free=frozenset(self.free.get(k, ()))) for k, s in self.sites.items()}
+        return Context(maps, tuple(dict.fromkeys(self.chains)), tuple(bufs), tuple(self.kernels),
+                       tuple(self.stages))
+
+    def expr(self, e: Expr, path: Path, ctx: _Ctx) -> Val:
+        match e:
+            case n.Param():
+                v = ctx.env.get(e.id) or Val(e.ptype)
+                for m in ctx.chain[v.level:]:
+                    self.free.setdefault(m, set()).update(s for s, _ in v.mems)
+                return v
+            case n.Literal():
+                return Val(e.type)
+            case FunCall(f, args):
+                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args)]
+                fctx = ctx
+                if ctx.top and not isinstance(f, Lambda):
+                    fctx = replace(ctx, top=False)
+                    if _has_userfun(f):
+                        self.stages.append(path)
+                        self.kernels.append(len(self.kernels))
+                        fctx = replace(fctx, kernel=self.kernels[-1])
+                return self.fun(f, path + (0,), vals, fctx, e)
+        raise TypeError(f"not an expression: {e!r}")
+
+    def lam(self, f: Lambda, path: Path, args: list[Val], ctx: _Ctx) -> Val:
+        env = dict(ctx.env)
+        for p, a in zip(f.params, args):
+            env[p.id] = replace(a, level=len(ctx.chain))
+        return self.expr(f.body, path + (0,), replace(ctx, env=env))
+
+    def fun(self, f: FunDecl, path: Path, args: list[Val], ctx: _Ctx, call: Node) -> Val:
+        match f:
+            case Lambda():
+                return self.lam(f, path, args, ctx)
+            case n.UserFun():
+                return self.userfun(f, args, ctx)
+            case n.AbstractMap():
+                return self.map(f, path, args[0], ctx, call)
+            case n.AbstractReduce(f=g):
+                acc = Val(args[0].type, frozenset({("private", path)}))
+                self.fun(g, path + (0,), [acc, _elem(args[1])], ctx, call)
+                return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
+            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+                space = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}[type(f)]
+                return self.fun(g, path + (0,), args, replace(ctx, space=space, origin=path), call)
+            case n.OclKernel(g):
+                self.kernels.append(len(self.kernels))
+                inner = replace(ctx, space="global", origin=path, chain=(), kernel=self.kernels[-1])
+                return self.fun(g, path + (0,), args, inner, call)
+            case n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _):
+                r = self.fun(g, path + (0,), args, ctx, call)
+                return replace(r, type=infer(f, [a.type for a in args], call))
+        return _layout(f, args, infer(f, [a.type for a in args], call))
+
+    def userfun(self, f: n.UserFun, args: list[Val], ctx: _Ctx) -> Val:
+        chain = ctx.chain
+        self.chains.append((ctx.kernel, chain))
+        out: Mem = (ctx.space, ctx.origin)
+        elems = _scalars(f.out_type)
+        for a in args:
+            for m in _all_mems(a):
+                self.access.setdefault(m, []).append((chain, False, elems))
+        self.access.setdefault(out, []).append((chain, True, elems))
+        return Val(f.out_type, frozenset({out}), _fresh_dims(f.out_type))
+
+    def map(self, f: n.AbstractMap, path: Path, x: Val, ctx: _Ctx, call: Node) -> Val:
+        t = infer(f, [x.type], call)
+        label = self.labels.get(path)
+        if label is None:  # a layout-only map: a view
+            r = self.fun(f.f, path + (0,), [_elem(x)], ctx, call)
+            outer = x.dims[0] if x.dims else None
+            dims = (outer,) + r.dims if outer is not None and r.dims is not None else None
+            return Val(t, r.mems | x.mems, dims)
+        inner = replace(ctx, chain=ctx.chain + (label,))
+        r = self.fun(f.f, path + (0,), [_elem(x)], inner, call)
+        self.sites[label] = MapSite(
+            label=label, path=path, node=f, outer=ctx.chain, kernel=ctx.kernel,
+            perfect=bool(ctx.chain) and self._perfect(path), length=_length(x.type),
+            reads=frozenset(s for s, _ in _all_mems(x)), writes=frozenset(s for s, _ in r.mems),
+            free=frozenset(), stride=_stride(x), scalar_elems=_scalar_elems(x.type), in_type=x.type,
+        )
+        return Val(t, r.mems, _fresh_dims(t))
+
+    def _perfect(self, path: Path) -> bool:
+        """`path` is the whole function of the enclosing map (directly or as `x => m << x`)."""
+        from lift.ir.paths import at
+
+        parent = at(self.root, path[:-1])
+        if isinstance(parent, n.AbstractMap):
+            return True
+        if len(path) >= 3 and isinstance(parent, FunCall):
+            lam, grand = at(self.root, path[:-2]), at(self.root, path[:-3])
+            return (isinstance(lam, Lambda) and isinstance(grand, n.AbstractMap) and len(lam.params) == 1
+                    and parent.args == (lam.params[0],))
+        return False
+
+
+# ------------------------------------------------------------------- layouts
+
+
+def _length(t: Type) -> Arith:
+    return t.size if isinstance(t, ArrayType) else Cst(1)
+
+
+def _scalar_elems(t: Type) -> bool:
+    return isinstance(t, ArrayType) and isinstance(t.elem, ScalarType)
+
+
+def _scalars(t: Type) -> Arith:
+    """The number of scalars in a value of type `t`."""
+    if isinstance(t, ArrayType):
+        return t.size * _scalars(t.elem)
+    if isinstance(t, TupleType):
+        total: Arith = Cst(0)
+        for e in t.elems:
+            total = total + _scalars(e)
+        return total
+    return Cst(1)
+
+
+def _fresh_dims(t: Type) -> tuple[Dim, ...] | None:
+    """Row-major (length, stride) pairs of a fresh buffer of type `t`."""
+    sizes: list[Arith] = []
+    while isinstance(t, ArrayType):
+        sizes.append(t.size)
+        t = t.elem
+    if isinstance(t, TupleType):
+        return None
+    dims: list[Dim] = []
+    stride: Arith = Cst(1)
+    for s in reversed(sizes):
+        dims.append((s, stride))
+        stride = stride * s
+    return tuple(reversed(dims))
+
+
+def _all_mems(v: Val) -> frozenset[Mem]:
+    out = set(v.mems)
+    for p in v.parts or ():
+        out |= _all_mems(p)
+    return frozenset(out)
+
+
+def _stride(x: Val) -> Arith | None:
+    """Stride of the outer dimension (all components agree), None if unknown."""
+    if x.parts is not None:
+        ss = [_stride(p) for p in x.parts]
+        return ss[0] if ss and all(s is not None and prove_eq(s, ss[0]) for s in ss) else None
+    return x.dims[0][1] if x.dims else None
+
+
+def _each(v: Val, t: Type, fn) -> Val:
+    """Apply a layout function to the dims of `v` (of every component of a zip)."""
+    if v.parts is not None:
+        return Val(t, v.mems, None, tuple(_each(p, p.type, fn) for p in v.parts), v.level)
+    return Val(t, v.mems, fn(v.dims) if v.dims is not None else None, None, v.level)
+
+
+def _elem(v: Val) -> Val:
+    t = v.type.elem if isinstance(v.type, ArrayType) else v.type
+    if v.parts is not None:
+        return Val(t, v.mems, None, tuple(_elem(p) for p in v.parts), v.level)
+    return Val(t, v.mems, v.dims[1:] if v.dims else None, None, v.level)
+
+
+def _layout(f: FunDecl, args: list[Val], t: Type) -> Val:
+    """The value of a layout pattern (no memory access)."""
+    mems = frozenset().union(*[a.mems for a in args]) if args else frozenset()
+    match f:
+        case n.Zip() | n.MakeTuple():
+            return Val(t, mems, None, tuple(args))
+        case n.Get(i):
+            return args[0].parts[i] if args[0].parts is not None else Val(t, mems)
+        case n.At():
+            return replace(_elem(args[0]), type=t)
+        case n.Split(m):
+            return _each(args[0], t, lambda d: ((d[0][0] // m, _mul(d[0][1], m)), (m, d[0][1])) + d[1:])
+        case n.Join():
+            return _each(args[0], t, _join)
+        case n.Transpose() | n.TransposeW():
+            return _each(args[0], t, lambda d: (d[1], d[0]) + d[2:])
+        case n.Slide(size, step):
+            return _each(args[0], t, lambda d: ((t.size, _mul(d[0][1], step)), (size, d[0][1])) + d[1:])
+        case n.Pad():
+            return _each(args[0], t, lambda d: ((t.size, None),) + d[1:])
+        case n.AsVector():
+            return _each(args[0], t, lambda d: ((t.size, d[0][1] if _is_one(d[0][1]) else None),) + d[1:])
+    return Val(t, mems)
+
+
+def _mul(s: Arith | None, m: Arith) -> Arith | None:
+    return None if s is None else s * m
+
+
+def _is_one(s: Arith | None) -> bool:
+    return s is not None and s == Cst(1)
+
+
+def _join(d: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    (a, s1), (b, s2) = d[0], d[1]
+    ok = s1 is not None and s2 is not None and prove_eq(s1, b * s2)
+    return ((a * b, s2 if ok else None),) + d[2:]

@@ -1,0 +1,259 @@
+"""Apply a mapping choice and tuning values to a program (the `Space.realise` step).
+
+Each concrete map becomes `map_seq`, `map_lcl(d)`, `map_wrg(d)` or `map_glb(d)` (keeping
+its label and source line); a map with code 1 is fused into its parent as in thesis
+5.3.1, `map(map(f)) -> split(n) << map(f) << join`; `reduce` becomes `reduce_seq`;
+layout-only maps (views such as `map(transpose)`) stay `map`. Tuning values replace their
+size variables everywhere (pattern parameters and types). A sequential map may be
+vectorised (`vectorise={label: width}`): `map_seq(f) -> as_scalar << map_seq(vectorise(f, w))
+<< as_vector(w)`, which the vectorisation check allows only where consecutive iterations read
+consecutive scalars (thesis 5.2.1), else `RewriteError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from lift.arith import Arith, Cst, prove_divides, substitute
+from lift.errors import RewriteError
+from lift.ir import nodes as n
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
+from lift.ir.paths import Path, at
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
+
+from .context import Context, MapSite
+from .mapping import FUSED, SEQ, describe
+
+_ARITH_FIELDS = {n.Split: ("n",), n.Slide: ("size", "step"), n.Pad: ("left", "right"), n.At: ("index",)}
+
+
+def realise(expr: Node, ctx: Context, choice: Mapping[str, int],
+            vectorise: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None) -> Node:
+    """`expr` with every concrete map lowered as `choice` says (see the module docstring)."""
+    missing = sorted(set(ctx.maps) - set(choice))
+    if missing:
+        raise KeyError(f"the choice has no code for map(s) {', '.join(missing)}")
+    low = _Lowering(expr, ctx, choice, dict(vectorise or {}), dict(sizes or {}))
+    return low.expr_or_fun(expr, ())
+
+
+class _Lowering:
+    def __init__(self, root: Node, ctx: Context, choice: Mapping[str, int], vec: dict[str, int],
+                 sizes: dict[str, int]) -> None:
+        self.root, self.ctx, self.choice, self.vec, self.sizes = root, ctx, choice, vec, sizes
+        self.by_path = {m.path: m for m in ctx.maps.values()}
+        self.made: set[int] = set()  # ids of lambdas built here (beta-reduced when applied)
+
+    def expr_or_fun(self, e: Node, path: Path) -> Node:
+        return self.expr(e, path) if isinstance(e, Expr) else self.fun(e, path)
+
+    def expr(self, e: Expr, path: Path) -> Expr:
+        if not isinstance(e, FunCall):
+            return e
+        f = self.fun(e.f, path + (0,))
+        args = tuple(self.expr(a, path + (i + 1,)) for i, a in enumerate(e.args))
+        if len(self.ctx.stages) > 1 and path in self.ctx.stages:
+            return _kernel(dataclasses.replace(e, f=f, args=args))
+        if isinstance(f, Lambda) and id(f) in self.made and len(args) == 1:
+            return _beta(f, args[0])
+        return dataclasses.replace(e, f=f, args=args)
+
+    def fun(self, f: FunDecl, path: Path) -> FunDecl:
+        match f:
+            case Lambda(_, body):
+                return dataclasses.replace(f, body=self.expr(body, path + (0,)))
+            case n.AbstractMap():
+                return self.map(f, path)
+            case n.Reduce(g):
+                return n.ReduceSeq(self.fun(g, path + (0,)), label=f.label, loc=f.loc)
+            case n.ReduceSeq(g) | n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _) | n.OclKernel(g) | \
+                    n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+                return dataclasses.replace(f, f=self.fun(g, path + (0,)))
+        return f
+
+    def map(self, m: n.AbstractMap, path: Path) -> FunDecl:
+        site = self.by_path.get(path)
+        if site is None:  # a view: stays a `map`
+            return dataclasses.replace(m, f=self.fun(m.f, path + (0,)))
+        code = self.choice[site.label]
+        if code == FUSED:
+            raise RewriteError(f"map {site.label} is fused but its parent does not absorb it", node=m)
+        lens, inner, inner_path = self._fused_chain(site)
+        g = self.fun(inner.f, inner_path + (0,))
+        new = _lowered(m, code, g)
+        if site.label in self.vec:
+            new = self._vectorised(site, code, g, self.vec[site.label])
+        if not lens:
+            return new
+        p = Param(site.in_type, "x")
+        y: Expr = p
+        for _ in lens:
+            y = FunCall(n.Join(), (y,))
+        out: Expr = FunCall(new, (y,))
+        for k in reversed(lens):
+            out = FunCall(n.Split(k), (out,))
+        lam = Lambda((p,), out, label=m.label, loc=m.loc)
+        self.made.add(id(lam))
+        return lam
+
+    def _fused_chain(self, site: MapSite) -> tuple[list[Arith], n.AbstractMap, Path]:
+        """Lengths of the perfectly nested maps fused into `site`, and the innermost one."""
+        lens: list[Arith] = []
+        cur, cur_path = site.node, site.path
+        while True:
+            child = self._perfect_child(cur, cur_path)
+            if child is None or self.choice[child.label] != FUSED:
+                return lens, cur, cur_path
+            lens.append(child.length)
+            cur, cur_path = child.node, child.path
+
+    def _perfect_child(self, m: n.AbstractMap, path: Path) -> MapSite | None:
+        for p in (path + (0,), path + (0, 0, 0)):
+            s = self.by_path.get(p)
+            if s is not None and s.perfect:
+                return s
+        return None
+
+    def _vectorised(self, site: MapSite, code: int, g: FunDecl, width: int) -> FunDecl:
+        check_vectorisable(site, code, g, width, self.sizes)
+        p = Param(site.in_type, "x")
+        vec_f = _vector_fun(g, width)
+        body = FunCall(n.AsScalar(), (FunCall(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
+                                              (FunCall(n.AsVector(width), (p,)),)),))
+        lam = Lambda((p,), body, label=site.node.label, loc=site.node.loc)
+        self.made.add(id(lam))
+        return lam
+
+
+def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
+    kw = {"label": m.label, "loc": m.loc}
+    if code == SEQ:
+        return n.MapSeq(g, **kw)
+    cls = {1: n.MapLcl, 2: n.MapWrg, 3: n.MapGlb}.get(code // 10)
+    if cls is None or code % 10 > 2:
+        raise RewriteError(f"{code} is not a Table 5.2 code", node=m)
+    return cls(g, code % 10, **kw)
+
+
+def _kernel(call: FunCall) -> Expr:
+    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`."""
+    from lift.ir.paths import walk
+
+    outside = [a for a in call.args if not isinstance(a, n.Literal)]
+    bound = {q.id for _, x in walk(call.f) if isinstance(x, Lambda) for q in x.params}
+    free = list({x.id: x for _, x in walk(call.f) if isinstance(x, Param) and x.id not in bound}.values())
+    params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
+    ren = {q.id: p for q, p in zip(free, params[len(outside):])}
+    it = iter(params)
+    args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
+    body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
+    kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
+    return FunCall(kernel, tuple(outside + free), loc=call.loc)
+
+
+def _rename(x: Node, ren: dict[int, Param]) -> Node:
+    """`x` with parameters replaced by id."""
+    if not ren:
+        return x
+    match x:
+        case Param():
+            return ren.get(x.id, x)
+        case FunCall(f, args):
+            return dataclasses.replace(x, f=_rename(f, ren), args=tuple(_rename(a, ren) for a in args))
+        case Lambda(_, body):
+            return dataclasses.replace(x, body=_rename(body, ren))
+    f = getattr(x, "f", None)
+    return dataclasses.replace(x, f=_rename(f, ren)) if isinstance(f, Node) else x
+
+
+def _beta(lam: Lambda, arg: Expr) -> Expr:
+    """`lam(arg)` with the (single-use) parameter replaced by `arg`."""
+    p = lam.params[0]
+
+    def go(e: Expr) -> Expr:
+        if e == p:
+            return arg
+        if isinstance(e, FunCall):
+            return dataclasses.replace(e, args=tuple(go(a) for a in e.args))
+        return e
+
+    return go(lam.body)
+
+
+# -------------------------------------------------------------- vectorisation
+
+
+def check_vectorisable(site: MapSite, code: int, g: FunDecl, width: int,
+                       sizes: Mapping[str, int] | None = None) -> None:
+    """Raise `RewriteError` unless `site` may become a vectorised `map_seq` of `width` lanes."""
+    why = None
+    if code != SEQ:
+        why = f"it is {describe(code)}, only a sequential map is vectorised"
+    elif not site.scalar_elems:
+        why = f"its elements are not scalars ({site.in_type})"
+    elif _vector_fun(g, width, check=True) is None:
+        why = "its function is not a scalar user function"
+    elif site.stride is None or site.stride != Cst(1):
+        why = (f"consecutive iterations read elements {site.stride} apart, not contiguous"
+               if site.stride is not None else "its input is not contiguous in memory")
+    elif not prove_divides(width, substitute(site.length, sizes or {})):
+        why = f"{width} does not divide its length {site.length}"
+    if why is not None:
+        raise RewriteError(f"map {site.label} cannot be vectorised by {width}: {why}", node=site.node)
+
+
+def _vector_fun(g: FunDecl, width: int, check: bool = False) -> FunDecl | None:
+    match g:
+        case n.UserFun(in_types=ins, out_type=out) if len(ins) == 1 and all(
+                isinstance(t, ScalarType) for t in (*ins, out)):
+            return n.Vectorise(g, width)
+        case n.ToGlobal(h) | n.ToLocal(h) | n.ToPrivate(h):
+            inner = _vector_fun(h, width, check)
+            return None if inner is None else dataclasses.replace(g, f=inner)
+    if check:
+        return None
+    raise RewriteError(f"cannot vectorise {g}", node=g)
+
+
+# ------------------------------------------------------------ tuning values
+
+
+def substitute_sizes(expr: Node, env: Mapping[str, int]) -> Node:
+    """`expr` with size variables replaced by values in patterns and types."""
+    if not env:
+        return expr
+    params: dict[int, Param] = {}
+
+    def ty(t: Type) -> Type:
+        match t:
+            case ArrayType(elem, size):
+                return ArrayType(ty(elem), substitute(size, env))
+            case TupleType(elems):
+                return TupleType(tuple(ty(x) for x in elems))
+            case VectorType():
+                return t
+        return t
+
+    def go(x: Node) -> Node:
+        match x:
+            case Param():
+                if x.id not in params:
+                    params[x.id] = dataclasses.replace(x, ptype=ty(x.ptype))
+                return params[x.id]
+            case FunCall(f, args):
+                return dataclasses.replace(x, f=go(f), args=tuple(go(a) for a in args))
+            case Lambda(ps, body):
+                return dataclasses.replace(x, params=tuple(go(p) for p in ps), body=go(body))
+        fields = _ARITH_FIELDS.get(type(x), ())
+        if fields:
+            return dataclasses.replace(x, **{k: substitute(getattr(x, k), env) for k in fields})
+        f = getattr(x, "f", None)
+        return dataclasses.replace(x, f=go(f)) if isinstance(f, Node) else x
+
+    return go(expr)
+
+
+def label_of(expr: Node, path: Path) -> str | None:
+    """The label of the node at `path`."""
+    return at(expr, path).label

@@ -1,0 +1,275 @@
+"""Search spaces: `tuning_space`, `mapping_space`, `joint_space` and `choose_mapping`.
+
+A `Space` holds a z3 `Model` and names the variables a choice sets: map labels (Table 5.2
+codes) in a mapping space, tuning parameters in a tuning space, both (plus the thread
+configuration `local_size_d`/`groups_d` when sizes are known) in a joint space. A choice is
+a dict from those names to ints; `realise(choice)` is the program with it applied.
+
+    space = mapping_space(prog, lift.devices.profile("mali-g72"))
+    for choice in space.sample(50, seed=1):
+        low = space.realise(choice)       # maps lowered, fused maps as split/join (5.3.1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from lift.arith import Arith, Cst, free_vars, to_z3
+from lift.devices import Device
+from lift.errors import DeviceError, UnsatisfiableError
+from lift.ir import nodes as n
+from lift.ir.nodes import Node
+from lift.typecheck import typecheck
+
+from . import launch as ln
+from . import mapping as mp
+from . import tuning as tn
+from .context import Context, analyse
+from .model import Choice, Constraint, Model
+from .realise import realise, substitute_sizes
+
+
+@dataclass
+class Space:
+    """A constrained space of choices for one program on one device."""
+
+    expr: Node
+    device: Device
+    context: Context
+    model: Model
+    variables: tuple[str, ...]
+    params: dict[str, tn.TuningParam]  # tuning parameters left after range reduction
+    fixed: dict[str, int]  # tuning values fixed by range reduction or given
+    dropped: list[tuple[Constraint, str]]  # simplified away, with the reason
+    mapping: dict[str, int] | None = None  # the fixed mapping of a tuning space
+    sizes: dict[str, int] | None = None  # known problem sizes
+    lower: bool = True  # realise lowers maps (False: a tuning space of the program as written)
+
+    @property
+    def constraints(self) -> tuple[Constraint, ...]:
+        """Every named constraint of the model."""
+        return tuple(self.model.constraints)
+
+    def sample(self, n: int, seed: int = 0) -> list[Choice]:
+        """Up to `n` distinct valid choices, spread by random pivots (not solver neighbours)."""
+        return self.model.sample(n, seed, self.variables)
+
+    def count(self, limit: int = 100_000) -> int | None:
+        """The number of valid choices, or None when above `limit`."""
+        return self.model.count(self.variables, limit)
+
+    def is_valid(self, choice: Mapping[str, int]) -> bool:
+        """True when the choice (some or all variables) satisfies every constraint."""
+        return self.model.is_valid(choice)
+
+    def explain(self, choice: Mapping[str, int]) -> tuple[Constraint, ...] | None:
+        """The unsat core that rejects `choice`, or None if it is valid."""
+        return self.model.core(choice)
+
+    def check(self, choice: Mapping[str, int] | None = None) -> None:
+        """Raise `UnsatisfiableError` naming the violated constraints unless `choice` is valid."""
+        self.model.check(choice, what="the choice" if choice else "the space")
+
+    def realise(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None) -> Node:
+        """The program with `choice` applied (maps lowered, tuning values substituted)."""
+        self.check(choice)
+        env = dict(self.fixed)
+        env.update({k: int(v) for k, v in choice.items() if k in self.params})
+        codes = self.mapping if self.mapping is not None else {k: int(choice[k]) for k in self.context.maps}
+        out = self.expr
+        if self.lower or vectorise:
+            out = realise(self.expr, self.context, codes, vectorise, {**(self.sizes or {}), **env})
+        return substitute_sizes(out, env)
+
+    def ndrange(self, choice: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """(global_size, local_size) when the space has launch variables."""
+        return ln.ndrange(choice)
+
+    def stats(self) -> dict[str, int]:
+        """Constraint instances by kind (like thesis Table 5.4)."""
+        return self.model.stats()
+
+    def report(self) -> str:
+        """A table of constraint instances by kind, and what simplification removed."""
+        rows = [f"{'Constraint':45} # of instances"]
+        rows += [f"{k:45} {v}" for k, v in self.stats().items()]
+        rows.append(f"{'(dropped by simplification)':45} {len(self.dropped)}")
+        return "\n".join(rows)
+
+
+# --------------------------------------------------------------------- building
+
+
+def _device(device: Device | str | None) -> Device:
+    from lift import devices
+
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        return devices.profile(device)
+    try:
+        return devices.current()
+    except DeviceError:
+        return devices.profile("pocl-cpu")
+
+
+def _tuning(expr: Node, ctx: Context, device: Device, sizes: Mapping[str, int],
+            given: Mapping[str, int]):
+    """Tuning parameters and constraints after substitution, simplification and Algorithm 2."""
+    params = tn.collect_params(expr)
+    env = {**sizes, **given}
+    cons = [tn.substitute_constraint(c, env) for c in tn.algorithmic(expr) + tn.hardware(expr, ctx, device)]
+    params = {k: t for k, t in params.items() if k not in given}
+    _refuse_false(cons, params)
+    kept, dropped = tn.simplify(params, cons)
+    params, kept, fixed = tn.reduce_ranges(params, kept)
+    fixed_int = {k: _int(v, sizes) for k, v in fixed.items()}
+    fixed_int.update({k: int(v) for k, v in given.items()})
+    kept = [tn.substitute_constraint(c, fixed_int) for c in kept]
+    _refuse_false(kept, params)
+    return params, kept, fixed_int, dropped
+
+
+def _int(a: Arith, sizes: Mapping[str, int]) -> int:
+    from lift.arith import evaluate, substitute
+
+    v = substitute(a, sizes)
+    if free_vars(v):
+        raise UnsatisfiableError(f"a tuning value depends on unknown sizes: {v}; give sizes=")
+    return evaluate(v, {})
+
+
+def _refuse_false(cons: list[Constraint], params: Mapping[str, tn.TuningParam]) -> None:
+    bad = tuple(c for c in cons if c.pred is not None and tn.decide(c.pred, params) is False)
+    if bad:
+        raise UnsatisfiableError("the tuning constraints cannot hold: " + "; ".join(map(str, bad)), core=bad)
+
+
+def _declare_tuning(model: Model, params: dict[str, tn.TuningParam], cons: list[Constraint],
+                    sizes: Mapping[str, int], inputs: set[str]) -> None:
+    for t in params.values():
+        model.var(t.name, tn.concrete_range(t, sizes))
+    free = {v.name for c in cons if c.pred for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)}
+    for name in sorted((free & inputs) - set(sizes) - set(params)):
+        model.var(name, range(1, tn.DEFAULT_MAX + 1))  # an unknown problem size: existential
+    for c in cons:
+        model.add(c)
+        if c.pred is not None:
+            for t in (p for p in params.values() if p.name in _names(c)):
+                for bound, ok in ((t.lo, True), (t.hi, False)):
+                    if bound is not None and free_vars(bound):
+                        f = z3.Int(t.name) >= to_z3(bound) if ok else z3.Int(t.name) <= to_z3(bound)
+                        model.add(Constraint(tn.BOUNDS, t.labels, f"range of {t}", f, family="algorithmic"))
+
+
+def _names(c: Constraint) -> set[str]:
+    return {v.name for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)} if c.pred else set()
+
+
+def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,
+           tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
+           want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
+    typecheck(expr)
+    dev, sizes = _device(device), dict(sizes or {})
+    ctx = analyse(expr)
+    params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
+    model = Model()
+    _declare_tuning(model, params, cons, sizes, tn.input_sizes(expr))
+    names: list[str] = list(params) if want_tune else []
+    fixed_map = None
+    if want_map:
+        codes = mp.add_mapping(model, ctx, fusion_heuristic=fusion_heuristic)
+        names = list(ctx.maps) + names
+    else:
+        fixed_map = dict(mapping) if mapping is not None else {k: code_of(m.node) for k, m in ctx.maps.items()}
+        codes = {k: z3.IntVal(v) for k, v in fixed_map.items()}
+    if launch and _single_kernel(ctx):
+        names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})
+    lower = want_map or mapping is not None
+    return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower)
+
+
+def _single_kernel(ctx: Context) -> bool:
+    return len({k for k, _ in ctx.chains}) <= 1
+
+
+def code_of(m: n.AbstractMap) -> int:
+    """The Table 5.2 code of a map as written (`map` counts as sequential)."""
+    if isinstance(m, n.MapLcl):
+        return 10 + m.dim
+    if isinstance(m, n.MapWrg):
+        return 20 + m.dim
+    if isinstance(m, n.MapGlb):
+        return 30 + m.dim
+    return mp.SEQ
+
+
+def tuning_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
+                 mapping: Mapping[str, int] | None = None, launch: bool = False) -> Space:
+    """The tuning parameters of `expr` (4.3) with the mapping as written or as given."""
+    return _space(expr, device, sizes=sizes, tuning=None, mapping=mapping, want_map=False,
+                  want_tune=True, launch=launch and bool(sizes), fusion_heuristic=False)
+
+
+def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
+                  tuning: Mapping[str, int] | None = None, fusion_heuristic: bool = False) -> Space:
+    """One Table 5.2 variable per concrete map of `expr`, constrained as in 5.3."""
+    return _space(expr, device, sizes=sizes, tuning=tuning, mapping=None, want_map=True,
+                  want_tune=False, launch=False, fusion_heuristic=fusion_heuristic)
+
+
+def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
+                fusion_heuristic: bool = False, launch: bool = True) -> Space:
+    """Mapping, tuning values and (with sizes) thread configuration, chosen together."""
+    return _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
+                  launch=launch and bool(sizes), fusion_heuristic=fusion_heuristic)
+
+
+# ------------------------------------------------------------------- objective
+
+
+def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
+                   objective: str | Callable[[Choice], float] = "parallel", seed: int = 0) -> Choice:
+    """A valid mapping that maximises `objective` ("parallel": parallel work, dimension 0 coalesced)."""
+    space = mapping_space(expr, device, sizes=sizes)
+    if not space.context.maps:
+        return {}
+    if callable(objective):
+        cands = space.sample(200, seed)
+        if not cands:
+            space.check()
+        return max(cands, key=objective)
+    opt = z3.Optimize()
+    opt.set("timeout", 20_000)
+    opt.add(space.model.domain_formulas())
+    opt.add([c.formula for c in space.model.constraints])
+    opt.maximize(_parallel_score(space, dict(sizes or {})))
+    if opt.check() != z3.sat:
+        space.check()
+    m = opt.model()
+    return {k: m.eval(space.model.vars[k], model_completion=True).as_long() for k in space.context.maps}
+
+
+def _parallel_score(space: Space, sizes: Mapping[str, int]) -> Any:
+    """Parallel maps weighted by depth and size; coalesced (stride 1) maps in dimension 0."""
+    terms = []
+    for m in space.context.maps.values():
+        c = space.model.vars[m.label]
+        weight = _weight(m.length, sizes)
+        terms.append(z3.If(c >= 10, weight, 0))
+        terms.append(z3.If(z3.And(c >= 20, c < 30), 1, 0))  # prefer work-groups for local memory reuse
+        if m.stride is not None and m.stride == Cst(1):
+            terms.append(z3.If(z3.And(c >= 10, c % 10 == 0), 3, 0))
+        terms.append(z3.If(z3.And(c >= 10, c % 10 != 0), -1, 0))
+    return z3.Sum(terms) if terms else z3.IntVal(0)
+
+
+def _weight(length: Arith, sizes: Mapping[str, int]) -> int:
+    from lift.arith import evaluate, substitute
+
+    v = substitute(length, sizes)
+    return max(1, evaluate(v, {}).bit_length()) if not free_vars(v) else 8
