@@ -1,0 +1,112 @@
+"""Calls in user functions: math functions, casts (float, int, bool), min, max, abs and pow."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+
+from lift.types import Bool, Double, Float, Int, ScalarType, VectorType
+from lift.userfun import numpy_impl as npi
+from lift.userfun.arithmetic import Arithmetic
+from lift.userfun.ctypes import C_MATH, c_type
+from lift.userfun.values import ADD, EQ, POSTFIX, UNARY, Val, numeric, scalar, val_type, wrap
+
+
+class Calls(Arithmetic):
+    """Calls to the builtins and math functions a user function may use."""
+
+    def visit_Call(self, node: ast.Call) -> Val:  # noqa: N802
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            self.err(node, "keyword and starred arguments are not supported in user functions")
+        kind, fname = self._callee(node.func)
+        args = [self.expr(a) for a in node.args]
+        if kind == "math":
+            arity, _ = C_MATH[fname]
+            if len(args) != arity:
+                self.err(node, f"math.{fname} takes {arity} argument(s) here, not {len(args)}")
+            return self._math(fname, args, node)
+        if fname in ("float", "int", "bool"):
+            return self._cast(fname, args, node)
+        if fname == "pow" and len(args) == 2:
+            return self._binop(ast.Pow(), args[0], args[1], node)
+        if fname in ("min", "max") and len(args) >= 2:
+            return self._minmax(fname, args, node)
+        if fname == "abs" and len(args) == 1:
+            return self._abs(args[0], node)
+        self.err(node, f"{fname}() with {len(args)} argument(s) is not supported in user functions")
+
+    def _callee(self, func: ast.expr) -> tuple[str, str]:
+        if isinstance(func, ast.Attribute) and self._is_math(func.value):
+            if func.attr in C_MATH:
+                return "math", func.attr
+            self.err(func, f"math.{func.attr} is not supported in user functions")
+        if isinstance(func, ast.Name) and func.id not in self.locals and func.id in self.src.env:
+            value = self.src.env[func.id]
+            for name in ("float", "int", "bool", "abs", "min", "max", "pow"):
+                if value is getattr(builtins, name):
+                    return "builtin", name
+            for name in C_MATH:
+                if value is getattr(math, name, None):
+                    return "math", name
+        what = f"'{func.id}'" if isinstance(func, ast.Name) else ast.unparse(func)
+        self.err(func, f"calls to unknown function {what} are not supported in user functions",
+                 hint="user functions can call math functions, abs, min, max, pow, float, int and bool")
+
+    def _math(self, fname: str, args: list[Val], node: ast.AST) -> Val:
+        if all(a.py is not None and not isinstance(a.py, bool) for a in args):
+            return self._fold(getattr(math, fname), [a.py for a in args], node)
+        t = args[0].t if len(args) == 1 else self._join(args[0], args[1])
+        if t is None or not (numeric(scalar(t)) and (isinstance(t, ScalarType) or scalar(t) != Int)):
+            self.err(node, f"math.{fname} needs numbers, not {', '.join(str(val_type(a)) for a in args)}")
+        if scalar(t) == Int:
+            t = Float
+        pred = C_MATH[fname][1]
+        if pred and isinstance(t, VectorType):
+            self.err(node, f"math.{fname} on vectors is not supported in user functions")
+        return self._call(fname, npi.NP_MATH[fname], args, t, node, Bool if pred else None)
+
+    def _cast(self, fname: str, args: list[Val], node: ast.AST) -> Val:
+        if len(args) != 1:
+            self.err(node, f"{fname}() takes one argument in user functions")
+        v = args[0]
+        if v.py is not None:
+            return self._fold(getattr(builtins, fname), [v.py], node)
+        v = self._strong(v)
+        if not isinstance(v.t, ScalarType):
+            self.err(node, f"{fname}() of a {v.t} is not supported")
+        if fname == "bool":
+            zero = self._typed_const(0, v.t, node) if v.t != Bool else None
+            return v if zero is None else Val(f"{wrap(v, ADD)} != {zero.c}", Bool, f"({v.np} != 0)", EQ)
+        t = Int if fname == "int" else (v.t if v.t == Double else Float)
+        if v.t == t:
+            return v
+        return Val(f"({t.c_name}){wrap(v, UNARY)}", t, npi.np_cast(v.np, t), UNARY)
+
+    def _minmax(self, fname: str, args: list[Val], node: ast.AST) -> Val:
+        if all(a.py is not None for a in args):
+            return self._fold(getattr(builtins, fname), [a.py for a in args], node)
+        acc = args[0]
+        for a in args[1:]:
+            t = self._join(acc, a)
+            if t is None or not numeric(scalar(t)):
+                self.err(node, f"{fname}() of {val_type(acc)} and {val_type(a)} is not supported")
+            is_int = scalar(t) == Int
+            c_name = fname if is_int else "f" + fname
+            np_name = ("minimum" if fname == "min" else "maximum") if is_int else c_name
+            acc = self._call(c_name, np_name, [acc, a], t, node)
+        return acc
+
+    def _abs(self, v: Val, node: ast.AST) -> Val:
+        if v.py is not None:
+            return self._fold(abs, [v.py], node)
+        v = self._strong(v)
+        if not numeric(scalar(v.t)):
+            self.err(node, f"abs() of a {v.t} is not supported")
+        if scalar(v.t) != Int:
+            return self._call("fabs", "abs", [v], v.t, node)
+        call = f"abs({v.c})"  # OpenCL's integer abs returns an unsigned type
+        c = f"(int){call}" if v.t == Int else f"convert_{c_type(v.t)}({call})"
+        return Val(c, v.t, f"_np.abs({v.np})", UNARY if v.t == Int else POSTFIX)
+
+
