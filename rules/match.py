@@ -1,0 +1,122 @@
+"""Pattern variables and the matcher: `match(lhs, expr)` gives the bindings or `None`.
+
+A pattern is built from IR constructors with pattern variables in place of
+sub-terms, e.g. `FunCall(Map(f), (FunCall(Map(g), (x,)),))`. Matching is structural on
+the fields that take part in equality; metadata (label, loc) is ignored. A lambda in the
+program is eta-reduced where the pattern expects another function, so
+`map(r => map(f) << r)` matches `Map(Map(f))`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
+from lift.rules.terms import eta
+
+Bindings = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PVar:
+    """A pattern variable: matches any value of `kind` (and `test`, if given)."""
+
+    name: str
+    kind: type | tuple[type, ...] = object
+    test: Callable[[Any], bool] | None = None
+
+    def __repr__(self) -> str:
+        return f"?{self.name}"
+
+
+@dataclass(frozen=True)
+class Either:
+    """Matches the first of `options` that matches."""
+
+    options: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Named:
+    """Matches `pattern` and binds the whole matched value to `name`."""
+
+    name: str
+    pattern: Any
+
+
+def pvars(names: str, kind: type | tuple[type, ...] = object) -> tuple[PVar, ...]:
+    """Pattern variables from a space-separated list: `f, g, x = pvars("f g x")`."""
+    return tuple(PVar(n, kind) for n in names.split())
+
+
+def either(*options: Any) -> Either:
+    """A pattern matching any of `options`."""
+    return Either(tuple(options))
+
+
+def named(name: str, pattern: Any) -> Named:
+    """`pattern`, binding the matched value to `name` too."""
+    return Named(name, pattern)
+
+
+def fun(name: str) -> PVar:
+    """A pattern variable for a function."""
+    return PVar(name, FunDecl)
+
+
+def expr(name: str) -> PVar:
+    """A pattern variable for an expression."""
+    return PVar(name, Expr)
+
+
+def call(f: Any, *args: Any) -> FunCall:
+    """The pattern `f(args)` (`call(Map(f), x)` is `map(f) << x`)."""
+    return FunCall(f, tuple(args))
+
+
+def match(pattern: Any, value: Any, env: Bindings | None = None) -> Bindings | None:
+    """The bindings that make `pattern` equal to `value`, or None."""
+    if isinstance(value, Lambda) and isinstance(pattern, Node) and not isinstance(pattern, Lambda):
+        return None  # eta-reduction only below the matched node: the node itself stays in place
+    env = dict(env or {})
+    return env if _match(pattern, value, env) else None
+
+
+def _match(p: Any, v: Any, env: Bindings) -> bool:
+    if isinstance(p, PVar):
+        return _bind(p, v, env)
+    if isinstance(p, Either):
+        for option in p.options:
+            trial = dict(env)
+            if _match(option, v, trial):
+                env.clear()
+                env.update(trial)
+                return True
+        return False
+    if isinstance(p, Named):
+        return _match(p.pattern, v, env) and _bind(PVar(p.name), v, env)
+    if isinstance(p, Node):
+        return _match_node(p, v, env)
+    if isinstance(p, tuple):
+        return (isinstance(v, tuple) and len(p) == len(v)
+                and all(_match(a, b, env) for a, b in zip(p, v)))
+    return p == v
+
+
+def _bind(p: PVar, v: Any, env: Bindings) -> bool:
+    if not isinstance(v, p.kind) or (p.test is not None and not p.test(v)):
+        return False
+    if p.name in env:
+        return env[p.name] == v
+    env[p.name] = v
+    return True
+
+
+def _match_node(p: Node, v: Any, env: Bindings) -> bool:
+    if isinstance(v, Lambda) and not isinstance(p, Lambda):
+        v = eta(v)
+    if type(v) is not type(p):
+        return False
+    return all(_match(getattr(p, f), getattr(v, f), env) for f in type(p)._compare_fields)

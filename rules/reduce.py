@@ -1,0 +1,107 @@
+"""Reduction rules: splitting a reduction into partial reductions and a final one.
+
+Both rules need `f` to be associative with neutral element `z`: the built-in `add` (0),
+`mult` (1), and the idempotent `max_` and `min_` (any `z`); for another operator the caller
+vouches with `associative=True`.
+"""
+
+from __future__ import annotations
+
+from lift.arith import as_arith
+from lift.ir.alpha import alpha_equal
+from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, Map, Reduce, Split, UserFun
+from lift.rules.match import call, expr, fun
+from lift.rules.rule import REQUIRED, Rule, divides
+from lift.rules.split_join import divisors
+from lift.rules.terms import elem, eta, lam, length, meta, refresh
+from lift.userfun import builtins
+
+f = fun("f")
+z, x, xs = expr("z"), expr("x"), expr("xs")
+
+NEUTRAL = {"add": 0, "mult": 1}
+IDEMPOTENT = ("max_", "min_")
+
+
+def builtin(f: FunDecl) -> str | None:
+    """The name of the built-in binary operator `f` is (after eta-reduction), or None."""
+    f = eta(f)
+    if not isinstance(f, UserFun) or len(f.in_types) != 2:
+        return None
+    t = f.in_types[0]
+    generic = getattr(builtins, f.name, None)
+    if f.name not in (*NEUTRAL, *IDEMPOTENT) or generic is None:
+        return None
+    try:
+        return f.name if generic.specialise(t, t) == f else None
+    except Exception:  # noqa: BLE001 - a type the builtin does not support
+        return None
+
+
+def is_monoid(f: FunDecl, z: Expr) -> bool:
+    """Whether `f` is a known associative operator and `z` its neutral element."""
+    name = builtin(f)
+    if name is None:
+        return False
+    if name in IDEMPOTENT:
+        return True
+    return isinstance(z, Literal) and z.value == NEUTRAL[name]
+
+
+def _partials(f: FunDecl, z: Expr, chunks: Expr) -> Expr:
+    """`map(c => reduce(f, z) << c) << chunks`."""
+    inner = lam([elem(chunks)], lambda c: FunCall(Reduce(f), (refresh(z), c)), ["chunk"])
+    return FunCall(Map(inner), (chunks,))
+
+
+def _partial_reduce(f: FunDecl, z: Expr, x: Expr, n: int, matched: FunCall) -> Expr:
+    chunks = FunCall(Split(as_arith(n)), (x,))
+    return FunCall(Reduce(f, **meta(matched.f)), (z, _partials(f, z, chunks)), **meta(matched))
+
+
+partial_reduce = Rule(
+    "partial_reduce",
+    law="reduce(f, z) << x -> reduce(f, z) << map(c => reduce(f, z) << c) << split(n) << x",
+    lhs=call(Reduce(f), z, x), params={"n": REQUIRED, "associative": False},
+    where=lambda f, z, x, n, associative, matched: (
+        (associative or is_monoid(f, z)) and divides(n, length(x), matched, "partial_reduce")),
+    rhs=_partial_reduce, suggest=lambda x: {"n": divisors(length(x))},
+    doc="Partial reductions of chunks of n elements, then a final reduction of the partial results.",
+)
+
+
+def _partial_reduce_split_join(f: FunDecl, z: Expr, xs: Expr, matched: FunCall) -> Expr:
+    return FunCall(Reduce(f, **meta(matched.f)), (z, _partials(f, z, xs)), **meta(matched))
+
+
+partial_reduce_split_join = Rule(
+    "partial_reduce_split_join",
+    law="reduce(f, z) << join << xs -> reduce(f, z) << map(c => reduce(f, z) << c) << xs",
+    lhs=call(Reduce(f), z, call(Join(), xs)), params={"associative": False},
+    where=lambda f, z, associative: associative or is_monoid(f, z),
+    rhs=_partial_reduce_split_join,
+    doc="A reduction of a flattened array reduces each chunk, then the partial results.",
+)
+
+
+
+def _is_partials(f: FunDecl, z: Expr, g: FunDecl) -> bool:
+    """`g` is `c => reduce(f, z) << c` (the form partial_reduce_split_join produces)."""
+    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
+        return False
+    b = g.body
+    return (type(b.f) is Reduce and b.f.f == f and alpha_equal(b.args[0], z)  # type: ignore[attr-defined]
+            and b.args[1] == g.params[0])
+
+
+partial_reduce_join = Rule(
+    "partial_reduce_join",
+    law="reduce(f, z) << map(c => reduce(f, z) << c) << xs -> reduce(f, z) << join << xs",
+    lhs=call(Reduce(f), z, call(Map(fun("g")), xs)), params={"associative": False},
+    where=lambda f, z, g, associative: _is_partials(f, z, g) and (associative or is_monoid(f, z)),
+    rhs=lambda f, z, xs, matched: FunCall(Reduce(f, **meta(matched.f)), (z, FunCall(Join(), (xs,))),
+                                          **meta(matched)),
+    doc="The inverse of partial_reduce_split_join: one reduction over all the chunks.",
+)
+
+RULES = (partial_reduce, partial_reduce_split_join, partial_reduce_join)

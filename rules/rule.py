@@ -1,0 +1,280 @@
+"""Rewrite rules as values: `Rule(name, law, lhs, rhs, where=None, params={})`.
+
+`lhs` is a pattern (`rules.match`); its bindings, with the rule's parameters, are the
+keyword arguments of `where` and `rhs` (each receives only the names it declares, plus
+`matched`, the matched node, if it asks). `where` returns True, False/None (does not
+apply) or named size conditions (`SizeCondition`) for what cannot be decided now;
+`rhs` returns the replacement or None. Every application checks that the type is
+unchanged and is recorded as a `Step`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lift.arith import Arith, Cst, as_arith, evaluate, free_vars, prove_divides, prove_eq
+from lift.errors import LiftError, RewriteError, SourceLoc
+from lift.ir.nodes import Expr, Node
+from lift.ir.paths import Path, at, replace_at, walk
+from lift.rules.match import match
+from lift.typecheck import SizeCondition, size_conditions, type_of, typecheck
+from lift.types import ArrayType, FunType, TupleType, Type, types_equal
+
+Condition = SizeCondition
+REQUIRED = object()  # marks a parameter without a default
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rule application: the rule, where, the user's line, parameters and conditions."""
+
+    rule: Rule
+    path: Path
+    loc: SourceLoc | None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    conditions: tuple[Condition, ...] = ()
+
+    def __str__(self) -> str:
+        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.rule.name}({ps}) at {self.path}"
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    """A local, typed, semantics-preserving rewrite; `repr` shows its law."""
+
+    name: str
+    law: str
+    lhs: Any
+    rhs: Callable[..., Node | None]
+    where: Callable[..., Any] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    suggest: Callable[..., Mapping[str, Iterable[Any]]] | None = None
+    doc: str = ""
+    bound: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "__doc__", self.law + ("\n\n" + self.doc if self.doc else ""))
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.law}"
+
+    # ------------------------------------------------------------------ API edge
+
+    def matches(self, expr: Node, **params: Any) -> list[Path]:
+        """The paths in `expr` where the rule applies (for a suggested value of unset parameters)."""
+        return [p for p, n in walk(expr) if self.choices(n, **params)]
+
+    def apply(self, expr: Node, at: Path = (), **params: Any) -> Node:
+        """`expr` rewritten at `at`; `RewriteError` if the rule does not apply there."""
+        return self.step(expr, at, **params)[0]
+
+    def step(self, expr: Node, path: Path = (), **params: Any) -> tuple[Node, Step]:
+        """Like `apply`, also returning the `Step` that records the application."""
+        node = at(expr, tuple(path))
+        done = self.rewrite(node, tuple(path), params)
+        if done is None:
+            raise RewriteError(f"rule {self.name} ({self.law}) does not apply at path {tuple(path)}",
+                               node=node, hint=self._why_not(node, params))
+        new, step = done
+        out = replace_at(expr, tuple(path), new)
+        check_program(expr, out, f"rule {self.name} at {tuple(path)}", step.conditions)
+        return out, step
+
+    def __call__(self, e: Node | None = None, path: Path = (), steps: list[Step] | None = None,
+                 **params: Any) -> Any:
+        """As a strategy: the rewrite of `e` at its root or None. Without `e`: bind `params`."""
+        if e is None:
+            return self.bind(**params)
+        done = self.rewrite(e, path, params)
+        if done is None:
+            return None
+        if steps is not None:
+            steps.append(done[1])
+        return done[0]
+
+    def bind(self, **params: Any) -> Rule:
+        """This rule with some parameters fixed: `split_join(n=128)`."""
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"rule {self.name} has no parameter(s) {sorted(unknown)}")
+        return replace(self, bound={**self.bound, **params})
+
+    # ------------------------------------------------------------------- engine
+
+    def bindings(self, node: Node, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """The pattern bindings at `node` if the rule applies there (for some parameters)."""
+        env = match(self.lhs, node)
+        if env is None:
+            return None
+        env["matched"] = node
+        ps = {**{k: None for k in self.params}, **self.defaults(), **self.bound, **(params or {})}
+        if self.where is not None and conditions(_call(self.where, {**env, **ps})) is None:
+            return None
+        return env
+
+    def choices(self, node: Node, **params: Any) -> list[dict[str, Any]]:
+        """Values for the unset parameters at `node`: the suggestions that satisfy `where`.
+
+        `[{}]` when every parameter is set (or has a default); `[]` where the rule does not apply."""
+        env = self.bindings(node, params)
+        if env is None:
+            return []
+        free = [k for k, v in self.params.items()
+                if v is REQUIRED and k not in self.bound and k not in params]
+        if not free:
+            return [{}]
+        hints = _call(self.suggest, env) if self.suggest is not None else {}
+        combos = (dict(zip(free, c)) for c in itertools.product(*(hints.get(k, ()) for k in free)))
+        return [c for c in combos if self.bindings(node, {**params, **c}) is not None]
+
+    def defaults(self) -> dict[str, Any]:
+        """The parameters that have default values."""
+        return {k: v for k, v in self.params.items() if v is not REQUIRED}
+
+    def rewrite(self, node: Node, path: Path, params: Mapping[str, Any]) -> tuple[Node, Step] | None:
+        """The replacement for `node` and its `Step`, or None where the rule does not apply."""
+        ps = {**self.defaults(), **self.bound, **params}
+        missing = [k for k in self.params if k not in ps]
+        if missing:
+            raise RewriteError(f"rule {self.name} needs parameter(s) {', '.join(missing)}", node=node)
+        env = self.bindings(node, ps)
+        if env is None:
+            return None
+        conds = () if self.where is None else conditions(_call(self.where, {**env, **ps}))
+        if conds is None:
+            return None
+        new = _call(self.rhs, {**env, **ps})
+        if new is None:
+            return None
+        if new.loc is None and node.loc is not None:
+            new = replace(new, loc=node.loc)
+        self._check(node, new, path, conds)
+        shown = {k: ps[k] for k in self.params}
+        return new, Step(self, path, node.loc, shown, conds)
+
+    def _check(self, old: Node, new: Node, path: Path, conds: tuple[Condition, ...]) -> None:
+        if not isinstance(old, Expr):
+            return
+        try:
+            t_new = type_of(new)  # type: ignore[arg-type]
+            for _, n in walk(new):
+                if isinstance(n, Expr):
+                    type_of(n)
+        except LiftError as err:
+            raise RewriteError(f"rule {self.name} at {path} built an ill-typed program: {err.message}",
+                               node=old) from err
+        t_old = type_of(old)
+        if not same_type(t_old, t_new, conds + tuple(size_conditions(old))):
+            raise RewriteError(f"rule {self.name} at {path} changed the type from {t_old} to {t_new}",
+                               node=old, expected=t_old, got=t_new)
+
+    def _why_not(self, node: Node, params: Mapping[str, Any]) -> str:
+        if match(self.lhs, node) is None:
+            return f"the expression is not of the form {self.law.split('->')[0].strip()}"
+        return "a side condition does not hold"
+
+
+def check_program(old: Node, new: Node, what: str, conds: Iterable[Condition] = ()) -> None:
+    """`RewriteError` unless `new` type-checks with the type of `old`."""
+    try:
+        t_new = typecheck(new)
+    except LiftError as err:
+        raise RewriteError(f"{what} built an ill-typed program: {err.message}", node=old) from err
+    t_old = typecheck(old)
+    if not same_type(t_old, t_new, tuple(conds) + tuple(size_conditions(old))):
+        raise RewriteError(f"{what} changed the type from {t_old} to {t_new}", node=old,
+                           expected=t_old, got=t_new)
+
+
+# ---------------------------------------------------------------- conditions
+
+
+def conditions(result: Any) -> tuple[Condition, ...] | None:
+    """A `where` result as the conditions it leaves open, or None if it fails."""
+    if result is True:
+        return ()
+    if result is None or result is False:
+        return None
+    if isinstance(result, SizeCondition):
+        return (result,)
+    out: list[Condition] = []
+    for r in result:
+        more = conditions(r)
+        if more is None:
+            return None
+        out.extend(more)
+    return tuple(out)
+
+
+def divides(d: Any, n: Any, node: Node, what: str = "") -> bool | Condition:
+    """`d` divides `n`: True, False, or a named condition when it depends on sizes."""
+    if d is None:
+        return True  # the parameter is not chosen yet
+    d, n = as_arith(d), as_arith(n)
+    if isinstance(d, Cst) and d.value <= 0:
+        return False
+    if prove_divides(d, n):
+        return True
+    if not (free_vars(d) | free_vars(n)):
+        return evaluate(n) % evaluate(d) == 0
+    return SizeCondition("divides", d, n, node, f"{what or 'the rule'} needs {d} to divide {n}")
+
+
+def same_type(a: Type, b: Type, conds: Iterable[Condition] = ()) -> bool:
+    """Types equal up to provable size equality, or at sizes satisfying the divisibility
+    conditions (until exact division makes `n * (N // n) == N` provable)."""
+    if types_equal(a, b):
+        return True
+    pairs: list[tuple[Arith, Arith]] = []
+    if not _sizes(a, b, pairs):
+        return False
+    return all(_equal_at_samples(x, y, tuple(conds)) for x, y in pairs if not prove_eq(x, y))
+
+
+def _sizes(a: Type, b: Type, out: list[tuple[Arith, Arith]]) -> bool:
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        out.append((a.size, b.size))
+        return _sizes(a.elem, b.elem, out)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        return len(a.elems) == len(b.elems) and all(_sizes(x, y, out) for x, y in zip(a.elems, b.elems))
+    if isinstance(a, FunType) and isinstance(b, FunType):
+        return (len(a.ins) == len(b.ins) and all(_sizes(x, y, out) for x, y in zip(a.ins, b.ins))
+                and _sizes(a.out, b.out, out))
+    return a == b
+
+
+def _equal_at_samples(x: Arith, y: Arith, conds: tuple[Condition, ...]) -> bool:
+    names = sorted({v.name for v in free_vars(x) | free_vars(y)})
+    tried = 0
+    for k in range(1, 400):
+        env = {v: k * (i + 1) for i, v in enumerate(names)}
+        try:
+            if not all(c.holds(env) for c in conds if _bound(c, env)):
+                continue
+            if evaluate(x, env) != evaluate(y, env):
+                return False
+        except (KeyError, ZeroDivisionError):
+            continue
+        tried += 1
+        if tried >= 8:
+            return True
+    return tried > 0
+
+
+def _bound(c: Condition, env: Mapping[str, int]) -> bool:
+    return all(v.name in env for v in free_vars(c.a) | free_vars(c.b))
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _call(fn: Callable[..., Any], env: Mapping[str, Any]) -> Any:
+    sig = inspect.signature(fn)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return fn(**env)
+    return fn(**{k: env[k] for k in sig.parameters if k in env})

@@ -1,0 +1,163 @@
+"""Term helpers for rules: fresh lambdas, substitution, beta and eta, and metadata.
+
+Parameters have unique ids, so substitution never captures; a term copied into
+several places gets fresh bound parameters in every copy after the first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from lift.arith import Arith
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
+from lift.ir.paths import children, walk, with_children
+from lift.types import ArrayType, Type
+
+
+def meta(n: Node | None) -> dict[str, Any]:
+    """The metadata (`label`, `loc`) of `n`, as keyword arguments for a new node."""
+    if n is None:
+        return {}
+    return {"label": n.label, "loc": n.loc}
+
+
+def ids(params: Iterable[Param]) -> frozenset[int]:
+    """The ids of some parameters."""
+    return frozenset(p.id for p in params)
+
+
+def mentions(n: Node, params: Iterable[Param]) -> bool:
+    """Whether `n` uses any of `params`."""
+    want = ids(params)
+    return any(isinstance(m, Param) and m.id in want for _, m in walk(n))
+
+
+def uses(n: Node, p: Param) -> int:
+    """How many times `n` uses parameter `p`."""
+    return sum(1 for _, m in walk(n) if isinstance(m, Param) and m.id == p.id)
+
+
+def substitute(n: Node, env: Mapping[int, Expr]) -> Node:
+    """`n` with parameters replaced by id; copies after the first get fresh binders."""
+    seen: set[int] = set()
+
+    def go(m: Node) -> Node:
+        if isinstance(m, Param) and m.id in env:
+            new = env[m.id]
+            if m.id in seen:
+                return refresh(new)
+            seen.add(m.id)
+            return new
+        return with_children(m, tuple(go(c) for c in children(m)))
+
+    return go(n)
+
+
+def refresh(n: Node) -> Node:
+    """`n` with every parameter it binds renamed to a fresh one (alpha-renaming)."""
+    def go(m: Node, env: dict[int, Param]) -> Node:
+        if isinstance(m, Param):
+            return env.get(m.id, m)
+        if isinstance(m, Lambda):
+            fresh = tuple(Param(p.ptype, p.name, **meta(p)) for p in m.params)
+            inner = {**env, **{p.id: q for p, q in zip(m.params, fresh)}}
+            return dataclasses.replace(m, params=fresh, body=go(m.body, inner))
+        return with_children(m, tuple(go(c, env) for c in children(m)))
+
+    return go(n, {})
+
+
+def lam(types: Sequence[Type], body: Callable[..., Expr], names: Sequence[str] = (),
+        **kw: Any) -> Lambda:
+    """`(p1, ..., pk) => body(p1, ..., pk)` with fresh parameters of `types`."""
+    ps = tuple(Param(t, names[i] if i < len(names) else "p") for i, t in enumerate(types))
+    return Lambda(ps, body(*ps), **kw)
+
+
+def eta(f: FunDecl) -> FunDecl:
+    """`g` for `(p1..pk) => g(p1..pk)` when `g` does not use the parameters, else `f`."""
+    if isinstance(f, Lambda) and isinstance(f.body, FunCall):
+        b = f.body
+        if tuple(b.args) == tuple(f.params) and not mentions(b.f, f.params):
+            return eta(b.f)
+    return f
+
+
+def _cheap(e: Expr) -> bool:
+    return isinstance(e, (Param, Literal))
+
+
+def call(f: FunDecl, args: Sequence[Expr], **kw: Any) -> Expr:
+    """`f(args)`, beta-reduced when `f` is a lambda whose parameters are used at most once."""
+    if isinstance(f, Lambda) and len(f.params) == len(args):
+        if all(_cheap(a) or uses(f.body, p) <= 1 for p, a in zip(f.params, args)):
+            return substitute(f.body, {p.id: a for p, a in zip(f.params, args)})  # type: ignore[return-value]
+    return FunCall(eta(f), tuple(args), **kw)
+
+
+def compose(f: FunDecl, g: FunDecl, t: Type, **kw: Any) -> FunDecl:
+    """`f << g` as a function of one argument of type `t` (eta-reduced where possible)."""
+    return eta(lam([t], lambda p: call(f, [call(g, [p])]), ["x"], **kw))
+
+
+def length(e: Expr) -> Arith:
+    """The outer length of an array expression."""
+    t = e.type
+    if not isinstance(t, ArrayType):
+        raise TypeError(f"not an array: {t}")
+    return t.size
+
+
+def elem(e: Expr) -> Type:
+    """The element type of an array expression."""
+    t = e.type
+    if not isinstance(t, ArrayType):
+        raise TypeError(f"not an array: {t}")
+    return t.elem
+
+
+def bound_ids(n: Node) -> frozenset[int]:
+    """The ids of the parameters bound by lambdas inside `n`."""
+    return frozenset(p.id for _, m in walk(n) if isinstance(m, Lambda) for p in m.params)
+
+
+def free_ids(n: Node) -> frozenset[int]:
+    """The ids of the parameters `n` uses but does not bind."""
+    used = frozenset(m.id for _, m in walk(n) if isinstance(m, Param))
+    return used - bound_ids(n)
+
+
+def under_lambda(n: Node, path: tuple[int, ...]) -> bool:
+    """Whether the node at `path` in `n` lies inside a lambda of `n`."""
+    for i in path:
+        if isinstance(n, Lambda):
+            return True
+        n = children(n)[i]
+    return False
+
+
+def liftable(e: Node, *, top_level: bool = False) -> list[tuple[int, ...]]:
+    """Paths (below the root) of the sub-expressions of `e` that use no parameter bound in `e`:
+    calls and parameters; with `top_level`, only those outside every lambda of `e`."""
+    inner = bound_ids(e)
+    out = []
+    for path, s in walk(e):
+        if not path or not isinstance(s, (FunCall, Param)):
+            continue
+        if top_level and under_lambda(e, path):
+            continue
+        if not (free_ids(s) & inner):
+            out.append(path)
+    return out
+
+
+def abstract(e: Expr, path: tuple[int, ...], name: str = "v") -> tuple[Lambda, Expr]:
+    """`(v => e[v at path], s)` where `s` is the sub-expression of `e` at `path`."""
+    from lift.ir.paths import at, replace_at
+
+    s = at(e, path)
+    assert isinstance(s, Expr)
+    v = Param(s.type, name)
+    return Lambda((v,), replace_at(e, path, v)), s  # type: ignore[arg-type]
