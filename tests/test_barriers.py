@@ -7,9 +7,9 @@ import re
 
 import numpy as np
 import pytest
-from codegen_oracle import check, floats, run
 
 import lift
+from codegen_oracle import check, floats, run
 from lift import Array, Float, Size, fun, join, map_glb, map_lcl, map_seq, map_wrg, split, to_local, transpose
 from lift.codegen import generate
 from lift.errors import NotSynchronisableError
@@ -27,9 +27,17 @@ def tiled_transpose():
 
 def test_barrier_after_map_lcl_read_by_other_work_items():
     plan = generate(tiled_transpose())
-    first, second = plan.barriers
+    (first,) = plan.barriers  # by default every group runs one tile: nothing is overwritten
     assert first.fence == "CLK_LOCAL_MEM_FENCE" and "map_lcl[A]" in first.after and first.buffers == ("tmp",)
-    assert "overwrites" in second.reason and "map_lcl[B]" in second.after
+    assert "read by other work-items" in first.reason
+    assert plan.source.count("barrier(CLK_LOCAL_MEM_FENCE)") == 1
+
+
+def test_barrier_before_the_next_tile_overwrites_local_memory():
+    plan = generate(tiled_transpose(), global_size=32, local_size=16)  # two groups, several tiles each
+    first, second = plan.barriers
+    assert "map_lcl[A]" in first.after and "read-after-write" in first.reason
+    assert "overwritten" in second.reason and "map_lcl[B]" in second.reason and second.buffers == ("tmp",)
     assert plan.source.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2
 
 

@@ -1,12 +1,14 @@
 """IR -> OpenCL program and host plan: `generate(program) -> KernelSource`.
 
 A program without `ocl_kernel` is one kernel writing the result. With `ocl_kernel`s, each
-one is a kernel; the code between them may only arrange data (layout patterns are views
-over the buffers the kernels write), and a kernel whose result feeds another gets a
-temporary global buffer. Stage `Synchronised -> KernelSource`, run once per kernel:
+one is a kernel (named by the `ocl_kernel`'s label); the code between them may only arrange
+data (layout functions, maps of them included, are views over the buffers the kernels
+write), and a kernel whose result feeds another gets a temporary global buffer. Each kernel
+has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
+counts of its parallel maps. Stage `Synchronised -> KernelSource`, run once per kernel:
 allocate (`lift.memory`), place barriers (`lift.barriers`), generate (`lift.codegen.kernel`).
-Postcondition: every buffer a kernel touches is one of its arguments and in `buffers`, and
-the launches run in data-dependence order.
+Postcondition (`lift.codegen.verify`): every buffer a kernel touches is one of its arguments
+and in `buffers`, every temporary is used, and the launches run in data-dependence order.
 """
 
 from __future__ import annotations
@@ -14,23 +16,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from lift.arith import C_HELPERS, Arith, Cst, free_vars, min_
-from lift.barriers import insert_barriers
+from lift.arith import C_HELPERS, Arith, Cst, free_vars
+from lift.barriers import Synchronised, candidates, insert_barriers
+from lift.codegen.access import divisibility
 from lift.codegen.cast import Block, KernelDef, KParam, Unit, walk_stmts
-from lift.codegen.kernel import KernelGen
+from lift.codegen.kernel import KernelGen, cap
+from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_unit
-from lift.errors import UnsupportedError
+from lift.codegen.probe import probe
+from lift.codegen.verify import verify_generated
+from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
-from lift.memory import allocate, allocate_fun, scalar_count
+from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
+from lift.lower import is_high_level, lower, verify_lowered
+from lift.memory import allocate, allocate_fun, scalar_count, verify_allocated
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, KernelSource, Launch
-from lift.typecheck import typecheck
-from lift.types import ScalarType, TupleType, Type, VectorType, base_type
-from lift.userfun.ctypes import C_RESERVED, struct_decl, tuple_types
-from lift.views import Mem, View, dest_views, layout_view, memories, memory_view
+from lift.typecheck import size_conditions, typecheck
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type
+from lift.userfun.ctypes import struct_decl, tuple_types
+from lift.views import Mem, View
 
-DEFAULT_LOCAL = 256  # the cap on a default work-group size
+SizeArg = int | tuple[int, ...] | dict[str, "int | tuple[int, ...] | None"] | None
+SizeReq = tuple[int, ...] | dict[str, "tuple[int, ...] | None"] | None  # normalised: tuples
 
 
 @dataclass
@@ -41,110 +50,43 @@ class Generated:
     source: KernelSource
 
 
-def generate(program: Node, *, local_size: tuple[int, ...] | None = None,
-             global_size: tuple[int, ...] | None = None) -> KernelSource:
+def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
     """The OpenCL program and host plan for `program` (a lowered or high-level `fun`).
 
     Example: `generate(fun([Array(Float, N)], lambda x: map_glb(id) << x)).source` is one
-    kernel with a strided `get_global_id(0)` loop."""
+    kernel with a strided `get_global_id(0)` loop.
+
+    A size (an int or a tuple) applies to the kernels it fits: those with work-groups
+    (map_wrg/map_lcl), or every parallel kernel when none has work-groups; the others keep
+    their default ND-range. A dict gives sizes per kernel, keyed by kernel name (an
+    `ocl_kernel`'s label): `local_size={"partial": 64}`."""
     return build(program, local_size=local_size, global_size=global_size).source
 
 
-def build(program: Node, *, local_size: tuple[int, ...] | None = None,
-          global_size: tuple[int, ...] | None = None) -> Generated:
-    """Like `generate`, keeping the C AST."""
+def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
+          barrier_pass=insert_barriers, verify: bool = False) -> Generated:
+    """Like `generate`, keeping the C AST; `barrier_pass` (a `lift.barriers` entry point) places
+    barriers; with `verify`, every stage's checker runs on its output (`verify_lowered`,
+    `verify_allocated` per kernel, `verify_generated`)."""
     if not isinstance(program, Lambda):
         raise UnsupportedError("code generation needs a program made with lift.fun", node=program)
     typecheck(program)
-    if any(type(x) in (n.Map, n.Reduce) for _, x in walk(program)):
-        from lift.lower import lower
-
-        program = lower(program)
+    if is_high_level(program):
+        lowered = lower(program)
+        if verify:
+            verify_lowered(lowered, program)
+        program = lowered
         typecheck(program)
-    return _Program(program, _dims(local_size), _dims(global_size)).run()
+    gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify).run()
+    if verify:
+        verify_generated(gen)
+    return gen
 
 
-def _dims(s) -> tuple[int, ...] | None:
+def _dims(s: SizeArg) -> SizeReq:
+    if isinstance(s, dict):
+        return {name: _dims(v) for name, v in s.items()}  # type: ignore[misc]
     return (s,) if isinstance(s, int) else (tuple(s) if s is not None else None)
-
-
-# --------------------------------------------------------------------------- names
-
-
-class Names:
-    """Fresh C identifiers, never a reserved word, a user-function name or a size variable."""
-
-    def __init__(self, reserved: set[str]) -> None:
-        self.taken = set(reserved) | set(C_RESERVED)
-
-    def __call__(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint) or "v"
-        if base[0].isdigit() or base.startswith("__"):
-            base = "v_" + base.lstrip("_")
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
-
-
-class Funs:
-    """User functions by C name: one definition per (name, types), mangled when names repeat."""
-
-    def __init__(self, names: Names) -> None:
-        self.names = names
-        self.by_key: dict[tuple, str] = {}
-        self.sources: list[str] = []
-        self.used: set[str] = set()
-
-    def __call__(self, f: FunDecl) -> str:
-        if isinstance(f, n.Vectorise):
-            return self.vectorised(f)
-        assert isinstance(f, n.UserFun), f
-        key = (f.name, f.c_source)
-        if key not in self.by_key:
-            first = f.name not in self.used and f.name not in C_RESERVED
-            cname = f.name if first else self.names(f.name)
-            self.used.add(f.name)
-            self.by_key[key] = cname
-            self.sources.append(_rename(f.c_source, f.name, cname))
-        return self.by_key[key]
-
-    def vectorised(self, v: n.Vectorise) -> str:
-        g = v.f
-        if not isinstance(g, n.UserFun):
-            raise UnsupportedError("vectorise supports a user function, not a lambda, for now", node=v)
-        key = ("vec", g.name, g.c_source, v.n)
-        if key not in self.by_key:
-            cname = self.names(f"{g.name}_v{v.n}")
-            self.by_key[key] = cname
-            self.sources.append(_vector_source(g, v.n, cname))
-        return self.by_key[key]
-
-
-def _rename(src: str, old: str, new: str) -> str:
-    if old == new:
-        return src
-    return re.sub(rf"\b{re.escape(old)}\s*\(", f"{new}(", src, count=1)
-
-
-def _vector_source(g: n.UserFun, width: int, cname: str) -> str:
-    """The C of `g` over vectors: re-translated from Python, else its scalar types widened."""
-    vt = tuple(VectorType(t, width) if isinstance(t, ScalarType) else t for t in g.in_types)
-    out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
-    if g.py_fn is not None:
-        try:
-            import sys
-
-            translate = sys.modules["lift.userfun.translate"].translate
-            return translate(g.py_fn, vt, name=cname, out_type=out).c_source
-        except Exception:  # noqa: BLE001 - fall back to widening the scalar source
-            pass
-    src = _rename(g.c_source, g.name, cname)
-    for s in {t for t in (*g.in_types, g.out_type) if isinstance(t, ScalarType)}:
-        src = re.sub(rf"\b{s.c_name}\b", f"{s.c_name}{width}", src)
-    return src
 
 
 # ------------------------------------------------------------------------- program
@@ -160,9 +102,15 @@ class _Kernel:
 class _Program:
     """The host-level traversal: inputs, kernels, temporaries, outputs."""
 
-    def __init__(self, program: Lambda, lsize, gsize) -> None:
+    def __init__(self, program: Lambda, lsize, gsize, barrier_pass=insert_barriers, *, verify: bool = False) -> None:
         self.program = program
-        self.lsize, self.gsize = lsize, gsize
+        self.verify = verify
+        self.local_req, self.global_req = lsize, gsize  # as requested: one size, or one per kernel
+        self.lsize: tuple[int, ...] | None = None  # the sizes of the kernel being generated
+        self.gsize: tuple[int, ...] | None = None
+        self.grouped = any(isinstance(x, n.MapWrg | n.MapLcl) for _, x in walk(program))
+        self.facts = divisibility(size_conditions(program))  # what the sizes may be assumed to satisfy
+        self.barrier_pass = barrier_pass
         ufs = {x.name for _, x in walk(program) if isinstance(x, n.UserFun)}
         self.sizes = _size_vars(program)
         self.names = Names(ufs | set(self.sizes))
@@ -201,21 +149,22 @@ class _Program:
             case FunCall(n.OclKernel(g), args):
                 views = [self.host(a, path + (k + 1,), env, None) for k, a in enumerate(args)]
                 target = dest if dest is not None else self.temp(e.type)
-                self.kernel(self.names(g.label or "lift_kernel"), (g, path + (0, 0), views), None, path, env, target)
+                name = self.names(e.f.label or g.label or "lift_kernel")
+                self.kernel(name, (g, path + (0, 0), views), None, path, env, target)
                 return target
             case FunCall(Lambda(params, body) | n.Let(f=Lambda(params, body)) as f, args):
                 views = [self.host(a, path + (k + 1,), env, None) for k, a in enumerate(args)]
                 bpath = path + (0, 0) if isinstance(f, Lambda) else path + (0, 0, 0)
                 return self.host(body, bpath, {**env, **{q.id: v for q, v in zip(params, views)}}, dest)
-            case FunCall(f, args) if isinstance(f, n.LAYOUT):
+            case FunCall(f, args) if is_layout_fun(f):
                 types = [a.type for a in args]
-                dests = dest_views(f, dest, types) if dest is not None else None
+                dests = arg_dests(f, dest, types) if dest is not None else None
                 if dest is not None and dests is None:
                     raise UnsupportedError(f"{f} of a kernel's result cannot be written in place; "
                                            "move it into an ocl_kernel", node=e)
                 views = [self.host(a, path + (k + 1,), env, d)
                          for k, (a, d) in enumerate(zip(args, dests or [None] * len(args)))]
-                return dest if dest is not None else layout_view(f, views, types)
+                return dest if dest is not None else apply_view(f, views, types, env)
             case _:
                 raise UnsupportedError(f"{e} computes outside every ocl_kernel; wrap it in ocl_kernel",
                                        node=e.f if isinstance(e, FunCall) else e)
@@ -233,13 +182,24 @@ class _Program:
     def kernel(self, name: str, call, body: Expr | None, path: Path, env: dict[int, View],
                dest: View) -> None:
         """Generate one kernel: `body` at `path`, or `call` = (function, its path, argument views)."""
+        self.requested(name, call[0] if call else body)
         if call is None:
             alloc = allocate(body, path, names=self.names)
         else:
             g, gpath, views = call
             alloc = allocate_fun(g, gpath, len(views), _out_type(g), names=self.names)
-        sync = insert_barriers(self.program, alloc)
-        kg = KernelGen(sync, self.funs, self.names, self.gsize, self.lsize)
+        if self.verify:
+            verify_allocated(alloc)
+        probe_kg = self.body(candidates(alloc), Names(self.names.taken), call, body, path, env, dest)
+        trace = probe(probe_kg.body, probe_kg.state.uses, probe_kg.loopvars, *self.ndrange(probe_kg.state.parallel))
+        sync = self.barrier_pass(self.program, alloc, trace)
+        kg = self.body(sync, self.names, call, body, path, env, dest)
+        self.kernels.append(self.assemble(name, kg, call[0] if call else body))
+
+    def body(self, sync: Synchronised, names: Names, call, body: Expr | None, path: Path,
+             env: dict[int, View], dest: View) -> KernelGen:
+        """Generate a kernel body with the barriers of `sync` (`candidates`: a probe for `lift.barriers`)."""
+        kg = KernelGen(sync, self.funs, names, self.gsize, self.lsize, facts=self.facts)
         if call is None:
             kg.expr(body, path, env, dest)
         else:
@@ -248,7 +208,7 @@ class _Program:
             g, gpath, views = call
             args = [Arg(_view_type(v, t), view=v) for v, t in zip(views, _param_types(g))]
             kg.apply(g, gpath, args, _out_type(g), env, dest, g, gpath)
-        self.kernels.append(self.assemble(name, kg, g if call else body))
+        return kg
 
     def assemble(self, name: str, kg: KernelGen, node: Node) -> _Kernel:
         st = kg.state
@@ -289,11 +249,32 @@ class _Program:
         if self.lsize is not None:
             loc = tuple(Cst(x) for x in self.lsize)
         else:
-            loc = tuple(_cap(par.get(("lcl", d), Cst(1))) for d in range(ndim))
+            loc = tuple(cap(par.get(("lcl", d), Cst(1))) for d in range(ndim))
         groups = tuple(par.get(("wrg", d), Cst(1)) for d in range(ndim))
         return tuple(gr * lc for gr, lc in zip(groups, loc)), loc
 
+    def requested(self, name: str, node: Node) -> None:
+        """Set the sizes of kernel `name`: its entry of a per-kernel request, else one size for
+        the kernels it fits: those with work-groups (map_wrg, map_lcl), or every parallel
+        kernel when no kernel has work-groups. Other kernels keep their defaults."""
+        kinds = {type(x) for _, x in walk(node) if isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl)}
+        fits = bool(kinds & {n.MapWrg, n.MapLcl}) or (bool(kinds) and not self.grouped)
+        sizes = []
+        for req in (self.global_req, self.local_req):
+            sizes.append(req.get(name) if isinstance(req, dict) else req if fits else None)
+        self.gsize, self.lsize = sizes
+
+    def check_requests(self) -> None:
+        """Every kernel named in a per-kernel size request exists."""
+        names = {k.kdef.name for k in self.kernels}
+        for what, req in (("global_size", self.global_req), ("local_size", self.local_req)):
+            unknown = sorted(set(req) - names) if isinstance(req, dict) else []
+            if unknown:
+                raise LiftValueError(f"{what} names no kernel {', '.join(unknown)}; the kernels are "
+                                     f"{', '.join(sorted(names))}", hint="label the ocl_kernel to name its kernel")
+
     def finish(self, outputs: tuple[str, ...], out_t: Type) -> Generated:
+        self.check_requests()
         structs = [struct_decl(t) for t in _tuples(self.program)]
         unit = Unit(C_HELPERS if _needs_helpers(self.kernels) else "", structs, self.funs.sources,
                     [k.kdef for k in self.kernels])
@@ -333,16 +314,10 @@ def _storage_c(m: Mem) -> str:
     return c_type(base_type(m.type))
 
 
-def _cap(count: Arith) -> Arith:
-    return Cst(min(count.value, DEFAULT_LOCAL)) if isinstance(count, Cst) else min_(count, DEFAULT_LOCAL)
-
-
 def _size_vars(p: Lambda) -> list[str]:
     out: list[str] = []
 
     def visit(t: Type) -> None:
-        from lift.types import ArrayType
-
         if isinstance(t, ArrayType):
             for v in sorted(free_vars(t.size), key=lambda x: x.name):
                 if v.name not in out:
@@ -358,13 +333,30 @@ def _size_vars(p: Lambda) -> list[str]:
 
 
 def _tuples(p: Lambda) -> tuple[TupleType, ...]:
+    """The tuple types that need a C struct: those of scalars, vectors and such tuples.
+
+    Arrays of tuples are stored as one array per component, and a tuple holding an array
+    (`zip` of `split` arrays) is only ever read component by component, so neither needs a
+    struct of its own; the element tuples inside them may."""
     types: list[Type] = [q.ptype for q in p.params]
     for _, x in walk(p):
         if isinstance(x, Expr):
             types.append(x.type)
         elif isinstance(x, n.UserFun):
             types.extend((*x.in_types, x.out_type))
-    return tuple_types(types)
+    return tuple_types(t for t in _struct_parts(types))
+
+
+def _struct_parts(types: list[Type]):
+    """The array-free parts of `types`: arrays are looked through, tuples holding arrays split."""
+    for t in types:
+        if isinstance(t, ArrayType):
+            yield from _struct_parts([t.elem])
+        elif isinstance(t, TupleType) and holds_array(t):
+            yield from _struct_parts(list(t.elems))
+        else:
+            yield t
+
 
 
 def _needs_helpers(kernels: list[_Kernel]) -> bool:
@@ -426,4 +418,4 @@ def _short(x: Node) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-__all__ = ["generate", "build", "Generated", "Names", "Funs"]
+__all__ = ["generate", "build", "Generated", "Names", "Funs", "SizeArg"]

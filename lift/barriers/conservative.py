@@ -1,4 +1,4 @@
-"""Barrier insertion: the simple conservative pass (a later stage replaces it with thesis 5.4).
+"""The conservative barrier pass (kept to compare against the memory-access-graph pass).
 
 Rule: a buffer in local or global memory that is produced cooperatively by a `map_lcl` (its
 elements written by several work-items of a group) and read afterwards in the same kernel
@@ -11,48 +11,27 @@ A barrier must be reached by every work-item of the group: one that would sit in
 `map_glb` or `map_wrg` and read in the same kernel is rejected too, unless the consumer
 is the same kind of map reading element `i` in iteration `i` (the same work-item wrote it).
 
-Stage `Allocated -> Synchronised`; `insert_barriers` is the only entry point.
+Stage `Allocated -> Synchronised`; `insert_barriers_conservative` is the entry point (it takes
+the same arguments as `lift.barriers.insert_barriers` and ignores the probe).
 Postcondition: every placement is reachable by all work-items of a work-group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
+from lift.barriers.records import FENCES, Placement, Synchronised
 from lift.errors import NotSynchronisableError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at, walk
 from lift.memory import Allocated, Buffer
 
-FENCES = {"local": "CLK_LOCAL_MEM_FENCE", "global": "CLK_GLOBAL_MEM_FENCE"}
 _PARALLEL = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl"}
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """A barrier after the node at `path`."""
-
-    path: Path
-    fence: str
-    after: str
-    reason: str
-    buffers: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Synchronised:
-    """Stage record: the allocation and the barriers to emit, by the path they follow."""
-
-    allocated: Allocated
-    after: Mapping[Path, tuple[Placement, ...]]
-
-
-def insert_barriers(root: Node, alloc: Allocated) -> Synchronised:
+def insert_barriers_conservative(root: Node, alloc: Allocated, probe: object = None) -> Synchronised:
     """The conservative barrier placement for the kernel body allocated in `alloc`.
 
-    `root` is the node the allocation's paths start from (the program)."""
+    `root` is the node the allocation's paths start from (the program); `probe` is unused."""
     after: dict[Path, list[Placement]] = {}
     for buf in alloc.buffers.values():
         for p in _placements(root, buf):
@@ -127,4 +106,4 @@ def _show(x: Node) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-__all__ = ["insert_barriers", "Synchronised", "Placement", "FENCES"]
+__all__ = ["insert_barriers_conservative"]

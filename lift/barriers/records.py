@@ -1,0 +1,99 @@
+"""The records of the barrier stage: placements, the dependences they resolve, and `Synchronised`.
+
+Stage `Allocated -> Synchronised`: `Synchronised.after` maps the IR path of a node to the
+barriers the code generator emits right after that node's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from lift.ir.paths import Path
+from lift.memory import Allocated
+
+FENCES = {"local": "CLK_LOCAL_MEM_FENCE", "global": "CLK_GLOBAL_MEM_FENCE"}
+PROBE_FENCE = "LIFT_PROBE"  # the fence of the candidate barriers of a probe run (never printed)
+
+
+def fence_for(spaces: set[str] | frozenset[str]) -> str:
+    """The fence flags for dependences through memories in `spaces` ("local", "global" or both)."""
+    return " | ".join(FENCES[s] for s in ("local", "global") if s in spaces)
+
+
+@dataclass(frozen=True, slots=True)
+class Dependence:
+    """Access `second` (by one work-item) depends on access `first` (by another) to `buffer`.
+
+    `kind` is "read-after-write", "write-after-read" or "write-after-write"; `carried` names
+    the loop whose next iteration performs `second` (None: the same iteration); `witness`
+    is a race z3 found without a barrier (None: z3 could not decide, so it counts as one)."""
+
+    kind: str
+    buffer: str
+    space: str
+    first: str
+    second: str
+    carried: str | None = None
+    witness: str | None = None
+
+    def __str__(self) -> str:
+        when = f" in the next iteration of {self.carried}" if self.carried else ""
+        verb, then = {"read-after-write": ("writes", "read"), "write-after-read": ("reads", "overwritten")}.get(
+            self.kind, ("writes", "written again"))
+        what = (f"{self.first} {verb} {self.buffer} ({self.space}), {then} by other work-items{when}: "
+                f"{self.second}")
+        race = f" (race: {self.witness})" if self.witness else " (not disproven)"
+        return f"{self.kind}: {what}{race}"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A barrier after the node at `path`, with the dependences it resolves."""
+
+    path: Path
+    fence: str
+    after: str
+    reason: str
+    buffers: tuple[str, ...]
+    dependences: tuple[Dependence, ...] = ()
+
+
+@dataclass(frozen=True)
+class Synchronised:
+    """Stage record: the allocation and the barriers to emit, by the path they follow."""
+
+    allocated: Allocated
+    after: Mapping[Path, tuple[Placement, ...]]
+
+
+class _EveryNode(Mapping[Path, tuple[Placement, ...]]):
+    """A placement after every node: where the code generator could emit a barrier."""
+
+    def __getitem__(self, key: Path) -> tuple[Placement, ...]:
+        return (Placement(key, PROBE_FENCE, "", " ".join(map(str, key)), ()),)
+
+    def get(self, key: Path, default: object = None) -> tuple[Placement, ...]:  # type: ignore[override]
+        return self[key]
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def candidates(alloc: Allocated) -> Synchronised:
+    """A `Synchronised` that marks every place a barrier could go (for the probe run of codegen).
+
+    Each mark is a barrier with fence `PROBE_FENCE` whose comment is the path it follows."""
+    return Synchronised(alloc, _EveryNode())
+
+
+def probe_key(comment: str) -> Path:
+    """The path a probe mark (made by `candidates`) follows."""
+    return tuple(int(k) for k in comment.split())
+
+
+__all__ = ["FENCES", "PROBE_FENCE", "fence_for", "Dependence", "Placement", "Synchronised", "candidates",
+           "probe_key"]
