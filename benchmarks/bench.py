@@ -5,8 +5,9 @@
 Not a test: it prints one table. Kernel time is the median of `Program.time` (summed kernel
 event times, transfers excluded); numpy time is the median wall time of the same operation.
 The ratio is numpy's time over the kernel's (above 1: the kernel is faster). The hand-written
-baselines (axpy, dot) are the fast OpenCL kernels of notes/pocl-performance.md, run through
-the same runtime; compare the generated kernels to them.
+baselines (axpy, dot, gemv) are the fast OpenCL kernels of notes/pocl-performance.md, run
+through the same runtime; compare the generated kernels (the examples' "vectorised" variants)
+to them: each baseline row is followed by the generated one, at the same size.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+import axpy  # noqa: E402
 import conv  # noqa: E402
 import dot  # noqa: E402
 import gemv  # noqa: E402
@@ -73,6 +75,20 @@ DOT_SRC = textwrap.dedent(f"""
     """)
 
 
+GEMV_SRC = """
+kernel void gemv8(global const float* a, global const float* v, global float* out, int M, int N) {
+  int r = get_global_id(0);
+  global const float8* row = (global const float8*)(a + (size_t)r * N);
+  global const float8* vv = (global const float8*)v;
+  float8 acc = (float8)(0.0f);
+  for (int i = 0; i < N / 8; i++) acc += row[i] * vv[i];
+  float4 s4 = acc.lo + acc.hi;
+  float2 s2 = s4.lo + s4.hi;
+  out[r] = s2.x + s2.y;
+}
+"""
+
+
 def _arg(kind: str, name: str) -> KernelArg:
     return KernelArg(kind, name)
 
@@ -99,11 +115,21 @@ def dot_plan() -> KernelSource:
                         (Array(Float, N), Array(Float, N)))
 
 
+def gemv_plan() -> KernelSource:
+    """A row per work-item read as float8 (aligned pointer casts), a float8 accumulator."""
+    m = Size("M")
+    bufs = (BufferSpec("a", Float, m * N, role="input", param=0), BufferSpec("v", Float, N, role="input", param=1),
+            BufferSpec("out", Float, m, role="output"))
+    args = tuple(_arg("buffer", b) for b in ("a", "v", "out")) + (_arg("size", "M"), _arg("size", "N"))
+    return KernelSource(GEMV_SRC, ("gemv8",), bufs, (Launch("gemv8", args, (m,)),), ("out",), Array(Float, m),
+                        ("M", "N"), (Array(Array(Float, N), m), Array(Float, N)))
+
+
 # ---------------------------------------------------------------------------- the table
 
 
-def row(example: str, variant: str, ok: bool | None, seconds: float | None, work: Work, np_seconds: float,
-        note: str = "") -> None:
+def row(example: str, variant: str, ok: bool | None, seconds: float | None, note: str, work: Work,
+        np_seconds: float) -> None:
     """One line: kernel time and rate, numpy time and rate, and numpy time / kernel time."""
     verdict = {True: "ok", False: "WRONG", None: "-"}[ok]
     if seconds is None:
@@ -136,7 +162,7 @@ def bench_example(module: Any, args: tuple, repeat: int) -> None:
         post = (lambda r: np.reshape(r, ())) if module is dot else (lambda r: r)
         ok, seconds, note = measure(lambda v=v: lift.compile(v.program, **v.compile_kw), arrays, want, repeat,
                                     rtol, post)
-        row(module.__name__, v.name, ok, seconds, work, np_seconds, note or v.note)
+        row(module.__name__, v.name, ok, seconds, note or v.note, work, np_seconds)
 
 
 def _reference(module: Any, arrays: tuple, ref: Callable | None) -> tuple[Any, Callable[[], Any]]:
@@ -154,26 +180,43 @@ def _reference(module: Any, arrays: tuple, ref: Callable | None) -> tuple[Any, C
     return ref(*(x.astype(np.float64) for x in arrays)), lambda: ref(*arrays)
 
 
-def bench_baselines(log2n: int, repeat: int) -> None:
-    """Hand-written OpenCL axpy and dot through the runtime, against numpy."""
+def bench_baselines(log2n: int, rows: int, repeat: int) -> None:
+    """Hand-written OpenCL axpy, dot and gemv through the runtime, each followed by the generated
+    vectorised variant of its example at the same size, against numpy."""
     rng = np.random.default_rng(0)
     n = 1 << log2n
     x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     a = np.float32(1.5)
-    work = Work(bytes=3.0 * x.nbytes, flops=2.0 * n)
-    ok, seconds, note = measure(lambda: Program(axpy_plan()), (a, x, y), a * x + y, repeat, 1e-6)
-    row("axpy", "hand-written OpenCL, float16", ok, seconds, work, numpy_seconds(lambda: a * x + y, repeat), note)
-    work = Work(bytes=2.0 * x.nbytes, flops=2.0 * n)
-    ok, seconds, note = measure(lambda: Program(dot_plan()), (x, y), np.dot(x.astype(np.float64), y), repeat, 1e-3)
-    row("dot", "hand-written OpenCL, float16 chunks", ok, seconds, work, numpy_seconds(lambda: np.dot(x, y), repeat),
-        note)
+    work, np_s = Work(bytes=3.0 * x.nbytes, flops=2.0 * n), numpy_seconds(lambda: a * x + y, repeat)
+    want = np.float64(a) * x + y
+    row("axpy", "hand-written OpenCL, float16", *measure(lambda: Program(axpy_plan()), (a, x, y), want, repeat, 1e-5),
+        work, np_s)
+    _generated("axpy", axpy.vectorised(), (a, x, y), want, work, np_s, repeat)
+    work, np_s = Work(bytes=2.0 * x.nbytes, flops=2.0 * n), numpy_seconds(lambda: np.dot(x, y), repeat)
+    want = np.dot(x.astype(np.float64), y)
+    row("dot", "hand-written OpenCL, float16 chunks", *measure(lambda: Program(dot_plan()), (x, y), want, repeat, 1e-3),
+        work, np_s)
+    _generated("dot", dot.vectorised(), (x, y), want, work, np_s, repeat)
+    m, v = gemv.inputs(rows, rows)
+    work, np_s = gemv.work(m, v), numpy_seconds(lambda: m @ v, repeat)
+    want = m.astype(np.float64) @ v
+    row("gemv", "hand-written OpenCL, float8 rows", *measure(lambda: Program(gemv_plan()), (m, v), want, repeat, 1e-3),
+        work, np_s)
+    _generated("gemv", gemv.vectorised(), (m, v), want, work, np_s, repeat)
+
+
+def _generated(name: str, program: Any, arrays: tuple, want: Any, work: Work, np_s: float, repeat: int) -> None:
+    ok, seconds, note = measure(lambda: lift.compile(program), arrays, want, repeat, 1e-3,
+                                lambda r: np.reshape(r, np.shape(want)))
+    row(name, "generated, vectorised (float8)", ok, seconds, note, work, np_s)
 
 
 SIZES = {  # full run, --quick run
-    "dot": ((24,), (20,)), "gemv": ((4096, 4096), (1024, 1024)), "matmul": ((512, 512, 512), (256, 256, 256)),
+    "axpy": ((24,), (22,)), "dot": ((24,), (22,)), "gemv": ((4096, 4096), (2048, 2048)),
+    "matmul": ((512, 512, 512), (256, 256, 256)),
     "stencil2d": ((4096, 4096), (1024, 1024)), "conv": ((64, 64, 64), (32, 32, 32)),
 }
-MODULES = {"dot": dot, "gemv": gemv, "matmul": matmul, "stencil2d": stencil2d, "conv": conv}
+MODULES = {"axpy": axpy, "dot": dot, "gemv": gemv, "matmul": matmul, "stencil2d": stencil2d, "conv": conv}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -186,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"liftcl benchmarks on {dev.name} ({dev.platform} {dev.driver_version}, {dev.compute_units} compute units)")
     names = opts.names or ["baselines", *MODULES]
     if "baselines" in names:
-        bench_baselines(20 if opts.quick else 24, opts.repeat)
+        bench_baselines(22 if opts.quick else 24, 2048 if opts.quick else 4096, opts.repeat)
     for name in names:
         if name in MODULES:
             bench_example(MODULES[name], SIZES[name][1 if opts.quick else 0], opts.repeat)

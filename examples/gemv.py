@@ -1,4 +1,5 @@
-"""Matrix-vector product y = A v: high-level, and hand-lowered with one row per work-item.
+"""Matrix-vector product y = A v: high-level; hand-lowered with one row per work-item; and
+vectorised (a row per work-item read as float8, a float8 accumulator, then a horizontal sum).
 
     python examples/gemv.py [rows] [cols]
 """
@@ -15,6 +16,8 @@ from lift import (
     Array,
     Float,
     Size,
+    Vector,
+    as_vector,
     fun,
     map,
     map_glb,
@@ -26,6 +29,7 @@ from lift import (
 )
 
 M, N = Size("M"), Size("N")
+VEC = 8
 
 
 @user_fun
@@ -47,10 +51,25 @@ def row_per_work_item():
                    label="rows") << a)
 
 
+@user_fun
+def hsum8(v: Vector(Float, 8)) -> Float:
+    """The sum of the lanes of a float8, pairwise."""
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
+
+
+def vectorised():
+    """map_glb(to_global(row => hsum8 << reduce_seq(acc + r * v, 0) << zip(as_vector(8) row, as_vector(8) v))) << A."""
+    return fun([Array(Array(Float, N), M), Array(Float, N)],
+               lambda a, v: map_glb(to_global(
+                   lambda row: hsum8 << reduce_seq(lambda acc, p: acc + p[0] * p[1], 0.0)
+                   << zip(as_vector(VEC) << row, as_vector(VEC) << v)), label="rows") << a)
+
+
 def variants() -> list[Variant]:
     """The ways gemv is written here."""
     return [Variant("high-level (default lowering)", high_level()),
-            Variant("row per work-item", row_per_work_item())]
+            Variant("row per work-item", row_per_work_item()),
+            Variant("vectorised, float8 rows", vectorised(), "a row per work-item as float8")]
 
 
 def inputs(rows: int = 2048, cols: int = 2048) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,8 @@
     lift.interpret(dot, x, y)
 """
 
+from lift import devices, explore, rewrites
+from lift.compile import compile
 from lift.errors import (
     DeviceError,
     LiftError,
@@ -19,11 +21,9 @@ from lift.errors import (
     UnsupportedError,
     UserFunError,
 )
-from lift import devices
-from lift.compile import compile
+from lift.explore import TuneResult, tune
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, FunDecl, Lambda, Param
-from lift.program import Program
 from lift.ir.patterns import (
     as_scalar,
     as_vector,
@@ -60,6 +60,7 @@ from lift.ir.patterns import (
     zip,
     zip_nd,
 )
+from lift.program import Program
 from lift.typecheck import size_conditions, typecheck
 from lift.types import Array, Bool, Double, Float, Int, Size, Tuple, Type, Vector
 from lift.userfun import user_fun
@@ -74,7 +75,8 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "Expr", "FunDecl", "Lambda", "Param",
+    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "tune", "TuneResult",
+    "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
     "LiftWarning", "RewritePointSkipped",

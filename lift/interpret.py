@@ -195,6 +195,15 @@ class _Interp:
     def size(self, e: Arith) -> int:
         return evaluate(e, self.sizes)
 
+    def constant(self, v: Any, t: Type) -> Any:
+        """A literal: a scalar, or `v` broadcast to a vector or array type (`value(0.0, [Float]4)`)."""
+        if isinstance(t, ScalarType):
+            return t.dtype.type(v)
+        b = base_type(t)
+        lanes = (b.n,) if isinstance(b, VectorType) else ()
+        scal = b.scalar if isinstance(b, VectorType) else b
+        return np.full(tuple(self.size(d) for d in _dims(t)) + lanes, v, dtype=scal.dtype)
+
     def eval(self, e: Expr, env: dict[int, Any]) -> Any:
         match e:
             case n.Param():
@@ -203,7 +212,7 @@ class _Interp:
                 except KeyError:
                     raise LiftTypeError(f"parameter {e.name} is used outside its lambda", node=e) from None
             case n.Literal(v, t):
-                return t.dtype.type(v)
+                return self.constant(v, t)
             case FunCall(f, args):
                 return self.call(f, [self.eval(a, env) for a in args], e, env)
         raise LiftTypeError(f"cannot evaluate {e!r}", node=e)
@@ -254,6 +263,8 @@ class _Interp:
                 return np.asarray(lanes, dtype=np.asarray(lanes[0]).dtype)
             case n.Iterate(k, g):
                 return self.iterate(k, g, vals[0], node, env)
+        if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites) means its body `f`
+            return self.call(f.f, vals, node, env)
         raise UnsupportedError(f"the interpreter has no rule for {type(f).__name__}", node=node)
 
     def map(self, g: FunDecl, xs: Any, node: FunCall | None, env: dict[int, Any]) -> Any:
@@ -307,7 +318,7 @@ class _Batched:
                 if v is None or not np.isscalar(v):
                     raise _NotBatchable
                 return v
-            case n.Literal(v, t):
+            case n.Literal(v, t) if isinstance(t, ScalarType):
                 return t.dtype.type(v)
             case FunCall(n.Get(i), (x,)):
                 v = self.eval(x)

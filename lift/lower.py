@@ -2,7 +2,8 @@
 
 `lower(program)`: every outermost `map` becomes `map_glb` (dimension 0), every other `map`
 becomes `map_seq`, every `reduce` becomes `reduce_seq`; results go to global memory (the
-code generator writes a program's result there). When the top level has several
+code generator writes a program's result there). A `map` of layout patterns
+(`map(transpose)`, `map(join)`) stays a `map`: it is a view, not a loop or a kernel. When the top level has several
 computations and one of them is parallel (`map_glb`), each becomes an `ocl_kernel` stage, so
 no kernel reads what other work-groups wrote; a `map_glb` reading a `map_glb` of the same
 length element by element stays in one kernel, and sequential computations feeding
@@ -12,7 +13,8 @@ sequential ones stay together.
     reduce(add, 0) << map(mult) << zip(x, y)
         ->  ocl_kernel(reduce_seq(add, 0)) << ocl_kernel(map_glb(mult)) << zip(x, y)
 
-Postcondition: no `Map` or `Reduce` node is left and the program type is unchanged.
+Postcondition (`verify_lowered`): no `Reduce` and no computing `Map` is left, and the
+program type is unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
 
 _PLUMBING = (Lambda, n.Let, *n.LAYOUT)
+
+
+def is_high_level(expr: Node) -> bool:
+    """Whether `expr` has a `reduce`, or a `map` that computes (a map of layout patterns is a view)."""
+    return any(isinstance(node, n.Reduce) or (isinstance(node, n.Map) and computes(node.f))
+               for _, node in walk(expr))
+
+
+def computes(f: Node) -> bool:
+    """Whether `f` computes: it calls a user function, reduces, or makes a constant."""
+    return any(isinstance(node, n.UserFun | n.AbstractReduce | n.Literal) for _, node in walk(f))
 
 
 def lower(program: Lambda) -> Lambda:
@@ -48,6 +61,8 @@ def _expr(e: Expr, nested: bool) -> Expr:
 def _fun(f: FunDecl, nested: bool) -> FunDecl:
     meta = {"label": f.label, "loc": f.loc}
     match f:
+        case n.Map(g) if not computes(g):
+            return f  # map(transpose), map(join): a view, not a loop
         case n.Map(g):
             return (n.MapSeq if nested else n.MapGlb)(_fun(g, True), **meta)
         case n.Reduce(g):
@@ -73,8 +88,13 @@ def _parallel(x: Node) -> bool:
     return any(isinstance(y, n.MapGlb | n.MapWrg | n.MapLcl) for _, y in walk(x))
 
 
+def _plumbing(f: FunDecl) -> bool:
+    """Lambdas, lets and layout functions (maps of layout patterns included): they arrange data."""
+    return isinstance(f, _PLUMBING) or (isinstance(f, n.AbstractMap) and not computes(f.f))
+
+
 def _is_stage(e: Expr) -> bool:
-    return isinstance(e, FunCall) and _concrete(e) and not isinstance(e.f, _PLUMBING)
+    return isinstance(e, FunCall) and _concrete(e) and not _plumbing(e.f)
 
 
 def _stages(e: Expr) -> Expr:
@@ -152,4 +172,23 @@ def _rename(e: Expr, mapping: dict[int, Param]) -> Expr:
     return transform_bottom_up(e, swap)  # type: ignore[return-value]
 
 
-__all__ = ["lower"]
+def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
+    """The postcondition of `lower`: no `reduce` and no computing `map` is left (a `map` of layout
+    patterns is a view and may stay), and the program type is the original's."""
+    from lift.errors import LiftValueError
+    from lift.typecheck import typecheck
+    from lift.types import types_equal
+
+    left = [str(x)[:60] for _, x in walk(program)
+            if isinstance(x, n.Reduce) or (isinstance(x, n.Map) and computes(x.f))]
+    problems = [f"{what} is not mapped to OpenCL" for what in left]
+    if original is not None:
+        before, after = typecheck(original), typecheck(program)
+        if not (types_equal(before.out, after.out) and len(before.ins) == len(after.ins)
+                and all(map(types_equal, before.ins, after.ins))):
+            problems.append(f"the type changed from {before} to {after}")
+    if problems:
+        raise LiftValueError("verify_lowered: " + "; ".join(problems))
+
+
+__all__ = ["lower", "is_high_level", "computes", "verify_lowered"]

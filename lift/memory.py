@@ -12,12 +12,16 @@ which address space, and how big it is:
   multiplied by every enclosing loop, local memory by the enclosing `map_lcl` and sequential
   loops only when there is an enclosing `map_lcl`, private memory by nothing (it is reused
   by every iteration and work-item);
+* a reduction accumulates in private memory (registers) when its accumulator has a constant
+  size, a scalar, vector, tuple or small array (register blocking), unless its `init` says
+  otherwise or a parallel map inside updates it;
 * a user-function call that is the argument of another user-function call is inlined as a
-  C expression and needs no memory.
+  C expression and needs no memory; a map of layout patterns (`map(transpose)`) is a view
+  and needs none either.
 
-Stage `Mapped -> Allocated`. Postcondition: every computed expression either writes into
-its destination or has a `Buffer` (or, for a reduction with a constant initial value, an
-accumulator), and every private buffer has a constant size.
+Stage `Mapped -> Allocated`. Postcondition (`verify_allocated`): every computed expression
+either writes into its destination or has a `Buffer` (or, for a reduction with a constant
+initial value, an accumulator), and every private buffer has a constant size.
 """
 
 from __future__ import annotations
@@ -171,6 +175,41 @@ def default_space(e: Expr) -> str:
     return result_space(e) or ("global" if isinstance(e.type, ArrayType) else "private")
 
 
+def acc_space(t: Type, f: FunDecl) -> str:
+    """Where a reduction without an address-space wrapper on its `init` accumulates: private
+    memory (registers) when the accumulator has a constant size and `f` updates it within one
+    work-item, else global memory."""
+    parallel = any(isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl) for _, x in walk(f))
+    return "private" if isinstance(scalar_count(t), Cst) and not parallel else "global"
+
+
+def verify_allocated(alloc: Allocated) -> None:
+    """The postcondition of `allocate`: every buffer has a known space and a unique name, private
+    buffers have constant sizes and are multiplied by no loop, and reduction accumulators live
+    in private or global memory; raise listing every violation."""
+    from lift.errors import LiftValueError
+
+    bufs = [*alloc.buffers.values(), *alloc.accs.values()]
+    names = [b.name for b in bufs]
+    problems = [f"{b.name} is in unknown space {b.space}" for b in bufs if b.space not in SPACES.values()]
+    problems += [f"{x} names two buffers" for x in sorted({x for x in names if names.count(x) > 1})]
+    for b in bufs:
+        if b.space == "private" and (not isinstance(b.count, Cst) or b.loops):
+            problems.append(f"private {b.name} has size {b.count} over loops {[lp.kind for lp in b.loops]}")
+    problems += [f"accumulator {b.name} is in {b.space} memory" for b in alloc.accs.values()
+                 if b.space not in ("private", "global")]
+    problems += [f"{p} is both inlined and given memory" for p in alloc.inline if p in alloc.buffers]
+    if problems:
+        raise LiftValueError("verify_allocated: " + "; ".join(problems))
+
+
+def is_layout_map(f: FunDecl) -> bool:
+    """A map of a layout function (`map(transpose)`): a view, whatever its kind."""
+    from lift.layout import is_layout_map as layout_map
+
+    return layout_map(f)
+
+
 def _inlinable(a: Expr) -> bool:
     return isinstance(a, FunCall) and (
         isinstance(a.f, n.UserFun | n.Vectorise)
@@ -217,6 +256,8 @@ class _Alloc:
                 for a, p in args:
                     self.uf_arg(a, p, loops)
                 self.spaces[key] = dest or self.own(key, out, None, loops, node)
+            case n.AbstractMap() if is_layout_map(f):
+                self.layout(f, args, loops, dest)  # a view: no loop, no memory
             case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
                 self.map(f, fpath, args, out, loops, dest, node, key)
             case n.ReduceSeq(g):
@@ -286,7 +327,7 @@ class _Alloc:
         if ip in self.buffers:
             space = self.buffers[ip].space
         else:
-            space = "global" if isinstance(init.type, ArrayType) else "private"
+            space = acc_space(init.type, g)
             self.accs[key] = self.new(key, init.type, space, loops, node, role="acc")
         loop = Loop(fpath, "seq", 0, x.type.size)
         self.loops[fpath] = loop
@@ -294,13 +335,14 @@ class _Alloc:
         self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
 
     def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
-        from lift.views import INVERTIBLE
+        """A layout function: arguments written through its destination when it is invertible."""
+        from lift.layout import invertible
 
-        through = dest if isinstance(f, INVERTIBLE) else None
+        through = dest if invertible(f) else None
         for a, p in args:
             if a is not None and p is not None:
                 self.expr(a, p, loops, through)
 
 
-__all__ = ["Loop", "Buffer", "Allocated", "allocate", "multiplied", "concrete", "result_space",
-           "default_space", "scalar_count", "LOOP_KINDS", "SPACES"]
+__all__ = ["Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
+           "acc_space", "default_space", "scalar_count", "LOOP_KINDS", "SPACES"]

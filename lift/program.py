@@ -1,9 +1,10 @@
 """`Program`: a `KernelSource` built for a live device, called like a function on numpy arrays.
 
 Stage `KernelSource -> Program`. A call binds the size variables from the argument shapes,
-checks every argument's dtype and shape (errors name the argument), uploads the inputs into
-device buffers that are reused across calls, runs the launches in order and returns the
-outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
+checks every argument's dtype and shape (errors name the argument) and the program's size
+conditions (the code relies on them: `as_vector(8)` of `[Float]N` reads aligned float8s),
+uploads the inputs into device buffers that are reused across calls, runs the launches in
+order and returns the outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
 scalar for a scalar result, and a tuple for a tuple result or an array of tuples.
 """
 
@@ -20,6 +21,7 @@ from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.interpret import bind_sizes, to_value
 from lift.ir.nodes import Lambda, Node
 from lift.plan import BarrierInfo, KernelSource, Launch
+from lift.typecheck import size_conditions
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
 
 INT32_MAX = 2**31 - 1
@@ -53,6 +55,7 @@ class Program:
         self._specs = {b.name: b for b in plan.buffers}
         self._inputs = _inputs_by_param(plan)
         self._held: dict[str, np.ndarray] = {}
+        self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
 
     # ------------------------------------------------------------- description
 
@@ -138,6 +141,7 @@ class Program:
         for name in self.plan.size_vars:
             if name not in sizes:
                 raise LiftTypeError(f"size {name} is not the length of any argument", node=self.node)
+        self._check(sizes)
         leaves: dict[str, np.ndarray] = {}
         for k, (t, a) in enumerate(zip(types, arrays)):
             what = self._arg_name(k)
@@ -148,6 +152,19 @@ class Program:
                                      f"which has {len(values)} component(s)", node=self.node)
             leaves.update(zip(names, values))
         return sizes, leaves
+
+    def _check(self, sizes: dict[str, int]) -> None:
+        """The program's size conditions hold (the generated code assumes them, e.g. aligned vectors)."""
+        for c in self._conditions:
+            try:
+                ok = c.holds(sizes)
+            except KeyError:
+                continue  # a size bound inside the program (iterate)
+            except ZeroDivisionError:
+                ok = False
+            if not ok:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
+                raise LiftValueError(f"{c.reason}, which fails for {shown}", node=c.node)
 
     def _arg_name(self, k: int) -> str:
         if isinstance(self.node, Lambda) and k < len(self.node.params):

@@ -287,6 +287,8 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
             if not isinstance(r, ScalarType):
                 raise _err(f"vectorise needs a scalar function, {g} returns {r}", call, got=r)
             return VectorType(r, n)
+    if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites): typed as its body `f`
+        return infer(f.f, ts, call, conds)
     raise _err(f"no type rule for {f!r}", call)
 
 

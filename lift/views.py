@@ -9,8 +9,9 @@ simplified index expression per memory dimension (`Load`), a constant (`ConstLea
 padding conditional (`Select`), a tuple read from several memories (`StructLeaf`) or a
 vector gathered from scalars (`Gather`).
 
-Input views read a value; output views (built by `dest_view`) say where a producer writes,
-e.g. the producer under a `join` writes through `SplitV` of the join's destination.
+Input views read a value; output views say where a producer writes, e.g. the producer
+under a `join` writes through `SplitV` of the join's destination. `lift.layout` builds both
+from the IR.
 Postcondition of `resolve`: every index is an `Arith` simplified by `lift.arith`, and a
 `Load` always has exactly one index per array dimension of its memory.
 """
@@ -23,7 +24,6 @@ from typing import Any
 
 from lift.arith import Arith, Cst, Var, prove_lt, prove_nonneg, substitute
 from lift.errors import UnsupportedError
-from lift.ir import nodes as n
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
 
 # ------------------------------------------------------------------ access steps
@@ -82,7 +82,7 @@ class ConstV(View):
     """A constant (a literal, or the value of a padding); every element reads `value`."""
 
     value: Any
-    type: ScalarType | VectorType
+    type: Type
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +262,7 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case Mem():
             return _mem_leaf(v, stack)
         case ConstV(value, t):
-            return ConstLeaf(value, _lane_type(t, stack))
+            return ConstLeaf(value, _const_type(t, stack))
         case ExprV(expr, t):
             return ExprLeaf(expr, t, stack)
         case Access(w, i):
@@ -373,9 +373,18 @@ def _vars(e: Arith) -> set:
     return free_vars(e)
 
 
-def _lane_type(t: Type, stack: tuple[Step, ...]) -> Type:
-    if isinstance(t, VectorType) and stack and isinstance(stack[-1], Lane):
-        return t.scalar
+def _const_type(t: Type, stack: tuple[Step, ...]) -> Type:
+    """The type of a constant of type `t` read with `stack` (every element and lane is the same)."""
+    for s in stack:
+        match s:
+            case Idx() if isinstance(t, ArrayType):
+                t = t.elem
+            case Lane() if isinstance(t, VectorType):
+                t = t.scalar
+            case VecOf(width) if isinstance(t, ScalarType):
+                t = VectorType(t, width)
+            case _:
+                raise UnsupportedError(f"a constant of type {t} read with {s}")
     return t
 
 
@@ -413,99 +422,9 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
     return t
 
 
-# ------------------------------------------------------------- building views
-
-
-def memory_view(name: str, t: Type, space: str) -> View:
-    """The view of a fresh memory of type `t`; arrays of tuples become one memory per component.
-
-    Component memories are named `name_0`, `name_1`, ... (struct of arrays); a private
-    tuple variable keeps its struct type."""
-    b = base_type(t)
-    if isinstance(b, TupleType) and (isinstance(t, ArrayType) or space != "private"):
-        depth = len(shape(t))
-        parts = tuple(memory_view(f"{name}_{k}", rewrap(t, c), space) for k, c in enumerate(b.elems))
-        return SoA(parts, depth, b)
-    return Mem(name, t, space)
-
-
-def memories(v: View) -> list[Mem]:
-    """The memories at the roots of a view made by `memory_view`."""
-    if isinstance(v, Mem):
-        return [v]
-    if isinstance(v, SoA):
-        return [m for x in v.vs for m in memories(x)]
-    return []
-
-
-def rewrap(t: Type, inner: Type) -> Type:
-    """`t` with its base type replaced by `inner`."""
-    return ArrayType(rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
-
-
-def layout_view(f: n.FunDecl, args: list[View], types: list[Type]) -> View:
-    """The input view of a layout pattern `f` applied to views of types `types`."""
-    match f:
-        case n.Split(m):
-            return SplitV(args[0], m)
-        case n.Join():
-            return JoinV(args[0], _array(types[0]).elem.size)  # type: ignore[union-attr]
-        case n.Transpose() | n.TransposeW():
-            return TransposeV(args[0])
-        case n.Slide(size, step):
-            return SlideV(args[0], size, step)
-        case n.Pad(left, _, value):
-            return PadV(args[0], left, _array(types[0]).size, value)
-        case n.Zip():
-            elem = TupleType(tuple(_array(t).elem for t in types))
-            return SoA(tuple(args), 1, elem)
-        case n.MakeTuple():
-            return SoA(tuple(args), 0, TupleType(tuple(types)))
-        case n.Get(k):
-            return Proj(args[0], k)
-        case n.At(i):
-            return LaneV(args[0], i) if isinstance(types[0], VectorType) else Access(args[0], i)
-        case n.AsVector(width):
-            return AsVectorV(args[0], width)
-        case n.AsScalar():
-            return AsScalarV(args[0], _array(types[0]).elem.n)  # type: ignore[union-attr]
-    raise UnsupportedError(f"{f} is not a layout pattern", node=f)
-
-
-def _array(t: Type) -> ArrayType:
-    assert isinstance(t, ArrayType), t
-    return t
-
-
-INVERTIBLE = (n.Split, n.Join, n.Transpose, n.TransposeW, n.AsVector, n.AsScalar, n.Zip, n.MakeTuple)
-
-
-def dest_views(f: n.FunDecl, dest: View, types: list[Type]) -> list[View] | None:
-    """Output views for the arguments of layout pattern `f` whose result is written to `dest`.
-
-    None when `f` cannot be inverted (get, at, pad, slide): the argument is then computed
-    into its own memory and copied."""
-    match f:
-        case n.Split():
-            return [JoinV(dest, f.n)]
-        case n.Join():
-            return [SplitV(dest, _array(types[0]).elem.size)]  # type: ignore[union-attr]
-        case n.Transpose() | n.TransposeW():
-            return [TransposeV(dest)]
-        case n.AsVector(width):
-            return [AsScalarV(dest, width)]
-        case n.AsScalar():
-            return [AsVectorV(dest, _array(types[0]).elem.n)]  # type: ignore[union-attr]
-        case n.Zip(k):
-            return [Proj(dest, j, 1) for j in range(k)]
-        case n.MakeTuple(k):
-            return [Proj(dest, j, 0) for j in range(k)]
-    return None
-
-
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
     "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV",
     "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type",
-    "memory_view", "memories", "layout_view", "dest_views", "flat_index", "rewrap", "INVERTIBLE",
+    "flat_index", "storage_type",
 ]

@@ -1,1 +1,27 @@
-"""lift.rewrites"""
+"""lift.rewrites: rewrite points (thesis chapter 6), used as wrappers inside a program.
+
+    from lift import rewrites as rw
+    dot = fun([Array(Float, N), Array(Float, N)],
+              lambda x, y: rw.split_reduce(reduce(add, 0.0) << map(mult), label="R") << zip(x, y))
+    rw.apply_all(dot, {"R": {"size": 64}})     # reduce << map(c => reduce << map(mult) << c) << split(64)
+    rw.apply_all(dot, {"R": {"skip": True}})   # the point eliminated: dot as written
+
+A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Families:
+`split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`.
+"""
+
+from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
+from .fission import Fission, fission
+from .flatten import Flatten, flatten
+from .point import Outcome, RewritePoint, tuning_var
+from .tiling import ABTile, SplitJoin, SplitReduce, ab_tile, split_join, split_reduce, tile, tile_reduce
+from .vectorise import VectorisePoint, vectorise
+
+FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission)
+
+__all__ = [
+    "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
+    "RewritePoint", "Outcome", "tuning_var", "FAMILIES",
+    "split_join", "tile", "split_reduce", "tile_reduce", "ab_tile", "flatten", "vectorise", "fission",
+    "SplitJoin", "SplitReduce", "ABTile", "Flatten", "VectorisePoint", "Fission",
+]

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 import lift
-from lift.codegen import generate
+from lift.codegen import build
+from lift.codegen.verify import verify_kernel_source
 from lift.plan import KernelSource
 
 
@@ -29,8 +30,11 @@ def assert_same(got: Any, want: Any, tol: float = 1e-4) -> None:
 
 
 def check(program: Any, *args: Any, plan: KernelSource | None = None, **kw: Any) -> KernelSource:
-    """Generate (unless `plan` is given), run on the device and compare with `lift.interpret`."""
-    plan = plan if plan is not None else generate(program, **kw)
+    """Generate (unless `plan` is given) with every stage's checker on, run on the device and
+    compare with `lift.interpret`."""
+    if plan is None:
+        plan = build(program, verify=True, **kw).source
+    verify_kernel_source(plan)
     assert_same(run(plan, *args), lift.interpret(program, *args))
     return plan
 

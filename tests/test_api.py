@@ -15,7 +15,7 @@ HIGH_LEVEL = ["map", "reduce", "zip", "get", "split", "join", "slide", "pad", "t
               "transpose_nd", "take"]
 OPENCL = ["map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq", "to_global", "to_local", "to_private",
           "as_vector", "as_scalar", "vectorise", "ocl_kernel"]
-FUNCTIONS = ["typecheck", "interpret", "compile"]
+FUNCTIONS = ["typecheck", "interpret", "compile", "tune"]
 ERRORS = ["LiftError", "LiftTypeError", "RewriteError", "UnsatisfiableError", "NotSynchronisableError",
           "UserFunError", "DeviceError"]
 
@@ -44,11 +44,23 @@ def test_sizes_are_symbolic():
 
 @pytest.mark.parametrize("module,names", [
     ("lift.devices", ["current", "profile"]),
+    ("lift.rules", ["ALL", "explore"]),
+    ("lift.rewrites", ["apply_all"]),
+    ("lift.constraints", ["tuning_space", "mapping_space"]),
+    ("lift.testing", ["assert_preserves"]),
 ])
 def test_submodules(module, names):
     mod = importlib.import_module(module)
     for name in names:
         assert hasattr(mod, name), f"{module}.{name}"
+
+
+def test_rules_are_values_with_names_and_laws():
+    import lift.rules
+
+    assert isinstance(lift.rules.ALL, tuple) and len(lift.rules.ALL) >= 26
+    for rule in lift.rules.ALL:
+        assert rule.name and callable(rule.matches) and callable(rule.apply)
 
 
 def test_device_profiles():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from codegen_oracle import check, floats
 
 import lift
+from codegen_oracle import check, floats
 from lift import (
     Array,
     Float,
@@ -72,8 +72,10 @@ def stencil2d():
 
 def test_map_glb_user_function():
     f = fun([Array(Float, N)], lambda x: map_glb(lambda v: v * 2.0 + 1.0) << x)
-    plan = check(f, X)
-    assert "get_global_id(0)" in plan.source and "get_global_size(0)" in plan.source
+    plan = check(f, X)  # the default ND-range covers the array: one trip per work-item, no loop
+    assert "int gl = get_global_id(0);" in plan.source and "for (" not in plan.source
+    plan = check(f, X, global_size=16)  # fewer work-items than elements: the strided loop of Listing 2.3
+    assert "gl += get_global_size(0)" in plan.source
 
 
 def test_map_glb_two_dimensions():

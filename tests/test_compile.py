@@ -73,3 +73,51 @@ def test_choices_are_kept_and_time_is_positive(tmp_path) -> None:
     k = compile(prog, choices={"A": 30}, cache_dir=tmp_path)
     assert k.choices == {"A": 30}
     assert all(t > 0 for t in k.time(rand(1024), repeat=2))
+
+
+# ------------------------------------------------------------ per-kernel sizes
+
+
+def _two_stage_dot():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import dot
+
+    return dot.two_stage(), dot.inputs(14)
+
+
+@needs_codegen
+@pytest.mark.device
+def test_one_local_size_applies_to_the_kernels_with_work_groups(tmp_path) -> None:
+    prog, (x, y) = _two_stage_dot()
+    k = compile(prog, local_size=32, cache_dir=tmp_path)
+    sizes = {r.kernel: r.local_size for r in k.ndrange}
+    assert sizes["partial"] == (32,) and sizes["final"] is None  # the map_glb kernel keeps its default
+    np.testing.assert_allclose(k(x, y), [np.dot(x.astype(np.float64), y)], rtol=1e-4)
+
+
+@needs_codegen
+@pytest.mark.device
+def test_local_size_per_kernel(tmp_path) -> None:
+    prog, (x, y) = _two_stage_dot()
+    k = compile(prog, local_size={"partial": 16, "final": 1}, cache_dir=tmp_path)
+    sizes = {r.kernel: r.local_size for r in k.ndrange}
+    assert sizes == {"partial": (16,), "final": (1,)}
+    np.testing.assert_allclose(k(x, y), [np.dot(x.astype(np.float64), y)], rtol=1e-4)
+
+
+@needs_codegen
+def test_a_size_for_an_unknown_kernel_is_an_error() -> None:
+    prog, _ = _two_stage_dot()
+    with pytest.raises(lift.LiftValueError, match="local_size names no kernel nope; the kernels are final, partial"):
+        compile(prog, local_size={"nope": 8})
+
+
+@needs_codegen
+def test_one_size_for_a_single_map_glb_kernel_still_applies() -> None:
+    from lift.codegen import generate
+
+    plan = generate(PROGRAMS["map_glb"][0](), local_size=8, global_size=64)
+    assert plan.launches[0].local_size == (8,) and plan.launches[0].global_size == (64,)

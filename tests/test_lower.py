@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from codegen_oracle import check, floats
 
 import lift
+from codegen_oracle import check, floats
 from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift.ir import nodes as n
 from lift.ir.paths import walk

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lift import Array, Float, Size, Tuple, Vector
 from lift.arith import Cst, Var
+from lift.layout import memory_view
 from lift.types import ArrayType
 from lift.views import (
     Access,
@@ -23,7 +24,6 @@ from lift.views import (
     StructLeaf,
     TransposeV,
     VecOf,
-    memory_view,
     resolve,
 )
 

@@ -9,9 +9,11 @@ with their element type.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-from lift.arith import Arith, Cst, prove_divides
+from lift.arith import Arith, Cst, Var, prove_divides, substitute
 from lift.codegen.cast import (
     Assign,
     Block,
@@ -48,30 +50,42 @@ from lift.views import (
     storage_type,
 )
 
+Facts = Mapping[str, int]  # size variable -> a number it is known to be a multiple of
+NO_FACTS: Facts = MappingProxyType({})
 
-def read(v: View, use: Callable[[Mem], None] | None = None) -> CExpr:
+
+def read(v: View, use: Callable[[Mem], None] | None = None, facts: Facts = NO_FACTS) -> CExpr:
     """The C expression reading the (scalar, vector or tuple) value of view `v`."""
-    return leaf_expr(resolve(v), use)
+    return leaf_expr(resolve(v), use, facts)
 
 
-def leaf_expr(leaf, use: Callable[[Mem], None] | None = None) -> CExpr:
-    """C for a view leaf; `use` is told every memory touched."""
+def leaf_expr(leaf, use: Callable[[Mem], None] | None = None, facts: Facts = NO_FACTS) -> CExpr:
+    """C for a view leaf; `use` is told every memory touched; `facts` help prove alignment."""
     match leaf:
         case Load(mem, _, tail):
             if use is not None:
                 use(mem)
-            return _load(leaf, tail)
+            return _load(leaf, tail, facts)
         case ConstLeaf(value, t):
             return constant(value, t)
         case ExprLeaf(e, _, tail):
             return _tail(e, tail, None)
         case Select(conds, then, orelse):
-            return CCond(conds, leaf_expr(then, use), leaf_expr(orelse, use))
+            return CCond(conds, leaf_expr(then, use, facts), leaf_expr(orelse, use, facts))
         case StructLeaf(t, parts):
-            return CCompound(c_type(t), tuple(leaf_expr(p, use) for p in parts))
+            return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts))
         case Gather(t, parts):
-            return CCompound(c_type(t), tuple(leaf_expr(p, use) for p in parts), vector=True)
+            return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts), vector=True)
     raise TypeError(f"not a view leaf: {leaf!r}")
+
+
+def aligned(width: int, flat: Arith, facts: Facts = NO_FACTS) -> bool:
+    """Whether `width` provably divides `flat`, knowing that each size variable in `facts`
+    is a multiple of its number (e.g. `as_vector(8)` of a row of `N` needs 8 | N)."""
+    if prove_divides(width, flat):
+        return True
+    env = {name: d * Var(f"{name}_over_{d}", Cst(1), None) for name, d in facts.items()}
+    return bool(env) and prove_divides(width, substitute(flat, env))
 
 
 def constant(value, t: Type) -> CExpr:
@@ -93,11 +107,11 @@ def _element(m: Mem, flat: Arith) -> CExpr:
     return CIndex(m.name, flat, m.space)
 
 
-def _load(leaf: Load, tail: tuple) -> CExpr:
+def _load(leaf: Load, tail: tuple, facts: Facts = NO_FACTS) -> CExpr:
     m, flat = leaf.mem, leaf.flat
     st = storage_type(m.type)
     if tail and isinstance(tail[0], VecOf):
-        return _vector_read(m, flat, tail[0].n, st)
+        return _vector_read(m, flat, tail[0].n, st, facts)
     if tail and isinstance(tail[0], Lane) and not isinstance(tail[0].k, Cst):
         if m.space == "global" and isinstance(st, VectorType):
             return _tail(CIndex(m.name, flat * st.n + tail[0].k, "global"), tail[1:], st.scalar)
@@ -105,10 +119,10 @@ def _load(leaf: Load, tail: tuple) -> CExpr:
     return _tail(_element(m, flat), tail, st)
 
 
-def _vector_read(m: Mem, flat: Arith, width: int, st: Type) -> CExpr:
+def _vector_read(m: Mem, flat: Arith, width: int, st: Type, facts: Facts) -> CExpr:
     assert isinstance(st, ScalarType)
     vt = VectorType(st, width)
-    if m.space == "global" and prove_divides(width, flat):
+    if m.space == "global" and aligned(width, flat, facts):
         return CIndex(m.name, flat // width, "global", c_type(vt))
     if width == 16:
         parts = tuple(_element(m, flat + k) for k in range(width))
@@ -132,26 +146,26 @@ def _tail(e: CExpr, tail: tuple, t: Type | None) -> CExpr:
 
 
 def write(dest: View, value: CExpr, t: Type, out: Block, fresh: Callable[[str], str],
-          use: Callable[[Mem], None] | None = None, comment: str = "") -> None:
+          use: Callable[[Mem], None] | None = None, comment: str = "", facts: Facts = NO_FACTS) -> None:
     """Append statements storing `value` (of type `t`) through the destination view."""
-    _write_leaf(resolve(dest), value, t, out, fresh, use, comment)
+    _write_leaf(resolve(dest), value, t, out, fresh, use, comment, facts)
 
 
-def _write_leaf(leaf, value: CExpr, t: Type, out: Block, fresh, use, comment: str) -> None:
+def _write_leaf(leaf, value: CExpr, t: Type, out: Block, fresh, use, comment: str, facts: Facts) -> None:
     match leaf:
         case Load(mem, _, tail):
             if use is not None:
                 use(mem)
-            out.add(_store(leaf, tail, value, comment))
+            out.add(_store(leaf, tail, value, comment, facts))
         case StructLeaf(_, parts):
             assert isinstance(t, TupleType)
             src = _named(value, t, out, fresh)
             for k, (p, et) in enumerate(zip(parts, t.elems)):
-                _write_leaf(p, _member(src, k), et, out, fresh, use, comment)
+                _write_leaf(p, _member(src, k), et, out, fresh, use, comment, facts)
         case Gather(vt, parts):
             src = _named(value, vt, out, fresh)
             for k, p in enumerate(parts):
-                _write_leaf(p, CLane(src, k), vt.scalar, out, fresh, use, comment)
+                _write_leaf(p, CLane(src, k), vt.scalar, out, fresh, use, comment, facts)
         case _:
             raise UnsupportedError(f"cannot write through a {type(leaf).__name__} (padding or a constant)")
 
@@ -170,16 +184,26 @@ def _named(value: CExpr, t: Type, out: Block, fresh) -> CExpr:
     return CVar(name)
 
 
-def _store(leaf: Load, tail: tuple, value: CExpr, comment: str) -> CStmt:
+def _store(leaf: Load, tail: tuple, value: CExpr, comment: str, facts: Facts) -> CStmt:
     m, flat = leaf.mem, leaf.flat
     st = storage_type(m.type)
     if tail and isinstance(tail[0], VecOf):
         width = tail[0].n
-        if m.space == "global" and prove_divides(width, flat):
+        if m.space == "global" and aligned(width, flat, facts):
             vt = VectorType(st, width)  # type: ignore[arg-type]
             return Assign(CIndex(m.name, flat // width, "global", c_type(vt)), value, comment)
         return VecStore(width, value, m.name, flat)
-    return Assign(_load(leaf, tail), value, comment)
+    return Assign(_load(leaf, tail, facts), value, comment)
 
 
-__all__ = ["read", "write", "leaf_expr", "constant", "leaf_type"]
+def divisibility(conditions) -> dict[str, int]:
+    """`facts` from size conditions: for each size variable, the lcm of the constants that
+    must divide it (`SizeCondition("divides", 8, N)` from `as_vector(8)` of `[Float]N`)."""
+    out: dict[str, int] = {}
+    for c in conditions:
+        if c.kind == "divides" and isinstance(c.a, Cst) and isinstance(c.b, Var) and c.a.value > 0:
+            out[c.b.name] = math.lcm(out.get(c.b.name, 1), c.a.value)
+    return out
+
+
+__all__ = ["read", "write", "leaf_expr", "constant", "leaf_type", "aligned", "divisibility", "Facts"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lift.arith import Arith, Var
+from lift.arith import Arith, Cst, Var
 
 # ----------------------------------------------------------------- expressions
 
@@ -158,6 +158,16 @@ class For(CStmt):
     kind: str
     once: bool = False
     guard: bool = True
+    unroll: bool = False  # `#pragma unroll`: a short constant loop, e.g. over a private block
+
+
+UNROLL = 16  # sequential loops of at most this many constant trips are unrolled
+
+
+def unrolled(count: Arith) -> bool:
+    """Whether a sequential loop of `count` trips is unrolled (so private arrays it indexes can
+    live in registers: register blocking)."""
+    return isinstance(count, Cst) and count.value <= UNROLL
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,5 +225,5 @@ def walk_stmts(s: CStmt):
 __all__ = [
     "CExpr", "CRaw", "CVar", "CInt", "CIndex", "CVecLoad", "CMember", "CLane", "CCall", "CCond",
     "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "For", "Barrier", "Comment",
-    "KParam", "KernelDef", "Unit", "walk_stmts",
+    "KParam", "KernelDef", "Unit", "walk_stmts", "UNROLL", "unrolled",
 ]

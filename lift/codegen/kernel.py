@@ -16,31 +16,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_eq, prove_le
+from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le
 from lift.barriers import Synchronised
-from lift.codegen.access import read, write
-from lift.codegen.cast import Barrier, Block, CCall, CExpr, CRaw, Decl, For
+from lift.codegen.access import NO_FACTS, Facts, read, write
+from lift.codegen.cast import Barrier, Block, CCall, CExpr, CRaw, Decl, For, unrolled
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
+from lift.layout import apply_view, arg_dests, expr_view, holds_array, is_layout_map, memories, memory_view
 from lift.memory import LOOP_KINDS, Buffer, concrete
-from lift.types import ArrayType, Type, shape
+from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
-from lift.views import (
-    INVERTIBLE,
-    Access,
-    ConstV,
-    ExprV,
-    MapV,
-    Mem,
-    View,
-    dest_views,
-    layout_view,
-    memories,
-    memory_view,
-    storage_type,
-)
+from lift.views import Access, ConstV, ExprV, Mem, Proj, View, storage_type
+
+DEFAULT_LOCAL = 256  # the cap on a default work-group size
+
+
+def cap(count: Arith) -> Arith:
+    """The default work-group size for `count` local iterations: `min(count, DEFAULT_LOCAL)`."""
+    return Cst(min(count.value, DEFAULT_LOCAL)) if isinstance(count, Cst) else min_(count, DEFAULT_LOCAL)
+
 
 _IDS = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
         "lcl": ("get_local_id", "get_local_size")}
@@ -71,8 +67,10 @@ class KernelGen:
     """Generate the body of one kernel into `self.body`."""
 
     def __init__(self, sync: Synchronised, funs: Callable[[FunDecl], str], fresh: Callable[[str], str],
-                 global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None) -> None:
+                 global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None,
+                 *, facts: Facts = NO_FACTS) -> None:
         self.alloc = sync.allocated
+        self.facts = facts  # size variables' known divisors, for aligned vector accesses
         self.sync = sync
         self.funs = funs
         self.fresh = fresh
@@ -88,17 +86,22 @@ class KernelGen:
         self.state.uses.setdefault(m.name, m)
 
     def read(self, v: View) -> CExpr:
-        return read(v, self.use)
+        return read(v, self.use, self.facts)
 
     def write(self, dest: View, value: CExpr, t: Type, comment: str = "") -> None:
-        write(dest, value, t, self.block, self.fresh, self.use, comment)
+        write(dest, value, t, self.block, self.fresh, self.use, comment, self.facts)
 
     def copy(self, src: View, dest: View, t: Type, why: str) -> None:
         """Copy a value element by element (only where a destination cannot be written in place)."""
         if isinstance(t, ArrayType):
             var = Var(self.fresh("c"), Cst(0), t.size - 1)
-            self.loop_body(For(var, CRaw("0"), t.size, CRaw("1"), Block(), f"copy ({why})", "seq"),
+            self.loop_body(For(var, CRaw("0"), t.size, CRaw("1"), Block(), f"copy ({why})", "seq",
+                               unroll=unrolled(t.size)),
                            lambda: self.copy(Access(src, var), Access(dest, var), t.elem, why))
+            return
+        if isinstance(t, TupleType) and holds_array(t):  # component by component: no struct
+            for k, et in enumerate(t.elems):
+                self.copy(Proj(src, k), Proj(dest, k), et, why)
             return
         self.write(dest, self.read(src), t, why)
 
@@ -141,7 +144,7 @@ class KernelGen:
         self.loopvars[fpath] = var
         comment = _describe(f)
         if kind == "seq":
-            return For(var, CRaw("0"), count, CRaw("1"), Block(), comment, kind)
+            return For(var, CRaw("0"), count, CRaw("1"), Block(), comment, kind, unroll=unrolled(count))
         self.state.parallel.setdefault((kind, dim), count)
         ident, step = _IDS[kind]
         once, guard = self.single_trip(kind, dim, count)
@@ -150,16 +153,28 @@ class KernelGen:
 
     def single_trip(self, kind: str, dim: int, count: Arith) -> tuple[bool, bool]:
         """(no loop needed, guard needed): when the ND-range is known to cover `count`."""
-        units = None
-        if kind == "glb" and self.gsize is not None and dim < len(self.gsize):
-            units = Cst(self.gsize[dim])
-        elif kind == "lcl" and self.lsize is not None and dim < len(self.lsize):
-            units = Cst(self.lsize[dim])
-        elif kind == "wrg" and self.gsize and self.lsize and dim < min(len(self.gsize), len(self.lsize)):
-            units = Cst(self.gsize[dim] // self.lsize[dim])
+        units = self.units(kind, dim)
         if units is None or not prove_le(count, units):
             return False, True
         return True, not prove_eq(count, units)
+
+    def units(self, kind: str, dim: int) -> Arith | None:
+        """The work-items (glb, lcl) or work-groups (wrg) of the launch in dimension `dim`: the
+        requested sizes, else the defaults of ``_Program.ndrange`` (the first loop's trip count)."""
+        g = self.gsize[dim] if self.gsize is not None and dim < len(self.gsize) else None
+        loc = self.lsize[dim] if self.lsize is not None and dim < len(self.lsize) else None
+        first = self.state.parallel.get((kind, dim))
+        if kind == "lcl":
+            if self.lsize is not None:
+                return Cst(loc) if loc is not None else None
+            return cap(first) if first is not None else None
+        if self.gsize is not None:  # explicit global size: work-items, or groups of the local size
+            if g is None or (kind == "wrg" and not loc):
+                return None
+            return Cst(g) if kind == "glb" else Cst(g // loc)  # type: ignore[operator]
+        if kind == "wrg" or first is None or loc is None:
+            return first
+        return (first + loc - 1) // loc * loc  # glb: the count rounded up to the local size
 
     def barrier_after(self, key: Path) -> None:
         for p in self.sync.after.get(key, ()):
@@ -199,33 +214,11 @@ class KernelGen:
         return self.expr(a.expr, a.path, env, dest)
 
     def view_of(self, e: Expr, env: dict[int, View]) -> View:
-        """The view of an expression that computes nothing (layout patterns over parameters)."""
-        match e:
-            case n.Param():
-                return env[e.id]
-            case n.Literal(value, t):
-                return ConstV(value, t)
-            case FunCall(Lambda(params, body) | n.Let(f=Lambda(params, body)), args):
-                inner = {**env, **{p.id: self.view_of(a, env) for p, a in zip(params, args)}}
-                return self.view_of(body, inner)
-            case FunCall(n.AbstractMap(f=g), (x,)):
-                xv = self.view_of(x, env)
-                elem = x.type.elem  # type: ignore[attr-defined]
-                return MapV(xv, lambda el: self.fun_view(g, el, elem, env))
-            case FunCall(f, args) if isinstance(f, n.LAYOUT):
-                return layout_view(f, [self.view_of(a, env) for a in args], [a.type for a in args])
-        raise UnsupportedError(f"{_short(e)} computes nothing the code generator can read", node=e)
-
-    def fun_view(self, g: FunDecl, el: View, elem: Type, env: dict[int, View]) -> View:
-        match g:
-            case Lambda((p,), body):
-                return self.view_of(body, {**env, p.id: el})
-            case n.AbstractMap(f=h):
-                inner = elem.elem  # type: ignore[attr-defined]
-                return MapV(el, lambda x: self.fun_view(h, x, inner, env))
-            case _ if isinstance(g, n.LAYOUT):
-                return layout_view(g, [el], [elem])
-        raise UnsupportedError(f"{g} is not a layout function", node=g)
+        """The view of an expression that computes nothing (layout functions of parameters)."""
+        try:
+            return expr_view(e, env)
+        except UnsupportedError:
+            raise UnsupportedError(f"{_short(e)} computes nothing the code generator can read", node=e) from None
 
     def inline_call(self, e: FunCall, path: Path, env: dict[int, View]) -> CExpr:
         f = e.f.f if isinstance(e.f, n.ToPrivate) else e.f
@@ -255,6 +248,8 @@ class KernelGen:
                 values = tuple(self.uf_arg(a, env) for a in args)
                 self.write(target, CCall(self.funs(f), values), out, _describe(f))
                 result = target
+            case n.AbstractMap() if is_layout_map(f):
+                result = self.layout(f, args, env, dest)  # map(transpose), map(join): a view
             case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
                 result = self.map(f, fpath, args, out, env, dest, own)
             case n.ReduceSeq(g):
@@ -309,13 +304,12 @@ class KernelGen:
 
     def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
         types = [a.type for a in args]
-        if dest is not None and isinstance(f, INVERTIBLE):
-            dests = dest_views(f, dest, types)
-            assert dests is not None
+        dests = arg_dests(f, dest, types) if dest is not None else None
+        if dests is not None:
             for a, d in zip(args, dests):
                 self.arg(a, env, d)
-            return dest
-        v = layout_view(f, [self.arg(a, env) for a in args], types)
+            return dest  # type: ignore[return-value]
+        v = apply_view(f, [self.arg(a, env) for a in args], types, env)
         if dest is not None:
             out = _layout_type(f, args)
             self.copy(v, dest, out, f"{f} cannot be written in place")

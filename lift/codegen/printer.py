@@ -106,6 +106,8 @@ def _for(s: For, depth: int, out: list[str]) -> None:
         out.append(f"{pad}}}")
         return
     step = "++" if isinstance(s.step, CRaw) and s.step.text == "1" else f" += {expr(s.step)}"
+    if s.unroll:
+        out.append(f"{pad}#pragma unroll")
     out.append(f"{pad}for (int {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {s.comment}")
     _block(s.body, depth + 1, out)
     out.append(f"{pad}}}")

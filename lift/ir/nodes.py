@@ -15,7 +15,7 @@ from typing import Any
 
 from lift.arith import Arith
 from lift.errors import SourceLoc
-from lift.types import ScalarType, Type
+from lift.types import Type
 
 _ids = itertools.count()
 
@@ -140,10 +140,11 @@ class Param(Expr):
 
 @node
 class Literal(Expr):
-    """A constant of a scalar type: `value(0.0, Float)`."""
+    """A constant: `value(0.0, Float)`; with a vector or array type, every lane and element
+    is `value` (`value(0.0, Array(Float, 4))`, LIFT's `Value`, used for accumulators)."""
 
     value: float | int | bool
-    ltype: ScalarType
+    ltype: Type
 
 
 @node

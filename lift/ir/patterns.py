@@ -151,12 +151,21 @@ class _ReduceFn(Deferred):
 
 
 def _init(init: Any, f: Any, elem: Type) -> Expr:
+    """The initial value: an expression, a tuple of numbers (a tuple literal) or a number: a
+    literal of the element type, a vector literal for vectors or tuples of one vector type
+    (`reduce_seq(vectorise(add, 8), 0.0) << as_vector(8) << x` accumulates a float8)."""
     if isinstance(init, Expr):
         return init
-    if isinstance(f, n.UserFun):
-        return literal(init, f.in_types[0])
-    if isinstance(elem, (ScalarType, VectorType)):
-        return literal(init, elem)
+    like = f.in_types[0] if isinstance(f, n.UserFun) else elem
+    if isinstance(like, TupleType) and not isinstance(init, tuple) and len(set(like.elems)) == 1:
+        like = like.elems[0]
+    if isinstance(init, tuple):
+        parts = like.elems if isinstance(like, TupleType) and len(like.elems) == len(init) else [None] * len(init)
+        return apply(n.MakeTuple(len(init), loc=user_loc()), [_init(v, None, t) for v, t in builtins.zip(init, parts)])
+    if isinstance(like, VectorType):
+        return value(init, like)
+    if isinstance(like, ScalarType):
+        return literal(init, like)
     return literal(init)
 
 
@@ -214,11 +223,15 @@ def as_vector(k: int, *args: Any, label: str | None = None) -> Any:
     return _fixed(n.AsVector(k), f"as_vector({k})", label, args)
 
 
-def value(v: Any, t: ScalarType) -> Literal:
-    """A constant of scalar type `t`."""
-    if not isinstance(t, ScalarType):
-        raise LiftTypeError(f"value needs a scalar type, got {t!r}", loc=user_loc())
-    return literal(v, t)
+def value(v: Any, t: Type) -> Literal:
+    """A constant of type `t`: a scalar, or the scalar `v` in every lane or element of a
+    vector or array type (LIFT's `Value`), e.g. `value(0.0, Array(Float, 4))`."""
+    b = base_type(t)
+    scal = b.scalar if isinstance(b, VectorType) else b
+    if not isinstance(scal, ScalarType):
+        raise LiftTypeError(f"value needs a scalar, vector or array of them, got {t!r}", loc=user_loc())
+    lit = literal(v, scal)
+    return lit if t is scal else Literal(lit.value, t, loc=lit.loc)
 
 
 join = Deferred(lambda ts, lab, loc: n.Join(label=lab, loc=loc), "join", loc=None)

@@ -69,7 +69,8 @@ class _Printer:
             case Param():
                 return self.pname(n)
             case Literal(v, t):
-                return repr(v) if t.name in ("Float", "Int", "Bool") else f"value({v!r}, {t.name})"
+                name = getattr(t, "name", None)  # vector and array literals: value(0.0, [Float]4)
+                return repr(v) if name in ("Float", "Int", "Bool") else f"value({v!r}, {name or t})"
             case FunCall(f, (init, xs)) if isinstance(f, (Reduce, ReduceSeq)):
                 name = _NAMES[type(f)] + (f"[{f.label}]" if f.label else "")
                 return f"{name}({self.fun(f.f)}, {self.init(init)}) << {self.show(xs)}"
@@ -92,7 +93,7 @@ class _Printer:
         return f"({s})" if isinstance(f, Lambda) and _eta(f) is None else s
 
     def init(self, e: Node) -> str:
-        return repr(e.value) if isinstance(e, Literal) else self.show(e)
+        return repr(e.value) if isinstance(e, Literal) and hasattr(e.ltype, "name") else self.show(e)
 
     def fun(self, f: Node) -> str:
         lab = f"[{f.label}]" if f.label else ""
@@ -137,6 +138,8 @@ class _Printer:
                 return f"vectorise({self.fun(g)}, {k})"
             case Iterate(k, g):
                 return f"iterate({k}, {self.fun(g)})"
+        if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites) prints itself
+            return f.point_text(self.fun(f.f))
         return self.show(f)
 
 

@@ -1,0 +1,91 @@
+"""C names for a program: fresh identifiers and one definition per user function (and per width
+of a vectorised one), mangled when names repeat."""
+
+from __future__ import annotations
+
+import re
+
+from lift.errors import UnsupportedError
+from lift.ir import nodes as n
+from lift.ir.nodes import FunDecl
+from lift.types import ScalarType, VectorType
+from lift.userfun.ctypes import C_RESERVED
+
+
+class Names:
+    """Fresh C identifiers, never a reserved word, a user-function name or a size variable."""
+
+    def __init__(self, reserved: set[str]) -> None:
+        self.taken = set(reserved) | set(C_RESERVED)
+
+    def __call__(self, hint: str) -> str:
+        base = re.sub(r"\W", "_", hint) or "v"
+        if base[0].isdigit() or base.startswith("__"):
+            base = "v_" + base.lstrip("_")
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+
+class Funs:
+    """User functions by C name: one definition per (name, types), mangled when names repeat."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.by_key: dict[tuple, str] = {}
+        self.sources: list[str] = []
+        self.used: set[str] = set()
+
+    def __call__(self, f: FunDecl) -> str:
+        if isinstance(f, n.Vectorise):
+            return self.vectorised(f)
+        assert isinstance(f, n.UserFun), f
+        key = (f.name, f.c_source)
+        if key not in self.by_key:
+            first = f.name not in self.used and f.name not in C_RESERVED
+            cname = f.name if first else self.names(f.name)
+            self.used.add(f.name)
+            self.by_key[key] = cname
+            self.sources.append(_rename(f.c_source, f.name, cname))
+        return self.by_key[key]
+
+    def vectorised(self, v: n.Vectorise) -> str:
+        g = v.f
+        if not isinstance(g, n.UserFun):
+            raise UnsupportedError("vectorise supports a user function, not a lambda, for now", node=v)
+        key = ("vec", g.name, g.c_source, v.n)
+        if key not in self.by_key:
+            cname = self.names(f"{g.name}_v{v.n}")
+            self.by_key[key] = cname
+            self.sources.append(_vector_source(g, v.n, cname))
+        return self.by_key[key]
+
+
+def _rename(src: str, old: str, new: str) -> str:
+    if old == new:
+        return src
+    return re.sub(rf"\b{re.escape(old)}\s*\(", f"{new}(", src, count=1)
+
+
+def _vector_source(g: n.UserFun, width: int, cname: str) -> str:
+    """The C of `g` over vectors: re-translated from Python, else its scalar types widened."""
+    vt = tuple(VectorType(t, width) if isinstance(t, ScalarType) else t for t in g.in_types)
+    out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
+    if g.py_fn is not None:
+        try:
+            import sys
+
+            translate = sys.modules["lift.userfun.translate"].translate
+            return translate(g.py_fn, vt, name=cname, out_type=out).c_source
+        except Exception:  # noqa: BLE001 - fall back to widening the scalar source
+            pass
+    src = _rename(g.c_source, g.name, cname)
+    for s in {t for t in (*g.in_types, g.out_type) if isinstance(t, ScalarType)}:
+        src = re.sub(rf"\b{s.c_name}\b", f"{s.c_name}{width}", src)
+    return src
+
+
+__all__ = ["Names", "Funs"]

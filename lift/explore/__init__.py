@@ -1,0 +1,21 @@
+"""lift.explore: stage 10, exploration of the constrained space (thesis 4.5, 6.3).
+
+    result = lift.explore.tune(dot, x, y, budget=60)        # exported as lift.tune
+    result.best(x, y); result.pareto; result.history
+
+`tune` (tune.py) drives a search strategy (search.py) over candidates (candidate.py),
+keeps the time/memory front (pareto.py) and a persistent tuning database (database.py).
+"""
+
+from .candidate import Candidate, Pipeline, Record, mismatch
+from .database import TuningDB, program_hash, shapes_key, tuning_key
+from .pareto import dominates, front, pareto_front
+from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
+from .tune import TuneResult, tune
+
+__all__ = [
+    "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
+    "TuningDB", "program_hash", "shapes_key", "tuning_key",
+    "dominates", "front", "pareto_front",
+    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal",
+]

@@ -1,0 +1,206 @@
+"""One point of the exploration space and the pipeline that turns it into a measured program.
+
+A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
+mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
+maps to vectorise. `Pipeline.build` runs stage 10 of the design for one candidate:
+rewrite points -> constraint space -> realise (mapping, tuning values, vectorisation) ->
+compile; `Pipeline.measure` runs it, checks it against the interpreter's result (computed
+once) and records time and memory. The default candidate is `lift.compile` of the program
+with every point skipped (the default lowering), so the search never does worse than it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lift.errors import LiftError
+from lift.ir.nodes import Node
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Choices for one program: rewrite points, joint mapping/tuning/launch, vectorisation."""
+
+    structural: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    joint: Mapping[str, int] = field(default_factory=dict)
+    vectorise: Mapping[str, int] = field(default_factory=dict)
+    default: bool = False  # the default lowering of `lift.compile` (points skipped)
+
+    def key(self) -> str:
+        """A canonical JSON string (for de-duplication and the tuning database)."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"structural": {k: dict(v) for k, v in self.structural.items()},
+                "joint": {k: int(v) for k, v in self.joint.items()},
+                "vectorise": {k: int(v) for k, v in self.vectorise.items()}, "default": self.default}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Candidate:
+        return Candidate(dict(d.get("structural", {})), dict(d.get("joint", {})),
+                         dict(d.get("vectorise", {})), bool(d.get("default", False)))
+
+    def __str__(self) -> str:
+        if self.default:
+            return "default lowering"
+        parts = [f"{k}:{','.join(f'{p}={v}' for p, v in ps.items())}" for k, ps in self.structural.items()]
+        parts += [f"{k}={v}" for k, v in self.joint.items()]
+        parts += [f"vec {k}={v}" for k, v in self.vectorise.items()]
+        return " ".join(parts)
+
+
+@dataclass
+class Record:
+    """The outcome of one candidate: `ok` (checked against the interpreter) or rejected, and why."""
+
+    candidate: Candidate
+    ok: bool
+    reason: str = ""
+    time: float | None = None  # seconds per run (the fastest of `repeat`)
+    memory: int | None = None  # bytes allocated on the device (every address space)
+    checked: bool = False  # the result was compared with the interpreter's
+    build_s: float = 0.0
+    source_hash: str = ""
+    wall_s: float = 0.0  # the whole evaluation: build, run, check, timing
+    program: Any = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"choices": self.candidate.to_json(), "ok": self.ok, "reason": self.reason,
+                "time": self.time, "memory": self.memory, "checked": self.checked}
+
+
+def all_skipped(structural: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every point skipped."""
+    return {k: {"skip": True} for k in structural}
+
+
+class Pipeline:
+    """Builds and measures candidates of one program on one device for fixed arguments."""
+
+    def __init__(self, expr: Node, arrays: Sequence[Any], device: Any, sizes: Mapping[str, int],
+                 *, repeat: int = 3, rtol: float = 1e-3) -> None:
+        self.expr, self.arrays, self.device, self.sizes = expr, tuple(arrays), device, dict(sizes)
+        self.repeat, self.rtol = repeat, rtol
+        self.cache_dir: Any = False  # candidates are not written to the build cache (the winner is)
+        self.slow_s = 1.0  # a candidate whose checked run took longer is timed once, not `repeat` times
+        self.deadline = float("inf")  # past it (the budget), candidates are timed once
+        self.reference: Any = None
+        self._spaces: dict[str, Any] = {}
+        self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
+
+    def compute_reference(self) -> None:
+        """The interpreter's result, computed once for every check."""
+        from lift.interpret import interpret
+
+        self.reference = interpret(self.expr, *self.arrays)
+
+    def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
+        from lift.rewrites import apply_all
+
+        return apply_all(self.expr, structural, warn=False)
+
+    def space(self, structural: Mapping[str, Mapping[str, Any]]) -> Any:
+        """The joint mapping/tuning/launch space of the program rewritten by `structural` (cached)."""
+        from lift.constraints import joint_space
+
+        key = json.dumps({k: dict(v) for k, v in structural.items()}, sort_keys=True)
+        if key not in self._spaces:
+            try:
+                self._spaces[key] = joint_space(self.rewritten(structural), self.device, sizes=self.sizes)
+            except LiftError as err:
+                self._spaces[key] = err
+        return self._spaces[key]
+
+    def build(self, cand: Candidate) -> Any:
+        """The compiled `Program` of a candidate (raises on a candidate that cannot be built)."""
+        from lift.compile import compile as lift_compile
+        from lift.errors import RewriteError
+
+        if cand.default:
+            return lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
+                                choices=cand.to_json(), cache_dir=self.cache_dir)
+        space = self.space(cand.structural)
+        if isinstance(space, Exception):
+            raise space
+        try:
+            low = space.realise(cand.joint, vectorise=dict(cand.vectorise) or None)
+        except RewriteError:
+            if not cand.vectorise:
+                raise
+            low = space.realise(cand.joint)  # not vectorisable here: the plain mapping
+        low = _specialise(low, self.sizes)
+        nd = space.ndrange(cand.joint)
+        gs, ls = nd if nd is not None else (None, None)
+        return lift_compile(low, device=self.device, choices=cand.to_json(), global_size=gs, local_size=ls,
+                            cache_dir=self.cache_dir)
+
+    def measure(self, cand: Candidate) -> Record:
+        """Build, run, check against the interpreter and time one candidate; never raises."""
+        t0 = time.perf_counter()
+        try:
+            prog = self.build(cand)
+        except Exception as err:  # noqa: BLE001 - a candidate that cannot be built is rejected
+            return Record(cand, False, f"build: {_why(err)}", build_s=time.perf_counter() - t0)
+        build_s = time.perf_counter() - t0
+        digest = hashlib.sha256(prog.source.encode()).hexdigest()[:16]
+        seen = self._seen.get(digest)
+        if seen is not None and not cand.default:
+            return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
+                          program=prog)
+        rec = self._run(cand, prog, build_s, digest)
+        rec.wall_s = time.perf_counter() - t0
+        self._seen[digest] = rec
+        return rec
+
+    def _run(self, cand: Candidate, prog: Any, build_s: float, digest: str) -> Record:
+        t0 = time.perf_counter()
+        try:
+            out = prog(*self.arrays)
+        except Exception as err:  # noqa: BLE001 - a crashing candidate is rejected
+            return Record(cand, False, f"run: {_why(err)}", build_s=build_s, source_hash=digest)
+        bad = mismatch(out, self.reference, self.rtol)
+        if bad:
+            return Record(cand, False, f"wrong result: {bad}", checked=True, build_s=build_s, source_hash=digest)
+        slow = time.perf_counter() - t0 > self.slow_s or time.perf_counter() > self.deadline
+        try:
+            t = min(prog.time(*self.arrays, repeat=1 if slow else self.repeat))
+            mem = int(sum(prog.memory_bytes_for(*self.arrays).values()))
+        except Exception as err:  # noqa: BLE001
+            return Record(cand, False, f"timing: {_why(err)}", checked=True, build_s=build_s, source_hash=digest)
+        return Record(cand, True, "", t, mem, True, build_s, digest, program=prog)
+
+
+def _specialise(expr: Node, sizes: Mapping[str, int]) -> Node:
+    """`expr` for the problem sizes being tuned (constant sizes: private buffers, exact launches)."""
+    from lift.constraints import substitute_sizes
+
+    return substitute_sizes(expr, dict(sizes))
+
+
+def mismatch(got: Any, want: Any, rtol: float) -> str:
+    """Why `got` differs from the interpreter's `want` ("" when they agree)."""
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            return "a tuple of a different length"
+        return next((m for m in (mismatch(g, w, rtol) for g, w in zip(got, want)) if m), "")
+    g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if g.size != w.size:
+        return f"shape {g.shape}, expected {w.shape}"
+    g, w = g.reshape(w.shape), w
+    scale = float(np.max(np.abs(w))) if w.size else 0.0
+    if np.allclose(g, w, rtol=rtol, atol=rtol * 1e-2 * max(scale, 1e-30)):
+        return ""
+    err = float(np.max(np.abs(g - w)))
+    return f"max abs error {err:.3g} (values up to {scale:.3g})"
+
+
+def _why(err: BaseException) -> str:
+    msg = getattr(err, "message", None) or str(err)
+    return f"{type(err).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]

@@ -1,0 +1,222 @@
+"""Applying rewrite points top-down (thesis 6.2.3, Algorithm 4).
+
+`apply_all(expr, choices)` rewrites every point of `expr`: the arguments of a call first,
+then the point itself with its structural parameters taken from `choices` (by label),
+then, recursively, whatever the rewritten function contains (the nested points that it
+placed). A point that does not match its pattern, or whose parameters make an ill-typed
+program, is eliminated and reported as a `RewritePointSkipped` warning (label, line,
+reason). Postcondition: no rewrite point is left and the type is unchanged.
+
+    apply_all(prog, {"A": {"size": 64}, "B": {"skip": True}})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from lift.arith import evaluate, free_vars
+from lift.errors import LiftError, RewriteError, RewritePointSkipped
+from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Node, Param
+from lift.ir.paths import children, walk, with_children
+from lift.rules.rule import _sizes, same_type
+from lift.rules.terms import call as beta_call
+from lift.typecheck import size_conditions, type_of, typecheck
+from lift.types import ArrayType, Type
+
+from .point import Outcome, RewritePoint
+
+Choices = Mapping[str, Any]  # label -> {param: value} (or False: skip the point)
+
+
+def is_point(n: object) -> bool:
+    """Whether `n` is a rewrite point."""
+    return isinstance(n, RewritePoint)
+
+
+def label_points(expr: Node) -> Node:
+    """`expr` with every unlabelled point labelled by its kind and pre-order index (`split_join0`)."""
+    counter = itertools.count()
+
+    def go(n: Node) -> Node:
+        if is_point(n):
+            k = next(counter)
+            if n.label is None:
+                n = dataclasses.replace(n, label=f"{n.kind}{k}")  # type: ignore[attr-defined]
+        return with_children(n, tuple(go(c) for c in children(n)))
+
+    return go(expr)
+
+
+def points(expr: Node) -> dict[str, RewritePoint]:
+    """The rewrite points of `expr` by label (after `label_points`), in pre-order."""
+    return {n.label: n for _, n in walk(label_points(expr)) if is_point(n)}  # type: ignore[misc]
+
+
+def structural_space(expr: Node) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """For each point label, its structural parameters and their candidate values (`skip` first)."""
+    return {lab: {"skip": (False, True), **p.structural()} for lab, p in points(expr).items()}
+
+
+def point_params(p: RewritePoint, choices: Choices | None) -> dict[str, Any]:
+    """The parameters of `p`: its fixed fields, overridden by `choices[p.label]`."""
+    got = (choices or {}).get(p.label or "", {})
+    if got is False or got is True:
+        got = {"skip": not got}
+    return {**p.fixed(), **dict(got)}
+
+
+def apply_all(expr: Node, choices: Choices | None = None, *, warn: bool = True,
+              outcomes: list[Outcome] | None = None) -> Node:
+    """`expr` with every rewrite point applied (or eliminated), top-down (Algorithm 4).
+
+    `choices[label]` gives a point's structural parameters (`skip`, ...) and may fix its
+    tuning values (`size`); a tuning value not given becomes a size variable (`T_label`)
+    for the constraint solver. `outcomes` collects what happened to each point."""
+    app = _Applier(choices or {}, warn, outcomes if outcomes is not None else [])
+    labelled = label_points(expr)
+    if not any(is_point(n) for _, n in walk(labelled)):
+        return expr
+    return app.node(labelled)
+
+
+class _Applier:
+    def __init__(self, choices: Choices, warn: bool, outcomes: list[Outcome]) -> None:
+        self.choices, self.warn, self.outcomes = choices, warn, outcomes
+
+    def node(self, n: Node) -> Node:
+        if isinstance(n, Lambda):
+            return dataclasses.replace(n, body=self.expr(n.body))
+        if isinstance(n, Expr):
+            return self.expr(n)
+        return self.fun(n, None)  # type: ignore[arg-type]
+
+    def expr(self, e: Expr) -> Expr:
+        if not isinstance(e, FunCall):
+            return e
+        args = tuple(self.expr(a) for a in e.args)
+        if is_point(e.f):
+            return self.point(e.f, args, e)  # type: ignore[arg-type]
+        types = [type_of(a) for a in args]
+        return with_children(e, (self.fun(e.f, types), *args))  # type: ignore[return-value]
+
+    def fun(self, f: FunDecl, types: list[Type] | None) -> FunDecl:
+        """`f` with the points inside it applied; `types`: the types it is applied to."""
+        match f:
+            case Lambda(_, body):
+                return dataclasses.replace(f, body=self.expr(body))
+            case RewritePoint():
+                if types is None:
+                    self.skip(f, "its argument types are unknown here; apply it to an expression")
+                    return self.fun(f.f, types)  # type: ignore[attr-defined]
+                ps = tuple(Param(t, "x") for t in types)
+                return Lambda(ps, self.point(f, ps, None), label=f.label, loc=f.loc)
+            case AbstractMap(f=g):
+                inner = [types[0].elem] if types and isinstance(types[0], ArrayType) else None
+                return dataclasses.replace(f, f=self.fun(g, inner))
+            case AbstractReduce(f=g):
+                inner = [types[0], types[1].elem] if types and isinstance(types[1], ArrayType) else None
+                return dataclasses.replace(f, f=self.fun(g, inner))
+        g = getattr(f, "f", None)
+        if isinstance(g, FunDecl):
+            same = types if getattr(f, "arity", 1) == g.arity else None
+            return dataclasses.replace(f, f=self.fun(g, same))
+        return f
+
+    def point(self, p: RewritePoint, args: tuple[Expr, ...], old: FunCall | None) -> Expr:
+        """The call `p << args` with `p` applied, then what it produced rewritten too."""
+        params = point_params(p, self.choices)
+        chain: list[RewritePoint] = []
+        core: FunDecl = p.f  # type: ignore[attr-defined]
+        while is_point(core):
+            chain.append(core)  # type: ignore[arg-type]
+            core = core.f  # type: ignore[attr-defined]
+
+        def nested(fn: FunDecl) -> FunDecl:
+            for q in reversed(chain):
+                fn = dataclasses.replace(q, f=fn)
+            return fn
+
+        if params.get("skip"):
+            self.outcomes.append(Outcome(p.label or "", p.kind, False, params, "skipped by choice"))
+            return self.expr(beta_call(nested(core), args))
+        ps = tuple(Param(type_of(a), "x") for a in args)
+        try:
+            out = p.rewrite(beta_call(core, ps), params, nested if p.places_nested else _identity)
+            if not isinstance(out, str):
+                fn: FunDecl = Lambda(ps, out)
+                new = beta_call(fn, args) if p.places_nested or not chain else FunCall(nested(fn), args)
+                self.check(FunCall(p, args) if old is None else old, new)
+        except LiftError as err:
+            out = err.message if hasattr(err, "message") else str(err)
+        if isinstance(out, str):
+            self.skip(p, out, params)
+            return self.expr(beta_call(nested(core), args))
+        self.outcomes.append(Outcome(p.label or "", p.kind, True, params))
+        return self.expr(new)
+
+    def check(self, old: FunCall, new: Expr) -> None:
+        """`RewriteError` unless `new` is well typed with the type of `old`."""
+        t_old, t_new = type_of(old), typecheck(new)
+        for _, n in walk(new):
+            if isinstance(n, FunCall):
+                type_of(n)
+        if not equal_types(t_old, t_new, tuple(size_conditions(new)) + tuple(size_conditions(old))):
+            raise RewriteError(f"the rewrite changed the type from {t_old} to {t_new}", node=old,
+                               expected=t_old, got=t_new)
+
+    def skip(self, p: RewritePoint, reason: str, params: Mapping[str, Any] | None = None) -> None:
+        self.outcomes.append(Outcome(p.label or "", p.kind, False, dict(params or {}), reason))
+        if not self.warn:
+            return
+        w = skipped(p, reason)
+        if p.loc is None:
+            warnings.warn(w, stacklevel=4)
+        else:  # reported at the user's line that wrote the point
+            warnings.warn_explicit(w, RewritePointSkipped, p.loc.file, p.loc.line)
+
+
+def skipped(p: RewritePoint, reason: str) -> RewritePointSkipped:
+    """The warning for a point that did not apply; `.label`, `.line` and `.reason` are set."""
+    line = p.loc.line if p.loc is not None else None
+    where = f" at {p.loc}" if p.loc is not None else ""
+    w = RewritePointSkipped(f"rewrite point {p.kind} [{p.label}]{where} was not applied: {reason}")
+    w.label, w.line, w.reason, w.loc = p.label, line, reason, p.loc  # type: ignore[attr-defined]
+    return w
+
+
+def _identity(f: FunDecl) -> FunDecl:
+    return f
+
+
+_VALUES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 384, 512, 1024)
+
+
+def equal_types(a: Type, b: Type, conds: tuple = ()) -> bool:
+    """Types equal at every size assignment that satisfies `conds` (sampled, with tile sizes
+    that divide the lengths they split), or provably equal."""
+    if same_type(a, b, conds):
+        return True
+    pairs: list = []
+    if not _sizes(a, b, pairs):
+        return False
+    names = sorted({v.name for x, y in pairs for v in free_vars(x) | free_vars(y)}
+                   | {v.name for c in conds for v in free_vars(c.a) | free_vars(c.b)})
+    rng, tried = random.Random(0), 0
+    for _ in range(4000):
+        env = {v: rng.choice(_VALUES) for v in names}
+        try:
+            if not all(c.holds(env) for c in conds):
+                continue
+            if any(evaluate(x, env) != evaluate(y, env) for x, y in pairs):
+                return False
+        except (KeyError, ZeroDivisionError):
+            continue
+        tried += 1
+        if tried >= 12:
+            break
+    return tried > 0

@@ -1,0 +1,80 @@
+"""The vectorisation rewrite point `vectorise` (thesis 2.3.2.1, the `vectorise` rule, as a point).
+
+    map(f) << x              ->  as_scalar << map(vectorise(f, w)) << as_vector(w) << x
+    map(f) << zip(a, b, ..)  ->  as_scalar << map(q => vectorise(f, w)(q.0, q.1, ..))
+                                 << zip(as_vector(w) << a, as_vector(w) << b, ..)
+
+`f` a scalar user function; the structural parameter is the width `w` (2, 4, 8 or 16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map, Param, UserFun, Vectorise, node
+from lift.rules import vectorise as vectorise_rule
+from lift.rules.terms import eta
+from lift.rules.vector import VECTOR_SCALARS, WIDTHS
+from lift.types import ArrayType, VectorType
+
+from .point import Nested, RewritePoint, constructor
+
+
+def _zip_userfun(f: FunDecl, x: Any) -> tuple[UserFun, tuple[Any, ...]] | None:
+    """`(uf, arrays)` when `f` is `q => uf(get(0, q), .., get(k-1, q))` and `x` zips `arrays`."""
+    if not (isinstance(x, FunCall) and type(x.f).__name__ == "Zip"):
+        return None
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
+        return None
+    uf, q = f.body.f, f.params[0]
+    if not isinstance(uf, UserFun) or len(f.body.args) != len(x.args):
+        return None
+    for i, a in enumerate(f.body.args):
+        if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,)):
+            return None
+    return uf, tuple(x.args)
+
+
+@node
+class VectorisePoint(RewritePoint):
+    """`vectorise(map(f), width=None)`: a map of a scalar function over vectors of `width` lanes."""
+
+    f: FunDecl
+    width: int | None = None
+    kind: ClassVar[str] = "vectorise"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        return {} if self.width is not None else {"width": (8, 4, 16, 2)}
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        w = int(params.get("width") or self.width or 8)
+        if w not in WIDTHS:
+            return f"width {w} is not one of {WIDTHS}"
+        if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+            return f"expects map(f) << x, got {call}"
+        f, x = call.f.f, call.args[0]
+        zipped = _zip_userfun(f, x)
+        if zipped is None:
+            out = vectorise_rule(call, n=w)
+            return out if out is not None else f"map({eta(f)}) cannot be vectorised by {w}"
+        uf, arrays = zipped
+        if any(not (isinstance(a.type, ArrayType) and a.type.elem in VECTOR_SCALARS) for a in arrays) or \
+                uf.out_type not in VECTOR_SCALARS:
+            return "the zipped arrays and the function result must be scalars"
+        vecs = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
+        q = Param(_tuple_of(vecs), "q")
+        body = FunCall(Vectorise(uf, w), tuple(FunCall(Get(i), (q,)) for i in range(len(vecs))))
+        mapped = FunCall(Map(Lambda((q,), body), label=call.f.label, loc=call.f.loc), (FunCall(x.f, vecs),))
+        return FunCall(AsScalar(), (mapped,))
+
+
+def _tuple_of(vecs: tuple[Any, ...]) -> Any:
+    from lift.types import TupleType
+
+    return TupleType(tuple(VectorType(v.args[0].type.elem, v.f.n) for v in vecs))
+
+
+vectorise = constructor(VectorisePoint, "vectorise")
+
+__all__ = ["VectorisePoint", "vectorise"]

@@ -1,0 +1,96 @@
+"""`lift.tune` (stage 10): candidates checked against the interpreter, never worse than the
+default `lift.compile`, wrong candidates rejected, objectives, progress bar."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map, reduce, zip
+from lift import rewrites as rw
+from lift.explore import TuneResult, tune
+from lift.explore import candidate as cand_mod
+from tests.programs import dot_program, mult, rand
+
+N, M = Size("N"), Size("M")
+
+
+def tiled_dot():
+    return fun([Array(Float, N), Array(Float, N)],
+               lambda x, y: rw.split_reduce(lambda p: reduce(lift.add, 0.0) << map(mult) << p, label="R")
+               << zip(x, y))
+
+
+def tiled_gemv():
+    return fun([Array(Array(Float, N), M), Array(Float, N)], lambda a, v: map(
+        lambda row: rw.split_reduce(lambda p: reduce(lift.add, 0.0) << map(mult) << p, label="R")
+        << zip(row, v)) << a)
+
+
+@pytest.mark.device
+def test_tuning_dot_is_at_least_as_fast_as_the_default_and_checks_every_candidate() -> None:
+    x, y = rand(1 << 16), rand(1 << 16, seed=1)
+    res = tune(tiled_dot(), x, y, budget=4, db=False, progress=False)
+    assert isinstance(res, TuneResult) and len(res.history) >= 3
+    default = lift.compile(dot_program())
+    t_default = min(default.time(x, y, repeat=5))
+    t_best = min(res.best.time(x, y, repeat=5))
+    assert t_best <= t_default * 1.3  # noise on a shared machine
+    assert res.history[0].candidate.default
+    for r in res.history:  # every candidate ran and was compared with the interpreter, or was rejected
+        assert (r.ok and r.checked) or (not r.ok and r.reason)
+    assert np.allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
+    assert res.best.choices == res.choices and res.best_record.checked
+    assert res.pareto and all(r.ok for r in res.pareto)
+
+
+@pytest.mark.device
+def test_tuning_gemv_explores_the_tile_size_and_the_mapping() -> None:
+    a, v = rand(32, 256), rand(256)
+    res = tune(tiled_gemv(), a, v, budget=3, db=False, progress=False)
+    tried = [r.candidate for r in res.history if not r.candidate.default]
+    assert any("T_R" in c.joint for c in tried)
+    assert np.allclose(res.best(a, v), a @ v, rtol=1e-3)
+
+
+@pytest.mark.device
+def test_a_wrong_candidate_is_rejected_with_the_reason_and_never_chosen(monkeypatch) -> None:
+    real = cand_mod.Pipeline.build
+
+    class Wrong:
+        def __init__(self, prog):
+            self.prog, self.source = prog, prog.source + "// wrong"
+
+        def __call__(self, *args):
+            return self.prog(*args) + 1.0
+
+        def __getattr__(self, name):
+            return getattr(self.prog, name)
+
+    def build(self, cand):
+        prog = real(self, cand)
+        return prog if cand.default else Wrong(prog)
+
+    monkeypatch.setattr(cand_mod.Pipeline, "build", build)
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    res = tune(tiled_dot(), x, y, budget=1.5, db=False, progress=False)
+    rejected = [r for r in res.history if not r.ok]
+    assert rejected and all("wrong result" in r.reason and r.checked for r in rejected)
+    assert res.best_record.candidate.default
+
+
+@pytest.mark.device
+def test_memory_objective_and_progress_bar(capsys) -> None:
+    x, y = rand(1 << 12), rand(1 << 12, seed=1)
+    res = tune(tiled_dot(), x, y, budget=2, objective="memory", db=False, progress=True)
+    ok = [r for r in res.history if r.ok]
+    assert res.best_record.memory == min(r.memory for r in ok)
+    assert "[lift.tune]" in capsys.readouterr().err
+
+
+def test_tune_needs_a_program_and_a_known_objective() -> None:
+    with pytest.raises(lift.LiftValueError):
+        tune(map(lift.id), rand(4), db=False)
+    with pytest.raises(ValueError, match="objective"):
+        tune(dot_program(), rand(4), rand(4), objective="speed", db=False)
