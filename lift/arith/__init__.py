@@ -1,6 +1,7 @@
 """Symbolic integer arithmetic: sizes and indices in canonical, range-aware form."""
 
-from lift.arith.expr import (  # first: the node classes, then the constructors
+from lift.arith.convert import C_HELPERS, range_constraints_z3, to_c, to_z3
+from lift.arith.expr import (
     Arith,
     ArithLike,
     Cst,
@@ -20,7 +21,6 @@ from lift.arith.expr import (  # first: the node classes, then the constructors
     mul,
     size,
 )
-from lift.arith.convert import C_HELPERS, range_constraints_z3, to_c, to_z3  # noqa: I001
 from lift.arith.ops import evaluate, free_vars, substitute, try_evaluate
 from lift.arith.ranges import (
     lower,

@@ -1,8 +1,9 @@
 """Sums and products of canonical expressions, folding matching division and modulo.
 
 `add` and `mul` work on polynomials (`lift.arith.poly`). After each, the identity
-`b*(a // b) + a % b == a` is applied wherever it removes a term:
-`3*(k // 3) + k % 3 -> k` and `k - 3*(k // 3) -> k % 3`, `k - k % 3 -> 3*(k // 3)`.
+`b*(a // b) + a % b == a` is applied wherever it merges or cancels terms:
+`3*(k // 3) + k % 3 -> k`, `k - 3*(k // 3) -> k % 3` and `k - k % 3 -> 3*(k // 3)`;
+the quotient is the canonical one, so `4*M*(i // (4*M)) + 4*((i // 4) % M) -> 4*(i // 4)`.
 """
 
 from __future__ import annotations
@@ -41,24 +42,23 @@ def fold_divmod(p: Poly) -> Poly:
 
 def _fold_once(p: Poly) -> bool:
     atoms = {a for m in p for a in m if isinstance(a, (FloorDiv, Mod))}
+    has_div = any(isinstance(a, FloorDiv) for a in atoms)
     for f in sorted(atoms, key=atom_key):
         if isinstance(f, FloorDiv) and _fold_quotient(p, f):
             return True
-        if isinstance(f, Mod) and _fold_remainder(p, f):
+        if isinstance(f, Mod) and _fold_remainder(p, f, has_div):
             return True
     return False
 
 
 def _fold_quotient(p: Poly, f: FloorDiv) -> bool:
-    """c*b*(a // b) -> c*a - c*(a % b) when a % b occurs or the c*a cancels."""
+    """c*b*(a // b) - c*a -> -c*(a % b): the multiple of b cancels against a."""
     from lift.arith.ranged import mod
 
     quot = poly_mul(to_poly(f.b), {(f,): 1})
     c = _multiple(p, quot)
-    if c is None:
-        return False
     pa = to_poly(f.a)
-    if (Mod(f.a, f.b),) not in p and not _contains(p, pa, -c):
+    if c is None or not _contains(p, pa, -c):
         return False
     acc(p, quot, -c)
     acc(p, pa, c)
@@ -66,13 +66,26 @@ def _fold_quotient(p: Poly, f: FloorDiv) -> bool:
     return True
 
 
-def _fold_remainder(p: Poly, f: Mod) -> bool:
-    """c*a - c*(a % b) -> c*b*(a // b) when the c*a occurs."""
+def _fold_remainder(p: Poly, f: Mod, has_div: bool) -> bool:
+    """k*(a % b) + k*b*(a // b) -> k*a, and k*(a % b) - k*a -> -k*b*(a // b)."""
     from lift.arith.ranged import floordiv
 
     k = p.get((f,))
+    if k is None:
+        return False
     pa = to_poly(f.a)
-    if k is None or not _contains(p, pa, -k):
+    merge = 0
+    if has_div:
+        quot = poly_mul(to_poly(f.b), to_poly(floordiv(f.a, f.b)))
+        c = _multiple(p, quot)
+        if c is not None and (c > 0) == (k > 0):
+            merge = k if abs(k) <= abs(c) else c
+    if merge:  # s*(a % b) + s*b*(a // b) == s*a
+        acc(p, quot, -merge)
+        acc(p, {(f,): merge}, -1)
+        acc(p, pa, merge)
+        return True
+    if not _contains(p, pa, -k):
         return False
     acc(p, pa, k)
     acc(p, {(f,): k}, -1)
@@ -82,6 +95,8 @@ def _fold_remainder(p: Poly, f: Mod) -> bool:
 
 def _multiple(p: Poly, q: Poly) -> int | None:
     """The c with c*q contained term by term in p, or None."""
+    if not q:
+        return None
     m0, q0 = next(iter(q.items()))
     k = p.get(m0)
     if k is None or k % q0:

@@ -28,7 +28,7 @@ def to_c(e: Arith, names: Mapping[str, str] | None = None) -> str:
 def _c(e: Arith, names: Mapping[str, str], ctx: int) -> str:
     match e:
         case Cst(v):
-            return f"({v})" if v < 0 and ctx > _TOP else str(v)
+            return f"({v})" if v < 0 and ctx in (_SUB, _MUL_R) else str(v)
         case Var(name):
             return names.get(name, name)
         case Sum(terms):
@@ -66,16 +66,23 @@ def _c_divmod(e: Arith, a: Arith, b: Arith, names: Mapping[str, str], ctx: int) 
 
 # Helpers a kernel needs when `to_c` emits floor division of a possibly negative value.
 C_HELPERS = """\
-inline int lift_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-inline int lift_floormod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+inline int lift_floordiv(int a, int b) {
+  int q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline int lift_floormod(int a, int b) {
+  int r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
 """
 
 
 def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
     """A z3 integer term for `e`; variables come from `env` or become `z3.Int(name)`.
 
-    `//` and `%` have floor semantics for divisors of either sign (z3's own division is
-    Euclidean, which agrees for positive divisors)."""
+    `//` and `%` have floor semantics for divisors of either sign: z3's own division is
+    Euclidean, which agrees for positive divisors, and is used where the divisor is
+    provably positive (sizes); otherwise the term branches on the divisor's sign."""
     import z3
 
     env = dict(env or {})
@@ -96,7 +103,7 @@ def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
                 return _z3_floordiv(go(a), go(b), b)
             case Mod(a, b):
                 ga, gb = go(a), go(b)
-                return ga % gb if _positive_const(b) else ga - gb * _z3_floordiv(ga, gb, b)
+                return ga % gb if _positive_divisor(b) else ga - gb * _z3_floordiv(ga, gb, b)
             case Min(a, b):
                 ga, gb = go(a), go(b)
                 return z3.If(ga <= gb, ga, gb)
@@ -108,14 +115,15 @@ def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
     return go(e)
 
 
-def _positive_const(b: Arith) -> bool:
-    return isinstance(b, Cst) and b.value > 0
+def _positive_divisor(b: Arith) -> bool:
+    """Is `b` provably positive (then z3's own `/` and `%` are floor division and modulo)?"""
+    return (isinstance(b, Cst) and b.value > 0) or prove_positive(b)
 
 
 def _z3_floordiv(ga: Any, gb: Any, b: Arith) -> Any:
     import z3
 
-    if _positive_const(b):
+    if _positive_divisor(b):
         return ga / gb
     return z3.If(gb > 0, ga / gb, (-ga) / (-gb))  # floor(a/b) == floor(-a/-b)
 

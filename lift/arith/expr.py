@@ -14,6 +14,7 @@ printer emits code with the same meaning.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Union
 
 ArithLike = Union["Arith", int]
@@ -74,15 +75,30 @@ class Arith:
         raise TypeError("the truth of a symbolic size is unknown; use lift.arith.prove_* instead")
 
 
-def _hashed(cls):  # cache the structural hash once per node
-    def __hash__(self) -> int:
+def _hashed(cls: type) -> type:
+    """Cache the structural hash once per node; `==` gets an `is` fast path, and a
+    constant equals the int of the same value (`Cst(3) == 3`, with the same hash)."""
+    fields_eq = cls.__eq__
+
+    def _hash(self) -> int:
         h = self._h
         if h is None:
-            h = hash((cls.__name__,) + tuple(getattr(self, f) for f in cls._hfields))
+            if cls is Cst:
+                h = hash(self.value)
+            else:
+                h = hash((cls.__name__,) + tuple(getattr(self, f) for f in cls._hfields))
             object.__setattr__(self, "_h", h)
         return h
 
-    cls.__hash__ = __hash__
+    def _eq(self, o: object) -> bool:
+        if self is o:
+            return True
+        if isinstance(o, Integral) and not isinstance(o, bool):
+            return cls is Cst and self.value == o
+        return fields_eq(self, o)
+
+    cls.__hash__ = _hash
+    cls.__eq__ = _eq
     return cls
 
 
@@ -249,8 +265,6 @@ def negated(t: Arith) -> Arith | None:
         return Prod((Cst(c),) + rest)
     return None
 
-
-_negated = negated  # old private name, used by earlier callers
 
 # The constructors live in their own modules and import the classes above; importing
 # them last lets the operator methods (and `lift.arith.expr.add` etc.) find them.

@@ -3,14 +3,19 @@
 Each normalises its result using the variables' ranges (`lift.arith.ranges`):
   (4*i + j) // 4 -> i  and  (4*i + j) % 4 -> j        when 0 <= j <= 3
   (i*N + j) // N -> i  and  (i*N + j) % N -> j        when 0 <= j <= N - 1
-  (x % (b*c)) // c -> (x // c) % b,   (x // b) // c -> x // (b*c)
-  (x % (b*c)) % c -> x % c,           (c*x) // (c*y) -> x // y   (b, c > 0)
-  min(a, b) -> a                                      when a <= b provably
+  (x % (b*c)) // c -> (x // c) % b    when b, c > 0
+  (x // a) // c -> x // (a*c)         when c > 0 (any a != 0)
+  (x % (b*c)) % c -> x % c            (any b)
+  (f*x) // (f*y) -> x // y,  (f*x) % (f*y) -> f*(x % y)   when f > 0
+  min(a, b) -> a                      when a <= b provably
+Negative constant (or provably negative) divisors are turned positive first.
 Every rule holds for all values in range (floor semantics), and the property tests
 in tests/test_arith.py check it against plain evaluation, z3 and OpenCL.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from lift.arith.algebra import add, mul
 from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Max, Min, Mod, as_arith
@@ -38,6 +43,7 @@ def floordiv(a: ArithLike, b: ArithLike) -> Arith:
     return Cst(1) if a == b else FloorDiv(a, b)
 
 
+@lru_cache(maxsize=1 << 16)
 def _floordiv_pos(a: Arith, b: Arith) -> Arith:
     pa, pb = to_poly(a), to_poly(b)
     q, r = divide(pa, pb)
@@ -47,12 +53,11 @@ def _floordiv_pos(a: Arith, b: Arith) -> Arith:
     if factor is not None:
         _, a1, b1 = factor
         return floordiv(a1, b1)
-    if _in_range(a, b):
-        return Cst(0)
-    if _in_range(add(a, b), b):
-        return Cst(-1)
+    small = _small_quotient(a, b)
+    if small is not None:
+        return Cst(small)
     match a:
-        case FloorDiv(x, c) if prove_positive(c):
+        case FloorDiv(x, c):  # floor(floor(y) / b) == floor(y / b) for b > 0, any real y
             return floordiv(x, mul(c, b))
         case Mod(x, m):
             k = exact_quotient(to_poly(m), pb)
@@ -81,6 +86,7 @@ def mod(a: ArithLike, b: ArithLike) -> Arith:
     return Cst(0) if a == b else Mod(a, b)
 
 
+@lru_cache(maxsize=1 << 16)
 def _mod_pos(a: Arith, b: Arith) -> Arith:
     pa, pb = to_poly(a), to_poly(b)
     q, r = divide(pa, pb)
@@ -92,18 +98,21 @@ def _mod_pos(a: Arith, b: Arith) -> Arith:
     if factor is not None:
         f, a1, b1 = factor
         return mul(f, mod(a1, b1))
-    if _in_range(a, b):
-        return a
-    if _in_range(add(a, b), b):
-        return add(a, b)
+    small = _small_quotient(a, b)
+    if small is not None:
+        return add(a, mul(-small, b))  # a - (a // b)*b
     if isinstance(a, Mod) and exact_quotient(to_poly(a.b), pb) is not None:
         return a if a.b == b else mod(a.a, b)  # b divides a.b: (x % (k*b)) % b == x % b
     return Mod(a, b)
 
 
-def _in_range(a: Arith, b: Arith) -> bool:
-    """0 <= a < b provably."""
-    return prove_nonneg(a) and prove_lt(a, b)
+def _small_quotient(a: Arith, b: Arith) -> int | None:
+    """a // b when provably 0 (0 <= a < b) or -1 (-b <= a < 0), else None."""
+    if prove_nonneg(a):
+        return 0 if prove_lt(a, b) else None
+    if prove_lt(a, 0) and prove_nonneg(add(a, b)):
+        return -1
+    return None
 
 
 def _common(pa: Poly, pb: Poly) -> tuple[Arith, Arith, Arith] | None:
@@ -128,7 +137,7 @@ def min_(a: ArithLike, b: ArithLike) -> Arith:
         return a
     if prove_le(b, a):
         return b
-    return Min(*sorted((a, b), key=_order))
+    return Min(*sorted((a, b), key=atom_key))
 
 
 def max_(a: ArithLike, b: ArithLike) -> Arith:
@@ -140,8 +149,4 @@ def max_(a: ArithLike, b: ArithLike) -> Arith:
         return b
     if prove_le(b, a):
         return a
-    return Max(*sorted((a, b), key=_order))
-
-
-def _order(e: Arith) -> tuple:
-    return atom_key(e)
+    return Max(*sorted((a, b), key=atom_key))

@@ -104,22 +104,14 @@ def _extreme(e: Arith, maximise: bool, depth: int) -> Arith:
     p = to_poly(e)
     atoms = sorted({a for m in p for a in m}, key=lambda a: (-_rank(a), atom_key(a)))
     for v in atoms:
-        options = _eliminate(p, v, maximise, depth)
-        if options:
-            results = [_extreme(o, maximise, depth + 1) for o in options]
-            return _best(results, maximise)
+        bound = _eliminate(p, v, maximise, depth)
+        if bound is not None:
+            return _extreme(bound, maximise, depth + 1)
     return e
 
 
-def _best(results: list[Arith], maximise: bool) -> Arith:
-    consts = [r.value for r in results if isinstance(r, Cst)]
-    if consts:
-        return Cst(min(consts) if maximise else max(consts))
-    return results[0]
-
-
-def _eliminate(p: Poly, v: Arith, maximise: bool, depth: int) -> list[Arith]:
-    """`p` with atom `v` replaced by each usable end of its range (empty: not monotone)."""
+def _eliminate(p: Poly, v: Arith, maximise: bool, depth: int) -> Arith | None:
+    """`p` with atom `v` replaced by an end of its range; None if not monotone in `v`."""
     const: Poly = {}
     powers: dict[int, Poly] = {}
     for m, c in p.items():
@@ -132,20 +124,33 @@ def _eliminate(p: Poly, v: Arith, maximise: bool, depth: int) -> list[Arith]:
     coefs = {k: from_poly(q) for k, q in powers.items()}
     signs = {_sign(c, depth) for c in coefs.values()}
     if 0 in signs or len(signs) != 1:
-        return []
+        return None
     if max(coefs) > 1 and not _is_nonneg(v, depth):
-        return []  # a power of an atom that may be negative: not monotone
-    increasing = signs == {1}
-    base = from_poly(const)
-    out = []
-    for bound in _atom_bounds(v, maximise == increasing, depth + 1):
-        if bound == v:
-            continue
-        total = base
-        for k, c in coefs.items():
-            total = add(total, mul(c, _power(bound, k)))
-        out.append(total)
-    return out
+        return None  # a power of an atom that may be negative: not monotone
+    want_upper = maximise == (signs == {1})
+    options = [b for b in _atom_bounds(v, want_upper, depth + 1) if b != v]
+    if not options:
+        return None
+    bound = _choose(options, {a for m in const for a in m}, want_upper, depth)
+    total = from_poly(const)
+    for k, c in coefs.items():
+        total = add(total, mul(c, _power(bound, k)))
+    return total
+
+
+def _choose(options: list[Arith], context: set[Arith], want_upper: bool, depth: int) -> Arith:
+    """One bound of several (no search, to stay linear): the first that shares atoms with
+    the rest of the expression (it may cancel), else the tightest constant one."""
+    if len(options) == 1:
+        return options[0]
+    for b in options:
+        if context & _atoms(b):
+            return b
+    ends = [_extreme(b, want_upper, depth + 1) for b in options]
+    consts = [x.value for x in ends if isinstance(x, Cst)]
+    if consts:
+        return Cst(min(consts) if want_upper else max(consts))
+    return options[0]
 
 
 def _power(x: Arith, k: int) -> Arith:
