@@ -15,6 +15,7 @@ from lift.arith import (
     Arith,
     Cst,
     evaluate,
+    exact_div,
     free_vars,
     prove_divides,
     prove_eq,
@@ -236,7 +237,7 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
             _require("positive", m, Cst(0), call, conds, f"split size {m} > 0")
             _require("divides", m, a.size, call, conds, f"split({m}) needs {m} to divide {a.size}",
                      hint="pad the array or choose a split size that divides its length")
-            return ArrayType(ArrayType(a.elem, m), a.size // m)
+            return ArrayType(ArrayType(a.elem, m), exact_div(a.size, m))
         case Join():
             a = _array(ts[0], call, "join")
             inner = _array(a.elem, call, "join (of an array of arrays)")
@@ -271,7 +272,7 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
             if not isinstance(a.elem, ScalarType):
                 raise _err(f"as_vector({n}) expects an array of scalars, got {a}", call, got=a)
             _require("divides", Cst(n), a.size, call, conds, f"as_vector({n}) needs {n} to divide {a.size}")
-            return ArrayType(VectorType(a.elem, n), a.size // n)
+            return ArrayType(VectorType(a.elem, n), exact_div(a.size, n))
         case AsScalar():
             a = _array(ts[0], call, "as_scalar")
             if not isinstance(a.elem, VectorType):

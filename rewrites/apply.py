@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from lift.arith import evaluate, free_vars
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, walk, with_children
-from lift.rules.rule import _sizes, same_type
+from lift.rules.rule import same_type
 from lift.rules.terms import call as beta_call
 from lift.typecheck import size_conditions, type_of, typecheck
 from lift.types import ArrayType, Type
@@ -193,30 +191,6 @@ def _identity(f: FunDecl) -> FunDecl:
     return f
 
 
-_VALUES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 384, 512, 1024)
-
-
 def equal_types(a: Type, b: Type, conds: tuple = ()) -> bool:
-    """Types equal at every size assignment that satisfies `conds` (sampled, with tile sizes
-    that divide the lengths they split), or provably equal."""
-    if same_type(a, b, conds):
-        return True
-    pairs: list = []
-    if not _sizes(a, b, pairs):
-        return False
-    names = sorted({v.name for x, y in pairs for v in free_vars(x) | free_vars(y)}
-                   | {v.name for c in conds for v in free_vars(c.a) | free_vars(c.b)})
-    rng, tried = random.Random(0), 0
-    for _ in range(4000):
-        env = {v: rng.choice(_VALUES) for v in names}
-        try:
-            if not all(c.holds(env) for c in conds):
-                continue
-            if any(evaluate(x, env) != evaluate(y, env) for x, y in pairs):
-                return False
-        except (KeyError, ZeroDivisionError):
-            continue
-        tried += 1
-        if tried >= 12:
-            break
-    return tried > 0
+    """Types provably equal (sizes up to exact division); `conds` are assumed by the types."""
+    return same_type(a, b, conds)

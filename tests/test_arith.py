@@ -640,3 +640,33 @@ def test_micro_benchmark() -> None:
         to_c(e), to_c(raw)
     elapsed = time.perf_counter() - start
     print(f"arith micro-benchmark: 100 index expressions in {elapsed * 1000:.1f} ms")
+
+
+# ------------------------------------------------------------------ exact division
+
+
+def test_exact_division_folds_with_its_divisor():
+    from lift.arith import exact_div
+
+    n, m = size("N"), size("M")
+    q = exact_div(n, 4)
+    assert 4 * q == n and 8 * q == 2 * n and 2 * q == exact_div(n, 2)
+    assert exact_div(q, 2) == exact_div(n, 8)
+    assert exact_div(8 * n + 4, 4) == 2 * n + 1
+    assert exact_div(n * m, m) == n and m * exact_div(n, m) == n
+    assert exact_div(-n, 4) * -2 == exact_div(n, 2)
+    assert prove_positive(q) and lower(q) == 1
+
+
+@given(st.integers(1, 6), st.integers(-3, 3), st.sampled_from([2, 3, 4, 6]), st.integers(1, 5), st.integers(1, 40))
+def test_exact_division_agrees_with_integer_division_where_exact(a, b, d, c, nval):
+    from lift.arith import exact_div
+
+    n = size("N")
+    num = a * n + b
+    value = a * nval + b
+    e = exact_div(num, d)
+    if value % d == 0:
+        assert evaluate(e, {"N": nval}) == value // d
+        assert evaluate(c * d * e, {"N": nval}) == c * value
+        assert evaluate(c * e, {"N": nval}) == c * value // d

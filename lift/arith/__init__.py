@@ -5,6 +5,7 @@ from lift.arith.expr import (
     Arith,
     ArithLike,
     Cst,
+    ExactDiv,
     FloorDiv,
     Max,
     Min,
@@ -14,6 +15,7 @@ from lift.arith.expr import (
     Var,
     add,
     as_arith,
+    exact_div,
     floordiv,
     max_,
     min_,
@@ -34,8 +36,8 @@ from lift.arith.ranges import (
 )
 
 __all__ = [
-    "Arith", "ArithLike", "Cst", "Var", "Sum", "Prod", "FloorDiv", "Mod", "Min", "Max",
-    "add", "mul", "floordiv", "mod", "min_", "max_", "as_arith", "size",
+    "Arith", "ArithLike", "Cst", "Var", "Sum", "Prod", "FloorDiv", "ExactDiv", "Mod", "Min", "Max",
+    "add", "mul", "floordiv", "exact_div", "mod", "min_", "max_", "as_arith", "size",
     "evaluate", "try_evaluate", "free_vars", "substitute",
     "lower", "upper", "prove_nonneg", "prove_positive", "prove_le", "prove_lt", "prove_eq",
     "prove_divides", "to_c", "to_z3", "range_constraints_z3", "C_HELPERS",

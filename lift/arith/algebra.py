@@ -8,8 +8,19 @@ the quotient is the canonical one, so `4*M*(i // (4*M)) + 4*((i // 4) % M) -> 4*
 
 from __future__ import annotations
 
-from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Mod, as_arith
-from lift.arith.poly import Poly, acc, atom_key, from_poly, poly_mul, to_poly
+from lift.arith.expr import Arith, ArithLike, Cst, ExactDiv, FloorDiv, Mod, as_arith
+from lift.arith.poly import (
+    Monomial,
+    Poly,
+    acc,
+    atom_key,
+    content,
+    from_poly,
+    poly_mul,
+    remove,
+    scale_down,
+    to_poly,
+)
 
 _MAX_FOLDS = 8
 
@@ -21,7 +32,7 @@ def add(a: ArithLike, b: ArithLike) -> Arith:
         return Cst(a.value + b.value)
     p = to_poly(a)
     acc(p, to_poly(b))
-    return from_poly(fold_divmod(p))
+    return from_poly(fold_divmod(fold_exact(p)))
 
 
 def mul(a: ArithLike, b: ArithLike) -> Arith:
@@ -29,7 +40,32 @@ def mul(a: ArithLike, b: ArithLike) -> Arith:
     a, b = as_arith(a), as_arith(b)
     if isinstance(a, Cst) and isinstance(b, Cst):
         return Cst(a.value * b.value)
-    return from_poly(fold_divmod(poly_mul(to_poly(a), to_poly(b))))
+    return from_poly(fold_divmod(fold_exact(poly_mul(to_poly(a), to_poly(b)))))
+
+
+def fold_exact(p: Poly) -> Poly:
+    """Apply `c*g*(a / (g*k)) == c*(a / k)` in place: a term's factor in common with an exact
+    divisor cancels (`4*(N / 4) == N`, `2*(N / 4) == N / 2`)."""
+    for _ in range(_MAX_FOLDS):
+        hit = next(((m, c, f) for m, c in p.items() for f in m if isinstance(f, ExactDiv)
+                    and _common(remove(m, (f,)), c, f.b) != (1, ())), None)
+        if hit is None:
+            break
+        m, c, f = hit
+        rest = {remove(m, (f,)): c}
+        g, atoms = _common(remove(m, (f,)), c, f.b)
+        from lift.arith.ranged import exact_div
+
+        quot = exact_div(f.a, from_poly(scale_down(to_poly(f.b), g, atoms)))
+        acc(p, {m: c}, -1)
+        acc(p, poly_mul(scale_down(rest, g, atoms), to_poly(quot)))  # type: ignore[arg-type]
+    return p
+
+
+def _common(rest: Monomial | None, c: int, b: Arith) -> tuple[int, Monomial]:
+    """The common factor of the term `c*rest` and the divisor `b` (positive gcd)."""
+    g, atoms = content({rest: c}, to_poly(b))  # type: ignore[dict-item]
+    return abs(g), atoms
 
 
 def fold_divmod(p: Poly) -> Poly:

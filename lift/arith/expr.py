@@ -163,6 +163,15 @@ class FloorDiv(Arith):
 
 @_hashed
 @dataclass(frozen=True, slots=True, eq=True, repr=False)
+class ExactDiv(FloorDiv):
+    """`a / b` where `b` divides `a` (an array length split into `b` chunks).
+
+    A floor division that also folds: `b * (a / b) == a`. The divisibility is a size
+    condition recorded by the type checker, not a fact this node proves."""
+
+
+@_hashed
+@dataclass(frozen=True, slots=True, eq=True, repr=False)
 class Mod(Arith):
     """`a % b`, with the sign of `b` (floor modulo)."""
 
@@ -194,7 +203,7 @@ class Max(Arith):
     _hfields = ("a", "b")
 
 
-ATOMS = (Var, FloorDiv, Mod, Min, Max)
+ATOMS = (Var, FloorDiv, ExactDiv, Mod, Min, Max)
 
 
 def as_arith(x: ArithLike) -> Arith:
@@ -244,7 +253,7 @@ def _show(e: Arith, ctx: int, full: bool) -> str:
             s = "*".join(_show(f, 3, full) for f in fs)
             return f"({s})" if ctx > 2 else s
         case FloorDiv(a, b) | Mod(a, b):
-            op = "//" if isinstance(e, FloorDiv) else "%"
+            op = "/" if isinstance(e, ExactDiv) else "//" if isinstance(e, FloorDiv) else "%"
             s = f"{_show(a, 2, full)} {op} {_show(b, 3, full)}"
             return f"({s})" if ctx > 1 else s
         case Min(a, b) | Max(a, b):
@@ -269,9 +278,9 @@ def negated(t: Arith) -> Arith | None:
 # The constructors live in their own modules and import the classes above; importing
 # them last lets the operator methods (and `lift.arith.expr.add` etc.) find them.
 from lift.arith.algebra import add, mul  # noqa: E402
-from lift.arith.ranged import floordiv, max_, min_, mod  # noqa: E402
+from lift.arith.ranged import exact_div, floordiv, max_, min_, mod  # noqa: E402
 
 __all__ = [
-    "Arith", "ArithLike", "Cst", "Var", "Sum", "Prod", "FloorDiv", "Mod", "Min", "Max", "ATOMS",
-    "as_arith", "size", "show", "negated", "add", "mul", "floordiv", "mod", "min_", "max_",
+    "Arith", "ArithLike", "Cst", "Var", "Sum", "Prod", "FloorDiv", "ExactDiv", "Mod", "Min", "Max", "ATOMS",
+    "as_arith", "size", "show", "negated", "add", "mul", "floordiv", "exact_div", "mod", "min_", "max_",
 ]

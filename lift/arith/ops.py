@@ -8,6 +8,7 @@ from lift.arith.expr import (
     Arith,
     ArithLike,
     Cst,
+    ExactDiv,
     FloorDiv,
     Max,
     Min,
@@ -17,6 +18,7 @@ from lift.arith.expr import (
     Var,
     add,
     as_arith,
+    exact_div,
     floordiv,
     max_,
     min_,
@@ -77,6 +79,11 @@ def _subst_node(e: Arith, env: Mapping[str, Arith], memo: dict[Arith, Arith]) ->
             for x in xs:
                 out = mul(out, go(x))
             return out
+        case ExactDiv(a, b):
+            try:
+                return exact_div(go(a), go(b))
+            except ValueError:  # values that break the divisibility condition
+                return floordiv(go(a), go(b))
         case FloorDiv(a, b):
             return floordiv(go(a), go(b))
         case Mod(a, b):

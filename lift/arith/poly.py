@@ -11,12 +11,12 @@ from collections import Counter
 from functools import lru_cache
 from math import gcd
 
-from lift.arith.expr import Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, show
+from lift.arith.expr import Arith, Cst, ExactDiv, FloorDiv, Max, Min, Mod, Prod, Sum, Var, show
 
 Monomial = tuple[Arith, ...]
 Poly = dict[Monomial, int]
 
-_ORDER = {Var: 0, FloorDiv: 1, Mod: 2, Min: 3, Max: 4}
+_ORDER = {Var: 0, FloorDiv: 1, ExactDiv: 1, Mod: 2, Min: 3, Max: 4}
 _MAX_DIVISION_STEPS = 64
 
 

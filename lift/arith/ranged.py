@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lift.arith.algebra import add, mul
-from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Max, Min, Mod, as_arith
+from lift.arith.expr import Arith, ArithLike, Cst, ExactDiv, FloorDiv, Max, Min, Mod, as_arith
 from lift.arith.poly import Poly, atom_key, content, divide, exact_quotient, from_poly, scale_down, to_poly
 from lift.arith.ranges import prove_le, prove_lt, prove_nonneg, prove_positive
 
@@ -150,3 +150,37 @@ def max_(a: ArithLike, b: ArithLike) -> Arith:
     if prove_le(b, a):
         return a
     return Max(*sorted((a, b), key=atom_key))
+
+
+def exact_div(a: ArithLike, b: ArithLike) -> Arith:
+    """`a / b` for a `b` that divides `a` (checked where both are constants).
+
+    Example: `exact_div(N, 4) * 4 == N`; `exact_div(exact_div(N, 4), 2) == exact_div(N, 8)`."""
+    from lift.arith.poly import content, exact_quotient, from_poly, scale_down, to_poly
+
+    a, b = as_arith(a), as_arith(b)
+    if b == 0:
+        raise ZeroDivisionError(f"symbolic division of {a} by zero")
+    if isinstance(a, Cst) and isinstance(b, Cst):
+        if a.value % b.value:
+            raise ValueError(f"{b} does not divide {a}")
+        return Cst(a.value // b.value)
+    if b == 1:
+        return a
+    if isinstance(a, ExactDiv):
+        from lift.arith.algebra import mul
+
+        return exact_div(a.a, mul(a.b, b))
+    pa, pb = to_poly(a), to_poly(b)
+    if all(c < 0 for c in pa.values()) or all(c < 0 for c in pb.values()):
+        from lift.arith.algebra import mul
+
+        sign_a, sign_b = (-1 if all(c < 0 for c in pa.values()) else 1), (-1 if all(c < 0 for c in pb.values()) else 1)
+        return mul(sign_a * sign_b, exact_div(mul(sign_a, a), mul(sign_b, b)))
+    q = exact_quotient(pa, pb)
+    if q is not None:
+        return from_poly(q)
+    g, atoms = content(pa, pb)
+    if g > 1 or atoms:
+        return exact_div(from_poly(scale_down(pa, g, atoms)), from_poly(scale_down(pb, g, atoms)))
+    return ExactDiv(a, b)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lift.arith.algebra import add, mul
-from lift.arith.expr import Arith, ArithLike, Cst, FloorDiv, Max, Min, Mod, Var, as_arith
+from lift.arith.expr import Arith, ArithLike, Cst, ExactDiv, FloorDiv, Max, Min, Mod, Var, as_arith
 from lift.arith.poly import Poly, atom_key, from_poly, to_poly
 
 _MAX_DEPTH = 32
@@ -188,6 +188,8 @@ def _atom_bounds(a: Arith, want_upper: bool, depth: int) -> list[Arith]:
             return [] if bound is None else [bound]
         case Mod(x, b):
             return _mod_bounds(x, b, want_upper, depth)
+        case ExactDiv(x, b) if not want_upper:  # a multiple of b: x / b >= ceil(lo(x) / b)
+            return _div_bounds(add(x, add(b, -1)), b, False, depth)
         case FloorDiv(x, b):
             return _div_bounds(x, b, want_upper, depth)
         case Min(x, y):
