@@ -255,13 +255,20 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
 
 
 def _parallel_score(space: Space, sizes: Mapping[str, int]) -> Any:
-    """Parallel maps weighted by depth and size; coalesced (stride 1) maps in dimension 0."""
+    """Parallel maps weighted by depth and size; coalesced (stride 1) maps in dimension 0.
+
+    GPUs are nudged towards work-groups (local-memory reuse); CPUs towards global maps,
+    whose loop-free kernels the OpenCL CPU compilers vectorise across work-items."""
+    cpu = space.device.kind == "cpu"
     terms = []
     for m in space.context.maps.values():
         c = space.model.vars[m.label]
         weight = _weight(m.length, sizes)
         terms.append(z3.If(c >= 10, weight, 0))
-        terms.append(z3.If(z3.And(c >= 20, c < 30), 1, 0))  # prefer work-groups for local memory reuse
+        if cpu:
+            terms.append(z3.If(c >= 30, 1, 0))
+        else:
+            terms.append(z3.If(z3.And(c >= 20, c < 30), 1, 0))
         if m.stride is not None and m.stride == Cst(1):
             terms.append(z3.If(z3.And(c >= 10, c % 10 == 0), 3, 0))
         terms.append(z3.If(z3.And(c >= 10, c % 10 != 0), -1, 0))

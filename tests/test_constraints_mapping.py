@@ -7,11 +7,11 @@ import random
 
 import numpy as np
 import pytest
-from lift.constraints import CODES, choose_mapping, mapping_space
-from lift.constraints import mapping as mp
 
 import lift
 from lift import Array, Float, Size, fun, map, to_global, to_local, transpose, user_fun
+from lift.constraints import CODES, choose_mapping, mapping_space
+from lift.constraints import mapping as mp
 from lift.errors import RewriteError, UnsatisfiableError
 from tests.programs import conv_program, gemv_program, rand
 

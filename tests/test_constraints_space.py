@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 import pytest
-from lift.constraints import joint_space, mapping_space, tuning_space
 
 import lift
 from lift import Array, Float, Size, fun, map, split, zip
+from lift.constraints import joint_space, mapping_space, tuning_space
 from lift.errors import NotSynchronisableError
 from tests.programs import conv_program, dot_program, gemv_program, matmul_program, mult, rand, stencil2d_program
 

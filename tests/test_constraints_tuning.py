@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lift.constraints import Pred, TuningParam, reduce_ranges, simplify, tuning_space
-from lift.constraints import tuning as tn
 
 import lift
 from lift import Array, Float, Size, fun, join, map, slide, split, to_local, zip
 from lift.arith import Cst, Var
+from lift.constraints import Pred, TuningParam, reduce_ranges, simplify, tuning_space
+from lift.constraints import tuning as tn
 from lift.errors import UnsatisfiableError
 from tests.programs import mult, rand
 

@@ -4,17 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from programs import (
-    N,
-    conv_numpy,
-    conv_program,
-    dot_program,
-    gemv_program,
-    matmul_program,
-    rand,
-    stencil2d_numpy,
-    stencil2d_program,
-)
 
 import lift
 from lift import (
@@ -57,6 +46,17 @@ from lift import (
     vectorise,
     zip,
     zip_nd,
+)
+from programs import (
+    N,
+    conv_numpy,
+    conv_program,
+    dot_program,
+    gemv_program,
+    matmul_program,
+    rand,
+    stencil2d_numpy,
+    stencil2d_program,
 )
 
 M = Size("M")

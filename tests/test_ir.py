@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from programs import N, dot_program, stencil2d_program
 
 import lift
 from lift import Array, Float, fun, join, map, split
 from lift.ir import ALL_NODE_TYPES, alpha_equal, at, canonical, children, replace_at, walk
 from lift.ir import nodes as n
+from programs import N, dot_program, stencil2d_program
 
 
 def test_nodes_are_frozen_and_hashable():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from programs import conv_program, dot_program, matmul_program, stencil2d_program
 
 import lift
 from lift import (
@@ -30,6 +29,7 @@ from lift import (
 )
 from lift.arith import Cst, exact_div
 from lift.types import ArrayType, FunType, TupleType, types_equal
+from programs import conv_program, dot_program, matmul_program, stencil2d_program
 
 N, M = Size("N"), Size("M")
 

@@ -124,8 +124,10 @@ class Pipeline:
         from lift.errors import RewriteError
 
         if cand.default:
-            return lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
-                                choices=cand.to_json(), cache_dir=self.cache_dir)
+            prog = lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
+                                cache_dir=self.cache_dir)
+            prog.choices = cand.to_json()  # how the tuner made it (the solver's mapping is inside)
+            return prog
         space = self.space(cand.structural)
         if isinstance(space, Exception):
             raise space
@@ -138,8 +140,9 @@ class Pipeline:
         low = _specialise(low, self.sizes)
         nd = space.ndrange(cand.joint)
         gs, ls = nd if nd is not None else (None, None)
-        return lift_compile(low, device=self.device, choices=cand.to_json(), global_size=gs, local_size=ls,
-                            cache_dir=self.cache_dir)
+        prog = lift_compile(low, device=self.device, global_size=gs, local_size=ls, cache_dir=self.cache_dir)
+        prog.choices = cand.to_json()
+        return prog
 
     def measure(self, cand: Candidate) -> Record:
         """Build, run, check against the interpreter and time one candidate; never raises."""
