@@ -6,10 +6,10 @@ import warnings
 
 import numpy as np
 import pytest
-from programs import N, dot_program, gemv_program, rand, stencil2d_program
 
 import lift
 from lift import Array, Float, fun, map, reduce, zip
+from programs import N, dot_program, gemv_program, rand, stencil2d_program
 
 pytestmark = pytest.mark.device
 
