@@ -46,9 +46,12 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
     except LiftError as err:
         if chosen is None or joint:
             raise
+        try:  # the default lowering; if it fails too, the solver mapping's error is the one to see
+            plan = generate(lower(prog), local_size=local_size, global_size=global_size)
+        except LiftError:
+            raise err from None
         _fallback(err)
-        lowered, chosen = lower(prog), None
-        plan = generate(lowered, local_size=local_size, global_size=global_size)
+        chosen = None
     recorded = dict(choices) if choices is not None else chosen
     return Program(plan, device=device, choices=recorded, node=expr, cache_dir=cache_dir, options=options)
 
@@ -84,8 +87,9 @@ def _lowered(expr: Node, device: Any, joint: dict[str, Any]) -> tuple[Node, dict
     except LiftError as err:
         if joint:
             raise
+        low = lower(expr)
         _fallback(err)
-        return lower(expr), None
+        return low, None
 
 
 def _fallback(err: LiftError) -> None:
