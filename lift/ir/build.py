@@ -20,7 +20,6 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Get, Lambda, Literal, Param
 from lift.types import (
     ArrayType,
     Bool,
-    Double,
     Float,
     Int,
     ScalarType,
@@ -300,14 +299,6 @@ def generalise_outer(t: Type) -> Type:
     if isinstance(t, ArrayType):
         return ArrayType(t.elem, fresh_size("it"))
     return t
-
-
-def scalar_like(x: Any) -> ScalarType:
-    if isinstance(x, bool):
-        return Bool
-    if isinstance(x, int):
-        return Int
-    return Float if not (hasattr(x, "dtype") and x.dtype == Double.dtype) else Double
 
 
 def as_size(v: Any, what: str) -> Arith:

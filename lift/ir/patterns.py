@@ -11,7 +11,6 @@ import builtins
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lift.arith import Arith
 from lift.errors import LiftTypeError, SourceLoc, user_loc
 from lift.ir import nodes as n
 from lift.ir.build import (
@@ -20,7 +19,6 @@ from lift.ir.build import (
     arity_of,
     as_size,
     elaborate,
-    fresh_size,
     generalise_outer,
     literal,
     to_expr,
@@ -456,5 +454,5 @@ __all__ = [
     "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
     "value", "let", "to_global", "to_local", "to_private", "ocl_kernel", "vectorise",
     "iterate", "fun", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
-    "transpose_nd", "take", "Arith", "TupleType", "base_type", "fresh_size",
+    "transpose_nd", "take",
 ]
