@@ -248,10 +248,22 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
     opt.add(space.model.domain_formulas())
     opt.add([c.formula for c in space.model.constraints])
     opt.maximize(_parallel_score(space, dict(sizes or {})))
+    # Ties are broken deterministically: the smallest codes, innermost maps (last in pre-order)
+    # first, so the innermost parallel map takes dimension 0 (consecutive work-items, consecutive
+    # output elements).
+    for label in sorted(space.context.maps, key=_natural, reverse=True):
+        opt.minimize(space.model.vars[label])
     if opt.check() != z3.sat:
         space.check()
     m = opt.model()
     return {k: m.eval(space.model.vars[k], model_completion=True).as_long() for k in space.context.maps}
+
+
+def _natural(label: str) -> tuple:
+    """`m2` before `m10`: digits compare as numbers."""
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
 
 
 def _parallel_score(space: Space, sizes: Mapping[str, int]) -> Any:

@@ -1,0 +1,125 @@
+"""Golden OpenCL for the examples (STYLE 23): refactors must leave the generated code unchanged.
+
+For every variant of every example (`examples/*.py`, `variants()`), the OpenCL source that
+`lift.compile` generates is compared, as exact text, with `tests/golden/<example>-<variant>.cl`.
+The device profile is pinned to the offline "pocl-cpu" profile, so the z3 mapping of the
+high-level variants does not depend on the attached device (compiling still builds on PoCL).
+A missing golden file fails the test; write the golden files (after checking the change in the
+diff) with
+
+    python tests/test_golden.py --update
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+EXAMPLES = ("axpy", "dot", "gemv", "matmul", "stencil2d", "conv")
+UPDATE = f"python tests/{Path(__file__).name} --update"
+
+sys.path.insert(0, str(ROOT / "examples"))
+
+import lift  # noqa: E402
+import lift.devices  # noqa: E402
+
+# Variants whose generated code is not yet reproducible from run to run (it differs between two
+# compiles of the same program, even in one process); their comparison is a non-strict expected
+# failure until the cause is fixed; then delete the entry and run the update.
+_TIES = ("z3's Optimize in lift.constraints.choose_mapping picks any one of the equally scored mappings "
+         "(e.g. which map_glb gets dim 0); it needs a deterministic tie-break")
+UNSTABLE: dict[str, str] = {
+    "matmul-high-level-default-lowering": _TIES,
+    "stencil2d-high-level-default-lowering": _TIES,
+    "conv-listing-4-1-default-lowering": _TIES,
+    "matmul-tiled-local-tiles-4x4-blocks": "the barrier comment names a race witness (work-item ids, element) "
+                                           "taken from an arbitrary z3 model (lift.barriers.threads)",
+}
+
+
+def slug(name: str) -> str:
+    """A file-name form of a variant name: "two-stage, local memory" -> "two-stage-local-memory"."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def variants() -> dict[str, tuple[str, int]]:
+    """Every example variant by golden-file stem ("dot-two-stage-local-memory"): (example, index)."""
+    out: dict[str, tuple[str, int]] = {}
+    for example in EXAMPLES:
+        for k, v in enumerate(importlib.import_module(example).variants()):
+            stem = f"{example}-{slug(v.name)}"
+            assert stem not in out, f"two variants of {example} have the file name {stem}"
+            out[stem] = (example, k)
+    return out
+
+
+VARIANTS = variants()
+
+
+def source(stem: str, cache_dir: Any = None) -> str:
+    """The OpenCL source `lift.compile` generates for the variant `stem`."""
+    example, k = VARIANTS[stem]
+    v = importlib.import_module(example).variants()[k]
+    device = lift.devices.profile("pocl-cpu")
+    return lift.compile(v.program, device=device, cache_dir=cache_dir, **v.compile_kw).source
+
+
+def golden_file(stem: str) -> Path:
+    return GOLDEN / f"{stem}.cl"
+
+
+def _params() -> list[Any]:
+    marks = {s: [pytest.mark.xfail(reason=UNSTABLE[s], strict=False)] if s in UNSTABLE else [] for s in VARIANTS}
+    return [pytest.param(s, marks=marks[s], id=s) for s in VARIANTS]
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("stem", _params())
+def test_generated_code_matches_golden(stem: str, tmp_path: Path) -> None:
+    path = golden_file(stem)
+    if not path.exists():
+        pytest.fail(f"no golden file {path.relative_to(ROOT)}; write it with: {UPDATE}")
+    got = source(stem, cache_dir=tmp_path)
+    want = path.read_bytes().decode()
+    assert got == want, f"{stem}: the generated OpenCL differs from {path.relative_to(ROOT)}; " \
+                        f"if the change is intended, rewrite it with: {UPDATE}"
+
+
+def test_unstable_entries_name_variants() -> None:
+    assert set(UNSTABLE) <= set(VARIANTS), f"UNSTABLE names no variant: {sorted(set(UNSTABLE) - set(VARIANTS))}"
+
+
+def test_every_golden_file_belongs_to_a_variant() -> None:
+    stale = sorted(p.name for p in GOLDEN.glob("*.cl") if p.stem not in VARIANTS)
+    assert not stale, f"golden files of no example variant (delete them): {stale}"
+
+
+def update() -> None:
+    """Write every golden file, and delete those of variants that no longer exist."""
+    GOLDEN.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as cache:
+        for stem in VARIANTS:
+            path = golden_file(stem)
+            text = source(stem, cache_dir=cache)
+            old = path.read_bytes().decode() if path.exists() else None
+            if text != old:
+                path.write_bytes(text.encode())
+            print(f"{'unchanged' if text == old else 'written':9s} {path.relative_to(ROOT)}")
+    for path in sorted(GOLDEN.glob("*.cl")):
+        if path.stem not in VARIANTS:
+            path.unlink()
+            print(f"{'deleted':9s} {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit(f"usage: {UPDATE}")
+    update()
