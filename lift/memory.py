@@ -15,6 +15,9 @@ which address space, and how big it is:
 * a reduction accumulates in private memory (registers) when its accumulator has a constant
   size, a scalar, vector, tuple or small array (register blocking), unless its `init` says
   otherwise or a parallel map inside updates it;
+* `iterate(k, g)` gets two ping-pong buffers (`Allocated.pingpong`) for the results of
+  iterations 0 to k-2, in the space `g`'s result names (else global), each as big as the
+  largest result it holds; buffers inside `g` are sized for its largest input;
 * a user-function call that is the argument of another user-function call is inlined as a
   C expression and needs no memory; a map of layout patterns (`map(transpose)`) is a view
   and needs none either.
@@ -86,6 +89,7 @@ class Allocated:
     inline: frozenset[Path]
     spaces: Mapping[Path, str]  # the space each user-function call writes
     loops: Mapping[Path, Loop] = field(default_factory=dict)
+    pingpong: Mapping[Path, tuple[Buffer, ...]] = field(default_factory=dict)  # by `iterate`'s path
 
 
 def scalar_count(t: Type) -> Arith:
@@ -110,7 +114,8 @@ def allocate(body: Expr, path: Path = (), *, dest_space: str | None = "global",
     `names` makes a fresh C name from a prefix (default: tmp0, tmp1, ...)."""
     a = _Alloc(names or _counter())
     a.expr(body, path, (), dest_space)
-    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces), dict(a.loops))
+    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces), dict(a.loops),
+                     dict(a.pingpong))
 
 
 def allocate_fun(f: FunDecl, fpath: Path, arity: int, out: Type, *, dest_space: str = "global",
@@ -120,7 +125,7 @@ def allocate_fun(f: FunDecl, fpath: Path, arity: int, out: Type, *, dest_space: 
     a.apply(f, fpath, [(None, None)] * arity, out, (), dest_space, f, fpath)
     body = f.body if isinstance(f, Lambda) else f  # type: ignore[assignment]
     return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces),  # type: ignore[arg-type]
-                     dict(a.loops))
+                     dict(a.loops), dict(a.pingpong))
 
 
 def _counter() -> Callable[[str], str]:
@@ -210,6 +215,59 @@ def is_layout_map(f: FunDecl) -> bool:
     return layout_map(f)
 
 
+def iterate_var(f: n.Iterate):
+    """The length variable of `iterate`'s function (its parameter's outer length), if any."""
+    from lift.arith import Var
+
+    g = f.f
+    if isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.params[0].ptype, ArrayType):
+        size = g.params[0].ptype.size
+        return size if isinstance(size, Var) else None
+    return None
+
+
+def iterate_types(f: n.Iterate, t: Type) -> list[Type]:
+    """The types of `iterate(k, g)`'s values: the argument's `t`, then each iteration's result."""
+    from lift.typecheck import subst_type, type_of, unify
+
+    out = [t]
+    g = f.f
+    for _ in range(f.n):
+        if isinstance(g, Lambda) and len(g.params) == 1:
+            binding = unify(g.params[0].ptype, out[-1]) or {}
+            out.append(subst_type(type_of(g.body), binding))
+        else:
+            out.append(t)
+    return out
+
+
+def largest(types: list[Type]) -> Type:
+    """The type among `types` (arrays differing in their outer length) with the largest length."""
+    from lift.arith import max_, prove_le
+
+    best = types[0]
+    for t in types[1:]:
+        if not (isinstance(t, ArrayType) and isinstance(best, ArrayType)):
+            continue
+        if prove_le(best.size, t.size):
+            best = t
+        elif not prove_le(t.size, best.size):
+            best = ArrayType(best.elem, max_(best.size, t.size))
+    return best
+
+
+def check_iterate(f: n.Iterate, node: n.Node) -> None:
+    """Inside a kernel, `iterate`'s function must run within one work-item (no parallel map)."""
+    par = [x for _, x in walk(f.f) if isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl)]
+    if par:
+        kind = type(par[0]).__name__
+        raise UnsupportedError(
+            f"iterate inside a kernel with a parallel map ({kind}) in its function is not supported: "
+            "each iteration would need a barrier across work-items between iterations", node=node,
+            hint="use map_seq inside iterate, or put a map_glb iterate at the top level of the program "
+                 "(one kernel launch per iteration)")
+
+
 def _inlinable(a: Expr) -> bool:
     return isinstance(a, FunCall) and (
         isinstance(a.f, n.UserFun | n.Vectorise)
@@ -226,10 +284,16 @@ class _Alloc:
         self.inline: set[Path] = set()
         self.spaces: dict[Path, str] = {}
         self.loops: dict[Path, Loop] = {}
+        self.pingpong: dict[Path, tuple[Buffer, ...]] = {}
+        self.bounds: dict[str, Arith] = {}  # iterate's length variables -> their largest value
 
     def new(self, path: Path, t: Type, space: str, loops: tuple[Loop, ...], node: n.Node,
             role: str = "temp") -> Buffer:
         name = self.names("acc" if role == "acc" else "tmp")
+        if self.bounds:  # inside iterate: the largest size of each iteration's length
+            from lift.typecheck import subst_type
+
+            t = subst_type(t, self.bounds)
         buf = Buffer(path, name, space, t, multiplied(loops, space), role, loops)
         if space == "private" and not isinstance(buf.count, Cst):
             raise UnsupportedError(f"private memory for {t} needs a constant size, got {buf.count}",
@@ -271,6 +335,8 @@ class _Alloc:
                 self.apply(g, fpath + (0,), args, out, loops, dest, node, key)
             case _ if isinstance(f, n.LAYOUT):
                 self.layout(f, args, loops, dest)
+            case n.Iterate():
+                self.iterate(f, fpath, args, out, loops, dest, node, key)
             case n.Map() | n.Reduce():
                 raise UnsupportedError(f"{type(f).__name__.lower()} has no OpenCL mapping; lower the "
                                        "program first (lift.lower.lower)", node=node)
@@ -334,6 +400,30 @@ class _Alloc:
         none = (None, None)
         self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
 
+    def iterate(self, f: n.Iterate, fpath: Path, args: list, out: Type, loops: tuple[Loop, ...],
+                dest: str | None, node: n.Node, key: Path) -> None:
+        """`iterate(k, g)`: the first iteration reads the argument, the last writes the destination;
+        the others ping-pong between two buffers (`Allocated.pingpong`, by the `iterate`'s path),
+        each as big as the largest value it holds. Sizes inside `g` are bounded by the largest input."""
+        (x, xp), = args
+        if x is None:
+            raise UnsupportedError("iterate needs a named argument here; write (lambda a: iterate(k, g) << a)",
+                                   node=node)
+        self.arg(x, xp, loops)
+        check_iterate(f, node)
+        types = iterate_types(f, x.type)
+        if dest is None:
+            dest = self.own(key, out, None, loops, node)
+        if f.n == 0:
+            return  # a copy of the argument
+        space = fun_space(f.f) or ("global" if isinstance(out, ArrayType) else "private")
+        held = (types[1:-1:2], types[2:-1:2])  # A holds the results of iterations 0, 2, ...; B of 1, 3, ...
+        self.pingpong[fpath] = tuple(self.new(fpath, largest(h), space, loops, node) for h in held if h)
+        var = iterate_var(f)
+        if var is not None:
+            self.bounds[var.name] = largest(types[:-1]).size  # type: ignore[union-attr]
+        self.apply(f.f, fpath + (0,), [(None, None)], out, loops, space if f.n > 1 else dest, f, fpath + (0,))
+
     def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
         """A layout function: arguments written through its destination when it is invertible."""
         from lift.layout import invertible
@@ -344,5 +434,6 @@ class _Alloc:
                 self.expr(a, p, loops, through)
 
 
-__all__ = ["Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
+__all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
+           "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "scalar_count", "LOOP_KINDS", "SPACES"]

@@ -34,15 +34,7 @@ import lift.devices  # noqa: E402
 # Variants whose generated code is not yet reproducible from run to run (it differs between two
 # compiles of the same program, even in one process); their comparison is a non-strict expected
 # failure until the cause is fixed; then delete the entry and run the update.
-_TIES = ("z3's Optimize in lift.constraints.choose_mapping picks any one of the equally scored mappings "
-         "(e.g. which map_glb gets dim 0); it needs a deterministic tie-break")
-UNSTABLE: dict[str, str] = {
-    "matmul-high-level-default-lowering": _TIES,
-    "stencil2d-high-level-default-lowering": _TIES,
-    "conv-listing-4-1-default-lowering": _TIES,
-    "matmul-tiled-local-tiles-4x4-blocks": "the barrier comment names a race witness (work-item ids, element) "
-                                           "taken from an arbitrary z3 model (lift.barriers.threads)",
-}
+UNSTABLE: dict[str, str] = {}  # variants whose code may vary between runs (none since the tie-breaks)
 
 
 def slug(name: str) -> str:

@@ -38,12 +38,17 @@ class Dependence:
     witness: str | None = None
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, *, witness: bool = True) -> str:
+        """The dependence in words; with `witness`, also the race z3 found (which may vary
+        between runs: generated code shows the dependence without it)."""
         when = f" in the next iteration of {self.carried}" if self.carried else ""
         verb, then = {"read-after-write": ("writes", "read"), "write-after-read": ("reads", "overwritten")}.get(
             self.kind, ("writes", "written again"))
         what = (f"{self.first} {verb} {self.buffer} ({self.space}), {then} by other work-items{when}: "
                 f"{self.second}")
-        race = f" (race: {self.witness})" if self.witness else " (not disproven)"
+        race = "" if not witness else f" (race: {self.witness})" if self.witness else " (not disproven)"
         return f"{self.kind}: {what}{race}"
 
 
@@ -57,6 +62,11 @@ class Placement:
     reason: str
     buffers: tuple[str, ...]
     dependences: tuple[Dependence, ...] = ()
+
+    @property
+    def comment(self) -> str:
+        """The reason without z3's race examples, for the generated code."""
+        return "; ".join(d.describe(witness=False) for d in self.dependences) or self.reason
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A program without `ocl_kernel` is one kernel writing the result. With `ocl_kernel`s, each
 one is a kernel (named by the `ocl_kernel`'s label); the code between them may only arrange
 data (layout functions, maps of them included, are views over the buffers the kernels
-write), and a kernel whose result feeds another gets a temporary global buffer. Each kernel
+write), and a kernel whose result feeds another gets a temporary global buffer. An
+`iterate` at the top level whose function has a parallel map is one kernel launch per
+iteration (`lift.codegen.iterate.host_iterate`). Each kernel
 has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
 counts of its parallel maps. Stage `Synchronised -> KernelSource`, run once per kernel:
 allocate (`lift.memory`), place barriers (`lift.barriers`), generate (`lift.codegen.kernel`).
@@ -20,6 +22,7 @@ from lift.arith import C_HELPERS, Arith, Cst, free_vars
 from lift.barriers import Synchronised, candidates, insert_barriers
 from lift.codegen.access import divisibility
 from lift.codegen.cast import Block, KernelDef, KParam, Unit, walk_stmts
+from lift.codegen.iterate import host_iterate, top_iterate
 from lift.codegen.kernel import KernelGen, cap
 from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_unit
@@ -127,7 +130,7 @@ class _Program:
         for m in memories(out):
             self.buffers.append(_spec(m, "output"))
             outputs.append(m.name)
-        if any(isinstance(x, n.OclKernel) for _, x in walk(p.body)):
+        if any(isinstance(x, n.OclKernel) for _, x in walk(p.body)) or top_iterate(p.body):
             self.host(p.body, (0,), env, out)
         else:
             self.kernel(self.names(p.label or "lift_kernel"), None, p.body, (0,), env, out)
@@ -146,6 +149,12 @@ class _Program:
         match e:
             case n.Param():
                 v = env[e.id]
+            case FunCall(n.Iterate(), _) if top_iterate(e):
+                return host_iterate(self, e, path, env, dest)
+            case FunCall(n.OclKernel(Lambda((q,), FunCall(n.Iterate(), (arg,)) as body)), (x,)) \
+                    if arg == q and top_iterate(body):  # a lowered stage: launches per iteration
+                env = {**env, q.id: self.host(x, path + (1,), env, None)}
+                return host_iterate(self, body, path + (0, 0, 0), env, dest)
             case FunCall(n.OclKernel(g), args):
                 views = [self.host(a, path + (k + 1,), env, None) for k, a in enumerate(args)]
                 target = dest if dest is not None else self.temp(e.type)

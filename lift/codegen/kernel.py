@@ -5,7 +5,8 @@ build views (`lift.views`), so they never copy. A map becomes a loop whose body 
 element `i` of the destination: `map_glb`, `map_wrg`, `map_lcl` become the strided loops of
 thesis Listing 2.3 (a single guarded trip when the ND-range provably covers the array),
 `map_seq` and `reduce_seq` sequential loops; a reduction accumulates in a private variable
-and the result is copied to the destination afterwards. The traversal mirrors
+and the result is copied to the destination afterwards; `iterate` is a sequence of
+applications over ping-pong buffers (`lift.codegen.iterate`). The traversal mirrors
 `lift.memory` (its side tables say which expression has memory of its own) and emits the
 barriers of `lift.barriers` after the nodes they follow.
 """
@@ -19,7 +20,8 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le
 from lift.barriers import Synchronised
 from lift.codegen.access import NO_FACTS, Facts, read, write
-from lift.codegen.cast import Barrier, Block, CCall, CExpr, CRaw, Decl, For, unrolled
+from lift.codegen.cast import Barrier, Block, CCall, CExpr, Comment, CRaw, Decl, For, unrolled
+from lift.codegen.iterate import iterate
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
@@ -178,7 +180,7 @@ class KernelGen:
 
     def barrier_after(self, key: Path) -> None:
         for p in self.sync.after.get(key, ()):
-            self.block.add(Barrier(p.fence, p.reason))
+            self.block.add(Barrier(p.fence, p.comment))
             self.state.barriers.append((p.fence, p.after, p.reason, p.buffers))
 
     # ------------------------------------------------------------- expressions
@@ -264,6 +266,8 @@ class KernelGen:
                 result = self.apply(g, fpath + (0,), args, out, env, dest, node, key)
             case _ if isinstance(f, n.LAYOUT):
                 result = self.layout(f, args, env, dest)
+            case n.Iterate():
+                result = iterate(self, f, fpath, args, out, env, dest, own)
             case _:
                 raise UnsupportedError(f"code generation does not support {type(f).__name__} here", node=f)
         self.barrier_after(key)
@@ -301,6 +305,17 @@ class KernelGen:
             self.copy(acc, dest, init.type, "reduction result")
             return dest
         return acc
+
+    def scoped(self, note: Comment, fill: Callable[[], None]) -> None:
+        """Generate into a nested C block (its declarations stay local to it)."""
+        self.block.add(note)
+        inner = Block()
+        self.block.add(inner)
+        outer, self.block = self.block, inner
+        try:
+            fill()
+        finally:
+            self.block = outer
 
     def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
         types = [a.type for a in args]

@@ -1,5 +1,6 @@
 """C names for a program: fresh identifiers and one definition per user function (and per width
-of a vectorised one), mangled when names repeat."""
+of a vectorised one, or of a vectorised lambda: a C function over vector types), mangled when
+names repeat."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
-from lift.types import ScalarType, VectorType
-from lift.userfun.ctypes import C_RESERVED
+from lift.types import ScalarType, Type, VectorType
+from lift.userfun.ctypes import C_RESERVED, c_literal, c_type
 
 
 class Names:
@@ -54,14 +55,58 @@ class Funs:
 
     def vectorised(self, v: n.Vectorise) -> str:
         g = v.f
+        if isinstance(g, n.Lambda):
+            return self.vector_lambda(g, v)
         if not isinstance(g, n.UserFun):
-            raise UnsupportedError("vectorise supports a user function, not a lambda, for now", node=v)
+            raise UnsupportedError(f"vectorise supports a user function or a lambda, not {g}", node=v)
         key = ("vec", g.name, g.c_source, v.n)
         if key not in self.by_key:
             cname = self.names(f"{g.name}_v{v.n}")
             self.by_key[key] = cname
             self.sources.append(_vector_source(g, v.n, cname))
         return self.by_key[key]
+
+
+    def vector_lambda(self, g: n.Lambda, v: n.Vectorise) -> str:
+        """A C function for `vectorise((a, b) => body, n)`: the body over `floatN` lanes, each
+        user-function call the vectorised version of that function (scalars widened)."""
+        key = ("veclam", g, v.n)
+        if key not in self.by_key:
+            cname = self.names(f"{v.label or 'lambda'}_v{v.n}")
+            names = {p.id: self.names(p.name or "a") for p in g.params}
+            params = ", ".join(f"{_vec_c(p.ptype, v.n)} {names[p.id]}" for p in g.params)
+            lines: list[str] = []
+            body = self.lane_expr(g.body, names, v, lines)
+            stmts = "".join(f"    {x}\n" for x in [*lines, f"return {body};"])
+            self.sources.append(f"{_vec_c(g.body.type, v.n)} {cname}({params}) {{\n{stmts}}}\n")
+            self.by_key[key] = cname
+        return self.by_key[key]
+
+    def lane_expr(self, e: n.Expr, names: dict[int, str], v: n.Vectorise, lines: list[str]) -> str:
+        """The C of a vectorised lambda's body: parameters, scalar literals (broadcast), calls, and
+        lambdas or lets applied to values (bound to local variables declared in `lines`)."""
+        match e:
+            case n.Param() if e.id in names:
+                return names[e.id]
+            case n.Literal(value, t) if isinstance(t, ScalarType):
+                return f"(({_vec_c(t, v.n)})({c_literal(value, t)}))"
+            case n.FunCall(n.UserFun() as f, args):
+                fname = self.vectorised(n.Vectorise(f, v.n))
+                return f"{fname}({', '.join(self.lane_expr(a, names, v, lines) for a in args)})"
+            case n.FunCall(n.Lambda(params, body) | n.Let(f=n.Lambda(params, body)), args):
+                inner = {**names}
+                for p, a in zip(params, args):
+                    inner[p.id] = self.names(p.name or "t")
+                    lines.append(f"{_vec_c(p.ptype, v.n)} {inner[p.id]} = {self.lane_expr(a, names, v, lines)};")
+                return self.lane_expr(body, inner, v, lines)
+        raise UnsupportedError(f"vectorise of a lambda supports user-function calls on the lanes, "
+                               f"parameters and scalar literals, not {e}", node=v)
+
+
+def _vec_c(t: Type, width: int) -> str:
+    if not isinstance(t, ScalarType):
+        raise UnsupportedError(f"vectorise needs scalar lanes, got {t}")
+    return c_type(VectorType(t, width))
 
 
 def _rename(src: str, old: str, new: str) -> str:

@@ -24,7 +24,7 @@ kernel void partial(const global float* restrict x,
       }
       tmp_1[l] = acc;  // reduction result
     }
-    barrier(CLK_LOCAL_MEM_FENCE);  // read-after-write: reduction result [tmp_1[l]] in map_lcl((chunk) => reduce_seq((acc, p) => add(acc, mult(get(0) << p... writes tmp_1 (local), read by other work-items: add [tmp_1[i_1 + 2*l_combine_lcl]] in reduce_seq(add) (race: work-items (2) and (1) on element 2)
+    barrier(CLK_LOCAL_MEM_FENCE);  // read-after-write: reduction result [tmp_1[l]] in map_lcl((chunk) => reduce_seq((acc, p) => add(acc, mult(get(0) << p... writes tmp_1 (local), read by other work-items: add [tmp_1[i_1 + 2*l_combine_lcl]] in reduce_seq(add)
     {  // map_lcl[combine-lcl](to_global((sums) => reduce_seq(add, 0.0) << su...: one iteration per work-item
       int l_combine_lcl = get_local_id(0);
       float acc_1;  // acc for Float

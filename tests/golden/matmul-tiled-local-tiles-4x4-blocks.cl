@@ -31,7 +31,7 @@ kernel void lift_kernel(const global float* restrict a,
           tmp_1[K*l + l_1] = id(bt[K*l + 32*K*wg_col_tiles + l_1]);  // id
         }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);  // read-after-write: id [tmp_0[K*l + l_1]] in map_lcl((p) => tuple(id << get(0) << p, id << get(1) << p)) writes tmp_0 (local), read by other work-items: add [tmp_0[K*i + 4*K*l_2 + i_k]] in map_seq((c_b) => add(get(0) << c_b, mult(get(1) << row_a, get(1) <<... (race: work-items (5, 6) and (0, 7) on element 185); read-after-write: id [tmp_1[K*l + l_1]] in map_lcl((p) => tuple(id << get(0) << p, id << get(1) << p)) writes tmp_1 (local), read by other work-items: add [tmp_1[K*i_1 + 4*K*l_3 + i_k]] in map_seq((c_b) => add(get(0) << c_b, mult(get(1) << row_a, get(1) <<... (race: work-items (2, 7) and (1, 0) on element 23)
+      barrier(CLK_LOCAL_MEM_FENCE);  // read-after-write: id [tmp_0[K*l + l_1]] in map_lcl((p) => tuple(id << get(0) << p, id << get(1) << p)) writes tmp_0 (local), read by other work-items: add [tmp_0[K*i + 4*K*l_2 + i_k]] in map_seq((c_b) => add(get(0) << c_b, mult(get(1) << row_a, get(1) <<...; read-after-write: id [tmp_1[K*l + l_1]] in map_lcl((p) => tuple(id << get(0) << p, id << get(1) << p)) writes tmp_1 (local), read by other work-items: add [tmp_1[K*i_1 + 4*K*l_3 + i_k]] in map_seq((c_b) => add(get(0) << c_b, mult(get(1) << row_a, get(1) <<...
       {  // map_lcl((a_blk) => map(join) << transpose << map_lcl((b_blk) => to_...: one iteration per work-item
         int l_2 = get_local_id(1);
         {  // map_lcl((b_blk) => to_global(map_seq(map_seq(id))) << reduce_seq[k]...: one iteration per work-item

@@ -15,7 +15,7 @@ kernel void lift_kernel(const global float* restrict weights,
     int H,
     int W) {
   {  // map_glb(map_glb((nbh) => reduce_seq((acc, p) => add(acc, mult(get(0...: one iteration per work-item
-    int gl = get_global_id(2);
+    int gl = get_global_id(1);
     {  // map_glb((nbh) => reduce_seq((acc, p) => add(acc, mult(get(0) << p, ...: one iteration per work-item
       int gl_1 = get_global_id(0);
       float acc;  // acc for Float
