@@ -12,17 +12,6 @@ from lift.compile import compile, is_high_level
 N, M = Size("N"), Size("M")
 
 
-def _has_codegen() -> bool:
-    try:
-        from lift.codegen import generate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_codegen = pytest.mark.skipif(not _has_codegen(), reason="lift.codegen.generate is not there yet")
-
-
 def test_high_level_detection() -> None:
     assert is_high_level(fun([Array(Float, N)], lambda x: map(lift.id) << x))
     assert is_high_level(fun([Array(Float, N)], lambda x: reduce(lift.add, 0.0) << x))
@@ -55,7 +44,6 @@ PROGRAMS = {
 }
 
 
-@needs_codegen
 @pytest.mark.device
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_compiled_matches_interpreter(name: str, tmp_path) -> None:
@@ -66,7 +54,6 @@ def test_compiled_matches_interpreter(name: str, tmp_path) -> None:
     assert k.kernels and "kernel" in k.source
 
 
-@needs_codegen
 @pytest.mark.device
 def test_choices_are_kept_and_time_is_positive(tmp_path) -> None:
     prog = PROGRAMS["map_glb"][0]()
@@ -88,7 +75,6 @@ def _two_stage_dot():
     return dot.two_stage(), dot.inputs(14)
 
 
-@needs_codegen
 @pytest.mark.device
 def test_one_local_size_applies_to_the_kernels_with_work_groups(tmp_path) -> None:
     prog, (x, y) = _two_stage_dot()
@@ -98,7 +84,6 @@ def test_one_local_size_applies_to_the_kernels_with_work_groups(tmp_path) -> Non
     np.testing.assert_allclose(k(x, y), [np.dot(x.astype(np.float64), y)], rtol=1e-4)
 
 
-@needs_codegen
 @pytest.mark.device
 def test_local_size_per_kernel(tmp_path) -> None:
     prog, (x, y) = _two_stage_dot()
@@ -108,14 +93,12 @@ def test_local_size_per_kernel(tmp_path) -> None:
     np.testing.assert_allclose(k(x, y), [np.dot(x.astype(np.float64), y)], rtol=1e-4)
 
 
-@needs_codegen
 def test_a_size_for_an_unknown_kernel_is_an_error() -> None:
     prog, _ = _two_stage_dot()
     with pytest.raises(lift.LiftValueError, match="local_size names no kernel nope; the kernels are final, partial"):
         compile(prog, local_size={"nope": 8})
 
 
-@needs_codegen
 def test_one_size_for_a_single_map_glb_kernel_still_applies() -> None:
     from lift.codegen import generate
 

@@ -235,10 +235,8 @@ def test_dot_product_rewrites_into_the_two_stage_low_level_dot() -> None:
 
 
 def _compiler():
-    try:
-        from lift.compile import compile as compile_
-    except ImportError as err:  # the OpenCL back end is another issue
-        pytest.skip(f"the OpenCL back end (lift.compile) does not import: {err}")
+    from lift.compile import compile as compile_
+
     return compile_
 
 
