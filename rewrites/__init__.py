@@ -7,21 +7,25 @@
     rw.apply_all(dot, {"R": {"skip": True}})   # the point eliminated: dot as written
 
 A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Families:
-`split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`.
+`split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`,
+`reduce_chunks`; `auto_points` places points at a program's natural places (for `lift.tune`).
 """
 
 from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
+from .auto import auto_points, auto_space, is_auto
+from .chunks import ReduceChunks, reduce_chunks
 from .fission import Fission, fission
 from .flatten import Flatten, flatten
 from .point import Outcome, RewritePoint, tuning_var
 from .tiling import ABTile, SplitJoin, SplitReduce, ab_tile, split_join, split_reduce, tile, tile_reduce
 from .vectorise import VectorisePoint, vectorise
 
-FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission)
+FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks)
 
 __all__ = [
     "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
     "RewritePoint", "Outcome", "tuning_var", "FAMILIES",
     "split_join", "tile", "split_reduce", "tile_reduce", "ab_tile", "flatten", "vectorise", "fission",
     "SplitJoin", "SplitReduce", "ABTile", "Flatten", "VectorisePoint", "Fission",
+    "reduce_chunks", "ReduceChunks", "auto_points", "auto_space", "is_auto",
 ]

@@ -4,18 +4,20 @@
     result.best(x, y); result.pareto; result.history
 
 `tune` (tune.py) drives a search strategy (search.py) over candidates (candidate.py),
-keeps the time/memory front (pareto.py) and a persistent tuning database (database.py).
+seeded for the automatic rewrite points (seeds.py), keeps the time/memory front (pareto.py)
+and a persistent tuning database (database.py).
 """
 
 from .candidate import Candidate, Pipeline, Record, mismatch
 from .database import TuningDB, program_hash, shapes_key, tuning_key
 from .pareto import dominates, front, pareto_front
 from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
+from .seeds import Seeded
 from .tune import TuneResult, tune
 
 __all__ = [
     "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
     "TuningDB", "program_hash", "shapes_key", "tuning_key",
     "dominates", "front", "pareto_front",
-    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal",
+    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Seeded",
 ]

@@ -1,0 +1,119 @@
+"""Seed candidates for the automatic rewrite points (`lift.rewrites.auto_points`), tried first.
+
+Random sampling rarely hits the chunk sizes that matter (the solver's pivots spread over
+1 .. N), so for every automatic point the search first tries a few structured candidates:
+
+- `reduce_chunks`: each width it allows (8, 16, 4, 1) with a chunk of about `TARGET_ELEMS` elements per
+  work-item (512 .. 8192 scalars; the hand-written PoCL dot uses 2048), and the whole array
+  as one chunk (a row per work-item in gemv);
+- `vectorise`: each width.
+
+The joint choice is completed by the solver with preferences: maps at the top of a kernel
+global (code 30), maps inside them sequential (0), work-groups of `LOCAL` work-items and as
+many groups as the launch constraints allow (one work-item per iteration).
+Local search then refines the best (chunk size doubled/halved, other mappings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import z3
+
+from .candidate import Candidate, Pipeline, Record
+
+TARGET_ELEMS = (2048, 512, 8192)
+WHOLE_MAX = 1 << 15
+LOCAL = 64  # preferred work-group size of a seed  # the whole array as one chunk only up to this many elements
+
+
+class Seeded:
+    """Proposes the seed candidates (in order, untried ones), then defers to `inner`."""
+
+    def __init__(self, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+                 auto: Sequence[str], inner: Any) -> None:
+        self.pipeline, self.structural, self.auto, self.inner = pipeline, structural, tuple(auto), inner
+        self._seeds: Iterator[Candidate] | None = None
+
+    def propose(self, history: Sequence[Record]) -> Candidate | None:
+        if self._seeds is None:
+            self._seeds = self.seeds()
+        tried = {r.candidate.key() for r in history}
+        for cand in self._seeds:
+            if cand.key() not in tried:
+                return cand
+        return self.inner.propose(history)
+
+    def base(self) -> dict[str, dict[str, Any]]:
+        """Every point applied with its first parameter values."""
+        return {lab: {p: (False if p == "skip" else vals[0]) for p, vals in ps.items()}
+                for lab, ps in self.structural.items()}
+
+    def seeds(self) -> Iterator[Candidate]:
+        for lab in self.auto:
+            widths = tuple(self.structural[lab].get("width", (1,)))
+            for w in widths:
+                s = {**self.base(), lab: {**self.base()[lab], "width": w}}
+                space = self.pipeline.space(s)
+                if isinstance(space, Exception):
+                    continue
+                var = f"T_{lab}"
+                if var not in space.variables:
+                    joint = complete(space, {})
+                    if joint is not None:
+                        yield Candidate(s, joint)
+                    continue
+                for t in chunk_sizes(space, var, w):
+                    joint = complete(space, {var: t})
+                    if joint is not None:
+                        yield Candidate(s, joint)
+
+
+def chunk_sizes(space: Any, var: str, width: int) -> list[int]:
+    """Chunk sizes (in vectors of `width`) to try for the tuning variable `var`."""
+    out = [max(1, e // width) for e in TARGET_ELEMS]
+    whole = _largest(space, var)
+    if whole is not None and whole * width <= WHOLE_MAX:
+        out.append(whole)
+    return list(dict.fromkeys(out))
+
+
+def _largest(space: Any, var: str) -> int | None:
+    """The largest valid value of `var` (the whole array as one chunk), or None."""
+    s, _ = space.model.solver()
+    v = space.model.vars[var]
+    opt = z3.Optimize()
+    opt.add(s.assertions())
+    opt.maximize(v)
+    if opt.check() != z3.sat:
+        return None
+    return opt.model().eval(v, model_completion=True).as_long()
+
+
+def complete(space: Any, partial: Mapping[str, int]) -> dict[str, int] | None:
+    """A valid joint choice extending `partial`, preferring top-level maps global and the
+    maps inside them sequential, and launches of many work-items (groups of `LOCAL`);
+    None if `partial` cannot be extended."""
+    model = space.model
+    s, _ = model.solver()
+    opt = z3.Optimize()
+    opt.set("timeout", 5000)
+    opt.add(s.assertions())
+    opt.add([model.vars[k] == int(v) for k, v in partial.items()])
+    for lab, site in space.context.maps.items():
+        if lab in model.vars:
+            opt.add_soft(model.vars[lab] == (0 if site.outer else 30), 100)
+    groups = [model.vars[f"groups_{d}"] for d in range(3) if f"groups_{d}" in model.vars]
+    for d in range(3):
+        if f"local_size_{d}" in model.vars:
+            opt.add_soft(model.vars[f"local_size_{d}"] == LOCAL, 10)
+    if groups:
+        opt.maximize(z3.Sum(groups))
+    if opt.check() != z3.sat:
+        return None
+    m = opt.model()
+    return {k: m.eval(model.vars[k], model_completion=True).as_long() for k in space.variables}
+
+
+__all__ = ["Seeded", "complete", "chunk_sizes", "TARGET_ELEMS"]

@@ -1,0 +1,163 @@
+"""Automatic rewrite points: a structural space derived from the program itself.
+
+`auto_points(expr, sizes)` wraps the natural places of a program in labelled points
+(labels start with `auto_`), so that `lift.tune` explores them like points the user wrote:
+
+- a `reduce(f, z) [<< map(g)] << x` with `f` a built-in associative operator (`add`, `mult`,
+  `max_`, `min_`) with neutral `z`, over an array of at least `MIN_LENGTH` elements (or of
+  symbolic length), becomes a `reduce_chunks` point (chunk size `T_auto_rN`, a tuning
+  variable; width 8, 16, 4 or 1 where the length allows it and the operator is `add`);
+- a `map(uf) << x` (or `map(q => uf(q.0, ..)) << zip(..)`) of a scalar user function over
+  long scalar arrays that computes the program's result (the outermost call of its body)
+  becomes a `vectorise` point (width 8 or 4), when that family can vectorise its shape.
+
+User points stay authoritative: nothing is placed inside a user point or around one, and a
+program position is never wrapped twice. The points mean their bodies (the interpreter's
+result is unchanged); `auto_space` gives their structural choices (`skip` first).
+
+    prog2 = auto_points(dot, {"N": 1 << 20})   # reduce_chunks[auto_r0](reduce(add, 0.0) << map(mult)) << zip(x, y)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from lift.arith import evaluate, free_vars
+from lift.errors import LiftError
+from lift.ir.nodes import FunCall, Lambda, Map, Node, Param, Zip
+from lift.ir.paths import children, walk, with_children
+from lift.rules.reduce import builtin, is_monoid
+from lift.typecheck import type_of, typecheck
+from lift.types import ArrayType
+
+from .chunks import ReduceChunks, _zip_fun, reduce_parts, safe_widths
+from .point import RewritePoint
+from .vectorise import VectorisePoint
+
+MIN_LENGTH = 256  # shorter reductions and maps are left as written
+MAP_WIDTHS = (8, 4)
+PREFIX = "auto_"
+
+
+def is_auto(label: str | None) -> bool:
+    """Whether a point label was placed by `auto_points`."""
+    return bool(label) and label.startswith(PREFIX)  # type: ignore[union-attr]
+
+
+def auto_points(expr: Node, sizes: Mapping[str, int] | None = None) -> Node:
+    """`expr` with automatic points at its natural places (see the module docstring)."""
+    try:
+        typecheck(expr)
+    except LiftError:
+        return expr
+    placer = _Placer(dict(sizes or {}))
+    out = placer.go(expr, top=True)
+    if out is expr:
+        return expr
+    try:
+        typecheck(out)
+    except LiftError:
+        return expr
+    return out
+
+
+def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
+    out: dict[str, dict[str, tuple[Any, ...]]] = {}
+    for _, n in walk(expr):
+        if isinstance(n, RewritePoint) and is_auto(n.label):
+            widths = MAP_WIDTHS
+            parts = reduce_parts(n.f.body) if isinstance(n, ReduceChunks) else None  # type: ignore[attr-defined]
+            if parts is not None:
+                widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
+            out[n.label] = {"skip": (False, True), "width": widths}  # type: ignore[index]
+    return out
+
+
+class _Placer:
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self.sizes, self.count = sizes, 0
+
+    def length(self, x: Any) -> int | None:
+        """The length of the array `x` (None: symbolic and unknown)."""
+        t = type_of(x)
+        if not isinstance(t, ArrayType):
+            return 0
+        if {v.name for v in free_vars(t.size)} - set(self.sizes):
+            return None
+        try:
+            return int(evaluate(t.size, self.sizes))
+        except Exception:  # noqa: BLE001
+            return None
+
+    def long(self, x: Any) -> bool:
+        n = self.length(x)
+        return n is None or n >= MIN_LENGTH
+
+    def label(self, kind: str) -> str:
+        self.count += 1
+        return f"{PREFIX}{kind}{self.count - 1}"
+
+    def go(self, n: Node, top: bool = False) -> Node:
+        if isinstance(n, RewritePoint):
+            return n  # a user point: authoritative, nothing placed inside
+        if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
+            return n
+        if isinstance(n, FunCall):
+            placed = self.reduce(n) or (self.map(n) if top else None)
+            if placed is not None:
+                return placed
+        inner = top and isinstance(n, Lambda)  # the program's body is top level
+        return with_children(n, tuple(self.go(c, top=inner) for c in children(n)))
+
+    def reduce(self, call: FunCall) -> Node | None:
+        parts = reduce_parts(call)
+        if parts is None:
+            return None
+        f, z, g, x = parts
+        if not is_monoid(f, z) or not self.long(x):
+            return None
+        ps, data, args = _abstract(x)
+        xs = call.args[1]
+        body_arg = dataclasses.replace(xs, args=(data,)) if g is not None else data
+        body = Lambda(ps, dataclasses.replace(call, args=(z, body_arg)))
+        point = ReduceChunks(body, label=self.label("r"), loc=call.loc)
+        return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+    def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
+        found = _zip_fun(g, x)
+        if builtin(f) != "add" or found is None:
+            return (1,)
+        n = self.length(x)
+        return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)
+
+    def map(self, call: FunCall) -> Node | None:
+        if not (type(call.f) is Map and len(call.args) == 1):
+            return None
+        found = _zip_fun(call.f.f, call.args[0])
+        if found is None or found[0] is None or not self.long(call.args[0]):
+            return None
+        n = self.length(call.args[0])
+        if n is not None and n % MAP_WIDTHS[-1]:
+            return None
+        ps, data, args = _abstract(call.args[0])
+        body = dataclasses.replace(call, args=(data,))
+        if isinstance(VectorisePoint(body).rewrite(body, {"width": MAP_WIDTHS[-1]}, lambda f: f), str):
+            return None  # a shape the vectorise point does not handle
+        point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
+        return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+
+def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
+    """`(params, data, args)`: `x` as a function of its arrays, the zip kept inside the point
+    (a point's rewrite sees its body applied to parameters, so a zip must be in the body)."""
+    if isinstance(x, FunCall) and isinstance(x.f, Zip):
+        ps = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args))
+        return ps, dataclasses.replace(x, args=ps), tuple(x.args)
+    p = Param(type_of(x), "xs")
+    return (p,), p, (x,)
+
+
+__all__ = ["auto_points", "auto_space", "is_auto", "MIN_LENGTH", "PREFIX"]

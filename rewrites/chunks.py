@@ -1,0 +1,175 @@
+"""The chunked-reduction rewrite point `reduce_chunks` (split_reduce + reduce_map_fusion + vectorise).
+
+    reduce(f, z) << map(g) << x
+      width 1:  reduce(f, z) << map(c => reduce_seq((acc, e) => f(acc, g(e)), z) << c) << split(T) << x
+      width w:  reduce(f, z) << map(c => lane_sum << reduce_seq((acc, e) =>
+                    vectorise(f, w)(acc, vectorise(g, w)(e)), <z>w) << c) << split(T) << as_vector(w) << x
+
+`f` a built-in associative operator with neutral `z` (`map(g)` optional); `x` may be a zip of
+arrays when `g` is `q => uf(q.0, .., q.k-1)` (each array is read as vectors). Each chunk is
+reduced sequentially with `g` fused into the accumulation (no temporary array), so a chunk
+per work-item reads contiguous memory, and with `w > 1` accumulates in a vector register
+(the shape of the hand-written float8 dot), whose lanes are summed with constant lane
+indices (`lane_sum`). The partial results, one per chunk, are reduced by `f`. Width
+`w > 1` needs `f` to be `add` and `g` a scalar user function. The tile size `T` (in
+elements of the vectorised array) is a tuning variable `T_label`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from lift.ir.nodes import (
+    AsVector,
+    FunCall,
+    FunDecl,
+    Get,
+    Lambda,
+    Literal,
+    Map,
+    Reduce,
+    ReduceSeq,
+    Split,
+    UserFun,
+    Vectorise,
+    Zip,
+    node,
+)
+from lift.rules.reduce import builtin, is_monoid
+from lift.rules.terms import call as call_fun
+from lift.rules.terms import eta, lam, refresh
+from lift.rules.vector import VECTOR_SCALARS, WIDTHS
+from lift.typecheck import type_of
+from lift.types import ArrayType, TupleType, VectorType
+from lift.userfun import user_fun
+from lift.userfun.ctypes import c_type
+
+from .point import Nested, RewritePoint, constructor, size_param
+
+AUTO_WIDTHS = (8, 16, 4, 1)
+# float16 `vload16`, `fma` and `mad` abort PoCL 3.0 (shared/notes/pocl-performance.md): width 16
+# only for user functions that call none of these (the codegen loads through pointer casts)
+_UNSAFE_16 = re.compile(r"\b(fma|mad|vload\d+|vstore\d+)\s*\(")
+
+
+def safe_widths(funs: Any) -> tuple[int, ...]:
+    """`AUTO_WIDTHS` without 16 when one of the user functions `funs` calls fma/mad/vload."""
+    bad = any(_UNSAFE_16.search(getattr(f, "c_source", "") or "") for f in funs if f is not None)
+    return tuple(w for w in AUTO_WIDTHS if not (bad and w == 16))
+
+
+def reduce_parts(call: Any) -> tuple[FunDecl, Any, FunDecl | None, Any] | None:
+    """`(f, z, g, x)` for `reduce(f, z) << map(g) << x` (`g` None without the map), or None."""
+    if not (isinstance(call, FunCall) and type(call.f) is Reduce and len(call.args) == 2):
+        return None
+    f, z, xs = call.f.f, call.args[0], call.args[1]
+    if isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1:
+        return f, z, xs.f.f, xs.args[0]
+    return f, z, None, xs
+
+
+def _zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]] | None:
+    """`(uf, arrays)` for a vectorisable element function: `g` a scalar user function (or none)
+    over a scalar array, or `q => uf(q.0, .., q.k-1)` over `zip(a0, .., ak-1)`; else None."""
+    xt = type_of(x)
+    g = eta(g) if g is not None else None
+    if g is None or isinstance(g, UserFun):
+        if isinstance(xt, ArrayType) and xt.elem in VECTOR_SCALARS and (g is None or len(g.in_types) == 1):
+            return g, (x,)
+        return None
+    if not (isinstance(x, FunCall) and isinstance(x.f, Zip)):
+        return None
+    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
+        return None
+    uf, q = g.body.f, g.params[0]
+    if not isinstance(uf, UserFun) or len(g.body.args) != len(x.args):
+        return None
+    for i, a in enumerate(g.body.args):
+        if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,)):
+            return None
+    if any(not (isinstance(type_of(a), ArrayType) and type_of(a).elem in VECTOR_SCALARS) for a in x.args):
+        return None
+    return uf, tuple(x.args)
+
+
+def _apply(g: FunDecl | None, e: Any) -> Any:
+    return e if g is None else call_fun(g, [e])
+
+
+@functools.cache
+def lane_sum(t: Any, w: int) -> UserFun:
+    """`v => v.s0 + .. + v.s(w-1)` (pairwise) for a vector of `w` lanes of the scalar type `t`
+    (constant lanes: the codegen keeps a private vector in a register)."""
+    lanes = [f"v.s{i:X}" for i in range(w)]
+    while len(lanes) > 1:
+        lanes = [f"({a} + {b})" for a, b in zip(lanes[::2], lanes[1::2])]
+    name = f"lane_sum{w}_{c_type(t)}"
+    return user_fun.c(name, ["v"], f"return {lanes[0]};", [VectorType(t, w)], t,
+                      py_fn=lambda v: np.sum(np.asarray(v), axis=-1))
+
+
+@node
+class ReduceChunks(RewritePoint):
+    """`reduce_chunks(reduce(f, z) << map(g), size=None, width=None)`: a sequential, fused (and,
+    with `width`, vectorised) reduction per chunk of `size`, then a reduction of the partials."""
+
+    f: FunDecl
+    size: Any = None
+    width: int | None = None
+    kind: ClassVar[str] = "reduce_chunks"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        return {} if self.width is not None else {"width": AUTO_WIDTHS}
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        parts = reduce_parts(call)
+        if parts is None:
+            return f"expects reduce(f, z) << x, got {call}"
+        f, z, g, x = parts
+        if not is_monoid(f, z):
+            return f"{f} is not a known associative operator with neutral {z}"
+        w = int(params.get("width") or self.width or 1)
+        size = size_param(self.size, params, self.label or "T")
+        if w == 1:
+            elem_t = type_of(x).elem  # type: ignore[attr-defined]
+            step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
+            data = x
+        else:
+            if w not in WIDTHS or builtin(f) != "add":
+                return f"width {w} needs the reduction to be add (got {f})"
+            found = _zip_fun(g, x)
+            if found is None:
+                return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
+            uf, arrays = found
+            vec = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
+            vt = tuple(VectorType(type_of(a).elem, w) for a in arrays)  # type: ignore[attr-defined]
+            data = FunCall(Zip(len(vec)), vec) if len(vec) > 1 else vec[0]
+            elem_t = TupleType(vt) if len(vec) > 1 else vt[0]
+            acc_t = VectorType(type_of(z), w)
+            vf = Vectorise(eta(f), w)
+
+            def body(acc: Any, e: Any) -> Any:
+                args = tuple(FunCall(Get(i), (e,)) for i in range(len(vec))) if len(vec) > 1 else (e,)
+                val = FunCall(Vectorise(uf, w), args) if uf is not None else e
+                return FunCall(vf, (acc, val))
+
+            step = lam([acc_t, elem_t], body, ["acc", "e"])
+            z_inner = Literal(z.value, acc_t)
+        def per_chunk(c: Any) -> Any:
+            if w == 1:
+                return FunCall(ReduceSeq(step), (refresh(z), c))
+            return FunCall(lane_sum(type_of(z), w), (FunCall(ReduceSeq(step), (z_inner, c)),))
+
+        chunk = lam([ArrayType(elem_t, size)], per_chunk, ["chunk"])
+        partials = FunCall(Map(chunk, label=getattr(call.f, "label", None)), (FunCall(Split(size), (data,)),))
+        return FunCall(Reduce(f, label=call.f.label, loc=call.f.loc), (z, partials), loc=call.loc)
+
+
+reduce_chunks = constructor(ReduceChunks, "reduce_chunks")
+
+__all__ = ["ReduceChunks", "reduce_chunks", "reduce_parts", "safe_widths", "AUTO_WIDTHS"]
