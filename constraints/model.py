@@ -191,10 +191,15 @@ def _random_solution(s: Any, vars_: dict[str, Any], domains: dict[str, tuple[int
     rng.shuffle(order)
     s.push()
     try:
+        m = None
         for name in order:
             v, dom = vars_[name], domains[name]
-            s.add(v == _pick(s, v, dom, rng))
-        m = s.model() if s.check() == z3.sat else None
+            val = _pick(s, v, dom, rng)
+            if val is None:  # the solver gave up (a timeout): no sample this time
+                break
+            s.add(v == val)
+        else:
+            m = s.model() if s.check() == z3.sat else None
     finally:
         s.pop()
     if m is None:
@@ -202,8 +207,9 @@ def _random_solution(s: Any, vars_: dict[str, Any], domains: dict[str, tuple[int
     return {k: m.eval(vars_[k], model_completion=True).as_long() for k in names}
 
 
-def _pick(s: Any, v: Any, dom: tuple[int, ...], rng: random.Random) -> int:
-    """A value of `v` consistent with `s`: a random domain value, else the nearest feasible."""
+def _pick(s: Any, v: Any, dom: tuple[int, ...], rng: random.Random) -> int | None:
+    """A value of `v` consistent with `s`: a random domain value, else the nearest feasible;
+    None when the solver cannot decide (it answered "unknown", e.g. on a timeout)."""
     pivot = rng.choice(dom)
     for guard in (v == pivot, v >= pivot if rng.random() < 0.5 else v <= pivot, None):
         if guard is not None:
@@ -215,4 +221,4 @@ def _pick(s: Any, v: Any, dom: tuple[int, ...], rng: random.Random) -> int:
             s.pop()
         if val is not None:
             return val
-    raise UnsatisfiableError("the model became unsatisfiable while sampling")
+    return None
