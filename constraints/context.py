@@ -23,7 +23,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
 from lift.typecheck import infer, typecheck
-from lift.types import ArrayType, ScalarType, TupleType, Type
+from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
 
 Mem = tuple[str, Path]  # (address space, the path of the node that creates the buffer)
 Dim = tuple[Arith, Arith | None]  # (length, stride in elements; None: not affine)
@@ -241,7 +241,7 @@ class _Walker:
         chain = ctx.chain
         self.chains.append((ctx.kernel, chain))
         out: Mem = (ctx.space, ctx.origin)
-        elems = _scalars(f.out_type)
+        elems = scalar_count(f.out_type)
         for a in args:
             for m in _all_mems(a):
                 self.access.setdefault(m, []).append((chain, False, elems))
@@ -291,16 +291,6 @@ def _scalar_elems(t: Type) -> bool:
     return isinstance(t, ArrayType) and isinstance(t.elem, ScalarType)
 
 
-def _scalars(t: Type) -> Arith:
-    """The number of scalars in a value of type `t`."""
-    if isinstance(t, ArrayType):
-        return t.size * _scalars(t.elem)
-    if isinstance(t, TupleType):
-        total: Arith = Cst(0)
-        for e in t.elems:
-            total = total + _scalars(e)
-        return total
-    return Cst(1)
 
 
 def _fresh_dims(t: Type) -> tuple[Dim, ...] | None:

@@ -25,7 +25,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Lambda, Node
 from lift.ir.paths import walk
 from lift.typecheck import size_conditions, typecheck
-from lift.types import ArrayType, ScalarType, TupleType, Type
+from lift.types import ArrayType, TupleType, Type, scalar_bytes, scalar_count
 
 from .context import Context
 from .model import Constraint, Pred
@@ -144,12 +144,6 @@ def _extra(call: FunCall, size: Arith, params: set[str]) -> list[Constraint]:
 # ----------------------------------------------------------------- hardware
 
 
-def _bytes(t: Type) -> int:
-    while isinstance(t, ArrayType):
-        t = t.elem
-    return 8 if isinstance(t, ScalarType) and t.name == "Double" else 4
-
-
 def hardware(expr: Node, ctx: Context, device: Device) -> list[Constraint]:
     """Device limits on local and private buffers and on input/output allocations."""
     out = []
@@ -166,7 +160,7 @@ def hardware(expr: Node, ctx: Context, device: Device) -> list[Constraint]:
     result = typecheck(expr)
     types.append(result.out if hasattr(result, "out") else result)
     for k, t in enumerate(types):
-        size = _elems(t) * _bytes(t)
+        size = scalar_count(t) * scalar_bytes(t)
         if free_vars(size) or (isinstance(size, Cst) and size.value > device.max_alloc_bytes):
             what = f"argument {k}" if k < len(types) - 1 else "the result"
             out.append(pred_constraint(ALLOCATION, Pred("<=", size, Cst(device.max_alloc_bytes)), (),
@@ -184,15 +178,6 @@ def _below_owner(ctx: Context, b) -> Arith:
     return total
 
 
-def _elems(t: Type) -> Arith:
-    if isinstance(t, ArrayType):
-        return t.size * _elems(t.elem)
-    if isinstance(t, TupleType):
-        total: Arith = Cst(0)
-        for e in t.elems:
-            total = total + _elems(e)
-        return total
-    return Cst(1)
 
 
 # ----------------------------------------------------------- simplification

@@ -37,7 +37,7 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
-from lift.types import ArrayType, Type, VectorType, base_type, shape
+from lift.types import ArrayType, Type, scalar_count
 
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
 SPACES = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}
@@ -90,21 +90,6 @@ class Allocated:
     spaces: Mapping[Path, str]  # the space each user-function call writes
     loops: Mapping[Path, Loop] = field(default_factory=dict)
     pingpong: Mapping[Path, tuple[Buffer, ...]] = field(default_factory=dict)  # by `iterate`'s path
-
-
-def scalar_count(t: Type) -> Arith:
-    """The number of scalars in a value of type `t` (tuples: every component)."""
-    from lift.types import TupleType
-
-    b = base_type(t)
-    out: Arith = Cst(1)
-    for d in shape(t):
-        out = out * d
-    if isinstance(b, VectorType):
-        return out * b.n
-    if isinstance(b, TupleType):
-        return out * sum((scalar_count(e) for e in b.elems), Cst(0))
-    return out
 
 
 def allocate(body: Expr, path: Path = (), *, dest_space: str | None = "global",
@@ -436,4 +421,4 @@ class _Alloc:
 
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
-           "acc_space", "default_space", "scalar_count", "LOOP_KINDS", "SPACES"]
+           "acc_space", "default_space", "LOOP_KINDS", "SPACES"]

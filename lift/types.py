@@ -144,6 +144,25 @@ def shape(t: Type) -> tuple[Arith, ...]:
     return tuple(out)
 
 
+def scalar_count(t: Type) -> Arith:
+    """The number of scalars in a value of type `t` (vectors: their lanes; tuples: every component)."""
+    b = base_type(t)
+    out: Arith = Cst(1)
+    for d in shape(t):
+        out = out * d
+    if isinstance(b, VectorType):
+        return out * b.n
+    if isinstance(b, TupleType):
+        return out * sum((scalar_count(e) for e in b.elems), Cst(0))
+    return out
+
+
+def scalar_bytes(t: Type) -> int:
+    """The size in bytes of one scalar of `t`'s base type (4 where it has none)."""
+    s = scalar_of(base_type(t))
+    return s.dtype.itemsize if s is not None else 4
+
+
 def scalar_of(t: Type) -> ScalarType | None:
     """The scalar type of a scalar or vector type; None otherwise."""
     if isinstance(t, ScalarType):

@@ -34,10 +34,10 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
 from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
 from lift.lower import is_high_level, lower, verify_lowered
-from lift.memory import allocate, allocate_fun, scalar_count, verify_allocated
+from lift.memory import allocate, allocate_fun, verify_allocated
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, KernelSource, Launch
 from lift.typecheck import size_conditions, typecheck
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, scalar_count
 from lift.userfun.ctypes import struct_decl, tuple_types
 from lift.views import Mem, View
 
