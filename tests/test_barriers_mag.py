@@ -85,6 +85,7 @@ CASES = {
     "listing-5.3": (listing_5_3, {"local_size": 4}, [(3, 10)]),
     "listing-5.3-global": (listing_5_3_global, {"local_size": 4}, [(3, 10)]),
     "listing-5.4-uniform": (lambda: listing_5_4(6, 4, 8), {"local_size": (4, 3)}, [(6, 4, 8)]),
+    "listing-5.4-made-uniform": (listing_5_4, {"local_size": (4, 2)}, [(7, 5, 6)]),
     "listing-5.5": (listing_5_5, {"local_size": 4}, [(3, 10)]),
     "listing-5.6": (listing_5_6, {"local_size": 4}, [(6, 5)]),
     "both-spaces": (both_spaces, {}, [(4, 8)]),
@@ -145,15 +146,12 @@ def test_cases_match_the_interpreter(name):
 # --------------------------------------------------------------- Listing 5.4
 
 
-def test_listing_5_4_is_rejected_when_rows_do_not_divide_among_work_items():
-    with pytest.raises(NotSynchronisableError) as err:
-        generate(listing_5_4(), local_size=(4, 2))
-    e = err.value
-    assert e.label == "rows" and "map_lcl[rows]" in e.message
-    assert "of N iterations" in e.message and "2 work-items in dimension 1" in e.message
-    assert "multiple of get_local_size(1)" in e.hint
-    with pytest.raises(NotSynchronisableError, match="of 6 iterations"):
-        generate(listing_5_4(6, 4, 8), local_size=(4, 4))
+def test_listing_5_4_is_made_uniform_when_rows_do_not_divide_among_work_items():
+    (b,) = generate(listing_5_4(), local_size=(4, 2)).barriers
+    assert b.after == "map_lcl(map_seq(f))" and b.reason.startswith("read-after-write")
+    assert "map_lcl[rows]" in b.reason and "made uniform" in b.reason and "rounded up to 2*((N + 1) / 2)" in b.reason
+    (b,) = generate(listing_5_4(6, 4, 8), local_size=(4, 4)).barriers
+    assert "its 6 iterations rounded up to 8" in b.reason
 
 
 def test_listing_5_4_keeps_the_barrier_in_the_loop_when_the_rows_divide():

@@ -10,7 +10,8 @@ The pass reads a probe of the kernel (`graph.Probe`: its accesses with their ind
 expressions, loops and barrier places, from code generation run with `candidates`),
 builds the memory-access graph (`graph`), finds the dependent pairs (`dependence`: cheap
 proofs, then z3 over the index expressions per work-item), their critical paths and
-reachable points (`reachability`), and places barriers (`placement`). Accesses of
+reachable points (`reachability`: a loop whose work-items run different numbers of iterations
+is made uniform where that is valid), and places barriers (`placement`). Accesses of
 different work-groups to one element of global memory cannot be ordered at all and are
 rejected with `NotSynchronisableError`, as are dependences with no reachable place.
 
@@ -32,6 +33,7 @@ from lift.barriers.records import (
     Dependence,
     Placement,
     Synchronised,
+    Uniform,
     candidates,
     probe_key,
 )
@@ -50,7 +52,8 @@ def insert_barriers(root: Node, alloc: Allocated, probe: Probe | None = None) ->
         return insert_barriers_conservative(root, alloc)
     analysis = Analysis(probe)
     analysis.check_groups(root)
-    return Synchronised(alloc, placements(root, analysis.placer, analysis.critical(root)))
+    after, uniform = placements(root, analysis.placer, analysis.critical(root))
+    return Synchronised(alloc, after, uniform)
 
 
 class Analysis:
@@ -74,10 +77,11 @@ class Analysis:
         out = []
         for p in self.dependent():
             dep = self.deps.describe(p)
-            points, reachable = self.placer.candidates(p)
-            if not reachable:
-                raise unreachable(root, self.probe, self.flat, self.reach.blame(points or (p.first,)), str(dep))
-            out.append(Critical(p, dep, frozenset(reachable)))
+            points, usable = self.placer.candidates(p)
+            if not usable:
+                loop, why, fix = self.reach.explain(points or (p.first,))
+                raise unreachable(root, self.probe, self.flat, loop, str(dep), why, fix)
+            out.append(Critical(p, dep, frozenset(usable)))
         return out
 
     def check_groups(self, root: Node) -> None:
@@ -92,5 +96,5 @@ class Analysis:
                 hint="put the producer and the consumer in separate ocl_kernel stages")
 
 
-__all__ = ["insert_barriers", "insert_barriers_conservative", "Synchronised", "Placement", "Dependence",
+__all__ = ["insert_barriers", "insert_barriers_conservative", "Synchronised", "Placement", "Uniform", "Dependence",
            "FENCES", "PROBE_FENCE", "candidates", "probe_key", "Probe", "Analysis"]

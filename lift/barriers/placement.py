@@ -3,7 +3,9 @@
 1. Every pair of dependent accesses (`lift.barriers.dependence`) gets its critical path:
    the shortest control flow between them in the MAG. The places where a barrier orders
    the pair are the reachable points of that path (points of the path's edges, in the
-   loops around the accesses); none means `NotSynchronisableError`.
+   loops around the accesses); when there is none, the points that become reachable when
+   their loop is made uniform (`Reach.uniformisable`); none of either means
+   `NotSynchronisableError`.
 2. The weight of a point is the number of critical paths through it.
 3. Each critical path not yet ordered by a chosen barrier gets one on its point of largest
    weight; ties go to the point hit least often (fewest loops that may iterate around it),
@@ -11,6 +13,8 @@
 4. Duplicates are removed: a barrier whose paths are all ordered by other chosen barriers
    goes, the most often hit first. Each remaining barrier is the only one on some path.
 5. The fence of a barrier covers the address spaces of the dependences it orders.
+6. A chosen barrier that is not reachable makes its loop uniform (`Synchronised.uniform`),
+   which its record (`Placement.uniform`, `BarrierInfo.reason`) says.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from lift.barriers.dependence import Pair
 from lift.barriers.graph import MAG, Flat, Point, route_points
 from lift.barriers.reachability import Reach
-from lift.barriers.records import Dependence, Placement, fence_for
+from lift.barriers.records import Dependence, Placement, Uniform, fence_for
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at
 
@@ -52,9 +56,19 @@ class Placer:
         return item.key
 
     def candidates(self, p: Pair) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(every point of the critical path that orders `p`, the reachable ones among them)."""
+        """(every point of the critical path that orders `p`, the usable ones among them): the
+        reachable points, or when there are none, those reachable once their loop is uniform."""
         pts = tuple(x for x in route_points(self.mag, p.first, p.second, p.backward) if self.key(x) in self.unique)
-        return pts, tuple(x for x in pts if self.reach.reachable(x))
+        reachable = tuple(x for x in pts if self.reach.reachable(x))
+        return pts, reachable or tuple(x for x in pts if self.reach.uniformisable(x) is not None)
+
+    def uniform(self, leaf: int) -> Uniform | None:
+        """How the loop around a chosen point is made uniform (None: the point is reachable as it is)."""
+        if self.reach.reachable(leaf):
+            return None
+        k = self.reach.uniformisable(leaf)
+        assert k is not None, "an unreachable point was chosen"
+        return self.reach.uniform_loop(k)
 
     def hits(self, leaf: int) -> int:
         """How many loops around a point may run more than one iteration."""
@@ -74,17 +88,24 @@ class Placer:
         return sorted(chosen)
 
 
-def placements(root: Node, placer: Placer, paths: list[Critical]) -> dict[Path, tuple[Placement, ...]]:
-    """The chosen barriers as placements after IR nodes, each with the dependences it orders."""
+def placements(root: Node, placer: Placer, paths: list[Critical]
+               ) -> tuple[dict[Path, tuple[Placement, ...]], dict[Path, Uniform]]:
+    """The chosen barriers as placements after IR nodes, each with the dependences it orders,
+    and the loops made uniform for them, by the IR path of their map."""
     out: dict[Path, tuple[Placement, ...]] = {}
+    uniform: dict[Path, Uniform] = {}
     for x in placer.choose(paths):
         deps = tuple(dict.fromkeys(c.dependence for c in paths if x in c.points))
         key = placer.key(x)
         reason = "; ".join(str(d) for d in deps)
+        u = placer.uniform(x)
+        if u is not None:
+            uniform[u.path] = u
+            reason = f"{reason}; {u.note}"
         buffers = tuple(dict.fromkeys(d.buffer for d in deps))
         fence = fence_for({d.space for d in deps})
-        out[key] = (Placement(key, fence, _show(at(root, key)), reason, buffers, deps),)
-    return out
+        out[key] = (Placement(key, fence, _show(at(root, key)), reason, buffers, deps, u.note if u else ""),)
+    return out, uniform
 
 
 def _slots(flat: Flat) -> dict[int, int]:

@@ -1,14 +1,16 @@
 """The records of the barrier stage: placements, the dependences they resolve, and `Synchronised`.
 
 Stage `Allocated -> Synchronised`: `Synchronised.after` maps the IR path of a node to the
-barriers the code generator emits right after that node's code.
+barriers the code generator emits right after that node's code; `Synchronised.uniform` maps
+the IR path of a map to the way its loop is made uniform (`Uniform`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from lift.arith import Arith, to_c
 from lift.ir.paths import Path
 from lift.memory import Allocated
 
@@ -62,11 +64,41 @@ class Placement:
     reason: str
     buffers: tuple[str, ...]
     dependences: tuple[Dependence, ...] = ()
+    uniform: str = ""  # how the loop around the barrier was made uniform ("": it already was)
 
     @property
     def comment(self) -> str:
         """The reason without z3's race examples, for the generated code."""
-        return "; ".join(d.describe(witness=False) for d in self.dependences) or self.reason
+        text = "; ".join(d.describe(witness=False) for d in self.dependences) or self.reason
+        return f"{text}; {self.uniform}" if self.uniform and self.dependences else text
+
+
+@dataclass(frozen=True, slots=True)
+class Uniform:
+    """A `map_lcl`/`map_glb` loop made uniform so that every work-item of a group reaches its barriers.
+
+    Every work-item runs the loop up to `bound` (the `count` iterations rounded up to a multiple
+    of the work-items `stride`; `once`: a single trip, `bound == count`) and runs the body only
+    for iterations below `count`; the guard is split around each barrier directly in the body.
+    `path` is the IR path of the map (the key of `Synchronised.uniform`)."""
+
+    path: Path
+    kind: str
+    dim: int
+    count: Arith
+    bound: Arith
+    once: bool
+    loop: str  # the map, in LIFT notation
+
+    @property
+    def note(self) -> str:
+        """The change in words, for `Program.barriers` and the generated code."""
+        units = {"lcl": "get_local_size", "glb": "get_global_size"}[self.kind]
+        trips = ("its single iteration runs in every work-item" if self.once else
+                 f"every work-item runs its {to_c(self.count)} iterations rounded up to {to_c(self.bound)} "
+                 f"(a multiple of {units}({self.dim}))")
+        return (f"{self.loop} made uniform: {trips}, with the body guarded by "
+                f"iteration < {to_c(self.count)} on either side of the barrier")
 
 
 @dataclass(frozen=True)
@@ -75,6 +107,7 @@ class Synchronised:
 
     allocated: Allocated
     after: Mapping[Path, tuple[Placement, ...]]
+    uniform: Mapping[Path, Uniform] = field(default_factory=dict)  # loops made uniform, by the map's path
 
 
 class _EveryNode(Mapping[Path, tuple[Placement, ...]]):
@@ -105,5 +138,5 @@ def probe_key(comment: str) -> Path:
     return tuple(int(k) for k in comment.split())
 
 
-__all__ = ["FENCES", "PROBE_FENCE", "fence_for", "Dependence", "Placement", "Synchronised", "candidates",
-           "probe_key"]
+__all__ = ["FENCES", "PROBE_FENCE", "fence_for", "Dependence", "Placement", "Uniform", "Synchronised",
+           "candidates", "probe_key"]

@@ -22,7 +22,11 @@ import z3
 from lift.arith import Arith, Cst, free_vars, range_constraints_z3, to_z3
 from lift.barriers.graph import Acc, Flat, LoopInfo, Probe
 
-TIMEOUT_MS = 2000  # per query; an unknown answer counts as "may depend" / "may differ"
+# Each query is bounded by z3's resource counter, not the clock, so that the answer (and so the
+# barriers) does not depend on how loaded the machine is; the queries seen take < 0.5M units.
+# An unknown answer counts as "may depend" / "may differ". The clock limit only stops a hang.
+RLIMIT = 20_000_000
+TIMEOUT_MS = 60_000
 DIMS = 3
 
 
@@ -150,6 +154,7 @@ class Threads:
     def solve(self, copies: tuple[Copy, ...], *goals: Any) -> z3.CheckSatResult:
         """sat / unsat / unknown for the model, the copies' facts and `goals`."""
         s = z3.Solver()
+        s.set("rlimit", RLIMIT)
         s.set("timeout", TIMEOUT_MS)
         s.add(*self.facts)
         for c in copies:
@@ -180,4 +185,4 @@ def lex_before(a: list[Any], b: list[Any], strict: bool) -> Any:
     return out
 
 
-__all__ = ["Threads", "Copy", "distinct", "lex_before", "TIMEOUT_MS"]
+__all__ = ["Threads", "Copy", "distinct", "lex_before", "RLIMIT", "TIMEOUT_MS"]

@@ -9,6 +9,19 @@ and the result is copied to the destination afterwards; `iterate` is a sequence 
 applications over ping-pong buffers (`lift.codegen.iterate`). The traversal mirrors
 `lift.memory` (its side tables say which expression has memory of its own) and emits the
 barriers of `lift.barriers` after the nodes they follow.
+
+A map whose loop `lift.barriers` made uniform (`Synchronised.uniform`) runs up to its trip
+count rounded up to a multiple of its stride, and its body in guarded parts split at its
+barriers, so that every work-item reaches each barrier once per trip:
+
+    for (int l_u = get_local_id(1); l_u < roundup(N); l_u += get_local_size(1)) {
+      { int l = l_u; if (l < N) { stages before the barrier } }
+      barrier(...);
+      { int l = l_u; if (l < N) { stages after the barrier } }
+    }
+
+(a single guarded trip keeps its single trip, without the outer guard). Private variables
+declared in one part are declared before the parts, so that later parts still see them.
 """
 
 from __future__ import annotations
@@ -17,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le
-from lift.barriers import Synchronised
+from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
+from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
-from lift.codegen.cast import Barrier, Block, CCall, CExpr, Comment, CRaw, Decl, For, unrolled
+from lift.codegen.cast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
-from lift.errors import UnsupportedError
+from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
@@ -81,6 +94,7 @@ class KernelGen:
         self.body = Block()
         self.block = self.body
         self.loopvars: dict[Path, Var] = {}
+        self.guards: list[_Guarded] = []  # the uniform loops being generated, innermost last
 
     # ------------------------------------------------------------------ helpers
 
@@ -180,8 +194,30 @@ class KernelGen:
 
     def barrier_after(self, key: Path) -> None:
         for p in self.sync.after.get(key, ()):
+            if self.guards:
+                self.guards[-1].split(self, key)
             self.block.add(Barrier(p.fence, p.comment))
             self.state.barriers.append((p.fence, p.after, p.reason, p.buffers))
+            if self.guards:
+                self.guards[-1].resume(self)
+
+    def uniform_body(self, loop: For, u: Uniform, fill: Callable[[], None]) -> None:
+        """Generate a map's loop made uniform by `u`: the rounded-up loop, the body in guarded parts."""
+        trip = Var(self.fresh(f"{loop.var.name}_u"), Cst(0), u.bound - 1)
+        outer = For(trip, loop.init, u.bound, loop.step, Block(), f"{loop.comment} (uniform)", loop.kind,
+                    loop.once, False)
+        guarded = _Guarded(loop, outer, trip)
+
+        def parts() -> None:
+            guarded.resume(self)
+            fill()
+
+        self.guards.append(guarded)
+        try:
+            self.loop_body(outer, parts)
+        finally:
+            self.guards.pop()
+        guarded.finish()
 
     # ------------------------------------------------------------- expressions
 
@@ -283,8 +319,15 @@ class KernelGen:
         i = loop.var
         el = Arg(a.type.elem, view=Access(xs, i))
         g = f.f  # type: ignore[attr-defined]
-        self.loop_body(loop, lambda: self.apply(g, fpath + (0,), [el], out.elem, env, Access(target, i), g,
-                                                fpath + (0,)))
+
+        def body() -> None:
+            self.apply(g, fpath + (0,), [el], out.elem, env, Access(target, i), g, fpath + (0,))
+
+        u = self.sync.uniform.get(fpath)
+        if u is not None:
+            self.uniform_body(loop, u, body)
+        else:
+            self.loop_body(loop, body)
         return target
 
     def reduce(self, g: FunDecl, f: FunDecl, fpath: Path, args: list[Arg], env: dict[int, View],
@@ -330,6 +373,52 @@ class KernelGen:
             self.copy(v, dest, out, f"{f} cannot be written in place")
             return dest
         return v
+
+
+@dataclass
+class _Guarded:
+    """A uniform loop being generated: its rounded-up loop `outer` (trip variable `trip`) and the
+    guarded parts of the map's body (`loop`: the map's own loop, whose variable the body uses)."""
+
+    loop: For
+    outer: For
+    trip: Var
+    parts: list[For] = field(default_factory=list)
+
+    def resume(self, kg: KernelGen) -> None:
+        """Open the next guarded part: `{ int l = l_u; if (l < count) { ... } }`."""
+        part = For(self.loop.var, CVar(self.trip.name), self.loop.bound, self.loop.step, Block(),
+                   f"{self.loop.comment.split('(')[0]} if {self.loop.var.name} < {to_c(self.loop.bound)}",
+                   self.loop.kind, once=True, guard=True)
+        self.parts.append(part)
+        self.outer.body.add(part)
+        kg.block = part.body
+
+    def split(self, kg: KernelGen, key: Path) -> None:
+        """Close the current part for a barrier after the node at `key`; the barrier goes between parts."""
+        if not self.parts or kg.block is not self.parts[-1].body:
+            raise NotSynchronisableError(
+                f"the barrier after the node at {key} cannot split the body of the uniform "
+                f"{self.loop.comment}: it is not directly in the body",
+                hint="choose sizes that make the loop's trip count a multiple of the work-group size")
+        kg.block = self.outer.body
+
+    def finish(self) -> None:
+        """Drop empty parts; declare the parts' private variables before the parts."""
+        empty = {id(part) for part in self.parts if not part.body.stmts}
+        stmts = [s for s in self.outer.body.stmts if id(s) not in empty]
+        decls: list[Decl] = []
+        for part in self.parts:
+            kept = []
+            for s in part.body.stmts:
+                if isinstance(s, Decl):
+                    decls.append(Decl(s.ctype, s.name, None, s.space, s.size, s.comment))
+                    if s.init is not None:
+                        kept.append(Assign(CVar(s.name), s.init))
+                else:
+                    kept.append(s)
+            part.body.stmts = kept
+        self.outer.body.stmts = decls + stmts
 
 
 def _layout_type(f: FunDecl, args: list[Arg]) -> Type:
