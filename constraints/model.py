@@ -22,7 +22,8 @@ from lift.errors import UnsatisfiableError
 
 Choice = dict[str, int]
 
-SOLVER_TIMEOUT_MS = 20_000
+SOLVER_TIMEOUT_MS = 60_000  # only stops a hang
+SOLVER_RLIMIT = 100_000_000  # per check: a resource budget, so answers do not depend on load
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ class Model:
     def solver(self, *, tracked: bool = False, seed: int = 0) -> tuple[Any, dict[str, Constraint]]:
         """A z3 solver holding the model (with a tracking literal per constraint if asked)."""
         s = z3.Solver()
+        s.set("rlimit", SOLVER_RLIMIT)
         s.set("timeout", SOLVER_TIMEOUT_MS)
         s.set("random_seed", seed)
         s.add(self.domain_formulas())

@@ -232,6 +232,9 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 # ------------------------------------------------------------------- objective
 
 
+OPTIMIZE_RLIMIT = 200_000_000
+
+
 def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                    objective: str | Callable[[Choice], float] = "parallel", seed: int = 0) -> Choice:
     """A valid mapping that maximises `objective` ("parallel": parallel work, dimension 0 coalesced)."""
@@ -244,7 +247,8 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
             space.check()
         return max(cands, key=objective)
     opt = z3.Optimize()
-    opt.set("timeout", 20_000)
+    opt.set("rlimit", OPTIMIZE_RLIMIT)  # a resource budget, not the clock: the same choice under load
+    opt.set("timeout", 60_000)  # only stops a hang
     opt.add(space.model.domain_formulas())
     opt.add([c.formula for c in space.model.constraints])
     opt.maximize(_parallel_score(space, dict(sizes or {})))
@@ -253,8 +257,15 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
     # output elements).
     for label in sorted(space.context.maps, key=_natural, reverse=True):
         opt.minimize(space.model.vars[label])
-    if opt.check() != z3.sat:
-        space.check()
+    result = opt.check()
+    if result == z3.unsat:
+        space.check()  # raises UnsatisfiableError with the unsat core
+    if result != z3.sat:  # the budget ran out: any valid mapping will do
+        samples = space.sample(1, seed)
+        if not samples:
+            raise UnsatisfiableError("the solver found no mapping within its resource budget",
+                                     hint="pass the mapping explicitly with choices=")
+        return samples[0]
     m = opt.model()
     return {k: m.eval(space.model.vars[k], model_completion=True).as_long() for k in space.context.maps}
 

@@ -98,7 +98,8 @@ def complete(space: Any, partial: Mapping[str, int]) -> dict[str, int] | None:
     model = space.model
     s, _ = model.solver()
     opt = z3.Optimize()
-    opt.set("timeout", 5000)
+    opt.set("rlimit", 50_000_000)  # a resource budget: the same seeds however loaded the machine is
+    opt.set("timeout", 30_000)  # only stops a hang
     opt.add(s.assertions())
     opt.add([model.vars[k] == int(v) for k, v in partial.items()])
     for lab, site in space.context.maps.items():
