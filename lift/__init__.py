@@ -14,6 +14,7 @@ from lift.errors import (
     LiftTypeError,
     LiftValueError,
     LiftWarning,
+    MappingFallback,
     NotSynchronisableError,
     RewriteError,
     RewritePointSkipped,
@@ -79,5 +80,5 @@ __all__ = [
     "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback",
 ]

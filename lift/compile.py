@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from lift.errors import LiftError, LiftWarning
+from lift.errors import LiftError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.program import Program
@@ -19,10 +19,6 @@ from lift.typecheck import typecheck
 
 OneSize = int | tuple[int, ...] | None
 SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
-
-
-class MappingFallback(LiftWarning):
-    """The solver's mapping could not be compiled; the default lowering was used instead."""
 
 
 def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = None,

@@ -161,3 +161,7 @@ class LiftWarning(UserWarning):
 
 class RewritePointSkipped(LiftWarning):
     """A rewrite point did not apply (label, line and reason in the message)."""
+
+
+class MappingFallback(LiftWarning):
+    """The solver's mapping could not be compiled; `lift.compile` used the default lowering."""

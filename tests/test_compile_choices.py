@@ -63,3 +63,14 @@ def test_rewrite_point_choices_reach_apply_all():
     x, y = rand(64), rand(64, seed=3)
     tiled = lift.compile(prog, choices={"T": {"size": 16}})
     np.testing.assert_allclose(tiled(x, y), np.dot(x, y), rtol=1e-4)
+
+
+def test_an_uncompilable_solver_mapping_falls_back_to_the_default_lowering_with_a_warning():
+    # the solver maps the map inside `iterate` to map_glb, which a work-item's iterate cannot hold
+    prog = fun([Array(Array(Float, 8), N)],
+               lambda a: map(lambda row: lift.iterate(2, lambda r: map(lambda v: v * 2.0) << r) << row) << a)
+    x = rand(5, 8)
+    with pytest.warns(lift.MappingFallback, match="default lowering"):
+        k = lift.compile(prog)
+    assert k.choices is None
+    np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)
