@@ -30,8 +30,12 @@ class Zipped:
     ndim: int
 
 
-def interpret(program: Node, *args: Any) -> Any:
-    """Run `program` on numpy arguments; sizes are bound from the argument shapes."""
+def interpret(program: Node, *args: Any, precise: bool = False) -> Any:
+    """Run `program` on numpy arguments; sizes are bound from the argument shapes.
+
+    With `precise`, Float values are carried in float64 (arguments, literals, user-function
+    results): a reference for judging float32 results computed in another order (a reduction
+    split into chunks rounds differently from the sequential one)."""
     typecheck(program)
     if isinstance(program, Lambda):
         if len(args) != len(program.params):
@@ -39,6 +43,8 @@ def interpret(program: Node, *args: Any) -> Any:
                                 node=program)
         sizes = bind_sizes([p.ptype for p in program.params], args, program)
         vals = [to_value(a, p.ptype, f"argument {k}", program) for k, (a, p) in enumerate(zip(args, program.params))]
+        if precise:
+            vals = [_widen(v) for v in vals]
         env = {p.id: v for p, v in zip(program.params, vals)}
         body = program.body
     elif isinstance(program, Expr):
@@ -48,7 +54,7 @@ def interpret(program: Node, *args: Any) -> Any:
     else:
         raise LiftTypeError(f"cannot interpret {program!r}", node=program)
     _check_conditions(program, sizes)
-    return to_numpy(_Interp(sizes).eval(body, env))
+    return to_numpy(_Interp(sizes, WIDE if precise else {}).eval(body, env))
 
 
 # ------------------------------------------------------------------ arguments
@@ -189,8 +195,8 @@ class _NotBatchable(Exception):
 
 
 class _Interp:
-    def __init__(self, sizes: dict[str, int]) -> None:
-        self.sizes = sizes
+    def __init__(self, sizes: dict[str, int], wide: dict[np.dtype, np.dtype]) -> None:
+        self.sizes, self.wide = sizes, wide
 
     def size(self, e: Arith) -> int:
         return evaluate(e, self.sizes)
@@ -198,11 +204,11 @@ class _Interp:
     def constant(self, v: Any, t: Type) -> Any:
         """A literal: a scalar, or `v` broadcast to a vector or array type (`value(0.0, [Float]4)`)."""
         if isinstance(t, ScalarType):
-            return t.dtype.type(v)
+            return _dt(t, self.wide).type(v)
         b = base_type(t)
         lanes = (b.n,) if isinstance(b, VectorType) else ()
         scal = b.scalar if isinstance(b, VectorType) else b
-        return np.full(tuple(self.size(d) for d in _dims(t)) + lanes, v, dtype=scal.dtype)
+        return np.full(tuple(self.size(d) for d in _dims(t)) + lanes, v, dtype=_dt(scal, self.wide))
 
     def eval(self, e: Expr, env: dict[int, Any]) -> Any:
         match e:
@@ -223,7 +229,7 @@ class _Interp:
             case Lambda(params, body):
                 return self.eval(body, {**env, **{p.id: v for p, v in zip(params, vals)}})
             case n.UserFun():
-                return _call_userfun(f, vals)
+                return _call_userfun(f, vals, self.wide)
             case n.AbstractMap(f=g):
                 return self.map(g, vals[0], node, env)
             case n.AbstractReduce(f=g):
@@ -284,10 +290,10 @@ class _Interp:
         if isinstance(g, n.UserFun):
             if g.np_fn is None or not isinstance(xs, np.ndarray):
                 raise _NotBatchable
-            return _cast_batch(g.np_fn(xs), g.out_type, length(xs))
+            return _cast_batch(g.np_fn(xs), g.out_type, length(xs), self.wide)
         if isinstance(g, Lambda) and len(g.params) == 1:
-            r = _Batched(env, {g.params[0].id: xs}).eval(g.body)
-            return _cast_batch(r, g.body.type, length(xs))
+            r = _Batched(env, {g.params[0].id: xs}, self.wide).eval(g.body)
+            return _cast_batch(r, g.body.type, length(xs), self.wide)
         raise _NotBatchable
 
     def iterate(self, k: int, g: FunDecl, x: Any, node: FunCall, env: dict[int, Any]) -> Any:
@@ -296,7 +302,7 @@ class _Interp:
                 ptype = g.params[0].ptype
                 got = ArrayType(ptype.elem, length(x)) if isinstance(ptype, ArrayType) else ptype
                 binding = unify(ptype, got) or {}
-                inner = _Interp({**self.sizes, **{v: self.size(e) for v, e in binding.items()}})
+                inner = _Interp({**self.sizes, **{v: self.size(e) for v, e in binding.items()}}, self.wide)
                 x = inner.call(g, [x], node, env)
             else:
                 x = self.call(g, [x], node, env)
@@ -306,8 +312,8 @@ class _Interp:
 class _Batched:
     """Evaluate an element-wise body for all elements at once (or give up)."""
 
-    def __init__(self, env: dict[int, Any], batched: dict[int, Any]) -> None:
-        self.env, self.batched = env, batched
+    def __init__(self, env: dict[int, Any], batched: dict[int, Any], wide: dict[np.dtype, np.dtype]) -> None:
+        self.env, self.batched, self.wide = env, batched, wide
 
     def eval(self, e: Expr) -> Any:
         match e:
@@ -319,7 +325,7 @@ class _Batched:
                     raise _NotBatchable
                 return v
             case n.Literal(v, t) if isinstance(t, ScalarType):
-                return t.dtype.type(v)
+                return _dt(t, self.wide).type(v)
             case FunCall(n.Get(i), (x,)):
                 v = self.eval(x)
                 if isinstance(v, Zipped) and v.ndim == 1:
@@ -333,35 +339,55 @@ class _Batched:
         raise _NotBatchable
 
 
-def _call_userfun(f: n.UserFun, vals: list[Any]) -> Any:
+def _call_userfun(f: n.UserFun, vals: list[Any], wide: dict[np.dtype, np.dtype]) -> Any:
     if f.py_fn is None:
         raise UnsupportedError(f"user function {f.name} has a raw C body and no py_fn; the "
                                f"interpreter cannot run it", node=f,
                                hint="pass py_fn= to user_fun.c")
-    return cast(f.py_fn(*vals), f.out_type)
+    return cast(f.py_fn(*vals), f.out_type, wide)
 
 
-def cast(v: Any, t: Type) -> Any:
+WIDE = {np.dtype(np.float32): np.dtype(np.float64)}  # `interpret(..., precise=True)`
+
+
+def _dt(s: ScalarType, wide: dict[np.dtype, np.dtype]) -> np.dtype:
+    return wide.get(s.dtype, s.dtype)
+
+
+def _widen(v: Any) -> Any:
+    """An argument value with its float32 parts in float64."""
+    if isinstance(v, Zipped):
+        return Zipped(tuple(_widen(p) for p in v.parts), v.ndim)
+    if isinstance(v, tuple):
+        return tuple(_widen(x) for x in v)
+    a = np.asarray(v)
+    if a.dtype != np.float32:
+        return v
+    return a.astype(np.float64) if a.ndim else np.float64(v)
+
+
+def cast(v: Any, t: Type, wide: dict[np.dtype, np.dtype] | None = None) -> Any:
     """A user-function result as a value of type `t`."""
+    wide = wide or {}
     if isinstance(t, ScalarType):
-        return t.dtype.type(v)
+        return _dt(t, wide).type(v)
     if isinstance(t, VectorType):
-        return np.asarray(v, dtype=t.scalar.dtype)
+        return np.asarray(v, dtype=_dt(t.scalar, wide))
     if isinstance(t, TupleType):
-        return tuple(cast(x, et) for x, et in zip(v, t.elems))
+        return tuple(cast(x, et, wide) for x, et in zip(v, t.elems))
     return v
 
 
-def _cast_batch(v: Any, t: Type, count: int) -> Any:
+def _cast_batch(v: Any, t: Type, count: int, wide: dict[np.dtype, np.dtype]) -> Any:
     if isinstance(t, TupleType):
         if not isinstance(v, tuple):
             raise _NotBatchable
-        return Zipped(tuple(_cast_batch(x, et, count) for x, et in zip(v, t.elems)), 1)
+        return Zipped(tuple(_cast_batch(x, et, count, wide) for x, et in zip(v, t.elems)), 1)
     if isinstance(v, Zipped) or isinstance(t, ArrayType):
         raise _NotBatchable
     scal = t.scalar if isinstance(t, VectorType) else t
     lanes = (t.n,) if isinstance(t, VectorType) else ()
-    arr = np.asarray(v, dtype=scal.dtype)
+    arr = np.asarray(v, dtype=_dt(scal, wide))
     return np.ascontiguousarray(np.broadcast_to(arr, (count,) + lanes))
 
 

@@ -257,3 +257,12 @@ def test_wrong_rank_is_reported():
 def test_derived_size_is_solved():
     prog = fun([Array(Float, N * 2), Array(Float, N)], lambda x, y: map(lambda r: r[0]) << split(2) << x)
     close(lift.interpret(prog, X8, X8[:4]), X8[::2])
+
+
+def test_precise_mode_carries_floats_in_float64():
+    x = np.full(1 << 16, 0.1, dtype=np.float32)
+    exact = float(x.astype(np.float64).sum())
+    seq = run([Array(Float, N)], lambda v: reduce(lift.add, 0.0) << v, x)
+    wide = lift.interpret(fun([Array(Float, N)], lambda v: reduce(lift.add, 0.0) << v), x, precise=True)
+    assert seq.dtype == np.float32 and wide.dtype == np.float64
+    assert abs(wide - exact) < 1e-9 * exact < abs(float(seq) - exact)
