@@ -156,8 +156,9 @@ def measure(make: Callable[[], Program], arrays: tuple, want: Any, repeat: int, 
         return None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
 
 
-def bench_example(module: Any, args: tuple, repeat: int) -> None:
-    """Every variant of an example module against numpy."""
+def bench_example(module: Any, args: tuple, repeat: int, tune_budget: float = 0.0) -> None:
+    """Every variant of an example module against numpy; with a budget, also `lift.tune` of the
+    first (high-level) variant, checked and timed like the others."""
     arrays = module.inputs(*args)
     ref = getattr(module, "reference", None)
     want, np_fn = _reference(module, arrays, ref)
@@ -170,6 +171,16 @@ def bench_example(module: Any, args: tuple, repeat: int) -> None:
         ok, seconds, note = measure(lambda v=v: lift.compile(v.program, **v.compile_kw), arrays, want, repeat,
                                     rtol, post, bound)
         row(module.__name__, v.name, ok, seconds, note or v.note, work, np_seconds)
+    if tune_budget > 0:
+        high = module.variants()[0]
+        post = (lambda r: np.reshape(r, ())) if module is dot else (lambda r: r)
+
+        def tuned() -> Program:
+            return lift.tune(high.program, *arrays, budget=tune_budget, db=False, progress=False).best
+
+        ok, seconds, note = measure(tuned, arrays, want, repeat, rtol, post, bound)
+        row(module.__name__, f"lift.tune of the high-level ({tune_budget:g} s)", ok, seconds, note, work,
+            np_seconds)
 
 
 def _sum_error_bound(x: np.ndarray, y: np.ndarray) -> float:
@@ -237,6 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("names", nargs="*", help=f"examples to run (default: baselines and {', '.join(MODULES)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
+                        help="also tune each high-level program for this long (0: do not)")
     opts = parser.parse_args(argv)
     dev = lift.devices.current()
     print(f"liftcl benchmarks on {dev.name} ({dev.platform} {dev.driver_version}, {dev.compute_units} compute units)")
@@ -245,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_baselines(22 if opts.quick else 24, 2048 if opts.quick else 4096, opts.repeat)
     for name in names:
         if name in MODULES:
-            bench_example(MODULES[name], SIZES[name][1 if opts.quick else 0], opts.repeat)
+            bench_example(MODULES[name], SIZES[name][1 if opts.quick else 0], opts.repeat, opts.tune)
 
 
 if __name__ == "__main__":
