@@ -64,5 +64,8 @@ def main(log2n: int = 20) -> bool:
                        lambda: reference(a, x, y), rtol=1e-5)
 
 
+# The program file convention (`lift show|tune examples/axpy.py`): `program` and `inputs()`.
+program = high_level()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

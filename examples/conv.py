@@ -109,5 +109,8 @@ def main(size: int = 32, cin: int = 32, cout: int = 32) -> bool:
                        work(inp, wts), lambda: reference(inp, wts), rtol=1e-3, atol=1e-3)
 
 
+# The program file convention (`lift show|tune examples/conv.py`): `program` and `inputs()`.
+program = listing_4_1()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

@@ -131,5 +131,8 @@ def main(log2n: int = 20) -> bool:
                        lambda: np.dot(x, y), rtol=1e-3, post=lambda r: np.reshape(r, ()))
 
 
+# The program file convention (`lift show|tune examples/dot.py`): `program` and `inputs()`.
+program = high_level()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

@@ -90,5 +90,8 @@ def main(rows: int = 2048, cols: int = 2048) -> bool:
                        rtol=1e-3)
 
 
+# The program file convention (`lift show|tune examples/gemv.py`): `program` and `inputs()`.
+program = high_level()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

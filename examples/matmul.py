@@ -169,5 +169,8 @@ def main(m: int = 512, n: int = 512, k: int = 512) -> bool:
                        rtol=1e-3, atol=1e-3)
 
 
+# The program file convention (`lift show|tune examples/matmul.py`): `program` and `inputs()`.
+program = high_level()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

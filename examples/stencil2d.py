@@ -96,5 +96,8 @@ def main(h: int = 1024, w: int = 1024) -> bool:
                        lambda: reference(weights, img))
 
 
+# The program file convention (`lift show|tune examples/stencil2d.py`): `program` and `inputs()`.
+program = high_level()
+
 if __name__ == "__main__":
     sys.exit(0 if main(*(int(a) for a in sys.argv[1:])) else 1)

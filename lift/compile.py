@@ -34,6 +34,12 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
     from lift.codegen import generate  # lazily: the runtime imports without the code generator
 
     typecheck(expr)
+    if choices is None and local_size is None and global_size is None and not options:
+        from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile
+
+        tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
+        if tuned is not None:
+            return tuned
     structural, joint = _split_choices(choices or {})
     prog = _apply_points(expr, structural)
     lowered, chosen = _lowered(prog, device, joint)

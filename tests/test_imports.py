@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.compile",),
     ("lift.explore",),
     ("lift.testing", "lift.rules.instances"),
-    ("lift",),
+    ("lift", "lift.cli", "lift.cli_tune", "lift.__main__"),
 )
 
 # Back edges that are there on purpose: (importer, imported) -> why. All of them are lazy
@@ -69,6 +69,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lift.memory", "lift.layout"): "memory.is_layout_map and the layout case ask layout.is_layout_map / invertible",
     # The build cache key includes the liftcl version, read from the top-level package.
     ("lift.runtime", "lift"): "cache_key reads lift.__version__",
+    # Tuning-database keys include the liftcl version, read from the top-level package.
+    ("lift.explore.database", "lift"): "liftcl_version reads lift.__version__",
+    # `lift.compile(expr)` uses the best known choices from the tuning database (issue 15 item 5).
+    ("lift.compile", "lift.explore.reuse"): "compile asks the tuning database for a tuned winner",
 }
 
 

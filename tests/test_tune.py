@@ -86,7 +86,8 @@ def test_memory_objective_and_progress_bar(capsys) -> None:
     res = tune(tiled_dot(), x, y, budget=2, objective="memory", db=False, progress=True)
     ok = [r for r in res.history if r.ok]
     assert res.best_record.memory == min(r.memory for r in ok)
-    assert "[lift.tune]" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "lift.tune:" in err and "tried" in err and err.count("\n") <= 2  # tqdm: few lines to a file
 
 
 def test_tune_needs_a_program_and_a_known_objective() -> None:

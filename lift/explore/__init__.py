@@ -9,7 +9,7 @@ and a persistent tuning database (database.py).
 """
 
 from .candidate import Candidate, Pipeline, Record, mismatch
-from .database import TuningDB, program_hash, shapes_key, tuning_key
+from .database import TuningDatabaseWarning, TuningDB, measure_key, program_hash, shapes_key, tuning_key
 from .pareto import dominates, front, pareto_front
 from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
 from .seeds import Seeded
@@ -17,7 +17,7 @@ from .tune import TuneResult, tune
 
 __all__ = [
     "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
-    "TuningDB", "program_hash", "shapes_key", "tuning_key",
+    "TuningDB", "TuningDatabaseWarning", "program_hash", "shapes_key", "tuning_key", "measure_key",
     "dominates", "front", "pareto_front",
     "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Seeded",
 ]

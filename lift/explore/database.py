@@ -1,13 +1,26 @@
-"""The persistent tuning database: one JSON object per line in `<liftcl cache>/tuning.jsonl`.
+"""The persistent tuning database: SQLite in WAL mode, `<liftcl cache>/tuning.sqlite`.
 
-An entry is keyed by the program's canonical hash (alpha-normalised IR printed in LIFT
-notation, with the C source of its user functions), the argument shapes and dtypes, the
-device key and the objective; it holds the winning choices and their measurements. The
-last entry for a key wins; lines that are not valid entries (a crash mid-write, an edit)
-are skipped.
+    db = TuningDB()                    # or TuningDB(path); $LIFTCL_TUNING_DB names another file
+    db.lookup(key) -> dict | None;     db.store(key, entry, info)
+    db.finished(mkey) -> {candidate: record};  db.claim(mkey, candidate);  db.record(mkey, candidate, record)
 
-    db = TuningDB()                 # or TuningDB(path)
-    db.lookup(key) -> dict | None;  db.store(key, entry)
+Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok
+or why rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's
+canonical hash, the argument shapes and dtypes, the device key and the liftcl version, what a
+measurement depends on) and the candidate's canonical JSON. `tune` writes each candidate as it
+finishes and reads those already there instead of measuring them again, so a stopped tune
+resumes where it stopped and tunes of one problem running at once share their work: a
+candidate being measured is *claimed* (a row without a result, naming its process), and
+another tune skips it until its result is there; a claim whose process is gone, or older than
+`CLAIM_S`, is taken over. `winners` holds the best candidate per *tuning key* (`tuning_key`:
+the measurement key and the objective) with its Pareto front; a winner replaces a stored one
+only when it is better for the objective (or `replace=True`, `tune(refresh=True)`).
+
+Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows) are ignored
+with a `TuningDatabaseWarning`; a database that cannot be opened or written (a directory, a
+read-only file, a file that is not SQLite) warns once and the caller goes on without it.
+`export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
+`encode_choices` / `decode_choices` only.
 """
 
 from __future__ import annotations
@@ -15,18 +28,43 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lift.errors import LiftWarning
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 
-VERSION = 1
-_REQUIRED = ("key", "choices", "version")
+from .candidate import Candidate
+
+VERSION = 2  # of the database's layout and keys
+CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
+FORMAT = "liftcl-tuning-db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS candidates (
+    mkey TEXT NOT NULL, cand TEXT NOT NULL, record TEXT, owner TEXT, claimed REAL, stored REAL,
+    PRIMARY KEY (mkey, cand));
+CREATE TABLE IF NOT EXISTS winners (
+    key TEXT PRIMARY KEY, mkey TEXT, info TEXT NOT NULL, entry TEXT NOT NULL, stored REAL,
+    user_program TEXT, sizes TEXT, device TEXT, version TEXT, objective TEXT);
+CREATE INDEX IF NOT EXISTS winners_by_program ON winners (user_program, device);
+"""
+
+
+class TuningDatabaseWarning(LiftWarning):
+    """The tuning database could not be read or written, or holds rows that are ignored."""
+
+
+# --------------------------------------------------------------------------- keys
 
 
 def program_hash(expr: Node) -> str:
@@ -56,54 +94,366 @@ def shapes_key(arrays: Sequence[Any]) -> str:
     return ",".join(one(a) for a in arrays)
 
 
-def tuning_key(expr: Node, arrays: Sequence[Any], device_key: str, objective: str) -> str:
-    """The database key of a tuning problem."""
-    parts = [program_hash(expr), shapes_key(arrays), device_key, objective, str(VERSION)]
+def liftcl_version() -> str:
+    import lift
+
+    return str(getattr(lift, "__version__", "0"))
+
+
+def measure_key(expr: Node, arrays: Sequence[Any], device_key: str) -> str:
+    """The key of what a candidate's measurement depends on: program, shapes, device, version."""
+    parts = [program_hash(expr), shapes_key(arrays), device_key, liftcl_version(), str(VERSION)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def tuning_key(expr: Node, arrays: Sequence[Any], device_key: str, objective: str) -> str:
+    """The database key of a tuning problem: the measurement key and the objective."""
+    return hashlib.sha256(f"{measure_key(expr, arrays, device_key)}\n{objective}".encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------ choices
+
+
+def encode_choices(choices: Any) -> dict[str, Any]:
+    """The JSON form of a candidate's choices (the one place that says how choices are stored)."""
+    return dict(choices.to_json()) if hasattr(choices, "to_json") else dict(choices)
+
+
+def decode_choices(d: Any) -> Candidate:
+    """The `Candidate` stored as `d`; ValueError when `d` is not a candidate's JSON."""
+    if not isinstance(d, Mapping):
+        raise ValueError(f"choices are an object, not {type(d).__name__}")
+    structural, joint, vec = d.get("structural", {}), d.get("joint", {}), d.get("vectorise", {})
+    if not isinstance(structural, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, Mapping) for k, v in structural.items()):
+        raise ValueError("structural choices are {label: {parameter: value}}")
+    for name, m in (("joint", joint), ("vectorise", vec)):
+        if not isinstance(m, Mapping) or not all(isinstance(k, str) and _is_int(v) for k, v in m.items()):
+            raise ValueError(f"{name} choices are {{name: integer}}")
+    if not isinstance(d.get("default", False), bool):
+        raise ValueError("default is true or false")
+    return Candidate.from_json(d)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def check_record(d: Any) -> dict[str, Any]:
+    """A candidate's measurement (`Record.to_json()`), validated; ValueError when malformed."""
+    if not isinstance(d, Mapping) or not isinstance(d.get("ok"), bool):
+        raise ValueError("a record is an object with ok: true or false")
+    decode_choices(d.get("choices"))
+    if not (_number(d.get("time")) and _number(d.get("memory"))):
+        raise ValueError("time and memory are numbers")
+    if d["ok"] and (d.get("time") is None or d.get("memory") is None):
+        raise ValueError("a correct candidate has a time and a memory")
+    return dict(d)
+
+
+def check_entry(d: Any) -> dict[str, Any]:
+    """A winner entry (choices, time, memory, candidates, pareto), validated."""
+    if not isinstance(d, Mapping):
+        raise ValueError("an entry is an object")
+    decode_choices(d.get("choices"))
+    if not (_number(d.get("time")) and _number(d.get("memory"))):
+        raise ValueError("time and memory are numbers")
+    if not isinstance(d.get("pareto", []), list):
+        raise ValueError("pareto is a list")
+    return dict(d)
+
+
+def rank(entry: Mapping[str, Any], objective: str) -> tuple[float, float]:
+    """An entry's order for `objective` (smaller is better; memory first for "memory")."""
+    t, m = float(entry.get("time") or float("inf")), float(entry.get("memory") or float("inf"))
+    return (m, t) if objective == "memory" else (t, m)
+
+
+# ----------------------------------------------------------------------- database
+
+
+def default_path() -> Path:
+    """`$LIFTCL_TUNING_DB`, else `<liftcl cache>/tuning.sqlite`."""
+    if os.environ.get("LIFTCL_TUNING_DB"):
+        return Path(os.environ["LIFTCL_TUNING_DB"])
+    from lift.runtime import default_cache_dir
+
+    return default_cache_dir() / "tuning.sqlite"
+
+
 class TuningDB:
-    """An append-only JSON-lines file of tuning winners."""
+    """The tuning database (see the module docstring); every method is safe to call from
+    several processes at once, and none raises on a broken database (it warns instead)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        if path is None:
-            from lift.runtime import default_cache_dir
+        self.path = Path(path) if path is not None else default_path()
+        self.broken: str | None = None  # why the database is unusable (warned once)
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
 
-            path = default_cache_dir() / "tuning.jsonl"
-        self.path = Path(path)
+    # ---------------------------------------------------------- connection
 
-    def entries(self) -> list[dict[str, Any]]:
-        """Every valid entry, in file order (corrupt lines skipped)."""
-        try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
-        out = []
-        for line in text.splitlines():
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 60000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
+            found = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+            if found.get("format") != FORMAT or found.get("version") != str(VERSION):
+                conn.close()
+                raise sqlite3.DatabaseError(f"not a liftcl tuning database of version {VERSION} ({found})")
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    @contextmanager
+    def _use(self, what: str, write: bool = False) -> Iterator[sqlite3.Connection | None]:
+        """A connection (inside one IMMEDIATE transaction when `write`), or None when the database
+        is unusable; a failure warns once and marks the database broken."""
+        conn = None
+        if self.broken is None:
             try:
-                d = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(d, dict) and all(k in d for k in _REQUIRED) and d["version"] == VERSION \
-                    and isinstance(d["choices"], dict):
-                out.append(d)
-        return out
+                conn = self._connect()
+                if write:
+                    conn.execute("BEGIN IMMEDIATE")
+            except (sqlite3.Error, OSError) as err:
+                conn = self._fail(err, what)
+        if conn is None:
+            yield None
+            return
+        try:
+            yield conn
+            if write:
+                conn.execute("COMMIT")
+        except (sqlite3.Error, OSError) as err:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            self._fail(err, what)
+
+    def _fail(self, err: BaseException, what: str) -> None:
+        self.broken = f"{type(err).__name__}: {err}"
+        warnings.warn(TuningDatabaseWarning(f"the tuning database {self.path} cannot be {what} "
+                                            f"({self.broken}); going on without it"), stacklevel=5)
+
+    def close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    # ------------------------------------------------------------- winners
 
     def lookup(self, key: str) -> dict[str, Any] | None:
-        """The latest entry for `key`, or None."""
-        found = None
-        for d in self.entries():
-            if d["key"] == key:
-                found = d
-        return found
+        """The stored winner entry for `key`, or None (a malformed one warns and is ignored)."""
+        row = None
+        with self._use("read") as conn:
+            row = conn.execute("SELECT entry FROM winners WHERE key = ?", (key,)).fetchone() if conn else None
+        if row is None:
+            return None
+        return _decode(row[0], check_entry, f"winner {key[:12]}")
 
-    def store(self, key: str, entry: Mapping[str, Any]) -> None:
-        """Append an entry for `key` (one line, written at once)."""
-        d = {**entry, "key": key, "version": VERSION, "stored": time.time()}
-        line = json.dumps(d, sort_keys=True, default=_jsonable) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+    def store(self, key: str, entry: Mapping[str, Any], info: Mapping[str, Any] | None = None, *,
+              replace: bool = False) -> bool:
+        """Store the winner `entry` for `key` unless a better one for its objective is there
+        (`replace`: store it anyway); `info` describes the problem. True when stored."""
+        info = dict(info or {})
+        objective = str(info.get("objective", "time"))
+        text = json.dumps({**entry, "stored": time.time()}, sort_keys=True, default=_jsonable)
+        with self._use("written", write=True) as conn:
+            if conn is None:
+                return False
+            row = conn.execute("SELECT entry FROM winners WHERE key = ?", (key,)).fetchone()
+            old = _decode(row[0], check_entry, f"winner {key[:12]}") if row else None
+            if old is not None and not replace and rank(old, objective) <= rank(entry, objective):
+                return False
+            conn.execute("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (key, info.get("mkey"), json.dumps(info, sort_keys=True, default=_jsonable), text,
+                          time.time(), info.get("user_program"), info.get("sizes"), info.get("device"),
+                          info.get("version"), objective))
+            return True
+        return False
+
+    def winners(self) -> list[dict[str, Any]]:
+        """Every decodable winner: {"key", "info", "entry", "stored"}, newest first."""
+        rows: list[Any] = []
+        with self._use("read") as conn:
+            rows = conn.execute("SELECT key, info, entry, stored FROM winners ORDER BY stored DESC").fetchall() \
+                if conn else []
+        out = []
+        for key, info, entry, stored in rows:
+            e = _decode(entry, check_entry, f"winner {str(key)[:12]}")
+            i = _decode(info, lambda d: dict(d) if isinstance(d, Mapping) else _bad("info"), f"winner {key}")
+            if e is not None and i is not None:
+                out.append({"key": key, "info": i, "entry": e, "stored": stored})
+        return out
+
+    def find(self, user_program: str, sizes: str, device: str) -> tuple[dict, dict] | None:
+        """The newest (info, entry) winner for a program as the user wrote it, its size bindings
+        and a device, at this liftcl version; objective "time" first, then "pareto"."""
+        rows: list[Any] = []
+        with self._use("read") as conn:
+            rows = conn.execute(
+                "SELECT info, entry FROM winners WHERE user_program = ? AND sizes = ? AND device = ? AND "
+                "version = ? AND objective IN ('time', 'pareto') ORDER BY objective = 'time' DESC, stored DESC",
+                (user_program, sizes, device, liftcl_version())).fetchall() if conn else []
+        for info, entry in rows:
+            i, e = _decode(info, dict, "winner info"), _decode(entry, check_entry, "winner")
+            if i is not None and e is not None:
+                return i, e
+        return None
+
+    # ---------------------------------------------------------- candidates
+
+    def finished(self, mkey: str) -> dict[str, dict[str, Any]]:
+        """The finished candidates of a problem: {candidate key: record JSON}."""
+        rows: list[Any] = []
+        with self._use("read") as conn:
+            rows = conn.execute("SELECT cand, record FROM candidates WHERE mkey = ? AND record IS NOT NULL",
+                                (mkey,)).fetchall() if conn else []
+        out = {}
+        for cand, rec in rows:
+            d = _decode(rec, check_record, f"candidate {str(cand)[:60]}")
+            if d is not None:
+                out[cand] = d
+        return out
+
+    def claim(self, mkey: str, cand: str) -> str:
+        """Claim a candidate before measuring it: "claimed" (measure it), "finished" (its result is
+        in the database) or "busy" (another live process measures it)."""
+        owner = _owner()
+        with self._use("written", write=True) as conn:
+            if conn is None:
+                return "claimed"
+            row = conn.execute("SELECT record, owner, claimed FROM candidates WHERE mkey = ? AND cand = ?",
+                               (mkey, cand)).fetchone()
+            if row is not None and row[0] is not None and _decode(row[0], check_record, "candidate") is not None:
+                return "finished"
+            if row is not None and row[0] is None and row[1] != owner and _alive(row[1], row[2]):
+                return "busy"
+            conn.execute("INSERT OR REPLACE INTO candidates VALUES (?, ?, NULL, ?, ?, NULL)",
+                         (mkey, cand, owner, time.time()))
+            return "claimed"
+        return "claimed"
+
+    def record(self, mkey: str, cand: str, record: Mapping[str, Any], *, replace: bool = False) -> None:
+        """Store a finished candidate's measurement (the first result stored for it stays, unless
+        `replace`)."""
+        text = json.dumps(record, sort_keys=True, default=_jsonable)
+        keep = "" if replace else " WHERE record IS NULL"
+        with self._use("written", write=True) as conn:
+            if conn is not None:
+                conn.execute("INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mkey, cand) DO UPDATE "
+                             "SET record = excluded.record, stored = excluded.stored" + keep,
+                             (mkey, cand, text, _owner(), time.time(), time.time()))
+
+    # ------------------------------------------------------- whole database
+
+    def export(self) -> dict[str, Any]:
+        """Every decodable winner and finished candidate, as JSON-ready data."""
+        rows: list[Any] = []
+        with self._use("read") as conn:
+            rows = conn.execute("SELECT mkey, cand, record, stored FROM candidates WHERE record IS NOT NULL "
+                                "ORDER BY mkey, stored").fetchall() if conn else []
+        cands = [{"mkey": m, "record": d, "stored": s} for m, c, r, s in rows
+                 if (d := _decode(r, check_record, f"candidate {str(c)[:60]}")) is not None]
+        return {"format": FORMAT, "version": VERSION, "winners": self.winners(), "candidates": cands}
+
+    def import_json(self, data: Any) -> int:
+        """Merge exported data (see `export`); returns the rows taken. Foreign data raises ValueError;
+        malformed rows are skipped with a warning."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT or data.get("version") != VERSION:
+            raise ValueError(f"not a {FORMAT} export of version {VERSION}")
+        taken = 0
+        for w in data.get("winners", []):
+            try:
+                entry, info = check_entry(w["entry"]), dict(w["info"])
+                taken += self.store(str(w["key"]), {k: v for k, v in entry.items() if k != "stored"}, info)
+            except (KeyError, TypeError, ValueError) as err:
+                _ignored(f"an imported winner ({err})")
+        for c in data.get("candidates", []):
+            try:
+                rec = check_record(c["record"])
+                self.record(str(c["mkey"]), decode_choices(rec["choices"]).key(), rec)
+                taken += 1
+            except (KeyError, TypeError, ValueError) as err:
+                _ignored(f"an imported candidate ({err})")
+        return taken
+
+    def clear(self, key: str | None = None) -> int:
+        """Remove one winner (by key or key prefix) and its problem's candidates, or everything;
+        returns the winners removed."""
+        with self._use("written", write=True) as conn:
+            if conn is None:
+                return 0
+            if key is None:
+                n = conn.execute("DELETE FROM winners").rowcount
+                conn.execute("DELETE FROM candidates")
+                return n
+            rows = conn.execute("SELECT key, mkey FROM winners WHERE key LIKE ?", (key + "%",)).fetchall()
+            for k, m in rows:
+                conn.execute("DELETE FROM winners WHERE key = ?", (k,))
+                if not conn.execute("SELECT 1 FROM winners WHERE mkey = ?", (m,)).fetchone():
+                    conn.execute("DELETE FROM candidates WHERE mkey = ?", (m,))
+            return len(rows)
+        return 0
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table: winners, finished candidates, claims in flight."""
+        with self._use("read") as conn:
+            if conn is None:
+                return {}
+            return {"winners": conn.execute("SELECT COUNT(*) FROM winners").fetchone()[0],
+                    "candidates": conn.execute("SELECT COUNT(*) FROM candidates WHERE record IS NOT NULL")
+                    .fetchone()[0],
+                    "claims": conn.execute("SELECT COUNT(*) FROM candidates WHERE record IS NULL").fetchone()[0]}
+        return {}
+
+
+def _decode(text: Any, check: Any, what: str) -> Any:
+    try:
+        return check(json.loads(text))
+    except (TypeError, ValueError) as err:
+        _ignored(f"{what} ({err})")
+        return None
+
+
+def _bad(what: str) -> Any:
+    raise ValueError(f"{what} is not an object")
+
+
+def _ignored(what: str) -> None:
+    warnings.warn(TuningDatabaseWarning(f"ignoring a malformed row of the tuning database: {what}"), stacklevel=3)
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(owner: Any, claimed: Any) -> bool:
+    """Whether a claim still stands: not too old, and its process is alive (on this host)."""
+    if not isinstance(claimed, (int, float)) or time.time() - claimed > CLAIM_S:
+        return False
+    host, _, pid = str(owner).rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _jsonable(v: Any) -> Any:

@@ -12,27 +12,42 @@ the program also gets automatic rewrite points at its natural places
 (`lift.rewrites.auto_points`: chunked, fused, vectorised reductions; vectorised maps),
 whose seed candidates (seeds.py) are tried before random sampling; the user's own points
 are kept as written. The few fastest candidates are timed again at the end, so one noisy
-run does not pick the winner. The winner is stored in the
-tuning database; a later `tune` of the same program, shapes, device and objective returns
-it at once (`refresh=True` searches again).
+run does not pick the winner. Every finished candidate is written to the tuning database
+(database.py, shared.py) as it finishes, and candidates already there are not measured
+again: a stopped tune resumes, concurrent tunes of one problem share their work. The winner
+is stored too; a later `tune` of the same program, shapes, device and objective returns it
+at once (`refresh=True` measures and searches again). A database that cannot be read or
+written warns (`TuningDatabaseWarning`) and the tune goes on without it.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
 from .candidate import Candidate, Pipeline, Record, all_skipped
-from .database import TuningDB, tuning_key
+from .database import (
+    TuningDB,
+    encode_choices,
+    liftcl_version,
+    measure_key,
+    program_hash,
+    shapes_key,
+    tuning_key,
+)
 from .pareto import pareto_front, score
+from .progress import Progress
+from .reuse import symbolic_sizes, without_lookup
 from .search import LocalSearch, RandomSearch, RandomThenLocal
 from .seeds import Seeded
+from .shared import SharedWork, record_from_json
 
 
 @dataclass
@@ -51,7 +66,21 @@ class TuneResult:
     @property
     def choices(self) -> dict[str, Any]:
         """The winning choices (rewrite points, joint mapping/tuning/launch, vectorisation)."""
-        return self.best_record.candidate.to_json() if self.best_record else {}
+        return encode_choices(self.best_record.candidate) if self.best_record else {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The winner, the time/memory Pareto front (fastest first) and the search's figures."""
+        best = self.best_record.to_json() if self.best_record else None
+        return {"best": best, "pareto": [r.to_json() for r in self.pareto], "stats": dict(self.stats),
+                "cached": self.cached, "candidates": [r.to_json() for r in self.history]}
+
+    def plot(self, path: Any, title: str | None = None) -> Any:
+        """Draw every correct candidate's time and memory and the Pareto front (thesis Fig. 4.5)
+        into an image file `path` (PNG, SVG, PDF: by its suffix); needs matplotlib
+        (`pip install "liftcl[plot]"`). Returns the path."""
+        from .plot import plot_front
+
+        return plot_front(self, path, title)
 
     def __repr__(self) -> str:
         t = self.best_record.time if self.best_record else None
@@ -61,6 +90,7 @@ class TuneResult:
                 f"{len(self.pareto)} on the Pareto front{', cached' if self.cached else ''}>")
 
 
+@without_lookup
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True) -> TuneResult:
@@ -74,8 +104,13 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     dev = _device(device)
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(db)
     sizes = _sizes(expr, arrays)
+    user_hash, symbolic = program_hash(expr), symbolic_sizes(expr)
     expr, structural, auto_labels = _search_space(expr, sizes, auto)
-    key = tuning_key(expr, arrays, dev.key, objective)
+    key, mkey = tuning_key(expr, arrays, dev.key, objective), measure_key(expr, arrays, dev.key)
+    info = {"mkey": mkey, "user_program": user_hash, "program": str(expr)[:2000], "shapes": shapes_key(arrays),
+            "sizes": json.dumps({k: int(v) for k, v in sizes.items() if k in symbolic}, sort_keys=True),
+            "device": dev.key, "device_name": dev.name, "version": liftcl_version(), "objective": objective,
+            "auto": auto}
     if database is not None and not refresh:
         hit = _from_database(expr, arrays, device, database.lookup(key))
         if hit is not None:
@@ -83,11 +118,11 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     pipe = Pipeline(expr, arrays, device, sizes, repeat=repeat)
     start = time.perf_counter()
     pipe.deadline = start + budget
-    pipe.compute_reference()
+    work = SharedWork(pipe, database, mkey, reuse=not refresh)
     history: list[Record] = []
-    bar = _Progress(budget, sys.stderr if progress else None)
-    history.append(pipe.measure(Candidate(all_skipped(structural), default=True)))
-    bar.update(history, rank)
+    bar = Progress(budget, sys.stderr if progress else None)
+    history.append(_first(work, Candidate(all_skipped(structural), default=True), start + budget))
+    bar.update(history, rank, work.reused)
     rnd = RandomSearch(pipe, structural, seed=seed)
     local = LocalSearch(pipe, structural, lambda r: rank(r), seed=seed)
     strategy: Any = RandomThenLocal(rnd, local, switch=lambda: time.perf_counter() - start > budget * 0.4)
@@ -97,13 +132,39 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         cand = strategy.propose(history)
         if cand is None:
             break
-        history.append(pipe.measure(cand))
+        rec = work.measure(cand)
+        if rec is None:  # another tune is measuring it: take what others have finished meanwhile
+            history.extend(work.collect(history))
+            continue
+        history.append(rec)
         _release(history, rank)
-        bar.update(history, rank)
+        bar.update(history, rank, work.reused)
+    work.wait_pending(history, start + budget)
+    history.extend(work.collect(history))
     bar.close()
     if objective == "time":
         _confirm(history, pipe, rank)
-    return _result(history, rank, database, key, time.perf_counter() - start)
+    result = _result(history, rank, pipe, time.perf_counter() - start)
+    result.stats.update(measured=work.measured, from_database=work.reused)
+    if database is not None:
+        database.store(key, _entry(result), info, replace=refresh)
+    return result
+
+
+def _first(work: SharedWork, cand: Candidate, deadline: float) -> Record:
+    """The default candidate's record (measured here, or by a concurrent tune: waited for)."""
+    rec = work.measure(cand)
+    while rec is None and time.perf_counter() < deadline:
+        time.sleep(0.2)
+        rec = next((r for r in work.collect([]) if r.candidate.key() == cand.key()), None)
+    return rec if rec is not None else work.pipe.measure(cand)
+
+
+def _entry(result: TuneResult) -> dict[str, Any]:
+    best = result.best_record
+    assert best is not None
+    return {"choices": encode_choices(best.candidate), "time": best.time, "memory": best.memory,
+            "candidates": len(result.history), "pareto": [r.to_json() for r in result.pareto]}
 
 
 def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
@@ -145,16 +206,15 @@ def _release(history: list[Record], rank: Any) -> None:
             r.program = None
 
 
-def _result(history: list[Record], rank: Any, database: TuningDB | None, key: str, elapsed: float) -> TuneResult:
+def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) -> TuneResult:
     ok = [r for r in history if r.ok]
     if not ok:
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
         raise LiftValueError(f"no candidate compiled and matched the interpreter: {reasons}")
     best = min(ok, key=rank)
+    if best.program is None:  # measured by an earlier or concurrent tune: build it here
+        best.program = pipe.build(best.candidate)
     front = pareto_front(history)
-    if database is not None:
-        database.store(key, {"choices": best.candidate.to_json(), "time": best.time, "memory": best.memory,
-                             "candidates": len(history), "pareto": [r.to_json() for r in front]})
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
              "default_time": history[0].time}
     return TuneResult(best.program, front, history, best, stats=stats)
@@ -173,9 +233,9 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
         return None
     rec = Record(cand, True, "from the tuning database", entry.get("time"), entry.get("memory"),
                  checked=False, program=prog)
-    front = [rec]
+    front = [record_from_json(d) for d in entry.get("pareto", [])] or [rec]
     return TuneResult(prog, front, [rec], rec, cached=True, reference_checked=False,
-                      stats={"candidates": 0, "cached": True})
+                      stats={"candidates": 0, "cached": True, "searched": entry.get("candidates")})
 
 
 def _sizes(expr: Lambda, arrays: Sequence[Any]) -> dict[str, int]:
@@ -188,28 +248,3 @@ def _device(device: Any) -> Any:
     from lift import devices
 
     return device if isinstance(device, devices.Device) else devices.current(device)
-
-
-class _Progress:
-    """A one-line progress bar on a stream (none when `stream` is None)."""
-
-    def __init__(self, budget: float, stream: TextIO | None) -> None:
-        self.budget, self.stream, self.start = budget, stream, time.perf_counter()
-
-    def update(self, history: Sequence[Record], rank: Any) -> None:
-        if self.stream is None:
-            return
-        el = time.perf_counter() - self.start
-        ok = [r for r in history if r.ok]
-        best = min(ok, key=rank) if ok else None
-        frac = min(1.0, el / self.budget) if self.budget > 0 else 1.0
-        filled = int(frac * 20)
-        shown = f"best {best.time * 1e3:.3f} ms" if best and best.time else "no result yet"
-        self.stream.write(f"\r[lift.tune] [{'#' * filled}{'.' * (20 - filled)}] {el:5.1f}/{self.budget:g} s "
-                          f"{len(history)} tried, {len(history) - len(ok)} rejected, {shown} ")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.stream is not None:
-            self.stream.write("\n")
-            self.stream.flush()

@@ -1,0 +1,369 @@
+"""The `lift` command (also `python -m lift`): devices, show, tune, bench and the tuning database.
+
+    lift devices                          every platform and device, usable or not, the default
+    lift show FILE.py [--device D] [--choices JSON]
+    lift tune FILE.py [--budget S] [--objective time|memory|pareto] [--plot [PNG]] [--json OUT]
+    lift bench [NAMES...] [--tune S] [--json OUT]
+    lift db list | show KEY | export [OUT] | import FILE | clear [KEY]
+
+A *program file* is a Python file that defines, at module level, `program` (a `lift.fun`
+program) and `inputs()`, a function returning the tuple of arguments to run it on (numpy
+arrays and scalars); `--inputs 'A,B'` passes Python literals to `inputs`. The examples/
+follow it: `lift tune examples/dot.py`. The file's folder is put first on `sys.path`, so
+it may import its neighbours.
+
+The tuning database is `$LIFTCL_TUNING_DB`, else `<liftcl cache>/tuning.sqlite`; `--db PATH`
+names another. Exit status: 0 success, 1 a failure (a program that does not compile, a tune
+with no correct candidate), 2 a usage error (bad option, missing file, unknown key); the
+message goes to standard error, prefixed with `lift:`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lift.errors import LiftError
+
+USAGE, FAILURE = 2, 1
+
+
+class CliError(Exception):
+    """A message for the user and an exit status."""
+
+    def __init__(self, message: str, status: int = USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ------------------------------------------------------------------ program files
+
+
+def load_program(path: str, inputs_args: str | None = None) -> tuple[Any, tuple[Any, ...], str]:
+    """The `program`, the arguments `inputs(...)` returns, and a name, from a program file."""
+    from lift.ir.nodes import Lambda
+
+    file = Path(path)
+    if not file.is_file():
+        raise CliError(f"{path}: no such file")
+    sys.path.insert(0, str(file.resolve().parent))
+    spec = importlib.util.spec_from_file_location(f"lift_program_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise CliError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except LiftError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's file failed to import
+        raise CliError(f"{path}: {type(err).__name__}: {err}", FAILURE) from err
+    program = getattr(module, "program", None)
+    if not isinstance(program, Lambda):
+        raise CliError(f"{path}: defines no module-level `program` (a lift.fun program); see `lift --help`")
+    make = getattr(module, "inputs", None)
+    if not callable(make):
+        raise CliError(f"{path}: defines no `inputs()` function returning the program's arguments")
+    args = _literals(inputs_args)
+    try:
+        arrays = make(*args)
+    except Exception as err:  # noqa: BLE001
+        raise CliError(f"{path}: inputs({', '.join(map(repr, args))}) failed: {type(err).__name__}: {err}") from err
+    arrays = arrays if isinstance(arrays, tuple) else (arrays,)
+    if len(arrays) != len(program.params):
+        raise CliError(f"{path}: inputs() returned {len(arrays)} arguments; program takes {len(program.params)}")
+    return program, arrays, file.stem
+
+
+def _literals(text: str | None) -> tuple[Any, ...]:
+    if not text:
+        return ()
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError) as err:
+        raise CliError(f"--inputs {text!r}: not Python literals ({err})") from None
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _db(opts: argparse.Namespace) -> Any:
+    from lift.explore import TuningDB
+
+    return TuningDB(opts.db)
+
+
+# ------------------------------------------------------------------------- devices
+
+
+def cmd_devices(opts: argparse.Namespace) -> int:
+    from lift import devices
+
+    rows = _device_rows()
+    try:
+        default = devices.current()
+        default_key: str | None = default.key
+    except LiftError as err:
+        default, default_key = None, None
+        print(f"lift: no usable default device: {err}", file=sys.stderr)
+    profiles = {name: devices.profile(name) for name in devices.PROFILE_NAMES}
+    if opts.json:
+        out = {"devices": rows, "default": default_key,
+               "profiles": {n: _profile_dict(p) for n, p in profiles.items()}}
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    for r in rows:
+        mark = "*" if r.get("key") == default_key and default_key else " "
+        state = "usable" if r["usable"] else f"unusable: {r['why']}"
+        print(f"{mark} {r['platform']}: {r['name']} [{r.get('kind', '?')}] {state}")
+        if r["usable"]:
+            print(f"    {r['compute_units']} compute units, work-groups up to {r['max_work_group_size']}, "
+                  f"{r['local_mem_bytes'] // 1024} KiB local memory, {r['global_mem_bytes'] / 2**30:.1f} GiB global")
+    if not rows:
+        print("no OpenCL platform found")
+    print(f"default: {default.name if default else 'none'} (marked *; set device= or PYOPENCL_CTX to choose another)")
+    print("offline profiles (compile for a device that is not attached: --device NAME):")
+    for name, p in profiles.items():
+        print(f"  {name:10s} {p.name} [{p.kind}], {p.compute_units} compute units, "
+              f"work-groups up to {p.max_work_group_size}, {p.local_mem_bytes // 1024} KiB local memory")
+    return 0
+
+
+def _device_rows() -> list[dict[str, Any]]:
+    """Every platform's devices, each tried: usable (a context opens) or why not."""
+    from lift import devices, runtime
+
+    try:
+        import pyopencl as cl
+
+        platforms = cl.get_platforms()
+    except Exception as err:  # noqa: BLE001 - no ICD loader, no platform
+        return [{"platform": "OpenCL", "name": "-", "usable": False, "why": f"{type(err).__name__}: {err}"}]
+    rows = []
+    for p in platforms:
+        try:
+            found = p.get_devices()
+        except Exception as err:  # noqa: BLE001
+            rows.append({"platform": p.name, "name": "-", "usable": False, "why": str(err)})
+            continue
+        for d in found:
+            row: dict[str, Any] = {"platform": p.name, "name": d.name}
+            try:
+                dev = devices.describe(d)
+                runtime.open_device(d)
+                row.update(_profile_dict(dev), usable=True, why="")
+            except Exception as err:  # noqa: BLE001 - report and go on
+                row.update(usable=False, why=f"{type(err).__name__}: {str(err).splitlines()[0]}")
+            rows.append(row)
+    return rows
+
+
+def _profile_dict(p: Any) -> dict[str, Any]:
+    keys = ("name", "kind", "compute_units", "max_work_group_size", "local_mem_bytes", "global_mem_bytes",
+            "platform", "driver_version")
+    return {**{k: getattr(p, k) for k in keys}, "key": p.key}
+
+
+# ---------------------------------------------------------------------------- show
+
+
+def cmd_show(opts: argparse.Namespace) -> int:
+    import lift
+    from lift.typecheck import typecheck
+
+    program, arrays, _ = load_program(opts.file, opts.inputs)
+    print(f"program:\n  {program}\n\ntype:\n  {typecheck(program)}\n")
+    choices = _json_arg(opts.choices, "--choices") if opts.choices else None
+    prog = lift.compile(program, device=opts.device, choices=choices)
+    report, maps = _constraints(program, arrays, opts.device)
+    print("choices:")
+    print(_indent(_describe_choices(prog.choices, maps)))
+    print("\nconstraints:")
+    print(_indent(report))
+    print(f"\nOpenCL source ({', '.join(prog.kernels)}):")
+    print(prog.source)
+    return 0
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+    except (OSError, ValueError) as err:
+        raise CliError(f"{what}: not JSON (or @FILE of JSON): {err}") from None
+
+
+def _describe_choices(choices: Any, maps: set[str]) -> str:
+    """The choices, one per line; a map's Table 5.2 code in words."""
+    if not choices:
+        return "default lowering (no mapping chosen)"
+    data = choices.to_json() if hasattr(choices, "to_json") else choices
+    if not isinstance(data, dict):
+        return str(data)
+    lines = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines += [f"{k}:"] + [f"  {n} = {_shown(n, x, maps)}" for n, x in v.items()]
+        else:
+            lines.append(f"{k} = {_shown(k, v, maps)}")
+    return "\n".join(lines) or "none"
+
+
+def _shown(name: str, v: Any, maps: set[str]) -> str:
+    from lift.constraints import describe
+
+    if name in maps and isinstance(v, int):
+        try:
+            return f"{v} ({describe(v)})"
+        except ValueError:
+            pass
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def _constraints(program: Any, arrays: Sequence[Any], device: str | None) -> tuple[str, set[str]]:
+    """The joint space's constraint report and its map labels."""
+    from lift.constraints import joint_space
+    from lift.interpret import bind_sizes
+    from lift.lower import is_high_level
+
+    if not is_high_level(program):
+        return "the program is already mapped (no mapping or tuning space)", set()
+    try:
+        sizes = bind_sizes([p.ptype for p in program.params], tuple(arrays), program)
+        space = joint_space(program, device, sizes=sizes)
+    except LiftError as err:
+        return f"no constraint space: {type(err).__name__}: {str(err).splitlines()[0]}", set()
+    return f"{space.report()}\nvariables: {', '.join(space.variables) or 'none'}", set(space.context.maps)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + ln for ln in text.splitlines())
+
+
+# -------------------------------------------------------------------- db and bench
+
+
+def cmd_db(opts: argparse.Namespace) -> int:
+    db = _db(opts)
+    if opts.action == "list":
+        rows = db.winners()
+        for w in rows:
+            i, e = w["info"], w["entry"]
+            t = f"{e['time'] * 1e3:.4f} ms" if e.get("time") else "?"
+            print(f"{w['key'][:12]}  {i.get('objective', '?'):6s} {t:>12s}  {e.get('candidates', '?'):>4} tried  "
+                  f"{i.get('device_name', '?')}  {i.get('shapes', '')}")
+        print(f"{len(rows)} tuned problems, {db.counts().get('candidates', 0)} measured candidates in {db.path}")
+    elif opts.action == "show":
+        w = _one(db, opts.key)
+        print(json.dumps({**w, "measured": len(db.finished(w["info"].get("mkey", "")))}, indent=2, default=str))
+    elif opts.action == "export":
+        text = json.dumps(db.export(), indent=1, default=str)
+        if opts.key in (None, "-"):
+            print(text)
+        else:
+            Path(opts.key).write_text(text + "\n")
+    elif opts.action == "import":
+        if opts.key is None:
+            raise CliError("db import needs a FILE (an export)")
+        try:
+            n = db.import_json(json.loads(Path(opts.key).read_text()))
+        except (OSError, ValueError) as err:
+            raise CliError(f"{opts.key}: {err}") from None
+        print(f"imported {n} rows into {db.path}")
+    elif opts.action == "clear":
+        n = db.clear(opts.key)
+        if opts.key is not None and n == 0:
+            raise CliError(f"no tuned problem with a key starting {opts.key!r}")
+        print(f"removed {n} tuned problems from {db.path}")
+    return 1 if db.broken else 0
+
+
+def _one(db: Any, key: str | None) -> dict[str, Any]:
+    if not key:
+        raise CliError("db show needs a KEY (a prefix from `lift db list`)")
+    found = [w for w in db.winners() if w["key"].startswith(key)]
+    if len(found) != 1:
+        raise CliError(f"{len(found)} tuned problems have a key starting {key!r}")
+    return found[0]
+
+
+def cmd_bench(opts: argparse.Namespace) -> int:
+    """A thin call of benchmarks/bench.py (in the source tree)."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"
+    if not bench.is_file():
+        raise CliError(f"the benchmark suite is not here ({bench}); run lift bench from a liftcl source tree")
+    spec = importlib.util.spec_from_file_location("lift_bench", bench)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    argv = [*opts.names, *(["--tune", str(opts.tune)] if opts.tune else []),
+            *(["--json", opts.json] if opts.json else []), *(["--quick"] if opts.quick else []),
+            *(["--repeat", str(opts.repeat)] if opts.repeat else [])]
+    status = module.main(argv)
+    return int(status or 0)
+
+
+# -------------------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    from lift.cli_tune import add_tune
+
+    top = argparse.ArgumentParser(prog="lift", description=__doc__.split("\n\n")[0],
+                                  epilog=__doc__.split("\n\n", 2)[2],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"liftcl {_version()}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("devices", help="list OpenCL platforms and devices, the default, offline profiles")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=cmd_devices)
+    p = sub.add_parser("show", help="a program file's notation, type, choices, constraints and OpenCL source")
+    _program_args(p)
+    p.add_argument("--choices", help="choices as JSON (or @FILE), as lift.compile(choices=...) takes them")
+    p.set_defaults(run=cmd_show)
+    add_tune(sub, _program_args)
+    p = sub.add_parser("bench", help="the benchmark suite (benchmarks/bench.py)")
+    p.add_argument("names", nargs="*", help="examples (and 'baselines') to run; default: all")
+    p.add_argument("--tune", type=float, default=0.0, metavar="S", help="also tune each example for S seconds")
+    p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    p.add_argument("--quick", action="store_true", help="smaller sizes")
+    p.add_argument("--repeat", type=int, default=0, help="timed runs per kernel")
+    p.set_defaults(run=cmd_bench)
+    p = sub.add_parser("db", help="the tuning database: list, show KEY, export [OUT], import FILE, clear [KEY]")
+    p.add_argument("action", choices=("list", "show", "export", "import", "clear"))
+    p.add_argument("key", nargs="?", help="a key prefix (show, clear), an output file (export), an export (import)")
+    p.add_argument("--db", help="the tuning database file (default: $LIFTCL_TUNING_DB or the liftcl cache)")
+    p.set_defaults(run=cmd_db)
+    return top
+
+
+def _program_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE.py", help="a program file: module-level `program` and `inputs()`")
+    p.add_argument("--device", help="a device name (substring) or an offline profile (see `lift devices`)")
+    p.add_argument("--inputs", metavar="ARGS", help="Python literals passed to inputs(), e.g. '12' or '64, 64, 64'")
+
+
+def _version() -> str:
+    import lift
+
+    return str(getattr(lift, "__version__", "?"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    opts = parser().parse_args(argv)
+    try:
+        return int(opts.run(opts) or 0)
+    except CliError as err:
+        print(f"lift: {err}", file=sys.stderr)
+        return err.status
+    except LiftError as err:
+        print(f"lift: {type(err).__name__}: {err}", file=sys.stderr)
+        return FAILURE
+    except KeyboardInterrupt:
+        print("lift: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

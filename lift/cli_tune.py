@@ -1,0 +1,86 @@
+"""`lift tune FILE.py`: search for the best compilation of a program file's program (lift.tune),
+print the winner and the time/memory Pareto front, optionally as JSON and as a picture."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The `tune` subcommand's parser."""
+    p = sub.add_parser("tune", help="tune a program file's program (lift.tune) and keep the winner")
+    program_args(p)
+    p.add_argument("--budget", type=float, default=60.0, metavar="S", help="seconds of search (default 60)")
+    p.add_argument("--objective", choices=("time", "memory", "pareto"), default="time",
+                   help="what to minimise; pareto keeps the time/memory front, the fastest as the winner")
+    p.add_argument("--strategy", help="the search strategy, by name, where this liftcl's tune offers a choice")
+    p.add_argument("--seed", type=int, default=0, help="the search's random seed")
+    p.add_argument("--refresh", action="store_true", help="measure and search again, ignoring the database")
+    p.add_argument("--no-auto", action="store_true", help="no automatic rewrite points (only the program's own)")
+    p.add_argument("--db", help="the tuning database file (default: $LIFTCL_TUNING_DB or the liftcl cache)")
+    p.add_argument("--no-db", action="store_true", help="use no tuning database")
+    p.add_argument("--json", metavar="OUT", help="write the result (winner, Pareto front, candidates) as JSON")
+    p.add_argument("--plot", nargs="?", const="", metavar="PNG",
+                   help="draw the candidates and the Pareto front (needs matplotlib; default FILE-OBJECTIVE.png)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_tune)
+
+
+def cmd_tune(opts: argparse.Namespace) -> int:
+    import lift
+    from lift.cli import CliError, load_program
+    from lift.explore import TuningDB
+
+    program, arrays, name = load_program(opts.file, opts.inputs)
+    kw: dict[str, Any] = {}
+    if opts.strategy:
+        if "strategy" not in inspect.signature(lift.tune).parameters:
+            raise CliError("--strategy: this liftcl's tune has one strategy (random sampling, then hill climbing)")
+        kw["strategy"] = opts.strategy
+    db: Any = False if opts.no_db else TuningDB(opts.db)
+    result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=opts.device,
+                       seed=opts.seed, db=db, progress=not opts.quiet, refresh=opts.refresh,
+                       auto=not opts.no_auto, **kw)
+    report(result, name, opts.budget)
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(result.to_json(), indent=1, default=str) + "\n")
+    if opts.plot is not None:
+        path = opts.plot or f"{name}-{opts.objective}.png"
+        result.plot(path, title=f"{name}: time and memory of {len(result.history)} candidates")
+        print(f"plot: {path}")
+    return 0
+
+
+def report(result: Any, name: str, budget: float) -> None:
+    """The winner, how the search went, and the Pareto front."""
+    st, best = result.stats, result.best_record
+    dev = result.best.device
+    if result.cached:
+        print(f"{name} on {dev.name}: from the tuning database ({st.get('searched', '?')} candidates tried before)")
+    else:
+        print(f"{name} on {dev.name}: {st['candidates']} candidates in {st['seconds']:.1f} s "
+              f"(budget {budget:g} s), {st['rejected']} rejected, {st.get('measured', '?')} measured here, "
+              f"{st.get('from_database', 0)} from the database")
+    default = st.get("default_time")
+    gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
+        if default and best and best.time else ""
+    print(f"best: {_ms(best.time)}, {_mib(best.memory)}{gain}")
+    print(f"choices: {json.dumps(result.choices, sort_keys=True)}")
+    print(f"Pareto front of time and memory ({len(result.pareto)}):")
+    for r in result.pareto:
+        print(f"  {_ms(r.time):>12s} {_mib(r.memory):>12s}  {r.candidate}")
+    sys.stdout.flush()
+
+
+def _ms(t: float | None) -> str:
+    return f"{t * 1e3:.4f} ms" if t is not None else "? ms"
+
+
+def _mib(b: int | None) -> str:
+    return f"{b / 2**20:.3f} MiB" if b is not None else "? MiB"

@@ -1,0 +1,106 @@
+"""`lift.compile` reuses what tuning found: the best known choices from the tuning database.
+
+`compile(expr)` (with no explicit choices, launch sizes or build options) asks `tuned_program`
+for the stored winner of `expr` on the device. The key is the program as the user wrote it
+(`program_hash`), the device key, the liftcl version, and the size bindings: `compile` has
+no arguments, so only a program whose parameter types are concrete (no symbolic `Size`)
+can match, namely a tune of the same program, whose size bindings were `{}`; a winner
+tuned for `N = 4096` is never used for a program over a symbolic `N`, since its kernels are
+specialised to that size. The objective "time" is preferred, then "pareto". The program is
+rebuilt from the stored choices and its `choices` say where they came from (`"from"`). The
+lookup is off while `tune` runs (its candidates are compiled with their own choices).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from lift.errors import LiftError
+from lift.ir.nodes import Lambda, Node
+
+from .database import TuningDatabaseWarning, TuningDB, decode_choices, default_path, encode_choices, program_hash
+
+_OFF: ContextVar[bool] = ContextVar("lift_tuned_lookup_off", default=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def without_lookup(fn: F) -> F:
+    """Run `fn` with `lift.compile`'s tuning-database lookup off."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        token = _OFF.set(True)
+        try:
+            return fn(*args, **kw)
+        finally:
+            _OFF.reset(token)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def symbolic_sizes(expr: Lambda) -> set[str]:
+    """The names of the symbolic sizes in the program's parameter types."""
+    from lift.arith.ops import free_vars
+    from lift.types import ArrayType, TupleType
+
+    names: set[str] = set()
+
+    def visit(t: Any) -> None:
+        if isinstance(t, ArrayType):
+            names.update(str(v) for v in free_vars(t.size))
+            visit(t.elem)
+        elif isinstance(t, TupleType):
+            for e in t.elems:
+                visit(e)
+
+    for p in expr.params:
+        visit(p.ptype)
+    return names
+
+
+def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any | None:
+    """The compiled winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes)."""
+    if _OFF.get() or not isinstance(expr, Lambda) or symbolic_sizes(expr):
+        return None
+    path = default_path()
+    if not path.is_file():
+        return None
+    from lift.explore.tune import _device
+
+    try:
+        dev = _device(device)
+    except LiftError:
+        return None
+    found = TuningDB(path).find(program_hash(expr), "{}", dev.key)
+    if found is None:
+        return None
+    info, entry = found
+    token = _OFF.set(True)
+    try:
+        cand = decode_choices(entry["choices"])
+        prog = _build(expr, bool(info.get("auto", True)), cand, device, cache_dir)
+    except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
+        warnings.warn(TuningDatabaseWarning(f"the tuned choices stored in {path} no longer build "
+                                            f"({type(err).__name__}: {err}); compiling without them"), stacklevel=3)
+        return None
+    finally:
+        _OFF.reset(token)
+    t = entry.get("time")
+    shown = f", {t * 1e3:.3f} ms" if isinstance(t, (int, float)) else ""
+    prog.choices = {**encode_choices(cand), "from": f"tuning database {path} "
+                    f"(objective {info.get('objective', 'time')}{shown})"}
+    return prog
+
+
+def _build(expr: Lambda, auto: bool, cand: Any, device: Any, cache_dir: Any) -> Any:
+    from lift.rewrites import auto_points
+
+    from .candidate import Pipeline
+
+    search = auto_points(expr, {}) if auto else expr
+    pipe = Pipeline(search, (), device, {})
+    pipe.cache_dir = cache_dir
+    return pipe.build(cand)

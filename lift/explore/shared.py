@@ -1,0 +1,76 @@
+"""Candidates measured once across tunes: the tuning database as a shared, resumable work list.
+
+`SharedWork.measure(candidate)` returns the candidate's record from the database when some tune
+(this one before it was stopped, or another running now) has finished it; otherwise it claims
+the candidate, measures it through the `Pipeline` (computing the interpreter's reference result
+only when the first candidate is measured here) and writes the record at once. A candidate that
+another live process is measuring is skipped (None) and its record collected later
+(`collect`). Without a database it simply measures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .candidate import Candidate, Pipeline, Record
+from .database import TuningDB, decode_choices
+
+
+def record_from_json(d: dict[str, Any]) -> Record:
+    """A stored measurement as a `Record` (no program: it is rebuilt when needed)."""
+    return Record(decode_choices(d["choices"]), bool(d["ok"]), str(d.get("reason", "")), d.get("time"),
+                  d.get("memory"), bool(d.get("checked", False)))
+
+
+class SharedWork:
+    """Measure candidates of one problem (`mkey`), sharing records through `database`."""
+
+    def __init__(self, pipe: Pipeline, database: TuningDB | None, mkey: str, *, reuse: bool = True) -> None:
+        self.pipe, self.db, self.mkey, self.reuse = pipe, database, mkey, reuse
+        self.known: dict[str, dict[str, Any]] = database.finished(mkey) if database and reuse else {}
+        self.pending: set[str] = set()
+        self.reused = 0
+        self.measured = 0
+
+    def measure(self, cand: Candidate) -> Record | None:
+        """The candidate's record (stored or measured now), or None while another process measures it."""
+        k = cand.key()
+        if k in self.known:
+            return self._stored(k)
+        if self.db is not None and self.reuse:
+            state = self.db.claim(self.mkey, k)
+            if state == "finished":
+                self.known.update(self.db.finished(self.mkey))
+                if k in self.known:
+                    return self._stored(k)
+            elif state == "busy":
+                self.pending.add(k)
+                return None
+        if self.pipe.reference is None:
+            self.pipe.compute_reference()
+        rec = self.pipe.measure(cand)
+        self.measured += 1
+        if self.db is not None:
+            self.db.record(self.mkey, k, rec.to_json(), replace=not self.reuse)
+        return rec
+
+    def _stored(self, k: str) -> Record:
+        self.reused += 1
+        self.pending.discard(k)
+        return record_from_json(self.known[k])
+
+    def collect(self, history: Sequence[Record]) -> list[Record]:
+        """Records finished in the database (by any tune of this problem) that `history` lacks."""
+        if self.db is None or not self.reuse:
+            return []
+        self.known.update(self.db.finished(self.mkey))
+        have = {r.candidate.key() for r in history}
+        return [self._stored(k) for k in list(self.known) if k not in have]
+
+    def wait_pending(self, history: list[Record], deadline: float, poll_s: float = 0.2) -> None:
+        """Wait (until `deadline`) for the candidates other processes are measuring; add their records."""
+        while self.pending and time.perf_counter() < deadline:
+            time.sleep(poll_s)
+            history.extend(self.collect(history))
