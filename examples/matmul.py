@@ -149,8 +149,9 @@ def variants() -> list[Variant]:
             Variant("register-blocked, float8", register_blocked(), f"{BM}x{BN} blocks of float8 accumulators")]
 
 
-def inputs(m: int = 512, n: int = 512, k: int = 512) -> tuple[np.ndarray, np.ndarray]:
-    """A [M][K] and B^T [N][K]."""
+def inputs(m: int = 64, n: int = 64, k: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """A [M][K] and B^T [N][K]; small by default, so that `lift tune examples/matmul.py` spends its
+    budget on candidates rather than on interpreting the reference (`--inputs 512,512,512`)."""
     rng = np.random.default_rng(0)
     return rng.random((m, k), dtype=np.float32), rng.random((n, k), dtype=np.float32)
 
