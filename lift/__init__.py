@@ -7,6 +7,7 @@
 """
 
 from lift import devices, explore, rewrites
+from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
@@ -76,7 +77,7 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "tune", "TuneResult",
+    "typecheck", "interpret", "size_conditions", "compile", "Choices", "Program", "devices", "tune", "TuneResult",
     "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
