@@ -64,10 +64,16 @@ def finished_rows(db: Path) -> dict[str, float]:
         return {}
 
 
-def test_help_everywhere_and_usage_errors(tmp_path: Path) -> None:
-    for sub in ((), ("devices",), ("show",), ("tune",), ("bench",), ("db",)):
+def test_help_everywhere_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from lift.cli import main
+
+    for sub in ((), ("tune",)):  # through the console entry, as a user types it
         got = lift_cmd(*sub, "--help")
         assert got.returncode == 0 and "usage: lift" in got.stdout, sub
+    for sub in (("devices",), ("show",), ("bench",), ("db",)):  # in this process: each start costs a second
+        with pytest.raises(SystemExit) as done:
+            main([*sub, "--help"])
+        assert done.value.code == 0 and f"usage: lift {sub[0]}" in capsys.readouterr().out
     assert lift_cmd().returncode == 2
     missing = lift_cmd("tune", str(tmp_path / "nope.py"))
     assert missing.returncode == 2 and "lift: " in missing.stderr and "no such file" in missing.stderr

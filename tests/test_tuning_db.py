@@ -44,7 +44,8 @@ def test_key_depends_on_shapes_device_and_objective() -> None:
     assert shapes_key((x, (x, rand(2, 3)))) == "float32[64],(float32[64],float32[2, 3])"
 
 
-CHOICES = {"structural": {}, "joint": {"m0": 30}, "vectorise": {}, "default": False}
+CHOICES = {"structural": {}, "joint": {"m0": 30}, "vectorise": {}, "default": False}  # a search candidate
+WINNER = lift.Choices(mapping={"m0": 30}).to_json()  # a winner's lift.Choices
 
 
 def record(t: float, **joint: int) -> dict:
@@ -61,14 +62,14 @@ def test_measure_key_ignores_the_objective_and_the_tuning_key_does_not() -> None
 def test_winner_is_replaced_only_by_a_better_one(tmp_path) -> None:
     db = TuningDB(tmp_path / "t.sqlite")
     assert db.lookup("k") is None
-    assert db.store("k", {"choices": CHOICES, "time": 2.0, "memory": 10}, {"objective": "time"})
-    assert not db.store("k", {"choices": CHOICES, "time": 3.0, "memory": 1}, {"objective": "time"})
+    assert db.store("k", {"choices": WINNER, "time": 2.0, "memory": 10}, {"objective": "time"})
+    assert not db.store("k", {"choices": WINNER, "time": 3.0, "memory": 1}, {"objective": "time"})
     assert db.lookup("k")["time"] == 2.0
-    assert db.store("k", {"choices": CHOICES, "time": 1.0, "memory": 10}, {"objective": "time"})
-    assert db.store("k", {"choices": CHOICES, "time": 5.0, "memory": 10}, {"objective": "time"}, replace=True)
+    assert db.store("k", {"choices": WINNER, "time": 1.0, "memory": 10}, {"objective": "time"})
+    assert db.store("k", {"choices": WINNER, "time": 5.0, "memory": 10}, {"objective": "time"}, replace=True)
     assert db.lookup("k")["time"] == 5.0
-    assert db.store("m", {"choices": CHOICES, "time": 2.0, "memory": 10}, {"objective": "memory"})
-    assert db.store("m", {"choices": CHOICES, "time": 9.0, "memory": 5}, {"objective": "memory"})
+    assert db.store("m", {"choices": WINNER, "time": 2.0, "memory": 10}, {"objective": "memory"})
+    assert db.store("m", {"choices": WINNER, "time": 9.0, "memory": 5}, {"objective": "memory"})
     assert len(db.winners()) == 2 and db.path.with_name("t.sqlite-wal").exists()  # WAL mode
 
 
@@ -94,7 +95,7 @@ def test_candidates_claims_and_records(tmp_path) -> None:
 def test_malformed_and_foreign_rows_are_ignored_with_a_warning(tmp_path) -> None:
     db = TuningDB(tmp_path / "t.sqlite")
     db.record("p", "good", record(1.0))
-    db.store("w", {"choices": CHOICES, "time": 1.0, "memory": 1}, {"objective": "time"})
+    db.store("w", {"choices": WINNER, "time": 1.0, "memory": 1}, {"objective": "time"})
     with sqlite3.connect(db.path) as raw:
         bad_types, no_time = {**record(1.0), "choices": {"structural": 5}}, {**record(1.0), "time": None}
         for cand, text in (("cut", '{"choices": '), ("list", "[1, 2]"), ("types", json.dumps(bad_types)),
@@ -118,13 +119,13 @@ def test_a_file_that_is_not_a_tuning_database_warns(tmp_path) -> None:
         db = TuningDB(path)
         with pytest.warns(TuningDatabaseWarning, match="cannot be read"):
             assert db.lookup("k") is None
-        assert db.broken and not db.store("k", {"choices": CHOICES, "time": 1.0, "memory": 1})
+        assert db.broken and not db.store("k", {"choices": WINNER, "time": 1.0, "memory": 1})
 
 
 def test_export_and_import(tmp_path) -> None:
     db = TuningDB(tmp_path / "a.sqlite")
     db.record("p", "c1", record(1.0, m0=30))
-    db.store("k", {"choices": CHOICES, "time": 1.0, "memory": 64}, {"objective": "time", "mkey": "p"})
+    db.store("k", {"choices": WINNER, "time": 1.0, "memory": 64}, {"objective": "time", "mkey": "p"})
     data = json.loads(json.dumps(db.export()))
     other = TuningDB(tmp_path / "b.sqlite")
     assert other.import_json(data) == 2
@@ -208,11 +209,11 @@ def test_compile_uses_the_tuned_winner_of_a_concrete_program(tmp_path, monkeypat
                            lambda x, y: reduce(lift.add, 0.0) << map(mult) << zip(x, y))
     x, y = rand(1024), rand(1024, seed=1)
     plain = lift.compile(concrete())
-    assert "from" not in (plain.choices or {})
+    assert not getattr(plain.choices, "origin", "")
     res = tune(concrete(), x, y, budget=2, progress=False)
     prog = lift.compile(concrete())
-    assert "tuning database" in prog.choices["from"]
-    assert {k: v for k, v in prog.choices.items() if k != "from"} == res.choices
+    assert "tuning database" in prog.choices.origin
+    assert prog.choices == res.choices and prog.choices.to_json() == res.choices.to_json()
     assert prog.source == res.best.source and np.allclose(prog(x, y), np.dot(x, y), rtol=1e-3)
-    assert "from" not in (lift.compile(dot_program()).choices or {})  # symbolic: never from the database
-    assert "from" not in (lift.compile(concrete(), choices={}).choices or {})  # explicit choices win
+    assert not getattr(lift.compile(dot_program()).choices, "origin", "")  # symbolic: never from the database
+    assert not getattr(lift.compile(concrete(), choices={}).choices, "origin", "")  # explicit choices win

@@ -115,7 +115,8 @@ def tuning_key(expr: Node, arrays: Sequence[Any], device_key: str, objective: st
 
 
 def encode_choices(choices: Any) -> dict[str, Any]:
-    """The JSON form of a candidate's choices (the one place that says how choices are stored)."""
+    """The JSON form of choices, a `lift.Choices` or a search `Candidate` (the one place that says
+    how choices are stored)."""
     return dict(choices.to_json()) if hasattr(choices, "to_json") else dict(choices)
 
 
@@ -156,10 +157,19 @@ def check_record(d: Any) -> dict[str, Any]:
 
 
 def check_entry(d: Any) -> dict[str, Any]:
-    """A winner entry (choices, time, memory, candidates, pareto), validated."""
+    """A winner entry (its `lift.Choices` as JSON, the search's candidate, time, memory, candidates,
+    pareto), validated."""
+    from lift.choices import Choices
+    from lift.errors import LiftError
+
     if not isinstance(d, Mapping):
         raise ValueError("an entry is an object")
-    decode_choices(d.get("choices"))
+    try:
+        Choices.from_json(d.get("choices"))  # type: ignore[arg-type]
+    except (LiftError, TypeError, ValueError, AttributeError) as err:
+        raise ValueError(f"choices: {str(err).splitlines()[0][:200]}") from None
+    if "candidate" in d:
+        decode_choices(d["candidate"])
     if not (_number(d.get("time")) and _number(d.get("memory"))):
         raise ValueError("time and memory are numbers")
     if not isinstance(d.get("pareto", []), list):

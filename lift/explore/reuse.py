@@ -7,7 +7,8 @@ no arguments, so only a program whose parameter types are concrete (no symbolic 
 can match, namely a tune of the same program, whose size bindings were `{}`; a winner
 tuned for `N = 4096` is never used for a program over a symbolic `N`, since its kernels are
 specialised to that size. The objective "time" is preferred, then "pareto". The program is
-rebuilt from the stored choices and its `choices` say where they came from (`"from"`). The
+rebuilt from the stored `lift.Choices`; its `choices` are a `TunedChoices` (equal to them, the
+same JSON) whose `origin` says where they came from. The
 lookup is off while `tune` runs (its candidates are compiled with their own choices).
 """
 
@@ -17,12 +18,14 @@ import functools
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import fields
 from typing import Any, TypeVar
 
+from lift.choices import Choices
 from lift.errors import LiftError
 from lift.ir.nodes import Lambda, Node
 
-from .database import TuningDatabaseWarning, TuningDB, decode_choices, default_path, encode_choices, program_hash
+from .database import TuningDatabaseWarning, TuningDB, default_path, program_hash
 
 _OFF: ContextVar[bool] = ContextVar("lift_tuned_lookup_off", default=False)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -80,8 +83,8 @@ def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any 
     info, entry = found
     token = _OFF.set(True)
     try:
-        cand = decode_choices(entry["choices"])
-        prog = _build(expr, bool(info.get("auto", True)), cand, device, cache_dir)
+        choices = Choices.from_json(entry["choices"])
+        prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir)
     except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
         warnings.warn(TuningDatabaseWarning(f"the tuned choices stored in {path} no longer build "
                                             f"({type(err).__name__}: {err}); compiling without them"), stacklevel=3)
@@ -90,12 +93,25 @@ def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any 
         _OFF.reset(token)
     t = entry.get("time")
     shown = f", {t * 1e3:.3f} ms" if isinstance(t, (int, float)) else ""
-    prog.choices = {**encode_choices(cand), "from": f"tuning database {path} "
-                    f"(objective {info.get('objective', 'time')}{shown})"}
+    prog.choices = TunedChoices.of(prog.choices, f"tuning database {path} "
+                                   f"(objective {info.get('objective', 'time')}{shown})")
     return prog
 
 
-def _build(expr: Lambda, auto: bool, cand: Any, device: Any, cache_dir: Any) -> Any:
+class TunedChoices(Choices):
+    """The `lift.Choices` of a program `lift.compile` rebuilt from the tuning database: equal to
+    (and with the JSON form of) the plain record; `origin` says where they came from."""
+
+    origin: str = ""
+
+    @staticmethod
+    def of(choices: Choices, origin: str) -> TunedChoices:
+        out = TunedChoices(**{f.name: getattr(choices, f.name) for f in fields(Choices)})
+        object.__setattr__(out, "origin", origin)
+        return out
+
+
+def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any) -> Any:
     from lift.rewrites import auto_points
 
     from .candidate import Pipeline
@@ -103,4 +119,4 @@ def _build(expr: Lambda, auto: bool, cand: Any, device: Any, cache_dir: Any) -> 
     search = auto_points(expr, {}) if auto else expr
     pipe = Pipeline(search, (), device, {})
     pipe.cache_dir = cache_dir
-    return pipe.build(cand)
+    return pipe.compile(choices)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
@@ -64,9 +65,10 @@ class TuneResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def choices(self) -> dict[str, Any]:
-        """The winning choices (rewrite points, joint mapping/tuning/launch, vectorisation)."""
-        return encode_choices(self.best_record.candidate) if self.best_record else {}
+    def choices(self) -> Choices:
+        """The winning `lift.Choices`: `lift.compile(expr, choices=result.choices)` rebuilds `best`."""
+        rec = self.best_record
+        return rec.choices if rec is not None and rec.choices is not None else Choices()
 
     def to_json(self) -> dict[str, Any]:
         """The winner, the time/memory Pareto front (fastest first) and the search's figures."""
@@ -163,8 +165,9 @@ def _first(work: SharedWork, cand: Candidate, deadline: float) -> Record:
 def _entry(result: TuneResult) -> dict[str, Any]:
     best = result.best_record
     assert best is not None
-    return {"choices": encode_choices(best.candidate), "time": best.time, "memory": best.memory,
-            "candidates": len(result.history), "pareto": [r.to_json() for r in result.pareto]}
+    return {"choices": encode_choices(result.choices), "candidate": encode_choices(best.candidate),
+            "time": best.time, "memory": best.memory, "candidates": len(result.history),
+            "pareto": [r.to_json() for r in result.pareto]}
 
 
 def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
@@ -214,6 +217,8 @@ def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) ->
     best = min(ok, key=rank)
     if best.program is None:  # measured by an earlier or concurrent tune: build it here
         best.program = pipe.build(best.candidate)
+    if best.choices is None:
+        best.choices = best.program.choices
     front = pareto_front(history)
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
              "default_time": history[0].time}
@@ -221,18 +226,21 @@ def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) ->
 
 
 def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
-    """The stored winner rebuilt (no search, no interpreter run), or None."""
+    """The stored winner rebuilt by `lift.compile` from its `Choices` (no search, no interpreter
+    run), or None."""
     if entry is None:
         return None
-    cand = Candidate.from_json(entry["choices"])
     pipe = Pipeline(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
     try:
-        prog = pipe.build(cand)
-    except Exception:  # noqa: BLE001 - a stale entry (the compiler changed): search again
+        choices = Choices.from_json(entry["choices"])
+        prog = pipe.compile(choices)
+    except Exception:  # noqa: BLE001 - a stale entry (older format, the compiler changed): search again
         return None
+    cand = Candidate(dict(choices.points), {**(choices.mapping or {}), **choices.tuning, **choices.launch},
+                     dict(choices.vectorise))
     rec = Record(cand, True, "from the tuning database", entry.get("time"), entry.get("memory"),
-                 checked=False, program=prog)
+                 checked=False, program=prog, choices=prog.choices)
     front = [record_from_json(d) for d in entry.get("pareto", [])] or [rec]
     return TuneResult(prog, front, [rec], rec, cached=True, reference_checked=False,
                       stats={"candidates": 0, "cached": True, "searched": entry.get("candidates")})
