@@ -71,7 +71,9 @@ def report(result: Any, name: str, budget: float) -> None:
     gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
         if default and best and best.time else ""
     print(f"best: {_ms(best.time)}, {_mib(best.memory)}{gain}")
-    print(f"choices: {json.dumps(result.choices, sort_keys=True)}")
+    from lift.explore.database import encode_choices
+
+    print(f"choices: {json.dumps(encode_choices(result.choices), sort_keys=True)}")
     print(f"Pareto front of time and memory ({len(result.pareto)}):")
     for r in result.pareto:
         print(f"  {_ms(r.time):>12s} {_mib(r.memory):>12s}  {r.candidate}")
