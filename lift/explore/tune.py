@@ -73,7 +73,8 @@ class TuneResult:
     def to_json(self) -> dict[str, Any]:
         """The winner, the time/memory Pareto front (fastest first) and the search's figures."""
         best = self.best_record.to_json() if self.best_record else None
-        return {"choices": encode_choices(self.choices), "best": best, "pareto": [r.to_json() for r in self.pareto], "stats": dict(self.stats),
+        return {"choices": encode_choices(self.choices), "best": best,
+                "pareto": [r.to_json() for r in self.pareto], "stats": dict(self.stats),
                 "cached": self.cached, "candidates": [r.to_json() for r in self.history]}
 
     def plot(self, path: Any, title: str | None = None) -> Any:
