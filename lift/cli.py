@@ -301,8 +301,11 @@ def cmd_bench(opts: argparse.Namespace) -> int:
     argv = [*opts.names, *(["--tune", str(opts.tune)] if opts.tune else []),
             *(["--json", opts.json] if opts.json else []), *(["--quick"] if opts.quick else []),
             *(["--repeat", str(opts.repeat)] if opts.repeat else [])]
-    status = module.main(argv)
-    return int(status or 0)
+    try:
+        status = module.main(argv)
+    except SystemExit as done:  # bench.py's own argument errors
+        status = done.code
+    return status if isinstance(status, int) else (0 if status is None else USAGE)
 
 
 # -------------------------------------------------------------------------- parser
