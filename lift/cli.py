@@ -133,12 +133,23 @@ def cmd_devices(opts: argparse.Namespace) -> int:
 
 
 def _device_rows() -> list[dict[str, Any]]:
-    """Every platform's devices, each tried: usable (a context opens) or why not."""
+    """Every platform's devices, usable or not and why (`lift.devices.list` where there is one)."""
     from lift import devices, runtime
 
-    try:
-        import pyopencl as cl
+    listed = getattr(devices, "list", None)
+    if callable(listed):
+        rows = []
+        for info in listed():
+            why = info.reason + (f" ({info.explanation})" if info.explanation else "")
+            row = {"platform": info.platform, "name": info.name or "-", "kind": info.kind, "ctx": info.ctx,
+                   "usable": info.usable, "why": "" if info.usable else why, "default": info.default}
+            if info.profile is not None:
+                row.update(_profile_dict(info.profile))
+            rows.append(row)
+        return rows
 
+    try:
+        cl = devices._cl()  # only lift.devices and lift.runtime touch pyopencl
         platforms = cl.get_platforms()
     except Exception as err:  # noqa: BLE001 - no ICD loader, no platform
         return [{"platform": "OpenCL", "name": "-", "usable": False, "why": f"{type(err).__name__}: {err}"}]

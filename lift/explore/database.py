@@ -108,7 +108,12 @@ def measure_key(expr: Node, arrays: Sequence[Any], device_key: str) -> str:
 
 def tuning_key(expr: Node, arrays: Sequence[Any], device_key: str, objective: str) -> str:
     """The database key of a tuning problem: the measurement key and the objective."""
-    return hashlib.sha256(f"{measure_key(expr, arrays, device_key)}\n{objective}".encode()).hexdigest()
+    return objective_key(measure_key(expr, arrays, device_key), objective)
+
+
+def objective_key(mkey: str, objective: str) -> str:
+    """The tuning key of a measurement key and an objective."""
+    return hashlib.sha256(f"{mkey}\n{objective}".encode()).hexdigest()
 
 
 # ------------------------------------------------------------------------ choices

@@ -39,9 +39,9 @@ from .database import (
     encode_choices,
     liftcl_version,
     measure_key,
+    objective_key,
     program_hash,
     shapes_key,
-    tuning_key,
 )
 from .pareto import pareto_front, score
 from .progress import Progress
@@ -109,7 +109,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     sizes = _sizes(expr, arrays)
     user_hash, symbolic = program_hash(expr), symbolic_sizes(expr)
     expr, structural, auto_labels = _search_space(expr, sizes, auto)
-    key, mkey = tuning_key(expr, arrays, dev.key, objective), measure_key(expr, arrays, dev.key)
+    mkey = measure_key(expr, arrays, dev.key)
+    key = objective_key(mkey, objective)
     info = {"mkey": mkey, "user_program": user_hash, "program": str(expr)[:2000], "shapes": shapes_key(arrays),
             "sizes": json.dumps({k: int(v) for k, v in sizes.items() if k in symbolic}, sort_keys=True),
             "device": dev.key, "device_name": dev.name, "version": liftcl_version(), "objective": objective,
@@ -159,7 +160,7 @@ def _first(work: SharedWork, cand: Candidate, deadline: float) -> Record:
     rec = work.measure(cand)
     while rec is None and time.perf_counter() < deadline:
         time.sleep(0.2)
-        rec = next((r for r in work.collect([]) if r.candidate.key() == cand.key()), None)
+        rec = work.finished_record(cand)
     return rec if rec is not None else work.pipe.measure(cand)
 
 
