@@ -156,6 +156,7 @@ def test_a_tune_killed_midway_resumes_without_measuring_again(prog: Path, tmp_pa
     assert all(after[c] == t for c, t in before.items())  # ... and none was measured (written) again
 
 
+@pytest.mark.slow  # four tunes at once load the 2 cores: budget-bound tests running beside it would starve
 @pytest.mark.device
 def test_four_concurrent_tunes_share_one_consistent_database(prog: Path, tmp_path: Path) -> None:
     db = tmp_path / "tuning.sqlite"

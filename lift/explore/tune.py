@@ -125,7 +125,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
     history: list[Record] = []
     bar = Progress(budget, sys.stderr if progress else None)
-    history.append(_first(work, Candidate(all_skipped(structural), default=True), start + budget))
+    first = work.measure(Candidate(all_skipped(structural), default=True))
+    history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
     rnd = RandomSearch(pipe, structural, seed=seed)
     local = LocalSearch(pipe, structural, lambda r: rank(r), seed=seed)
@@ -145,6 +146,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         bar.update(history, rank, work.reused)
     work.wait_pending(history, start + budget)
     history.extend(work.collect(history))
+    if not any(r.ok for r in history):  # all this tune proposed is being measured elsewhere: wait for it
+        work.wait_pending(history, time.perf_counter() + budget + 60)
     bar.close()
     if objective == "time":
         _confirm(history, pipe, rank)
@@ -153,15 +156,6 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     if database is not None:
         database.store(key, _entry(result), info, replace=refresh)
     return result
-
-
-def _first(work: SharedWork, cand: Candidate, deadline: float) -> Record:
-    """The default candidate's record (measured here, or by a concurrent tune: waited for)."""
-    rec = work.measure(cand)
-    while rec is None and time.perf_counter() < deadline:
-        time.sleep(0.2)
-        rec = work.finished_record(cand)
-    return rec if rec is not None else work.pipe.measure(cand)
 
 
 def _entry(result: TuneResult) -> dict[str, Any]:
@@ -223,7 +217,7 @@ def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) ->
         best.choices = best.program.choices
     front = pareto_front(history)
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
-             "default_time": history[0].time}
+             "default_time": next((r.time for r in history if r.candidate.default), None)}
     return TuneResult(best.program, front, history, best, stats=stats)
 
 
