@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from lift.arith import C_HELPERS, Arith, Cst, free_vars
 from lift.barriers import Synchronised, insert_barriers
 from lift.codegen.access import divisibility
-from lift.codegen.cast import Block, KernelDef, KParam, Unit, walk_stmts
+from lift.codegen.c_ast import Block, KernelDef, KParam, Unit, walk_stmts
 from lift.codegen.iterate import host_iterate, top_iterate
 from lift.codegen.kernel import KernelGen, cap
 from lift.codegen.names import Funs, Names
@@ -392,7 +392,7 @@ def _memory(buffers: list[BufferSpec], kernels: list[_Kernel]) -> dict[str, Arit
         out[b.space] = out.get(b.space, Cst(0)) + b.count * b.scalar.dtype.itemsize
     private: Arith = Cst(0)
     local: Arith = out.get("local", Cst(0))
-    from lift.codegen.cast import Decl
+    from lift.codegen.c_ast import Decl
 
     for k in kernels:
         for s in walk_stmts(k.kdef.body):

@@ -33,7 +33,7 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
-from lift.codegen.cast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
+from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
