@@ -31,19 +31,24 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
 from lift.types import ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
-CHUNK = 1 << 20  # elements of a mapped array a fused `reduce << map` materialises at once
+CHUNK = 1 << 16  # elements of a mapped array a fused `reduce << map` materialises at once
 
 
 @dataclass
 class Stats:
-    """What the interpreter did: maps and reductions evaluated element by element, and why."""
+    """What the interpreter did: how many maps and reductions it evaluated element by element
+    (`count`), and why (`fallbacks`, the first `keep` of them)."""
 
     fallbacks: list[str] = field(default_factory=list)
+    count: int = 0
+    keep: int = 100
 
     def fell_back(self, why: NotBatchable, node: Any) -> None:
         """Record (and log at debug level) that `node` is evaluated element by element."""
         where = getattr(node, "label", None) or type(getattr(node, "f", node)).__name__
-        self.fallbacks.append(f"{where}: {why.reason}")
+        self.count += 1
+        if len(self.fallbacks) < self.keep:
+            self.fallbacks.append(f"{where}: {why.reason}")
         log.debug("element-wise evaluation of %s: %s", where, why.reason)
 
 
@@ -86,8 +91,8 @@ class Batched:
                 return lift(v, depth, len(bs))
             case n.Literal(v, t):
                 return self.constant(v, t, len(bs))
-            case FunCall(n.AbstractReduce(f=g), (init, xs)):
-                return self.reduce(g, init, xs, env, bs)
+            case FunCall(f, (init, xs)) if isinstance(unwrap(f), n.AbstractReduce):
+                return self.reduce(unwrap(f).f, init, xs, env, bs)  # type: ignore[attr-defined]
             case FunCall(f, args):
                 return self.call(f, [self.eval(a, env, bs) for a in args], e, env, bs)
         raise LiftTypeError(f"cannot evaluate {e!r}", node=e)
@@ -175,8 +180,8 @@ class Batched:
         """`reduce(g) << (init, xs)`; when `xs` is `map(h) << ys`, `h` is fused into the fold."""
         init = self.eval(init_e, env, bs)
         pre: list[FunDecl] = []
-        if isinstance(xs_e, FunCall) and isinstance(xs_e.f, n.AbstractMap):
-            pre, xs_e = [xs_e.f.f], xs_e.args[0]
+        if isinstance(xs_e, FunCall) and len(xs_e.args) == 1 and isinstance(unwrap(xs_e.f), n.AbstractMap):
+            pre, xs_e = [unwrap(xs_e.f).f], xs_e.args[0]  # type: ignore[attr-defined]
         return self.reduce_values(g, init, self.eval(xs_e, env, bs), pre, env, bs)
 
     def reduce_values(self, g: FunDecl, acc: Any, ys: Any, pre: list[FunDecl], env: Env,
@@ -221,6 +226,13 @@ class Batched:
             cmp = np.greater if op == "max_" else np.less
             return np.where(cmp(acc, x), acc, x)
         return UFUNCS[op](acc, x)
+
+
+def unwrap(f: FunDecl) -> FunDecl:
+    """`f` without the wrappers that do not change its value (address spaces, rewrite points)."""
+    while isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate) or getattr(f, "transparent", False):
+        f = f.f  # type: ignore[attr-defined]
+    return f
 
 
 def accumulating(g: FunDecl) -> tuple[str | None, FunDecl | None]:
