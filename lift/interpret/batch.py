@@ -23,7 +23,7 @@ import numpy as np
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
 from lift.interpret.element import NotBatchable, iterate_sizes
-from lift.interpret.fold import LOOP_BATCH, UFUNCS, fold
+from lift.interpret.fold import LOOP_BATCH, fold
 from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
@@ -198,15 +198,12 @@ class Batched:
                 raise NotBatchable("map over an empty array")
             return acc
         batch = int(np.prod(bs, dtype=np.int64))
-        if batch >= LOOP_BATCH:  # one element at a time, each step vectorised over the batch
-            ys = on_axes(ys, lambda a: _outer_first(a, d), 0)
-            for j in range(m):
-                x = take(ys, d, j)
-                for fn in fns:
-                    x = self.call(fn, [x], None, env, bs)
-                acc = self.combine(g, op, acc, x, env, bs)
-            return acc
         step = max(1, CHUNK // max(1, batch))
+        if batch >= LOOP_BATCH and 8 * _stored(ys) <= batch * m:
+            # the fold loops over the reduced axis and reads ys many times: contiguous slices
+            ys = on_axes(ys, lambda a: _outer_first(a, d), 0)
+        elif batch >= LOOP_BATCH:
+            step = max(step, 16)  # as stored: inner loops along the reduced axis, not too short
         for k0 in range(0, m, step):
             part = on_axes(ys, lambda a, k0=k0: a[(slice(None),) * d + (slice(k0, k0 + step),)], 0)
             for fn in fns:
@@ -215,17 +212,8 @@ class Batched:
                 acc = fold(op, np.asarray(acc), part, d, precise=self.precise)
                 continue
             for j in range(axis_len(part, d)):
-                acc = self.combine(g, op, acc, take(part, d, j), env, bs)
+                acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
         return acc
-
-    def combine(self, g: FunDecl, op: str | None, acc: Any, x: Any, env: Env, bs: tuple[int, ...]) -> Any:
-        """One step of a fold: `g(acc, x)`; a built-in `op` directly on the arrays."""
-        if op is None or not isinstance(x, np.ndarray | np.generic):
-            return self.call(g, [acc, x], None, env, bs)
-        if op in ("max_", "min_"):
-            cmp = np.greater if op == "max_" else np.less
-            return np.where(cmp(acc, x), acc, x)
-        return UFUNCS[op](acc, x)
 
 
 def unwrap(f: FunDecl) -> FunDecl:
@@ -291,6 +279,14 @@ def on_axes(v: Any, fn: Any, dims: int) -> Any:
     if isinstance(v, Zipped):
         return Zipped(tuple(on_axes(p, fn, dims) for p in v.parts), v.ndim + dims)
     return fn(v)
+
+
+def _stored(v: Any) -> int:
+    """The number of elements `v`'s arrays store (broadcast axes count once)."""
+    if isinstance(v, Zipped):
+        return sum(_stored(p) for p in v.parts)
+    a = np.asarray(v)
+    return int(np.prod([k for k, st in zip(a.shape, a.strides) if st != 0], dtype=np.int64))
 
 
 def _outer_first(a: np.ndarray, d: int) -> np.ndarray:
