@@ -54,7 +54,7 @@ def test_batched_equals_element_wise(case):
     assert not stats.fallbacks
 
 
-@settings(max_examples=30)
+@settings(max_examples=max(10, settings().max_examples // 3))  # a third of the profile's examples
 @given(case=programs(scalar=Float))
 def test_batched_equals_element_wise_lowered(case):
     """The same programs lowered to OpenCL patterns (map_glb, map_seq, reduce_seq, kernels)."""
@@ -63,7 +63,7 @@ def test_batched_equals_element_wise_lowered(case):
 
 @pytest.mark.parametrize("chunk,loop_batch", [(3, 1 << 30), (1 << 20, 1), (5, 4)])
 @given(case=programs())
-@settings(max_examples=25)
+@settings(max_examples=max(10, settings().max_examples // 4))
 def test_every_fold_strategy(chunk, loop_batch, case):
     """Fused reductions in small chunks, per element, and numpy folds give the same bits."""
     with pytest.MonkeyPatch.context() as mp:
