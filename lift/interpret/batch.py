@@ -192,6 +192,7 @@ class Batched:
         if op is None:
             op, h = accumulating(g)
         fns = pre + ([h] if h is not None else [])
+        owned = bool(fns) and isinstance(unwrap(fns[-1]), n.UserFun)  # chunks are twin results
         m = axis_len(ys, d)
         if m == 0:
             if fns:
@@ -209,7 +210,7 @@ class Batched:
             for fn in fns:
                 part = self.map(fn, part, env, bs)
             if op is not None and isinstance(part, np.ndarray) and isinstance(acc, np.ndarray | np.generic):
-                acc = fold(op, np.asarray(acc), part, d, precise=self.precise)
+                acc = fold(op, np.asarray(acc), part, d, precise=self.precise, owned=owned)
                 continue
             for j in range(axis_len(part, d)):
                 acc = self.call(g, [acc, take(part, d, j)], None, env, bs)

@@ -16,8 +16,10 @@ UFUNCS = {"add": np.add, "mult": np.multiply, "max_": np.maximum, "min_": np.min
 LOOP_BATCH = 2048  # from this batch size on, loop over the reduced axis (each step vectorised)
 
 
-def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = False) -> np.ndarray:
-    """Fold the slices of `xs` along axis `ax` into `acc` with the built-in `op`, left to right."""
+def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = False,
+         owned: bool = False) -> np.ndarray:
+    """Fold the slices of `xs` along axis `ax` into `acc` with the built-in `op`, left to right;
+    `owned`: `xs` is a fresh array that may be overwritten."""
     n = xs.shape[ax]
     if n == 0:
         return acc
@@ -35,6 +37,11 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
         for j in range(n):
             acc = ufunc(acc, _take(xs, ax, j))
         return acc
+    first = _take(xs, ax, 0)
+    if owned and xs.flags.writeable and np.broadcast_shapes(np.shape(acc), first.shape) == first.shape:
+        ufunc(acc, first, out=first)  # the first step, then the rest in place
+        ufunc.accumulate(xs, axis=ax, out=xs)
+        return _take(xs, ax, n - 1)
     cat = _with_acc(acc, xs, ax)
     ufunc.accumulate(cat, axis=-1, out=cat)
     return cat[..., -1]
