@@ -44,13 +44,18 @@ class Funs:
         if isinstance(f, n.Vectorise):
             return self.vectorised(f)
         assert isinstance(f, n.UserFun), f
-        key = (f.name, f.c_source)
+        key = (f.name, f.c_source, f.deps)
         if key not in self.by_key:
+            source = f.c_source
+            for d in f.deps:  # the functions it calls, defined (once) before it
+                dname = self(d)
+                if dname != d.name:
+                    source = re.sub(rf"\b{re.escape(d.name)}\s*\(", f"{dname}(", source)
             first = f.name not in self.used and f.name not in C_RESERVED
             cname = f.name if first else self.names(f.name)
             self.used.add(f.name)
             self.by_key[key] = cname
-            self.sources.append(_rename(f.c_source, f.name, cname))
+            self.sources.append(_rename(source, f.name, cname))
         return self.by_key[key]
 
     def vectorised(self, v: n.Vectorise) -> str:

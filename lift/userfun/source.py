@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.errors import SourceLoc, UserFunError
-from lift.types import ScalarType, TupleType, Type, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import is_c_identifier
 
 
@@ -98,7 +98,12 @@ def check_signature(src: Source, in_types: Sequence[Type], name: str, out_type: 
                            expected=len(src.params), got=len(in_types))
     if not is_c_identifier(name):
         raise UserFunError(f"'{name}' is not a usable C function name", loc=loc)
-    for t in [*in_types] + ([out_type] if out_type is not None else []):
+    from lift.userfun.arrays import array_shape
+
+    for t in in_types:
+        if isinstance(t, ArrayType):
+            array_shape(t, loc=loc)  # arrays of constant size are passed element by element
+    for t in [*(t for t in in_types if not isinstance(t, ArrayType)), *([out_type] if out_type else [])]:
         if not isinstance(t, (ScalarType, VectorType, TupleType)):
             raise UserFunError(f"user functions take and return scalars, vectors and tuples, not {t}",
                                loc=loc)
