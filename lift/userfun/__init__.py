@@ -22,6 +22,7 @@ from lift.ir.build import Deferred
 from lift.ir.nodes import Lambda, Param, UserFun, is_plain_value
 from lift.types import ArrayType, Type
 from lift.userfun.arrays import elements, scalar_twin
+from lift.userfun.trace import select
 from lift.userfun.translate import Translation, translate, translate_c
 
 _anon = itertools.count()
@@ -169,4 +170,4 @@ def _loc_of(fn: Callable) -> SourceLoc | None:
 
 user_fun = _UserFunFactory()
 
-__all__ = ["user_fun", "GenericUserFun", "UserFun"]
+__all__ = ["user_fun", "select", "GenericUserFun", "UserFun"]

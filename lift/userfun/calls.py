@@ -24,6 +24,10 @@ class Calls(Arithmetic):
     def visit_Call(self, node: ast.Call) -> Val:  # noqa: N802
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             self.err(node, "keyword and starred arguments are not supported in user functions")
+        if self._is_select(node.func):
+            if len(node.args) != 3:
+                self.err(node, "select(cond, a, b) takes three arguments")
+            return self.visit_IfExp(ast.copy_location(ast.IfExp(*node.args), node))  # type: ignore[attr-defined]
         user = self._user_callee(node.func)
         args = [self.expr(a) for a in node.args]
         if user is not None:
@@ -62,6 +66,16 @@ class Calls(Arithmetic):
         what = f"'{func.id}'" if isinstance(func, ast.Name) else ast.unparse(func)
         self.err(func, f"calls to unknown function {what} are not supported in user functions",
                  hint="user functions can call math functions, abs, min, max, pow, float, int and bool")
+
+    def _is_select(self, func: ast.expr) -> bool:
+        from lift.userfun.trace import select  # trace imports the translator's source module
+
+        if isinstance(func, ast.Name) and func.id not in self.locals:
+            return self.src.env.get(func.id) is select
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            mod = self.src.env.get(func.value.id)
+            return inspect.ismodule(mod) and getattr(mod, func.attr, None) is select
+        return False
 
     def _user_callee(self, func: ast.expr) -> Any:
         """The user function or plain Python helper a call names, or None (a builtin or math)."""

@@ -16,6 +16,10 @@ from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import is_c_identifier
 
 
+class SourceUnavailable(UserFunError):
+    """The source of a user function cannot be found (it is then traced)."""
+
+
 @dataclass(frozen=True)
 class Source:
     """A user function's AST and the environment its free names resolve in."""
@@ -41,7 +45,7 @@ def source_of(fn: Callable[..., Any]) -> Source:
         tree = None
     node = _find_node(tree, code) if tree is not None else None
     if node is None:
-        raise UserFunError(f"the source of user function '{code.co_name}' is not available (defined in exec, "
+        raise SourceUnavailable(f"the source of user function '{code.co_name}' is not available (defined in exec, "
                            "eval or an interactive prompt?)", loc=loc,
                            hint="define it in a file, or write the body in OpenCL C with user_fun.c(...)")
     env = dict(vars(builtins))
