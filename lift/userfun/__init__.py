@@ -6,7 +6,15 @@
 
     add = user_fun(lambda acc, x: acc + x, [Float, Float], Float, name="add")
     relu = user_fun(lambda x: x if x > 0 else 0.0)        # generic: typed where applied
-    fma = user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [Float] * 3, Float)
+    fma = user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [Float] * 3, Float,
+                     py=lambda a, b, c: a * b + c)         # raw C, with a Python twin
+
+The body may use for loops over `range(...)` (bounds known when translating), array parameters of
+constant size (a window: `w[i][j]`), `lift.select(c, a, b)`, and calls to other user functions or
+plain Python helpers (C functions defined once in the kernel). Integer `//` and `%` are Python's
+floor division and modulo; dividing an integer by zero gives 0 (in kernels as in the interpreter,
+whose numpy gives 0). A function without source (REPL, `python -c`, stdin) is traced
+(`lift.userfun.trace`).
 """
 
 from __future__ import annotations
