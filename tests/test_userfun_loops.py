@@ -143,3 +143,19 @@ def test_integer_division_by_zero_is_zero_in_interpreter_and_kernel() -> None:
     expected = np.array([a // b * 100 + a % b if b else 0 for a, b in builtins.zip(x.tolist(), y.tolist())], np.int32)
     np.testing.assert_array_equal(lift.interpret(p, x, y), expected)
     np.testing.assert_array_equal(lift.compile(p)(x, y), expected)
+
+
+
+@user_fun
+def sq_plus(a: Float) -> Float:
+    return _sq(a) + lift.mult(a, 2.0)
+
+
+def test_vectorised_user_function_with_calls_defines_its_callees_at_vector_types() -> None:
+    p = fun([Array(Float, N)],
+            lambda x: lift.as_scalar << map(lift.vectorise(sq_plus, 4)) << lift.as_vector(4) << x)
+    x = np.arange(8, dtype=np.float32)
+    k = lift.compile(p)
+    assert "float4 _sq(float4 x)" in k.source
+    np.testing.assert_allclose(k(x), x * x + 2 * x)
+    np.testing.assert_allclose(lift.interpret(p, x), x * x + 2 * x)
