@@ -10,6 +10,7 @@ from lift import devices, explore, rewrites
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
+    DeviceSkipped,
     LiftError,
     LiftTypeError,
     LiftValueError,
@@ -80,5 +81,5 @@ __all__ = [
     "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
 ]

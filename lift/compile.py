@@ -35,7 +35,7 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
 
     typecheck(expr)
     structural, joint = _split_choices(choices or {})
-    prog = _apply_points(expr, structural)
+    prog = _apply_points(expr, structural, device)
     lowered, chosen = _lowered(prog, device, joint)
     try:
         plan = generate(lowered, local_size=local_size, global_size=global_size)
@@ -59,14 +59,34 @@ def _split_choices(choices: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     return structural, joint
 
 
-def _apply_points(expr: Node, structural: dict[str, Any]) -> Node:
+def _apply_points(expr: Node, structural: dict[str, Any], device: Any) -> Node:
     from lift.ir.paths import walk
     from lift.rewrites import apply_all
     from lift.rewrites.point import RewritePoint
 
     if any(isinstance(n, RewritePoint) for _, n in walk(expr)):
-        return apply_all(expr, structural)
+        return apply_all(expr, _device_widths(expr, structural, _profile(device)))
     return expr
+
+
+def _device_widths(expr: Node, structural: dict[str, Any], device: Any) -> dict[str, Any]:
+    """`structural` with the device's vector width for each `vectorise` point given none
+    (skipped when the device prefers scalars or a width the point does not offer; 8, not 16,
+    for user functions that PoCL 3.0 cannot run 16 wide)."""
+    from lift.ir.nodes import UserFun
+    from lift.ir.paths import walk
+    from lift.rewrites import VectorisePoint, points
+    from lift.rewrites.chunks import safe_widths
+
+    out = dict(structural)
+    for label, p in points(expr).items():
+        if isinstance(p, VectorisePoint) and p.width is None and "width" not in out.get(label, {}):
+            w = device.preferred_vector_width
+            if w == 16 and 16 not in safe_widths([n for _, n in walk(p) if isinstance(n, UserFun)]):
+                w = 8
+            width = {"width": w} if w in p.structural()["width"] else {"skip": True}
+            out[label] = {**width, **out.get(label, {})}
+    return out
 
 
 def _lowered(expr: Node, device: Any, joint: dict[str, Any]) -> tuple[Node, dict[str, Any] | None]:
