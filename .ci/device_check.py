@@ -12,9 +12,12 @@ import sys
 
 def main() -> int:
     """Print every device and the default choice; 0 when the default device is usable."""
-    import lift.devices
-    from lift.errors import DeviceError
+    import warnings
 
+    import lift.devices
+    from lift.errors import DeviceError, DeviceSkipped
+
+    warnings.simplefilter("ignore", DeviceSkipped)  # every device and its verdict is listed below
     for info in lift.devices.list():
         mark = "usable" if info.usable else "UNUSABLE"
         print(f"  [{info.ctx}] {info.platform} / {info.name}: {mark}: {info.reason}")
@@ -23,7 +26,7 @@ def main() -> int:
     try:
         dev = lift.devices.current()
     except DeviceError as e:
-        print(f"no usable OpenCL device:\n{e}")
+        print(e)
         return 1
     print(f"default device is usable: {dev.name} ({dev.platform}, {dev.driver_version})")
     return 0
