@@ -6,7 +6,10 @@
     lift.interpret(dot, x, y)
 """
 
+from typing import Any
+
 from lift import devices, explore, rewrites
+from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
@@ -70,6 +73,23 @@ from lift.userfun.builtins import add, id, max_, min_, mult
 
 __version__ = "0.1.0"
 
+# Public submodules imported on first use (`lift.constraints.mapping_space(...)` after a bare
+# `import lift`): `lift.testing` imports hypothesis, `lift.constraints` the z3 models. They are not
+# in `__all__`, so `from lift import *` stays cheap.
+_LAZY = ("constraints", "testing", "rules")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"lift.{name}")
+    raise AttributeError(f"module 'lift' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
     "Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size", "Type",
     "fun", "user_fun", "id", "add", "mult", "max_", "min_",
@@ -77,8 +97,8 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "tune", "TuneResult",
-    "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
+    "typecheck", "interpret", "size_conditions", "compile", "Choices", "Program", "devices", "tune", "TuneResult",
+    "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
     "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",

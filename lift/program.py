@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lift import runtime
-from lift.arith import Arith, Cst, as_arith, evaluate, upper
+from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.interpret import bind_sizes, to_value
@@ -187,6 +187,25 @@ class Program:
             if not ok:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
                 raise LiftValueError(f"{c.reason}, which fails for {shown}", node=c.node)
+        for limit in self.plan.index_limits:
+            v = try_evaluate(limit, sizes)
+            if v is not None and v > INT32_MAX:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
+                raise LiftValueError(
+                    f"an index of this program reaches {limit} = {v} for {shown}, past the 32-bit indices "
+                    "it was compiled with", node=self.node,
+                    hint="give the program constant sizes (Array(Float, 2**33)) to compile it with 64-bit indices")
+        self._check_alloc(sizes)
+
+    def _check_alloc(self, sizes: dict[str, int]) -> None:
+        """Every global buffer fits one device allocation (checked before any argument is copied, so
+        a huge zero-stride argument is this error, not numpy's MemoryError)."""
+        limit = self.device.max_alloc_bytes
+        for b in self.plan.buffers:
+            nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
+            if b.space == "global" and limit and nbytes > limit:
+                raise DeviceError(f"buffer {b.name} ({b.role}) needs {nbytes} bytes, more than one allocation "
+                                  f"on {self.device.name} ({limit} bytes)")
 
     def _arg_name(self, k: int) -> str:
         if isinstance(self.node, Lambda) and k < len(self.node.params):
@@ -214,7 +233,7 @@ class Program:
         events = []
         for launch in self.plan.launches:
             gsize, lsize = self._ndrange(launch, sizes)
-            values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes) for a in launch.args]
+            values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args]
             events.append(runtime.enqueue(self._dc, self._kernels[launch.kernel], gsize, lsize, values))
         return events
 
@@ -391,8 +410,10 @@ def _assemble(t: Type, hosts: Any, sizes: dict[str, int]) -> Any:
     return host.reshape(want)
 
 
-def _int_arg(name: str, sizes: dict[str, int]) -> np.int32:
+def _int_arg(name: str, sizes: dict[str, int], ctype: str = "int") -> np.integer:
     v = sizes[name]
+    if ctype == "long":
+        return np.int64(v)
     if not 0 <= v <= INT32_MAX:
         raise LiftValueError(f"size {name} = {v} does not fit the kernel's int argument")
     return np.int32(v)

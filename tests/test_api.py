@@ -83,3 +83,19 @@ def test_program_attributes():
     prog = lift.compile(lift.fun([lift.Array(lift.Float, n)], lambda x: lift.map(lift.id) << x))
     for attr in ("source", "kernels", "ndrange", "memory_bytes", "barriers", "choices", "time"):
         assert hasattr(prog, attr), f"Program.{attr}"
+
+
+def test_every_public_submodule_is_an_attribute_after_a_bare_import() -> None:
+    """DESIGN.md's public submodules, reached as attributes in a fresh interpreter (no earlier imports)."""
+    import subprocess
+    import sys
+
+    code = ("import lift, types\n"
+            "for name in ('constraints', 'rules', 'rewrites', 'testing', 'devices', 'explore'):\n"
+            "    assert isinstance(getattr(lift, name), types.ModuleType), name\n"
+            "lift.constraints.mapping_space; lift.rules.ALL; lift.rewrites.apply_all; lift.testing.assert_preserves\n"
+            "lift.devices.profile; lift.explore.tune\n"
+            "try:\n    lift.no_such_module\nexcept AttributeError:\n    pass\n"
+            "else:\n    raise SystemExit('no error')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

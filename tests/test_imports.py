@@ -25,6 +25,8 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 # - errors: the lowest layer; every stage raises `lift.errors`, and errors import nothing.
 # - devices: device profiles are plain records (pyopencl is queried lazily) that the constraints
 #   read, so they sit just above errors; they import only errors.
+# - choices (`lift.Choices`, the record of every decision `compile` takes) is a plain record that
+#   imports only errors, with devices, so any stage may read it.
 # - arith before types: types carry `Arith` sizes, and arith must not know about types.
 # - lower (the default lowering) sits with constraints: both turn a rewritten program into a
 #   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`.
@@ -37,7 +39,7 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 #   stage) is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.errors",),
-    ("lift.devices",),
+    ("lift.devices", "lift.choices"),
     ("lift.arith",),
     ("lift.types",),
     ("lift.ir",),

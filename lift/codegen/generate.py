@@ -28,6 +28,7 @@ from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_unit
 from lift.codegen.probe import probe
 from lift.codegen.verify import verify_generated
+from lift.codegen.width import LONG_HELPERS, decide, widen
 from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
@@ -100,6 +101,7 @@ class _Kernel:
     kdef: KernelDef
     launch: Launch
     barriers: list[BarrierInfo] = field(default_factory=list)
+    limits: tuple[Arith, ...] = ()  # symbolic index maxima that must fit 32 bits (codegen/width.py)
 
 
 class _Program:
@@ -238,7 +240,10 @@ class _Program:
         kdef = KernelDef(name, params, body, _short(node))
         gsize, lsize = self.ndrange(st.parallel)
         barriers = [BarrierInfo(name, fence, after, reason, bufs) for fence, after, reason, bufs in st.barriers]
-        return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers)
+        kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
+                                                       *(b.count for b in self.buffers if b.name in st.uses)),
+                                          self.sizes)
+        return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers, limits)
 
     def ndrange(self, par: dict[tuple[str, int], Arith]) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
         """Default sizes: the outer parallel trip counts, rounded to the work-group size."""
@@ -285,7 +290,8 @@ class _Program:
     def finish(self, outputs: tuple[str, ...], out_t: Type) -> Generated:
         self.check_requests()
         structs = [struct_decl(t) for t in _tuples(self.program)]
-        unit = Unit(C_HELPERS if _needs_helpers(self.kernels) else "", structs, self.funs.sources,
+        helpers = LONG_HELPERS if any(k.kdef.index_type == "long" for k in self.kernels) else C_HELPERS
+        unit = Unit(helpers if _needs_helpers(self.kernels) else "", structs, self.funs.sources,
                     [k.kdef for k in self.kernels])
         memory = _memory(self.buffers, self.kernels)
         src = KernelSource(
@@ -293,11 +299,20 @@ class _Program:
             buffers=tuple(self.buffers), launches=tuple(k.launch for k in self.kernels),
             outputs=outputs, result_type=out_t, size_vars=tuple(self.sizes),
             param_types=tuple(q.ptype for q in self.program.params),
-            barriers=tuple(b for k in self.kernels for b in k.barriers), memory_bytes=memory)
+            barriers=tuple(b for k in self.kernels for b in k.barriers), memory_bytes=memory,
+            index_limits=tuple(dict.fromkeys(x for k in self.kernels for x in k.limits)))
         return Generated(unit, src)
 
 
 # ----------------------------------------------------------------------- helpers
+
+
+def _index_width(kdef: KernelDef, args: list[KernelArg], extents: tuple[Arith, ...], sizes) -> tuple:
+    """`kdef` and its launch arguments with 64-bit indices where needed, and the run-time limits."""
+    w = decide(kdef, extents, sizes)
+    if not w.wide:
+        return kdef, args, w.limits
+    return widen(kdef), [KernelArg(a.kind, a.name, "long") if a.kind == "size" else a for a in args], ()
 
 
 def _spec(m: Mem, role: str, param: int | None = None) -> BufferSpec:

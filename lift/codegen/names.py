@@ -119,7 +119,7 @@ def _vector_source(g: n.UserFun, width: int, cname: str) -> str:
     """The C of `g` over vectors: re-translated from Python, else its scalar types widened."""
     vt = tuple(VectorType(t, width) if isinstance(t, ScalarType) else t for t in g.in_types)
     out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
-    if g.py_fn is not None:
+    if g.py_fn is not None and not getattr(g.py_fn, "__liftcl_raw_c__", False):
         try:
             import sys
 

@@ -102,11 +102,28 @@ class _UserFunFactory:
         return _make(tr, fn, loc)
 
     def c(self, name: str, params: Sequence[str], body_c: str, in_types: Sequence[Type],
-          out_type: Type, py_fn: Callable | None = None) -> UserFun:
-        """A user function with a raw OpenCL C body; `py_fn` gives its meaning to the
-        interpreter (without it, the program can be compiled but not interpreted)."""
+          out_type: Type, py: Callable | None = None, *, py_fn: Callable | None = None) -> UserFun:
+        """A user function with a raw OpenCL C body and `py`, its Python twin for the interpreter.
+
+        `py` takes and returns Python/numpy scalars (tuples for tuple types); the interpreter calls it
+        element by element. It is not translated: the C body is the kernel's meaning and `py` the
+        interpreter's, so keep them in agreement (tests compare the two). Without `py` the program
+        can be compiled but not interpreted. `py_fn=` is the older name of `py`."""
+        twin = py if py is not None else py_fn
+        if twin is not None and not callable(twin):
+            raise UserFunError(f"user_fun.c: py must be callable, got {twin!r}", loc=user_loc())
         tr = translate_c(name, tuple(params), body_c, tuple(in_types), out_type)
-        return _make(tr, py_fn, user_loc())
+        return _make(tr, None if twin is None else _raw_twin(twin), user_loc())
+
+
+def _raw_twin(fn: Callable) -> Callable:
+    """`fn` marked as the twin of a raw C body (never re-translated to C, e.g. when vectorised)."""
+    def twin(*args: Any) -> Any:
+        return fn(*args)
+
+    twin.__liftcl_raw_c__ = True  # type: ignore[attr-defined]
+    twin.__wrapped__ = fn  # type: ignore[attr-defined]
+    return twin
 
 
 def _loc_of(fn: Callable) -> SourceLoc | None:
