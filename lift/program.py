@@ -55,7 +55,7 @@ class Program:
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
         self._dc, self.offline = _attach(device)
         target = self._dc.device if self._dc is not None else device
-        check_limits(plan, target)
+        check_limits(plan, target, allocations=False)  # allocations: when a call binds the sizes
         if self._dc is None:  # compiled for a profile whose device is not attached: describe only
             self.build_info, self._kernels, self._pool = None, {}, None
             return
@@ -297,8 +297,10 @@ def _attach(device: Any) -> tuple[runtime.DeviceContext | None, Offline | None]:
     return runtime.open_device(device), None
 
 
-def check_limits(plan: KernelSource, device: Device, sizes: dict[str, int] | None = None) -> None:
-    """`DeviceError` unless the plan's work-groups, local memory and buffers fit `device`.
+def check_limits(plan: KernelSource, device: Device, sizes: dict[str, int] | None = None, *,
+                 allocations: bool = True) -> None:
+    """`DeviceError` unless the plan's work-groups, local memory and (with `allocations`) global
+    buffers fit `device`.
 
     Without `sizes` a symbolic quantity is checked by its upper bound when it has one (the
     rest is checked when the program runs); with `sizes` everything is evaluated."""
@@ -316,7 +318,7 @@ def check_limits(plan: KernelSource, device: Device, sizes: dict[str, int] | Non
     if local is not None and local > device.local_mem_bytes:
         problems.append(f"the kernels use {local} bytes of local memory, more than {device.local_mem_bytes}")
     for b in plan.buffers:
-        n = _bound(b.count * b.scalar.dtype.itemsize, sizes) if b.space == "global" else None
+        n = _bound(b.count * b.scalar.dtype.itemsize, sizes) if allocations and b.space == "global" else None
         if n is not None and n > device.max_alloc_bytes:
             problems.append(f"buffer {b.name} needs {n} bytes, more than the {device.max_alloc_bytes} "
                             "one allocation may have")
