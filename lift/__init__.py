@@ -13,6 +13,7 @@ from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
+    DeviceSkipped,
     LiftError,
     LiftTypeError,
     LiftValueError,
@@ -99,5 +100,5 @@ __all__ = [
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
 ]
