@@ -43,7 +43,7 @@ from lift.errors import LiftWarning
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 
-from .candidate import Candidate
+from .evaluate import Candidate
 
 VERSION = 2  # of the database's layout and keys
 CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
@@ -95,9 +95,9 @@ def shapes_key(arrays: Sequence[Any]) -> str:
 
 
 def liftcl_version() -> str:
-    import lift
+    from lift.version import __version__
 
-    return str(getattr(lift, "__version__", "0"))
+    return str(__version__)
 
 
 def measure_key(expr: Node, arrays: Sequence[Any], device_key: str) -> str:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from .candidate import Record
+from .evaluate import Record
 
 
 class Progress:

@@ -114,7 +114,7 @@ class TunedChoices(Choices):
 def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any) -> Any:
     from lift.rewrites import auto_points
 
-    from .candidate import Pipeline
+    from .evaluate import Pipeline
 
     search = auto_points(expr, {}) if auto else expr
     pipe = Pipeline(search, (), device, {})

@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .candidate import Candidate, Pipeline, Record
 from .database import TuningDB, decode_choices
+from .evaluate import Candidate, Pipeline, Record
 
 
 def record_from_json(d: dict[str, Any]) -> Record:

@@ -33,7 +33,6 @@ from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
-from .candidate import Candidate, Pipeline, Record, all_skipped
 from .database import (
     TuningDB,
     encode_choices,
@@ -43,6 +42,7 @@ from .database import (
     program_hash,
     shapes_key,
 )
+from .evaluate import Candidate, Pipeline, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
