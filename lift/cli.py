@@ -90,6 +90,16 @@ def _literals(text: str | None) -> tuple[Any, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
+def device_arg(name: str | None) -> Any:
+    """`--device`: an offline profile's name gives its `Device` (compile for it without it attached);
+    any other name is matched against the attached devices."""
+    from lift import devices
+
+    if name is not None and name.lower() in devices.PROFILE_NAMES:
+        return devices.profile(name)
+    return name
+
+
 def _db(opts: argparse.Namespace) -> Any:
     from lift.explore import TuningDB
 
@@ -116,9 +126,10 @@ def cmd_devices(opts: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, default=str))
         return 0
     for r in rows:
-        mark = "*" if r.get("key") == default_key and default_key else " "
+        mark = "*" if r.get("default") or (default_key and r.get("key") == default_key) else " "
         state = "usable" if r["usable"] else f"unusable: {r['why']}"
-        print(f"{mark} {r['platform']}: {r['name']} [{r.get('kind', '?')}] {state}")
+        where = f"[{r['ctx']}] " if r.get("ctx") else ""
+        print(f"{mark} {where}{r['platform']}: {r['name']} [{r.get('kind', '?')}] {state}")
         if r["usable"]:
             print(f"    {r['compute_units']} compute units, work-groups up to {r['max_work_group_size']}, "
                   f"{r['local_mem_bytes'] // 1024} KiB local memory, {r['global_mem_bytes'] / 2**30:.1f} GiB global")
@@ -188,8 +199,9 @@ def cmd_show(opts: argparse.Namespace) -> int:
     program, arrays, _ = load_program(opts.file, opts.inputs)
     print(f"program:\n  {program}\n\ntype:\n  {typecheck(program)}\n")
     choices = _json_arg(opts.choices, "--choices") if opts.choices else None
-    prog = lift.compile(program, device=opts.device, choices=choices)
-    report, maps = _constraints(program, arrays, opts.device)
+    device = device_arg(opts.device)
+    prog = lift.compile(program, device=device, choices=choices)
+    report, maps = _constraints(program, arrays, device)
     print("choices:")
     print(_indent(_describe_choices(prog.choices, maps)))
     print("\nconstraints:")
@@ -215,6 +227,8 @@ def _describe_choices(choices: Any, maps: set[str]) -> str:
         return str(data)
     lines = []
     for k, v in data.items():
+        if k == "format" or v is None or v == {}:
+            continue
         if isinstance(v, dict):
             lines += [f"{k}:"] + [f"  {n} = {_shown(n, x, maps)}" for n, x in v.items()]
         else:
@@ -233,7 +247,7 @@ def _shown(name: str, v: Any, maps: set[str]) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def _constraints(program: Any, arrays: Sequence[Any], device: str | None) -> tuple[str, set[str]]:
+def _constraints(program: Any, arrays: Sequence[Any], device: Any) -> tuple[str, set[str]]:
     """The joint space's constraint report and its map labels."""
     from lift.constraints import joint_space
     from lift.interpret import bind_sizes

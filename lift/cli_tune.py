@@ -34,7 +34,7 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
     import lift
-    from lift.cli import CliError, load_program
+    from lift.cli import CliError, device_arg, load_program
     from lift.explore import TuningDB
 
     program, arrays, name = load_program(opts.file, opts.inputs)
@@ -44,7 +44,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
             raise CliError("--strategy: this liftcl's tune has one strategy (random sampling, then hill climbing)")
         kw["strategy"] = opts.strategy
     db: Any = False if opts.no_db else TuningDB(opts.db)
-    result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=opts.device,
+    result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=device_arg(opts.device),
                        seed=opts.seed, db=db, progress=not opts.quiet, refresh=opts.refresh,
                        auto=not opts.no_auto, **kw)
     report(result, name, opts.budget)
