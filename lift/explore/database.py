@@ -95,6 +95,7 @@ def shapes_key(arrays: Sequence[Any]) -> str:
 
 
 def liftcl_version() -> str:
+    """The liftcl version (part of every key: a new compiler measures again)."""
     from lift.version import __version__
 
     return str(__version__)
@@ -260,11 +261,13 @@ class TuningDB:
                                             f"({self.broken}); going on without it"), stacklevel=5)
 
     def close(self) -> None:
+        """Close this process's connection (reopened on the next use)."""
         if self._conn is not None and self._pid == os.getpid():
             self._conn.close()
         self._conn = None
 
     def exists(self) -> bool:
+        """Whether the database file exists."""
         return self.path.is_file()
 
     # ------------------------------------------------------------- winners

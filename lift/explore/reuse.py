@@ -106,6 +106,7 @@ class TunedChoices(Choices):
 
     @staticmethod
     def of(choices: Choices, origin: str) -> TunedChoices:
+        """`choices` with where they came from."""
         out = TunedChoices(**{f.name: getattr(choices, f.name) for f in fields(Choices)})
         object.__setattr__(out, "origin", origin)
         return out
