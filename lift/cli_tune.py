@@ -71,7 +71,7 @@ def report(result: Any, name: str, budget: float) -> None:
     gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
         if default and best and best.time else ""
     print(f"best: {_ms(best.time)}, {_mib(best.memory)}{gain}")
-    from lift.explore.database import encode_choices
+    from lift.explore.dbkeys import encode_choices
 
     print(f"choices: {json.dumps(encode_choices(result.choices), sort_keys=True)}")
     print(f"Pareto front of time and memory ({len(result.pareto)}):")

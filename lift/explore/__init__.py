@@ -8,7 +8,8 @@ seeded for the automatic rewrite points (seeds.py), keeps the time/memory front 
 and a persistent tuning database (database.py).
 """
 
-from .database import TuningDatabaseWarning, TuningDB, measure_key, program_hash, shapes_key, tuning_key
+from .database import TuningDatabaseWarning, TuningDB
+from .dbkeys import measure_key, program_hash, shapes_key, tuning_key
 from .evaluate import Candidate, Pipeline, Record, mismatch
 from .pareto import dominates, front, pareto_front
 from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy

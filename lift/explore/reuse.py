@@ -25,7 +25,8 @@ from lift.choices import Choices
 from lift.errors import LiftError
 from lift.ir.nodes import Lambda, Node
 
-from .database import TuningDatabaseWarning, TuningDB, default_path, program_hash
+from .database import TuningDatabaseWarning, TuningDB, default_path
+from .dbkeys import program_hash
 
 _OFF: ContextVar[bool] = ContextVar("lift_tuned_lookup_off", default=False)
 F = TypeVar("F", bound=Callable[..., Any])

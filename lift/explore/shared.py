@@ -14,7 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .database import TuningDB, decode_choices
+from .database import TuningDB
+from .dbkeys import decode_choices
 from .evaluate import Candidate, Pipeline, Record
 
 

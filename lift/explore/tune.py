@@ -33,15 +33,8 @@ from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
-from .database import (
-    TuningDB,
-    encode_choices,
-    liftcl_version,
-    measure_key,
-    objective_key,
-    program_hash,
-    shapes_key,
-)
+from .database import TuningDB
+from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
 from .evaluate import Candidate, Pipeline, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
