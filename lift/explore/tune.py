@@ -98,7 +98,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
     dev = _device(device)
-    database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(db)
+    database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)
     user_hash, symbolic = program_hash(expr), symbolic_sizes(expr)
     expr, structural, auto_labels = _search_space(expr, sizes, auto)
