@@ -1,11 +1,12 @@
 """The compilation pipeline, the one module that imports every stage.
 
-    typed     = typecheck(expr)                          the types, once
-    pointed   = apply_points(expr, choices.points)       rewrite points (structural choices)
-    mapped    = map_program(pointed, profile, choices)   mapping, tuning values, vectorisation, launch
-    generated = generate(mapped)                         per kernel: allocate -> views -> probe ->
-                                                         barriers -> emit; then the host plan
-    Program(generated)                                   built for the device
+    typecheck(expr)                                      typed (once; types are cached)
+    pointed = rewritten(expr, choices)                   rewrite points applied (structural choices)
+    mapped  = map_program(pointed, profile, choices)     mapping, tuning values, vectorisation, launch
+    linked  = link(mapped)                               per kernel (KERNEL_STAGES): allocated ->
+                                                         probed -> synchronised -> emitted ->
+                                                         assembled; then the host plan (KernelSource)
+    Program(linked)                                      built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when that mapping
@@ -107,8 +108,6 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
                    spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
     """Stages "mapped" and "generated" for each mapping choice in turn, until one compiles: the
     given mapping, or the solver's and then the empty one (the default lowering)."""
-    from lift.codegen import generate  # lazily: the runtime imports without the code generator
-
     attempts = [choices]
     if choices.mapping is None and is_high_level(pointed) and not (choices.tuning or choices.launch
                                                                    or choices.vectorise):
@@ -117,8 +116,7 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
     for attempt in attempts:
         try:
             mapped = map_program(pointed, profile, attempt, spaces)
-            plan = generate(mapped.program, local_size=local_size if local_size is not None else mapped.local_size,
-                            global_size=global_size if global_size is not None else mapped.global_size)
+            plan = link(mapped, local_size, global_size)
         except LiftError as err:
             first = first or err
             continue
@@ -127,6 +125,17 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
         return plan, mapped
     assert first is not None
     raise first from None
+
+
+def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+    """Stage "linked": each kernel through the kernel stages, then the host plan (buffers,
+    launches in order, sizes). Explicit sizes override the choices' launch sizes."""
+    from lift.codegen import generate  # lazily: the runtime imports without the code generator
+    from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
+
+    return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
+                    local_size=local_size if local_size is not None else mapped.local_size,
+                    global_size=global_size if global_size is not None else mapped.global_size)
 
 
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:

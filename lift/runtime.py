@@ -91,9 +91,9 @@ def default_cache_dir() -> Path:
 
 def cache_key(source: str, device: Device, options: tuple[str, ...] = ()) -> str:
     """sha256 of the source, build options, device and driver, pyopencl and liftcl versions."""
-    import lift
+    from lift.version import __version__
 
-    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, getattr(lift, "__version__", "0")]
+    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, __version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
