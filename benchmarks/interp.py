@@ -18,6 +18,7 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +155,10 @@ def tune_matmul(budget: float) -> None:
     a, bt = matmul.inputs(256, 256, 256)
     Pipeline.compute_reference = timed_reference  # type: ignore[method-assign]
     try:
-        t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False, progress=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for every candidate
+            t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False,
+                                             progress=False))
     finally:
         Pipeline.compute_reference = compute  # type: ignore[method-assign]
     ok = sum(1 for r in res.history if r.ok)
