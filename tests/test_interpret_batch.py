@@ -173,3 +173,12 @@ def test_every_example_variant_batched(name):
     args = module.inputs(*SMALL[name])
     for v in module.variants():
         assert not both_ways(v.program, *args).fallbacks, v.name
+
+
+def test_tuple_arguments_in_both_modes():
+    from lift import Tuple
+
+    pts = (np.arange(8, dtype=np.float32), np.arange(8, dtype=np.float32) * 0.5)
+    prog = fun([Array(Tuple(Float, Float), N)], lambda ps: reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1]) << ps)
+    assert not both_ways(prog, pts).fallbacks
+    assert lift.interpret(prog, pts, precise=True).dtype == np.float64
