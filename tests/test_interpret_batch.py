@@ -182,3 +182,27 @@ def test_tuple_arguments_in_both_modes():
     prog = fun([Array(Tuple(Float, Float), N)], lambda ps: reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1]) << ps)
     assert not both_ways(prog, pts).fallbacks
     assert lift.interpret(prog, pts, precise=True).dtype == np.float64
+
+
+def _cube(x):
+    return x * x * x
+
+
+@user_fun
+def _poly(a: Float) -> Float:
+    return _cube(a) * 0.1 + lift.mult(a, 3.0)
+
+
+@user_fun
+def _poly2(a: Float, b: Float) -> Float:
+    return _poly(a) - _poly(b)
+
+
+def test_user_functions_calling_user_functions_are_twins_in_both_modes():
+    """A user function's callees run through their own (in precise mode: float64) twins."""
+    x, y = rand(40), rand(40, seed=5)
+    prog = fun([Array(Float, N), Array(Float, N)], lambda a, b: map(lambda p: _poly2(p[0], p[1])) << lzip(a, b))
+    assert not both_ways(prog, x, y).fallbacks
+    wide = lift.interpret(prog, x, y, precise=True)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    np.testing.assert_allclose(wide, (x64**3 * 0.1 + 3 * x64) - (y64**3 * 0.1 + 3 * y64), rtol=1e-12)
