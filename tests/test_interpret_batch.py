@@ -17,6 +17,7 @@ from lift import zip as lzip
 from lift.interpret import Stats
 from lift.lower import lower
 from lift.testing import assert_same, programs
+from lift.userfun.builtins import neg
 from programs import N, dot_program, matmul_program, rand, stencil2d_program
 
 batch = importlib.import_module("lift.interpret.batch")
@@ -102,6 +103,14 @@ def test_max_min_keep_the_last_of_equal_values_and_nans(op):
         for xs in (data[:cut], -data[:cut], np.abs(data[:cut]) * 0.0):
             identical(lift.interpret(fun([Array(Float, N)], lambda v: reduce(op, 0.0) << v), xs, batched=False),
                       lift.interpret(fun([Array(Float, N)], lambda v: reduce(op, 0.0) << v), xs))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5000])
+def test_top_level_fold_of_a_mapped_array(n):
+    x = rand(n)
+    for op, z in ((lift.add, 0.5), (lift.mult, 1.0), (lift.max_, -1e30), (lift.min_, 1e30)):
+        prog = fun([Array(Float, N)], lambda v, op=op, z=z: reduce(op, z) << map(neg) << v)
+        identical(lift.interpret(prog, x, batched=False), lift.interpret(prog, x))
 
 
 def test_accumulating_lambda_is_a_fused_fold():

@@ -35,9 +35,10 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
         return ufunc(acc, ufunc.reduce(xs, axis=ax, dtype=xs.dtype), dtype=xs.dtype)
     if op in ("max_", "min_"):
         return _extreme(op, acc, xs, ax)
-    first = _take(xs, ax, 0)
-    if owned and xs.flags.writeable and np.broadcast_shapes(np.shape(acc), first.shape) == first.shape:
-        ufunc(acc, first, out=first)  # the first step, then the rest in place
+    first = xs[(slice(None),) * ax + (slice(0, 1),)]  # a view, also of a 1-D array
+    acc1 = np.expand_dims(np.asarray(acc), ax)
+    if owned and xs.flags.writeable and np.broadcast_shapes(acc1.shape, first.shape) == first.shape:
+        ufunc(acc1, first, out=first)  # the first step, then the rest in place
         ufunc.accumulate(xs, axis=ax, out=xs)
         return _take(xs, ax, n - 1)
     cat = _with_acc(acc, xs, ax)
