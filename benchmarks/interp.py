@@ -142,7 +142,10 @@ def run(c: Case, repeat: int, precise: bool) -> None:
 
 def tune_matmul(budget: float) -> None:
     """`lift.tune` of examples/matmul.py's high-level program at 256^3: reference time, candidates."""
-    from lift.explore.candidate import Pipeline
+    try:
+        from lift.explore.evaluate import Pipeline
+    except ImportError:  # before the rename of lift/explore/candidate.py
+        from lift.explore.candidate import Pipeline  # type: ignore[no-redef]
 
     spent: list[float] = []
     compute = Pipeline.compute_reference
