@@ -367,8 +367,13 @@ def _tuples(p: Lambda) -> tuple[TupleType, ...]:
         if isinstance(x, Expr):
             types.append(x.type)
         elif isinstance(x, n.UserFun):
-            types.extend((*x.in_types, x.out_type))
+            types.extend((*x.in_types, x.out_type, *x.structs, *_callee_structs(x)))
     return tuple_types(t for t in _struct_parts(types))
+
+
+def _callee_structs(f: n.UserFun) -> list[Type]:
+    """The tuple types of the user functions `f` calls (their structs come before `f`'s C)."""
+    return [t for d in f.deps for t in (*d.in_types, d.out_type, *d.structs, *_callee_structs(d))]
 
 
 def _struct_parts(types: list[Type]):
