@@ -13,6 +13,7 @@ from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
+    DeviceSkipped,
     LiftError,
     LiftTypeError,
     LiftValueError,
@@ -69,8 +70,7 @@ from lift.typecheck import size_conditions, typecheck
 from lift.types import Array, Bool, Double, Float, Int, Size, Tuple, Type, Vector
 from lift.userfun import select, user_fun
 from lift.userfun.builtins import add, id, max_, min_, mult
-
-__version__ = "0.1.0"
+from lift.version import __version__ as __version__
 
 # Public submodules imported on first use (`lift.constraints.mapping_space(...)` after a bare
 # `import lift`): `lift.testing` imports hypothesis, `lift.constraints` the z3 models. They are not
@@ -100,5 +100,5 @@ __all__ = [
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
 ]

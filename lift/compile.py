@@ -1,11 +1,12 @@
 """The compilation pipeline, the one module that imports every stage.
 
-    typed     = typecheck(expr)                          the types, once
-    pointed   = apply_points(expr, choices.points)       rewrite points (structural choices)
-    mapped    = map_program(pointed, profile, choices)   mapping, tuning values, vectorisation, launch
-    generated = generate(mapped)                         per kernel: allocate -> views -> probe ->
-                                                         barriers -> emit; then the host plan
-    Program(generated)                                   built for the device
+    typecheck(expr)                                      typed (once; types are cached)
+    pointed = rewritten(expr, choices)                   rewrite points applied (structural choices)
+    mapped  = map_program(pointed, profile, choices)     mapping, tuning values, vectorisation, launch
+    linked  = link(mapped)                               per kernel (KERNEL_STAGES): allocated ->
+                                                         probed -> synchronised -> emitted ->
+                                                         assembled; then the host plan (KernelSource)
+    Program(linked)                                      built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when that mapping
@@ -57,9 +58,10 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     for the kernels it fits, or a dict of sizes per kernel name (they override the choices' launch
     sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`)."""
     typecheck(expr)
-    wanted = as_choices(choices)
+    profile = profile_of(device)
+    wanted = device_widths(expr, as_choices(choices), profile)
     pointed = rewritten(expr, wanted, spaces)
-    plan, used = generate_first(pointed, profile_of(device), wanted, local_size, global_size, spaces)
+    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     return Program(plan, device=device, choices=used.choices, node=node, cache_dir=cache_dir, options=options)
 
@@ -75,6 +77,28 @@ def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: b
     return expr
 
 
+def device_widths(expr: Node, choices: Choices, device: Any) -> Choices:
+    """`choices` with the device's vector width for each `vectorise` point given none (skipped
+    when the device prefers scalars or a width the point does not offer; 8, not 16, for user
+    functions that PoCL 3.0 cannot run 16 wide)."""
+    from lift.ir.nodes import UserFun
+    from lift.ir.paths import walk
+    from lift.rewrites import VectorisePoint, points
+    from lift.rewrites.chunks import safe_widths
+
+    if not any(isinstance(n, VectorisePoint) for _, n in walk(expr)):
+        return choices
+    out = {k: dict(v) for k, v in choices.points.items()}
+    for label, p in points(expr).items():
+        if isinstance(p, VectorisePoint) and p.width is None and "width" not in out.get(label, {}):
+            w = device.preferred_vector_width
+            if w == 16 and 16 not in safe_widths([n for _, n in walk(p) if isinstance(n, UserFun)]):
+                w = 8
+            width = {"width": w} if w in p.structural()["width"] else {"skip": True}
+            out[label] = {**width, **out.get(label, {})}
+    return choices.replace(points=out)
+
+
 def rewritten(expr: Node, choices: Choices, spaces: Spaces | None = None, *, warn: bool = True) -> Node:
     """`apply_points` with `choices.points`, kept in `spaces` (one program's) when given."""
     return _kept(spaces, ("points", _points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
@@ -84,8 +108,6 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
                    spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
     """Stages "mapped" and "generated" for each mapping choice in turn, until one compiles: the
     given mapping, or the solver's and then the empty one (the default lowering)."""
-    from lift.codegen import generate  # lazily: the runtime imports without the code generator
-
     attempts = [choices]
     if choices.mapping is None and is_high_level(pointed) and not (choices.tuning or choices.launch
                                                                    or choices.vectorise):
@@ -94,8 +116,7 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
     for attempt in attempts:
         try:
             mapped = map_program(pointed, profile, attempt, spaces)
-            plan = generate(mapped.program, local_size=local_size if local_size is not None else mapped.local_size,
-                            global_size=global_size if global_size is not None else mapped.global_size)
+            plan = link(mapped, local_size, global_size)
         except LiftError as err:
             first = first or err
             continue
@@ -104,6 +125,17 @@ def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: Si
         return plan, mapped
     assert first is not None
     raise first from None
+
+
+def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+    """Stage "linked": each kernel through the kernel stages, then the host plan (buffers,
+    launches in order, sizes). Explicit sizes override the choices' launch sizes."""
+    from lift.codegen import generate  # lazily: the runtime imports without the code generator
+    from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
+
+    return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
+                    local_size=local_size if local_size is not None else mapped.local_size,
+                    global_size=global_size if global_size is not None else mapped.global_size)
 
 
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:

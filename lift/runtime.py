@@ -91,9 +91,9 @@ def default_cache_dir() -> Path:
 
 def cache_key(source: str, device: Device, options: tuple[str, ...] = ()) -> str:
     """sha256 of the source, build options, device and driver, pyopencl and liftcl versions."""
-    import lift
+    from lift.version import __version__
 
-    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, getattr(lift, "__version__", "0")]
+    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, __version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -192,7 +192,7 @@ def build_error(device: Device, source: str, log: str) -> DeviceError:
     body = "\n".join(["  build log:", *("    " + ln for ln in log.strip().splitlines())])
     if shown:
         body += "\n  offending source lines:\n" + "\n".join(shown)
-    err = DeviceError(text + "\n" + body, hint="this is a code-generation bug; the source is in .source")
+    err = DeviceError(text + "\n" + body, hint=devices.build_hint(log, device.platform_version))
     err.build_log = log  # type: ignore[attr-defined]
     return err
 

@@ -29,8 +29,8 @@ from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
-from .candidate import Candidate, Pipeline, Record, all_skipped
 from .database import TuningDB, tuning_key
+from .evaluate import Candidate, Pipeline, Record, all_skipped
 from .pareto import pareto_front, score
 from .search import LocalSearch, RandomSearch, RandomThenLocal
 from .seeds import Seeded
