@@ -13,6 +13,7 @@ from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
+    DeviceSkipped,
     LiftError,
     LiftTypeError,
     LiftValueError,
@@ -67,7 +68,7 @@ from lift.ir.patterns import (
 from lift.program import Program
 from lift.typecheck import size_conditions, typecheck
 from lift.types import Array, Bool, Double, Float, Int, Size, Tuple, Type, Vector
-from lift.userfun import user_fun
+from lift.userfun import select, user_fun
 from lift.userfun.builtins import add, id, max_, min_, mult
 from lift.version import __version__ as __version__
 
@@ -90,7 +91,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size", "Type",
-    "fun", "user_fun", "id", "add", "mult", "max_", "min_",
+    "fun", "user_fun", "select", "id", "add", "mult", "max_", "min_",
     "map", "reduce", "zip", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
@@ -99,5 +100,5 @@ __all__ = [
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
 ]

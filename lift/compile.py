@@ -58,9 +58,10 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     for the kernels it fits, or a dict of sizes per kernel name (they override the choices' launch
     sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`)."""
     typecheck(expr)
-    wanted = as_choices(choices)
+    profile = profile_of(device)
+    wanted = device_widths(expr, as_choices(choices), profile)
     pointed = rewritten(expr, wanted, spaces)
-    plan, used = generate_first(pointed, profile_of(device), wanted, local_size, global_size, spaces)
+    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     return Program(plan, device=device, choices=used.choices, node=node, cache_dir=cache_dir, options=options)
 
@@ -74,6 +75,28 @@ def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: b
     if any(isinstance(n, RewritePoint) for _, n in walk(expr)):
         return apply_all(expr, {k: dict(v) for k, v in points.items()}, warn=warn)
     return expr
+
+
+def device_widths(expr: Node, choices: Choices, device: Any) -> Choices:
+    """`choices` with the device's vector width for each `vectorise` point given none (skipped
+    when the device prefers scalars or a width the point does not offer; 8, not 16, for user
+    functions that PoCL 3.0 cannot run 16 wide)."""
+    from lift.ir.nodes import UserFun
+    from lift.ir.paths import walk
+    from lift.rewrites import VectorisePoint, points
+    from lift.rewrites.chunks import safe_widths
+
+    if not any(isinstance(n, VectorisePoint) for _, n in walk(expr)):
+        return choices
+    out = {k: dict(v) for k, v in choices.points.items()}
+    for label, p in points(expr).items():
+        if isinstance(p, VectorisePoint) and p.width is None and "width" not in out.get(label, {}):
+            w = device.preferred_vector_width
+            if w == 16 and 16 not in safe_widths([n for _, n in walk(p) if isinstance(n, UserFun)]):
+                w = 8
+            width = {"width": w} if w in p.structural()["width"] else {"skip": True}
+            out[label] = {**width, **out.get(label, {})}
+    return choices.replace(points=out)
 
 
 def rewritten(expr: Node, choices: Choices, spaces: Spaces | None = None, *, warn: bool = True) -> Node:

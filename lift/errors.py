@@ -172,3 +172,7 @@ class RewritePointSkipped(LiftWarning):
 
 class MappingFallback(LiftWarning):
     """The solver's mapping could not be compiled; `lift.compile` used the default lowering."""
+
+
+class DeviceSkipped(LiftWarning):
+    """The default device choice skipped an attached device that cannot build (`.device`, `.reason`)."""

@@ -192,7 +192,7 @@ def build_error(device: Device, source: str, log: str) -> DeviceError:
     body = "\n".join(["  build log:", *("    " + ln for ln in log.strip().splitlines())])
     if shown:
         body += "\n  offending source lines:\n" + "\n".join(shown)
-    err = DeviceError(text + "\n" + body, hint="this is a code-generation bug; the source is in .source")
+    err = DeviceError(text + "\n" + body, hint=devices.build_hint(log, device.platform_version))
     err.build_log = log  # type: ignore[attr-defined]
     return err
 

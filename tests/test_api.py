@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 import lift
@@ -43,7 +44,7 @@ def test_sizes_are_symbolic():
 
 
 @pytest.mark.parametrize("module,names", [
-    ("lift.devices", ["current", "profile"]),
+    ("lift.devices", ["current", "profile", "list"]),
     ("lift.rules", ["ALL", "explore"]),
     ("lift.rewrites", ["apply_all"]),
     ("lift.constraints", ["tuning_space", "mapping_space"]),
@@ -66,6 +67,15 @@ def test_rules_are_values_with_names_and_laws():
 def test_device_profiles():
     for name in ("mali-g72", "nvidia", "pocl-cpu"):
         assert lift.devices.profile(name).max_work_group_size > 0
+
+
+def test_offline_program_for_a_profile():
+    n = lift.Size("N")
+    prog = lift.compile(lift.fun([lift.Array(lift.Float, n)], lambda x: lift.map(lift.id) << x),
+                        device=lift.devices.profile("mali-g72"))
+    assert "kernel void" in prog.source and prog.device.name == "Mali-G72"
+    with pytest.raises(lift.DeviceError, match="not attached"):
+        prog(np.ones(4, np.float32))
 
 
 def test_program_attributes():

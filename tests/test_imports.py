@@ -55,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.runtime", "lift.program"),
     ("lift.compile",),
     ("lift.explore",),
-    ("lift.testing", "lift.rules.instances"),
+    ("lift.testing", "lift.rules.instances", "lift.rules.instantiate"),
     ("lift",),
 )
 
