@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.choices import Choices, as_choices
-from lift.errors import LiftError, MappingFallback
+from lift.errors import LiftError, LiftValueError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
@@ -150,7 +150,12 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     space = joint_space_of(expr, profile, choices, spaces)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
+    _check_mapping(choices.mapping, maps, expr)
     mapping = {k: v for k, v in given.items() if k in maps}
+    missing = sorted(set(maps) - set(mapping)) if mapping else []
+    if missing:
+        raise LiftValueError(f"the mapping gives no code for the maps {', '.join(missing)}", node=expr,
+                             hint="give a Table 5.2 code for every map, or none for the solver's mapping")
     if not mapping and choices.mapping is None and maps:
         mapping = choose_mapping(expr, profile)
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
@@ -160,6 +165,14 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
     return Mapped(low, used, *(nd or (None, None)))
+
+
+def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], expr: Node) -> None:
+    """`LiftValueError` naming the labels of an explicit mapping that are not maps of `expr`."""
+    unknown = sorted(set(mapping or {}) - set(maps))
+    if unknown:
+        raise LiftValueError(f"the mapping names {', '.join(unknown)}, which are not maps of the program; "
+                             f"its maps are {', '.join(sorted(maps)) or 'none'}", node=expr)
 
 
 def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:
