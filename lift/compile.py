@@ -35,7 +35,8 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
 
     typecheck(expr)
     structural, joint = _split_choices(choices or {})
-    prog = _apply_points(expr, structural)
+    prog, picked = _apply_points(expr, {**structural, **joint}, device)
+    joint = {k: v for k, v in joint.items() if k not in picked}
     lowered, chosen = _lowered(prog, device, joint)
     try:
         plan = generate(lowered, local_size=local_size, global_size=global_size)
@@ -49,6 +50,8 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
         _fallback(err)
         chosen = None
     recorded = dict(choices) if choices is not None else chosen
+    if picked:  # what the solver chose for the rewrite points and their tuning values
+        recorded = {**(recorded or {}), **picked}
     return Program(plan, device=device, choices=recorded, node=expr, cache_dir=cache_dir, options=options)
 
 
@@ -59,14 +62,15 @@ def _split_choices(choices: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     return structural, joint
 
 
-def _apply_points(expr: Node, structural: dict[str, Any]) -> Node:
+def _apply_points(expr: Node, given: dict[str, Any], device: Any) -> tuple[Node, dict[str, Any]]:
+    """The points applied, with the structural and tuning values the user left open chosen."""
     from lift.ir.paths import walk
-    from lift.rewrites import apply_all
+    from lift.rewrites.choose import choose
     from lift.rewrites.point import RewritePoint
 
     if any(isinstance(n, RewritePoint) for _, n in walk(expr)):
-        return apply_all(expr, structural)
-    return expr
+        return choose(expr, given, _profile(device))
+    return expr, {}
 
 
 def _lowered(expr: Node, device: Any, joint: dict[str, Any]) -> tuple[Node, dict[str, Any] | None]:
