@@ -64,21 +64,31 @@ def choose_tuning(prog: Node, names: set[str], given: Mapping[str, int], device:
             symbolic |= used & names
     for k in space.params:
         p = space.params[k]
-        if {v.name for v in free_vars(p.hi) | free_vars(p.lo)} & inputs:
+        bounds = [b for b in (p.lo, p.hi) if b is not None]
+        if {v.name for b in bounds for v in free_vars(b)} & inputs:
             symbolic.add(k)
     out = {k: 1 for k in names if k in symbolic and k not in fixed}
     out.update(fixed)
     open_vars = [k for k in names if k not in out]
-    if open_vars:
-        cands = [c for c in space.sample(16, seed=0) if all(c.get(k) == v for k, v in out.items() if k in c)]
-        if not cands:
-            cands = space.sample(16, seed=0)
+    # unbounded values (padding): the smallest valid one; bounded ones (tile sizes): the middle
+    for k in [k for k in open_vars if k in space.params and space.params[k].hi is None]:
+        out[k] = next((v for v in range(1, 257) if space.is_valid({**_known(out, space), k: v})), 1)
+    rest = [k for k in open_vars if k not in out]
+    if rest:
+        from lift.constraints.realise import substitute_sizes
+
+        space = tuning_space(substitute_sizes(prog, out), device) if out else space
+        cands = space.sample(16, seed=0)
         if cands:
-            cands.sort(key=lambda c: tuple(c.get(k, 1) for k in sorted(open_vars)))
+            cands.sort(key=lambda c: tuple(c.get(k, 1) for k in sorted(rest)))
             pick = cands[len(cands) // 2]
-            out.update({k: int(pick[k]) for k in open_vars if k in pick})
-        out.update({k: 1 for k in open_vars if k not in out})
+            out.update({k: int(pick[k]) for k in rest if k in pick})
+        out.update({k: 1 for k in rest if k not in out})
     return out
+
+
+def _known(values: Mapping[str, int], space: Any) -> dict[str, int]:
+    return {k: v for k, v in values.items() if k in space.params}
 
 
 def choose(expr: Node, given: Mapping[str, Any], device: Any = None) -> tuple[Node, dict[str, Any]]:
