@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -14,7 +13,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import conv  # noqa: E402
 import vgg  # noqa: E402
 
-import lift  # noqa: E402
 from lift.codegen import generate  # noqa: E402
 from lift.constraints.realise import substitute_sizes  # noqa: E402
 from lift.lower import lower  # noqa: E402
