@@ -126,15 +126,15 @@ class Row:
 
 
 def run_layer(layer: Layer, variant: str, repeat: int = 3) -> Row:
-    """Compile `variant` for `layer`, check it against numpy, time it."""
+    """Compile `variant` for `layer`, check it against numpy, time it (median of `repeat`; 0: not timed)."""
     inp, wts = layer_inputs(layer)
     prog = lift.compile(annotated(layer), choices=choices(layer, variant))
     got = np.asarray(prog(inp, wts)).reshape(layer.size * layer.size, layer.cout)
     want = reference(inp.astype(np.float64), wts.astype(np.float64))
     ok = bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))
-    secs = statistics.median(prog.time(inp, wts, repeat=repeat)) if ok else float("nan")
+    secs = statistics.median(prog.time(inp, wts, repeat=repeat)) if ok and repeat > 0 else float("nan")
     mem = int(sum(int(v) for v in prog.memory_bytes.values()))
-    return Row(layer.index, variant, ok, secs, layer.flops() / secs / 1e9 if ok else 0.0, mem)
+    return Row(layer.index, variant, ok, secs, layer.flops() / secs / 1e9 if ok and repeat > 0 else 0.0, mem)
 
 
 def main(argv: list[str] | None = None) -> bool:

@@ -55,8 +55,10 @@ def choose_tuning(prog: Node, names: set[str], given: Mapping[str, int], device:
     """A value for each tuning variable in `names` (see the module docstring)."""
     from lift.constraints import tuning_space
 
-    space = tuning_space(prog, device)
     fixed = {k: int(v) for k, v in given.items() if k in names}
+    if set(fixed) == names:  # everything given: no space to build (the explorer's candidates)
+        return fixed
+    space = tuning_space(prog, device)
     symbolic = set()
     for c in space.constraints:
         used = {v.name for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)} if c.pred else set()

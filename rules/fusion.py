@@ -138,14 +138,24 @@ def _fusable_reduce(e: Node) -> bool:
         return False
     xs = e.args[1]
     return (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
-            and _computes(xs.f.f) and not _materialises(xs.f.f))
+            and _computes(xs.f.f) and not _materialises(xs.f.f) and not _reduces(xs.f.f))
+
+
+def _reduces(g: Node) -> bool:
+    """Whether `g` reduces: `map(chunk => reduce(..) << chunk)` makes partial results, one per
+    chunk (reduction tiling, `split_reduce`); they are what the parallel stage hands on."""
+    from lift.ir.nodes import AbstractReduce
+    from lift.ir.paths import walk
+
+    return any(isinstance(m, AbstractReduce) for _, m in walk(g))
 
 
 def fuse_reduce_maps(expr: Node) -> Node:
     """`expr` with every `reduce(f, z) << map(g) << x` fused into
     `reduce_seq((acc, a) => f(acc, g(a)), z) << x` (`reduce_map_fusion`, everywhere, repeatedly),
-    so that no temporary array holds `map(g)`. A map that materialises on purpose
-    (`map(to_global(..))`, as the `materialise` point writes) and a map of views are kept."""
+    so that no temporary array holds `map(g)`. Kept: a map that materialises on purpose
+    (`map(to_global(..))`, as the `materialise` point writes), a map of views, and a map whose
+    function reduces (partial results of a tiled reduction, one per chunk: the parallel stage)."""
     from lift.ir.paths import transform_bottom_up
 
     def fuse(m: Node) -> Node:
