@@ -111,4 +111,25 @@ def choose(expr: Node, given: Mapping[str, Any], device: Any = None) -> tuple[No
     return prog, chosen
 
 
-__all__ = ["choose", "structural_choice", "tuning_vars", "choose_tuning"]
+def complete_points(expr: Node, choices: Any) -> Any:
+    """A `lift.Choices` with every point's structural parameters completed from their domains."""
+    if not points(expr):
+        return choices
+    return choices.replace(points=structural_choice(expr, choices.points))
+
+
+def choose_open_tuning(expr: Node, pointed: Node, given: Mapping[str, int], device: Any) -> tuple[Node, dict[str, int]]:
+    """`pointed` (the points of `expr` applied) with its open tuning variables chosen and substituted,
+    and the values used (given ones included)."""
+    from lift.constraints.realise import substitute_sizes
+    from lift.constraints.tuning import input_sizes
+
+    inputs = input_sizes(expr)
+    names = tuning_vars(pointed, inputs)
+    if not names:
+        return pointed, {}
+    values = choose_tuning(pointed, names, given, device, inputs)
+    return substitute_sizes(pointed, values), values
+
+
+__all__ = ["choose", "complete_points", "choose_open_tuning", "structural_choice", "tuning_vars", "choose_tuning"]
