@@ -60,10 +60,26 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     typecheck(expr)
     profile = profile_of(device)
     wanted = device_widths(expr, as_choices(choices), profile)
-    pointed = rewritten(expr, wanted, spaces)
-    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, spaces)
+    pointed, wanted, chosen = _open_choices(expr, wanted, profile, spaces)
+    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
-    return Program(plan, device=device, choices=used.choices, node=node, cache_dir=cache_dir, options=options)
+    done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
+    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options)
+
+
+def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | None) -> tuple[Node, Choices, dict]:
+    """The points applied with what the user left open chosen (`lift.rewrites.choose`): structural
+    parameters from their domains, tile sizes by the tuning model; `wanted` without the tuning values
+    so decided (they are substituted), and those values, for `Program.choices`."""
+    from lift.rewrites.choose import choose_open_tuning, complete_points
+
+    wanted = complete_points(expr, wanted)
+    pointed = rewritten(expr, wanted, spaces)
+    if pointed is expr:
+        return pointed, wanted, {}
+    pointed, chosen = choose_open_tuning(expr, pointed, dict(wanted.tuning), profile)
+    rest = {k: v for k, v in wanted.tuning.items() if k not in chosen}
+    return pointed, wanted.replace(tuning=rest), chosen
 
 
 def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: bool = True) -> Node:
