@@ -221,7 +221,7 @@ def _json_arg(text: str, what: str) -> Any:
 def _describe_choices(choices: Any, maps: set[str]) -> str:
     """The choices, one per line; a map's Table 5.2 code in words."""
     if not choices:
-        return "default lowering (no mapping chosen)"
+        return "none (nothing to choose: no rewrite point, map or tuning parameter is open)"
     data = choices.to_json() if hasattr(choices, "to_json") else choices
     if not isinstance(data, dict):
         return str(data)

@@ -97,9 +97,12 @@ def test_show_prints_notation_type_choices_constraints_and_source(prog: Path) ->
     out = got.stdout
     for part in ("program:", "reduce(", "type:", "=> Float", "choices:", "constraints:", "kernel void"):
         assert part in out, part
-    assert "map_" in out  # a map's Table 5.2 code in words
-    chosen = lift_cmd("show", str(prog), "--choices", '{"m0": 0}')
-    assert chosen.returncode == 0 and "m0 = 0 (map_seq)" in chosen.stdout
+    mapped = prog.with_name("mulprog.py")
+    mapped.write_text(PROGRAM.replace("reduce(lift.add, 0.0) << ", ""))  # an elementwise product: one map
+    chosen = lift_cmd("show", str(mapped), "--choices", '{"m0": 0}')
+    assert chosen.returncode == 0, chosen.stderr
+    assert "m0 = 0 (map_seq)" in chosen.stdout  # a map's Table 5.2 code in words
+    assert "map_glb" in lift_cmd("show", str(mapped)).stdout  # the solver's mapping
     bad = lift_cmd("show", str(prog), "--choices", "{nope")
     assert bad.returncode == 2 and "not JSON" in bad.stderr
 
