@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -19,3 +20,22 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("default")  # `pytest --hypothesis-profile=slow` selects the other
+
+
+@pytest.fixture(autouse=True)
+def _warm_tune_worker(request):
+    """Start the tuner's worker process (lift.explore.worker) before a tuning test, so that
+    the one-off process start (~1-3 s on a loaded machine) is not charged to a short budget."""
+    if request.node.get_closest_marker("device") and "tune" in request.node.name:
+        import numpy as np
+
+        from lift.explore import worker
+
+        try:
+            import lift
+
+            w = worker.shared(lift.devices.current(), (np.zeros(1, np.float32),))
+            w.call(("ping",), timeout=60)
+        except Exception:  # noqa: BLE001 - no device: the test says so itself
+            pass
+    yield

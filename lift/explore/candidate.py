@@ -91,6 +91,8 @@ class Pipeline:
         self.cache_dir: Any = False  # candidates are not written to the build cache (the winner is)
         self.slow_s = 1.0  # a candidate whose checked run took longer is timed once, not `repeat` times
         self.deadline = float("inf")  # past it (the budget), candidates are timed once
+        self.worker: Any = None  # a lift.explore.worker.Worker: candidates run isolated there
+        self.timeout_s = 30.0  # the most one worker call of a candidate may take
         self.reference: Any = None
         self.precise: Any = None  # the interpreter's result with Float carried in float64
         self._spaces: dict[str, Any] = {}
@@ -120,16 +122,24 @@ class Pipeline:
                 self._spaces[key] = err
         return self._spaces[key]
 
-    def build(self, cand: Candidate) -> Any:
-        """The compiled `Program` of a candidate (raises on a candidate that cannot be built)."""
-        from lift.compile import compile as lift_compile
-        from lift.errors import RewriteError
+    def plan(self, cand: Candidate) -> Any:
+        """The generated `KernelSource` of a candidate, without an OpenCL build (but the
+        default lowering, which goes through `lift.compile`, is built here)."""
+        from lift.codegen import generate
+        from lift.lower import is_high_level
 
         if cand.default:
-            prog = lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
-                                cache_dir=self.cache_dir)
-            prog.choices = cand.to_json()  # how the tuner made it (the solver's mapping is inside)
-            return prog
+            return self.build(cand).plan
+        low, gs, ls = self._lowered(cand)
+        if is_high_level(low):
+            return self.build(cand).plan
+        return generate(low, local_size=ls, global_size=gs)
+
+    def _lowered(self, cand: Candidate) -> tuple[Node, Any, Any]:
+        """The candidate's program with mapping, tuning values and vectorisation applied, and
+        its (global, local) sizes."""
+        from lift.errors import RewriteError
+
         space = self.space(cand.structural)
         if isinstance(space, Exception):
             raise space
@@ -139,15 +149,31 @@ class Pipeline:
             if not cand.vectorise:
                 raise
             low = space.realise(cand.joint)  # not vectorisable here: the plain mapping
-        low = _specialise(low, self.sizes)
         nd = space.ndrange(cand.joint)
         gs, ls = nd if nd is not None else (None, None)
+        return _specialise(low, self.sizes), gs, ls
+
+    def build(self, cand: Candidate) -> Any:
+        """The compiled `Program` of a candidate (raises on a candidate that cannot be built)."""
+        from lift.compile import compile as lift_compile
+
+        if cand.default:
+            prog = lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
+                                cache_dir=self.cache_dir)
+            prog.choices = cand.to_json()  # how the tuner made it (the solver's mapping is inside)
+            return prog
+        low, gs, ls = self._lowered(cand)
         prog = lift_compile(low, device=self.device, global_size=gs, local_size=ls, cache_dir=self.cache_dir)
         prog.choices = cand.to_json()
         return prog
 
     def measure(self, cand: Candidate) -> Record:
-        """Build, run, check against the interpreter and time one candidate; never raises."""
+        """Build, run, check against the interpreter and time one candidate; never raises.
+        With a `worker` (lift.explore.worker), the OpenCL build and runs happen there."""
+        if self.worker is not None:
+            from .worker import measure_isolated
+
+            return measure_isolated(self, cand, self.worker)
         t0 = time.perf_counter()
         try:
             prog = self.build(cand)

@@ -179,3 +179,20 @@ class RandomThenLocal:
             if cand is not None:
                 return cand
         return self.random.propose(history)
+
+
+STRATEGIES = ("informed", "uniform", "random-local")
+
+
+def make_strategy(name: str, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+                  score: Callable[[Record], float], seed: int = 0,
+                  switch: Callable[[], bool] = lambda: False) -> Strategy:
+    """The strategy called `name` (one of `STRATEGIES`) over `pipeline`'s space."""
+    if name == "uniform":
+        return RandomSearch(pipeline, structural, seed=seed)
+    if name in ("informed", "random-local"):
+        return RandomThenLocal(RandomSearch(pipeline, structural, seed=seed),
+                               LocalSearch(pipeline, structural, score, seed=seed), switch=switch)
+    from lift.errors import LiftValueError
+
+    raise LiftValueError(f"unknown search strategy {name!r}; one of {', '.join(STRATEGIES)}")

@@ -31,8 +31,10 @@ from lift.ir.nodes import Lambda, Node
 from .candidate import Candidate, Pipeline, Record, all_skipped
 from .database import TuningDB, tuning_key
 from .pareto import pareto_front, score
-from .search import LocalSearch, RandomSearch, RandomThenLocal
+from .search import make_strategy
 from .seeds import Seeded
+from .worker import retime
+from .worker import shared as shared_worker
 
 
 @dataclass
@@ -63,11 +65,15 @@ class TuneResult:
 
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
-         refresh: bool = False, repeat: int = 3, auto: bool = True) -> TuneResult:
+         refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
+         strategy: str | None = None) -> TuneResult:
     """Search for the fastest (or smallest, or Pareto-optimal) correct compilation of `expr`
     on `arrays` within `budget` seconds; `db=False` uses no tuning database. With `auto`,
     rewrite points are also placed automatically at the program's natural places
-    (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first."""
+    (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first.
+    With `isolate` (the default) candidates are built and run in a worker process
+    (`lift.explore.worker`): one that crashes or hangs is rejected with the reason.
+    `strategy`: "informed" (the default, `lift.explore.search.Evolution`) or "uniform"."""
     rank = score(objective)
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
@@ -83,17 +89,28 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     pipe = Pipeline(expr, arrays, device, sizes, repeat=repeat)
     start = time.perf_counter()
     pipe.deadline = start + budget
+    if isolate:
+        pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
+    history = _search(pipe, structural, auto_labels, rank, budget, start, seed, strategy, progress)
+    if objective == "time":
+        _confirm(history, pipe, rank)
+    return _result(history, rank, database, key, time.perf_counter() - start, pipe)
+
+
+def _search(pipe: Pipeline, structural: dict[str, Any], auto_labels: list[str], rank: Any, budget: float,
+            start: float, seed: int, name: str | None, progress: bool) -> list[Record]:
+    """The search loop: the default lowering, then the strategy's proposals until the budget
+    (less what confirming the best and building the winner will take) is spent."""
     pipe.compute_reference()
     history: list[Record] = []
     bar = _Progress(budget, sys.stderr if progress else None)
     history.append(pipe.measure(Candidate(all_skipped(structural), default=True)))
     bar.update(history, rank)
-    rnd = RandomSearch(pipe, structural, seed=seed)
-    local = LocalSearch(pipe, structural, lambda r: rank(r), seed=seed)
-    strategy: Any = RandomThenLocal(rnd, local, switch=lambda: time.perf_counter() - start > budget * 0.4)
+    strategy = make_strategy(name or "informed", pipe, structural, rank, seed,
+                             switch=lambda: time.perf_counter() - start > budget * 0.4)
     if auto_labels:
         strategy = Seeded(pipe, structural, auto_labels, strategy)
-    while time.perf_counter() - start < budget:
+    while time.perf_counter() - start < budget - min(0.1 * budget, _reserve(history, rank)):
         cand = strategy.propose(history)
         if cand is None:
             break
@@ -101,9 +118,13 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         _release(history, rank)
         bar.update(history, rank)
     bar.close()
-    if objective == "time":
-        _confirm(history, pipe, rank)
-    return _result(history, rank, database, key, time.perf_counter() - start)
+    return history
+
+
+def _reserve(history: list[Record], rank: Any) -> float:
+    """Seconds kept at the end of the budget: confirming the best three and building the winner."""
+    ok = sorted((r for r in history if r.ok and r.time is not None), key=rank)[:3]
+    return sum(min(r.time, 0.05) * 11 + 0.3 for r in ok) + (0.5 if ok else 0.0)
 
 
 def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
@@ -113,6 +134,12 @@ def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, rep
     Candidates slower than `limit_s` a run keep their first measurement."""
     ok = sorted((r for r in history if r.ok and r.time is not None and r.time < limit_s), key=rank)
     for r in ok[:top]:
+        if time.perf_counter() > pipe.deadline:
+            break
+        if pipe.worker is not None:
+            t = retime(pipe, r.candidate, pipe.worker, repeat)
+            r.time = min(r.time, t) if t is not None else r.time
+            continue
         prog = r.program
         try:
             if prog is None:
@@ -145,12 +172,15 @@ def _release(history: list[Record], rank: Any) -> None:
             r.program = None
 
 
-def _result(history: list[Record], rank: Any, database: TuningDB | None, key: str, elapsed: float) -> TuneResult:
+def _result(history: list[Record], rank: Any, database: TuningDB | None, key: str, elapsed: float,
+            pipe: Pipeline) -> TuneResult:
     ok = [r for r in history if r.ok]
     if not ok:
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
         raise LiftValueError(f"no candidate compiled and matched the interpreter: {reasons}")
     best = min(ok, key=rank)
+    if best.program is None:  # measured in the worker: build the winner here (it ran correctly there)
+        best.program = pipe.build(best.candidate)
     front = pareto_front(history)
     if database is not None:
         database.store(key, {"choices": best.candidate.to_json(), "time": best.time, "memory": best.memory,
