@@ -11,7 +11,7 @@ and a persistent tuning database (database.py).
 from .candidate import Candidate, Pipeline, Record, mismatch
 from .database import TuningDB, program_hash, shapes_key, tuning_key
 from .pareto import dominates, front, pareto_front
-from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
+from .search import Evolution, LocalSearch, RandomSearch, RandomThenLocal, Strategy, Table, replay
 from .seeds import Seeded
 from .tune import TuneResult, tune
 
@@ -19,5 +19,5 @@ __all__ = [
     "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
     "TuningDB", "program_hash", "shapes_key", "tuning_key",
     "dominates", "front", "pareto_front",
-    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Seeded",
+    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Evolution", "Seeded", "Table", "replay",
 ]

@@ -27,6 +27,7 @@ from typing import Any
 
 START_TIMEOUT_S = 120.0  # importing pyopencl and opening the device in a fresh process
 MIN_TIMEOUT_S = 2.0
+GRACE_S = 10.0  # past the budget, a call may still take this long (an OpenCL build on a loaded machine)
 
 
 @dataclass
@@ -246,12 +247,13 @@ def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
 
 
 def _limit(pipe: Any, cand: Any) -> float:
-    """The timeout of one worker call: the candidate timeout, cut at the budget's end
-    (the default lowering, tried first, always gets the full candidate timeout)."""
+    """The timeout of one worker call: the candidate timeout, cut at the budget's end plus a
+    grace (killing a worker that is only slow costs a restart); the default lowering, tried
+    first, always gets the full candidate timeout."""
     full = getattr(pipe, "timeout_s", 30.0)
     if cand.default:
         return full
-    return min(full, max(MIN_TIMEOUT_S, pipe.deadline - time.perf_counter() + MIN_TIMEOUT_S))
+    return min(full, max(GRACE_S, pipe.deadline - time.perf_counter() + MIN_TIMEOUT_S))
 
 
 def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, digest: str) -> Any:
