@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import conv  # noqa: E402
 import matmul  # noqa: E402
 
-from lift.explore.candidate import Pipeline  # noqa: E402
+from lift.explore.evaluate import Pipeline  # noqa: E402
 from lift.explore.search import RandomSearch  # noqa: E402
 from lift.explore.seeds import Seeded  # noqa: E402
 from lift.explore.tune import _device, _search_space, _sizes  # noqa: E402
@@ -37,7 +37,7 @@ def latency(name: str, expr, arrays, n: int) -> dict:
         strategy = Seeded(pipe, structural, auto, strategy)
     t_setup = time.perf_counter() - t0
     times, history = [], []
-    from lift.explore.candidate import Record
+    from lift.explore.evaluate import Record
 
     for _ in range(n):
         t = time.perf_counter()

@@ -38,6 +38,7 @@ class KernelArg:
 
     kind: str  # "buffer" | "size"
     name: str
+    ctype: str = "int"  # a size's C type: "long" in a kernel with 64-bit indices (codegen/width.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +76,4 @@ class KernelSource:
     param_types: tuple[Type, ...]
     barriers: tuple[BarrierInfo, ...] = ()
     memory_bytes: dict[str, Arith] = field(default_factory=dict)  # per address space
+    index_limits: tuple[Arith, ...] = ()  # must not exceed 2^31 - 1 at run time (32-bit indices)

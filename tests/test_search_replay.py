@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from lift.explore.candidate import Candidate, Record
+from lift.explore.evaluate import Candidate, Record
 from lift.explore.search import Evolution, Table, replay
 
 

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from lift.explore import candidate as cand_mod
+from lift.explore import evaluate as cand_mod
 from lift.explore import tune
 from lift.explore.worker import shared
 from tests.programs import rand
@@ -77,10 +77,10 @@ def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
     real = cand_mod.Pipeline.plan
 
     def plan(self, cand):
-        p = real(self, cand)
+        p, used = real(self, cand)
         if cand.default:
-            return p
-        return dataclasses.replace(p, source=p.source.replace("0.0f", "1.0f"))
+            return p, used
+        return dataclasses.replace(p, source=p.source.replace("0.0f", "1.0f")), used
 
     monkeypatch.setattr(cand_mod.Pipeline, "plan", plan)
     x, y = rand(1 << 10), rand(1 << 10, seed=1)

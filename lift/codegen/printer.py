@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lift.arith import Arith, prove_nonneg, to_c
-from lift.codegen.cast import (
+from lift.codegen.c_ast import (
     Assign,
     Barrier,
     Block,
@@ -45,7 +45,7 @@ def print_kernel(k: KernelDef) -> str:
     params = ",\n    ".join(_param(p) for p in k.params)
     head = f"// {k.comment}\n" if k.comment else ""
     lines = [f"{head}kernel void {k.name}({params}) {{"]
-    _block(k.body, 1, lines)
+    _block(k.body, 1, lines, k.index_type)
     lines.append("}")
     return "\n".join(lines)
 
@@ -57,12 +57,12 @@ def _param(p) -> str:
     return f"{const}{p.qual} {p.ctype}* {'restrict ' if p.qual == 'global' else ''}{p.name}"
 
 
-def _block(b: Block, depth: int, out: list[str]) -> None:
+def _block(b: Block, depth: int, out: list[str], itype: str = "int") -> None:
     for s in b.stmts:
-        _stmt(s, depth, out)
+        _stmt(s, depth, out, itype)
 
 
-def _stmt(s: CStmt, depth: int, out: list[str]) -> None:
+def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
     pad = _IND * depth
     match s:
         case Decl(ctype, name, init, space, size, comment):
@@ -77,7 +77,7 @@ def _stmt(s: CStmt, depth: int, out: list[str]) -> None:
         case VecStore(n, value, base, offset):
             out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
         case For():
-            _for(s, depth, out)
+            _for(s, depth, out, itype)
         case Barrier(fence, comment):
             note = f"  // {comment}" if comment else ""
             out.append(f"{pad}barrier({fence});{note}")
@@ -85,31 +85,31 @@ def _stmt(s: CStmt, depth: int, out: list[str]) -> None:
             out.append(f"{pad}// {text}")
         case Block():
             out.append(pad + "{")
-            _block(s, depth + 1, out)
+            _block(s, depth + 1, out, itype)
             out.append(pad + "}")
         case _:
             raise TypeError(f"cannot print {s!r}")
 
 
-def _for(s: For, depth: int, out: list[str]) -> None:
+def _for(s: For, depth: int, out: list[str], itype: str) -> None:
     pad = _IND * depth
     v = s.var.name
     if s.once:
         out.append(f"{pad}{{  // {s.comment}: one iteration per work-item")
-        out.append(f"{pad}{_IND}int {v} = {expr(s.init)};")
+        out.append(f"{pad}{_IND}{itype} {v} = {expr(s.init)};")
         if s.guard:
             out.append(f"{pad}{_IND}if ({v} < {to_c(s.bound)}) {{")
-            _block(s.body, depth + 2, out)
+            _block(s.body, depth + 2, out, itype)
             out.append(f"{pad}{_IND}}}")
         else:
-            _block(s.body, depth + 1, out)
+            _block(s.body, depth + 1, out, itype)
         out.append(f"{pad}}}")
         return
     step = "++" if isinstance(s.step, CRaw) and s.step.text == "1" else f" += {expr(s.step)}"
     if s.unroll:
         out.append(f"{pad}#pragma unroll")
-    out.append(f"{pad}for (int {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {s.comment}")
-    _block(s.body, depth + 1, out)
+    out.append(f"{pad}for ({itype} {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {s.comment}")
+    _block(s.body, depth + 1, out, itype)
     out.append(f"{pad}}}")
 
 

@@ -222,26 +222,21 @@ def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
 
     The plan (rewriting, solving, code generation) is made here; `Record.build_s` is that
     compile time, `Record.wall_s` the whole evaluation."""
-    from .candidate import Record
+    from .evaluate import Record
 
     t0 = time.perf_counter()
-    prog = None
     try:
-        if cand.default:  # lift.compile builds it here: keep it, it may win
-            prog = pipe.build(cand)
-            plan = prog.plan
-        else:
-            plan = pipe.plan(cand)
+        plan, choices = pipe.plan(cand)
     except Exception as err:  # noqa: BLE001 - a candidate that cannot be generated is rejected
         return Record(cand, False, f"build: {_why(err)}", build_s=time.perf_counter() - t0)
     build_s = time.perf_counter() - t0
     digest = hashlib.sha256((plan.source + repr(plan.launches)).encode()).hexdigest()[:16]
     seen = pipe._seen.get(digest)
     if seen is not None and not cand.default:
-        return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest)
+        return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
+                      choices=choices)
     rec = _evaluate(pipe, cand, plan, worker, build_s, digest)
-    rec.wall_s = time.perf_counter() - t0
-    rec.program = prog if rec.ok else None
+    rec.wall_s, rec.choices = time.perf_counter() - t0, choices
     pipe._seen[digest] = rec
     return rec
 
@@ -257,7 +252,7 @@ def _limit(pipe: Any, cand: Any) -> float:
 
 
 def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, digest: str) -> Any:
-    from .candidate import Record, _as_accurate, mismatch
+    from .evaluate import Record, _as_accurate, mismatch
 
     def reject(stage: str, why: str, checked: bool = False) -> Record:
         return Record(cand, False, f"{stage}: {why}", checked=checked, build_s=build_s, source_hash=digest)
@@ -286,7 +281,7 @@ def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, d
 def retime(pipe: Any, cand: Any, worker: Worker, repeat: int) -> float | None:
     """The fastest of `repeat` more runs of a measured candidate (None if it fails now)."""
     try:
-        plan = pipe.plan(cand)
+        plan, _ = pipe.plan(cand)
     except Exception:  # noqa: BLE001
         return None
     limit = max(MIN_TIMEOUT_S, pipe.deadline - time.perf_counter())

@@ -200,6 +200,7 @@ class KernelDef:
     params: list[KParam]
     body: Block
     comment: str = ""
+    index_type: str = "int"  # loop variables: "long" where an index can pass 2^31 - 1 (codegen/width.py)
 
 
 @dataclass(slots=True)
