@@ -8,7 +8,7 @@ import json
 import statistics
 
 from lift.explore.evaluate import Candidate, Record
-from lift.explore.search import Evolution, Table, replay
+from lift.explore.search import Evolution, ModelBased, Table, replay
 
 
 def _table() -> Table:
@@ -43,11 +43,11 @@ def test_a_table_round_trips_through_json_and_from_a_history() -> None:
     assert len(Table.from_history(hist).rows) == 3  # the default lowering is left out
 
 
-def test_the_informed_strategy_needs_at_most_half_the_evaluations_of_uniform_on_a_smooth_table() -> None:
+def test_evolution_needs_at_most_half_the_evaluations_of_uniform_on_a_smooth_table() -> None:
     table = _table()
     best = table.best_time()
     uni = [replay(table, "uniform", seed=s).evaluations_to(best) for s in range(5)]
-    inf = [replay(table, "informed", seed=s).evaluations_to(best) for s in range(5)]
+    inf = [replay(table, "evolution", seed=s).evaluations_to(best) for s in range(5)]
     assert all(n is not None for n in uni + inf)
     assert statistics.mean(inf) <= statistics.mean(uni) / 2, (uni, inf)
 
@@ -65,3 +65,12 @@ def test_evolution_mutates_the_best_after_the_warm_up() -> None:
     ev = Evolution(rand, neighbours, lambda r: r.time, seed=0, warmup=2, explore=0.0, elite=1)
     hist = [Record(Candidate({}, {"T": 5}), True, time=2.0), Record(Candidate({}, {"T": 9}), True, time=1.0)]
     assert ev.propose(hist).joint == {"T": 10} and picks == [9]
+
+
+def test_the_model_proposes_the_candidate_it_predicts_fastest() -> None:
+    fast, slow = {"m0": 30}, {"m0": 0}
+    hist = [Record(Candidate({}, {**m, "T": t}), True, time=(1.0 if m is fast else 4.0))
+            for m in (fast, slow) for t in (1, 2, 4, 8)]
+    pool = [Candidate({}, {**slow, "T": 16}), Candidate({}, {**fast, "T": 16})]
+    mb = ModelBased(lambda h: None, warmup=2, explore=0.0, pool=lambda: pool)
+    assert mb.propose(hist) == pool[1]

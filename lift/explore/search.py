@@ -10,11 +10,15 @@ A strategy proposes `Candidate`s one at a time from what has been measured so fa
   changed; only neighbours the constraint model accepts (`Space.is_valid`) are proposed.
 - `RandomThenLocal`: random sampling for the first part of the budget, then local search
   around the best, falling back to random samples when the neighbourhood is exhausted.
-- `Evolution` (the informed strategy, `tune`'s default): after a few random candidates,
-  mostly mutations (one value changed) of a parent drawn by tournament from the fastest few,
-  with a share of random candidates kept for exploration.
+- `ModelBased` ("informed"): an additive model of log time over the choice values, fitted to
+  what was measured; proposes the untried pool candidate with the best prediction.
+- `Evolution` ("evolution"): after a few random candidates, mostly mutations (one value
+  changed) of a parent drawn by tournament from the fastest few, some random ones kept.
 
-`make_strategy(name, ...)` builds "informed", "uniform" (random sampling) or "random-local".
+`make_strategy(name, ...)` builds "random-local" (`tune`'s default), "uniform" (random
+sampling), "informed" or "evolution". On the recorded matmul and conv tables neither informed
+strategy beat uniform sampling (the fastest candidates differ by less than the timing noise;
+see the explorer's note), so the default stays random-then-local.
 `replay(table, name, seed)` re-runs a strategy over recorded measurements (`Table`, from a
 tune's history: candidate -> time), so strategies are compared over many seeds without
 running a kernel (benchmarks/strategies.py).
@@ -190,7 +194,7 @@ class RandomThenLocal:
         return self.random.propose(history)
 
 
-STRATEGIES = ("informed", "uniform", "random-local")
+STRATEGIES = ("informed", "uniform", "evolution", "random-local")
 
 
 def make_strategy(name: str, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
@@ -200,6 +204,8 @@ def make_strategy(name: str, pipeline: Pipeline, structural: Mapping[str, Mappin
     if name == "uniform":
         return RandomSearch(pipeline, structural, seed=seed)
     if name == "informed":
+        return ModelBased(RandomSearch(pipeline, structural, seed=seed).propose, seed=seed)
+    if name == "evolution":
         rnd = RandomSearch(pipeline, structural, seed=seed)
         local = LocalSearch(pipeline, structural, score, seed=seed)
         return Evolution(rnd.propose, local.neighbours, score, seed=seed)
@@ -285,6 +291,59 @@ class Evolution:
         return None
 
 
+class ModelBased:
+    """An additive model of log time over choice values (each `variable=value` a feature): after
+    `warmup` random candidates, each proposal is the pool candidate with the best predicted time
+    (a fraction `explore` of proposals stay random). The pool is `pool_size` random candidates
+    kept topped up (a recorded table itself in a replay). Rejected candidates count as twice the
+    slowest time. Values seen once are shrunk towards the mean (`prior` pseudo-observations)."""
+
+    def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
+                 warmup: int = 8, explore: float = 0.1, pool_size: int = 64, prior: float = 2.0,
+                 pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
+        self.random_, self.rng = random_, random.Random(seed + 11)
+        self.warmup, self.explore, self.pool_size, self.prior = warmup, explore, pool_size, prior
+        self._fixed_pool = pool
+        self._pool: list[Candidate] = []
+
+    def propose(self, history: Sequence[Record]) -> Candidate | None:
+        measured = [r for r in history if not r.candidate.default]
+        if len(measured) < self.warmup or self.rng.random() < self.explore:
+            return self.random_(history)
+        tried = {r.candidate.key() for r in history}
+        pool = self._candidates(history, tried)
+        if not pool:
+            return self.random_(history)
+        predict = _additive_model(measured, self.prior)
+        return min(pool, key=lambda c: (predict(c), c.key()))
+
+    def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Candidate]:
+        if self._fixed_pool is not None:
+            return [c for c in self._fixed_pool() if c.key() not in tried]
+        self._pool = [c for c in self._pool if c.key() not in tried]
+        for _ in range(self.pool_size - len(self._pool)):
+            c = self.random_([*history, *(Record(p, False) for p in self._pool)])
+            if c is None:
+                break
+            self._pool.append(c)
+        return list(self._pool)
+
+
+def _additive_model(measured: Sequence[Record], prior: float) -> Callable[[Candidate], float]:
+    import math
+
+    ok = [r.time for r in measured if r.ok and r.time]
+    worst = math.log(2 * max(ok)) if ok else 0.0
+    ys = [(_flat(r.candidate), math.log(r.time) if r.ok and r.time else worst) for r in measured]
+    mean = sum(y for _, y in ys) / len(ys)
+    sums: dict[tuple[str, Any], list[float]] = {}
+    for f, y in ys:
+        for kv in f.items():
+            sums.setdefault(kv, []).append(y - mean)
+    effect = {kv: sum(v) / (len(v) + prior) for kv, v in sums.items()}
+    return lambda c: mean + sum(effect.get(kv, 0.0) for kv in _flat(c).items())
+
+
 def _table_neighbours(table: Table, near: int = 6) -> Callable[[Candidate], Iterator[Candidate]]:
     """The `near` recorded candidates closest to one (values compared on a log2 scale)."""
     cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
@@ -352,8 +411,10 @@ def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None)
     def score(r: Record) -> float:
         return r.time if r.time is not None else float("inf")
 
-    chooser: Any = uniform if strategy == "uniform" else \
-        Evolution(uniform, _table_neighbours(table), score, seed=seed).propose
+    cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    chooser: Any = {"uniform": uniform,
+                    "evolution": Evolution(uniform, _table_neighbours(table), score, seed=seed).propose,
+                    "informed": ModelBased(uniform, seed=seed, pool=lambda: cands).propose}[strategy]
     history: list[Record] = []
     for _ in range(limit or len(order)):
         cand = chooser(history)

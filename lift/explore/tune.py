@@ -75,7 +75,9 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first.
     With `isolate` (the default) candidates are built and run in a worker process
     (`lift.explore.worker`): one that crashes or hangs is rejected with the reason.
-    `strategy`: "informed" (the default, `lift.explore.search.Evolution`) or "uniform"."""
+    `strategy`: "random-local" (the default: random sampling, then hill climbing), "uniform",
+    "informed" (`lift.explore.search.ModelBased`) or "evolution" (see benchmarks/strategies.py
+    for how they compare on recorded measurements)."""
     rank = score(objective)
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
@@ -108,7 +110,7 @@ def _search(pipe: Pipeline, structural: dict[str, Any], auto_labels: list[str], 
     bar = _Progress(budget, sys.stderr if progress else None)
     history.append(pipe.measure(Candidate(all_skipped(structural), default=True)))
     bar.update(history, rank)
-    strategy = make_strategy(name or "informed", pipe, structural, rank, seed,
+    strategy = make_strategy(name or "random-local", pipe, structural, rank, seed,
                              switch=lambda: time.perf_counter() - start > budget * 0.4)
     if auto_labels:
         strategy = Seeded(pipe, structural, auto_labels, strategy)
