@@ -24,6 +24,7 @@ from lift.devices import Device
 from lift.errors import DeviceError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
+from lift.rules.fusion import fuse_reduce_maps
 from lift.typecheck import typecheck
 
 from . import launch as ln
@@ -201,6 +202,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
+    expr = fuse_reduce_maps(expr)  # map under reduce: fused into the operator, never a temporary
     sizes = dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
