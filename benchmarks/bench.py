@@ -1,6 +1,7 @@
 """Kernel time and throughput of every example next to numpy, plus hand-written OpenCL baselines.
 
     python benchmarks/bench.py [--quick] [--repeat N] [NAME ...]
+    python benchmarks/bench.py --tune SECONDS [--json OUT] [--only axpy,dot,stencil,gemv,matmul,conv]
 
 Not a test: it prints one table. Kernel time is the median of `Program.time` (summed kernel
 event times, transfers excluded); numpy time is the median wall time of the same operation.
@@ -249,8 +250,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
-                        help="also tune each high-level program for this long (0: do not)")
+                        help="the summary table: numpy, best hand-written, liftcl default and liftcl "
+                             "tuned for SECONDS per kernel (benchmarks/summary.py)")
+    parser.add_argument("--json", metavar="OUT", help="with --tune: also write the table as JSON")
+    parser.add_argument("--only", metavar="NAMES", help="with --tune: a comma-separated subset of kernels")
     opts = parser.parse_args(argv)
+    if opts.tune > 0:
+        import summary
+
+        summary.run(opts.tune, opts.quick, opts.repeat, opts.only.split(",") if opts.only else None, opts.json)
+        return
     dev = lift.devices.current()
     print(f"liftcl benchmarks on {dev.name} ({dev.platform} {dev.driver_version}, {dev.compute_units} compute units)")
     names = opts.names or ["baselines", *MODULES]

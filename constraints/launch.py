@@ -47,6 +47,7 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
         names += [local_name(d), groups_name(d)]
     model.add(Constraint(WORK_GROUP, (), f"a work-group has at most {device.max_work_group_size} work-items",
                          ls[0] * ls[1] * ls[2] <= device.max_work_group_size, family="hardware"))
+    _private_per_group(model, ctx, device, ls, sizes)
     maps = list(ctx.maps.values())
     for d in DIMS:
         lens = {m.label: _z3(m.length, sizes) for m in maps}
@@ -65,6 +66,18 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
                      z3.Implies(w_used, z3.And(z3.Or([z3.And(c, ng[d] <= n) for c, n in wrg]),
                                                z3.Or([z3.And(c, ls[d] < 2 * n) for c, n in lcl])))))
     return names
+
+
+def _private_per_group(model: Model, ctx: Context, device: Device, ls: list, sizes: Mapping[str, int]) -> None:
+    """The private arrays of a work-group's work-items fit where the device keeps them together."""
+    from .tuning import PRIVATE_MEM, buffer_bytes, private_per_group
+
+    limit, per_item = private_per_group(device), buffer_bytes(ctx, "private")
+    if limit is None or per_item is None:
+        return
+    model.add(Constraint(PRIVATE_MEM, (), f"private buffers ({per_item} bytes per work-item) of a work-group "
+                         f"fit in {limit} bytes (the worker thread's stack)",
+                         _z3(per_item, sizes) * ls[0] * ls[1] * ls[2] <= limit, family="hardware"))
 
 
 def _c(reason: str, f: Any) -> Constraint:

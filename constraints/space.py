@@ -12,6 +12,7 @@ a dict from those names to ints; `realise(choice)` is the program with it applie
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -171,12 +172,38 @@ def _names(c: Constraint) -> set[str]:
     return {v.name for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)} if c.pred else set()
 
 
+_CACHE: OrderedDict[tuple, tuple[Node, Space]] = OrderedDict()  # by the program object and the arguments
+CACHE_SIZE = 64
+
+
 def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,
+           tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
+           want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
+    """The space, built once per program object and arguments (`compile` asks for the mapping
+    space twice: for the solver's choice and to realise it). Keyed by the object itself (labels
+    are not part of node equality, and the space names maps by label)."""
+    dev = _device(device)
+    key = (id(expr), dev, tuple(sorted((sizes or {}).items())), tuple(sorted((tuning or {}).items())),
+           None if mapping is None else tuple(sorted(mapping.items())), want_map, want_tune, launch,
+           fusion_heuristic)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is expr:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    space = _build(expr, dev, sizes=sizes, tuning=tuning, mapping=mapping, want_map=want_map,
+                   want_tune=want_tune, launch=launch, fusion_heuristic=fusion_heuristic)
+    _CACHE[key] = (expr, space)
+    if len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return space
+
+
+def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
     expr = fuse_reduce_maps(expr)  # map under reduce: fused into the operator, never a temporary
-    dev, sizes = _device(device), dict(sizes or {})
+    sizes = dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
     model = Model()

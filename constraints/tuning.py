@@ -34,6 +34,8 @@ DIVISIBILITY, POSITIVITY, BOUNDS, COVERAGE = "divisibility", "positivity", "boun
 LOCAL_MEM, PRIVATE_MEM, ALLOCATION = "local memory size", "private memory size", "maximum allocation"
 DEFAULT_MAX = 1 << 16  # the upper end of a range nothing bounds
 PRIVATE_BUDGET = {"gpu": 1024, "cpu": 64 * 1024, "accelerator": 1024}  # bytes per work-item
+POCL_STACK_BYTES = 8 << 20  # a PoCL pthread worker's stack, which holds a work-group's private arrays
+POCL_STACK_RESERVE = 1 << 20  # what the kernel's own frames and the runtime need of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +146,32 @@ def _extra(call: FunCall, size: Arith, params: set[str]) -> list[Constraint]:
 # ----------------------------------------------------------------- hardware
 
 
+def buffer_bytes(ctx: Context, space: str) -> Arith | None:
+    """Bytes of the `space` ("local", "private") buffers of one work-group / work-item, or
+    None when there are none."""
+    bufs = [b for b in ctx.buffers if b.space == space]
+    total: Arith = Cst(0)
+    for b in bufs:
+        total = total + b.elems * 4 * _below_owner(ctx, b)
+    return total if bufs else None
+
+
+def private_per_group(device: Device) -> int | None:
+    """Bytes of private memory that all the work-items of one work-group share, or None when
+    the device gives each its own registers. PoCL's CPU devices run a work-group on one worker
+    thread and keep every work-item's private arrays on its 8 MiB stack; more kills the process."""
+    if device.kind == "cpu" and "portable computing language" in (device.platform or "").lower():
+        return POCL_STACK_BYTES - POCL_STACK_RESERVE
+    return None
+
+
 def hardware(expr: Node, ctx: Context, device: Device) -> list[Constraint]:
     """Device limits on local and private buffers and on input/output allocations."""
     out = []
     for space, kind, limit in (("local", LOCAL_MEM, device.local_mem_bytes),
                                ("private", PRIVATE_MEM, PRIVATE_BUDGET.get(device.kind, 1024))):
-        total: Arith = Cst(0)
-        bufs = [b for b in ctx.buffers if b.space == space]
-        for b in bufs:
-            total = total + b.elems * 4 * _below_owner(ctx, b)
-        if bufs:
+        total = buffer_bytes(ctx, space)
+        if total is not None:
             out.append(pred_constraint(kind, Pred("<=", total, Cst(limit)), (),
                                        f"{space} buffers ({total} bytes) fit in {limit} bytes", "hardware"))
     types = [p.ptype for p in expr.params] if isinstance(expr, Lambda) else []
@@ -269,7 +287,11 @@ def _normal(c: Constraint, facts: Mapping[str, tuple[Arith, Constraint]]) -> tup
 
 def _dedup_z3(params: Mapping[str, TuningParam], kept: list[Constraint],
               dropped: list[tuple]) -> tuple[list[Constraint], list[tuple]]:
-    """Merge constraints proven equivalent under the ranges and the other constraints."""
+    """Merge constraints proven equivalent under the ranges and the other constraints.
+
+    A pair is tried on concrete points first (`_differ`: a point where every other constraint
+    holds and the two disagree shows they are not equivalent, the common case); z3 is asked
+    only when no such point is found, and its answers are cached by constraint."""
     names = {v.name for c in kept if c.pred for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)}
     ranges = _ranges_z3(params, names - set(params))
     out = list(kept)
@@ -280,12 +302,78 @@ def _dedup_z3(params: Mapping[str, TuningParam], kept: list[Constraint],
         for d in out[:i]:
             if d.pred is None or not set(_vars(c)) & set(_vars(d)):
                 continue
-            ctx = ranges + [x.formula for x in out if x is not c and x is not d]
-            if _proved(c.formula == d.formula, ctx):
+            others = [x for x in out if x is not c and x is not d]
+            if _equivalent(c, d, others, params, ranges):
                 dropped.append((c, f"equivalent to: {d}"))
                 out.pop(i)
                 break
     return out, dropped
+
+
+_PROOFS: dict[tuple, bool] = {}  # (c, d, others, ranges) -> proved equivalent
+PROBES = 64  # concrete points tried before z3 is asked
+
+
+def _equivalent(c: Constraint, d: Constraint, others: list[Constraint], params: Mapping[str, TuningParam],
+                ranges: list[z3.BoolRef]) -> bool:
+    key = (c.pred, d.pred, tuple(x.pred if x.pred is not None else x.formula.sexpr() for x in others),
+           tuple((t.name, t.lo, t.hi) for t in params.values()))
+    hit = _PROOFS.get(key)
+    if hit is None:
+        if _differ(c, d, others, params):
+            hit = False
+        else:
+            hit = _proved(c.formula == d.formula, ranges + [x.formula for x in others])
+        _PROOFS[key] = hit
+    return hit
+
+
+def _differ(c: Constraint, d: Constraint, others: list[Constraint], params: Mapping[str, TuningParam]) -> bool:
+    """A concrete point (sizes from 1 to 2^40, log-uniform, and tuning values in their ranges)
+    where the other constraints hold and `c` and `d` disagree: they are not equivalent."""
+    import random
+
+    names = sorted({v.name for x in (c, d, *others) if x.pred for v in
+                    free_vars(x.pred.lhs) | free_vars(x.pred.rhs)})
+    if any(x.pred is None for x in others):
+        return False  # a fact this cannot evaluate: leave it to z3
+    rng = random.Random(hash(tuple(names)) & 0xFFFF)
+    for k in range(PROBES):
+        env = {v: _probe(rng, k) for v in names}
+        if not _in_ranges(env, params):
+            continue
+        try:
+            if all(_holds(x.pred, env) for x in others) and _holds(c.pred, env) != _holds(d.pred, env):
+                return True
+        except (ZeroDivisionError, KeyError, ValueError):
+            continue
+    return False
+
+
+def _probe(rng, k: int) -> int:
+    if k < 8:
+        return 1 << (5 * k)
+    return max(1, int(2 ** rng.uniform(0, 40)))
+
+
+def _in_ranges(env: Mapping[str, int], params: Mapping[str, TuningParam]) -> bool:
+    from lift.arith import evaluate
+
+    try:
+        for t in params.values():
+            if t.name in env and (env[t.name] < evaluate(t.lo, env)
+                                  or (t.hi is not None and env[t.name] > evaluate(t.hi, env))):
+                return False
+    except (KeyError, ZeroDivisionError, ValueError):
+        return False
+    return True
+
+
+def _holds(p: Pred, env: Mapping[str, int]) -> bool:
+    from lift.arith import evaluate
+
+    a, b = evaluate(p.lhs, env), evaluate(p.rhs, env)
+    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[p.op]
 
 
 def _vars(c: Constraint) -> list[str]:

@@ -27,6 +27,25 @@ settings.load_profile("default")  # `pytest --hypothesis-profile=slow` selects t
 # Tests never read or write the user's tuning database (lift.compile consults it).
 os.environ.setdefault("LIFTCL_TUNING_DB", os.path.join(tempfile.mkdtemp(prefix="liftcl-test-db-"), "tuning.sqlite"))
 
+@pytest.fixture(autouse=True)
+def _warm_tune_worker(request):
+    """Start the tuner's worker process (lift.explore.worker) before a tuning test, so that
+    the one-off process start (~1-3 s on a loaded machine) is not charged to a short budget."""
+    if request.node.get_closest_marker("device") and "tune" in request.node.name:
+        import numpy as np
+
+        from lift.explore import worker
+
+        try:
+            import lift
+
+            w = worker.shared(lift.devices.current(), (np.zeros(1, np.float32),))
+            w.call(("ping",), timeout=60)
+        except Exception:  # noqa: BLE001 - no device: the test says so itself
+            pass
+    yield
+
+
 def pytest_report_header(config):
     """The OpenCL device the tests run on and, for each device skipped, why."""
     import warnings

@@ -12,7 +12,7 @@ from .database import TuningDatabaseWarning, TuningDB
 from .dbkeys import measure_key, program_hash, shapes_key, tuning_key
 from .evaluate import Candidate, Pipeline, Record, mismatch
 from .pareto import dominates, front, pareto_front
-from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
+from .search import Evolution, LocalSearch, RandomSearch, RandomThenLocal, Strategy, Table, replay
 from .seeds import Seeded
 from .tune import TuneResult, tune
 
@@ -20,5 +20,5 @@ __all__ = [
     "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
     "TuningDB", "TuningDatabaseWarning", "program_hash", "shapes_key", "tuning_key", "measure_key",
     "dominates", "front", "pareto_front",
-    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Seeded",
+    "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Evolution", "Seeded", "Table", "replay",
 ]

@@ -94,6 +94,8 @@ class Pipeline:
         self.cache_dir: Any = False  # candidates are not written to the build cache (the winner is)
         self.slow_s = 1.0  # a candidate whose checked run took longer is timed once, not `repeat` times
         self.deadline = float("inf")  # past it (the budget), candidates are timed once
+        self.worker: Any = None  # a lift.explore.worker.Worker: candidates are built and run there
+        self.timeout_s = 30.0  # the most one worker call of a candidate may take
         self.reference: Any = None
         self.precise: Any = None  # the interpreter's result with Float carried in float64
         self._spaces: dict[Any, Any] = {}  # `lift.compile`'s rewritten programs and spaces of this program
@@ -150,6 +152,30 @@ class Pipeline:
                 raise
             return self.compile(choices.replace(vectorise={}))  # not vectorisable here: the plain mapping
 
+    def plan(self, cand: Candidate) -> tuple[Any, Choices]:
+        """A candidate's generated `KernelSource` and the `Choices` used, as `build` makes them
+        but without the OpenCL build (which the worker does)."""
+        from lift.errors import RewriteError
+
+        choices = self.choices(cand)
+        try:
+            return self._plan(choices)
+        except RewriteError:
+            if not cand.vectorise:
+                raise
+            return self._plan(choices.replace(vectorise={}))
+
+    def _plan(self, choices: Choices) -> tuple[Any, Choices]:
+        from lift.compile import device_widths, generate_first, profile_of, rewritten
+
+        profile = profile_of(self.device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RewritePointSkipped)
+            wanted = device_widths(self.expr, choices, profile)
+            pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
+            plan, used = generate_first(pointed, profile, wanted, None, None, self._spaces)
+        return plan, used.choices
+
     def compile(self, choices: Choices) -> Any:
         """`lift.compile` of the program with `choices`, sharing this pipeline's constraint spaces."""
         from lift.compile import compile as lift_compile
@@ -160,7 +186,12 @@ class Pipeline:
                                 spaces=self._spaces)
 
     def measure(self, cand: Candidate) -> Record:
-        """Build, run, check against the interpreter and time one candidate; never raises."""
+        """Build, run, check against the interpreter and time one candidate; never raises.
+        With a `worker` (lift.explore.worker), the OpenCL build and the runs happen there."""
+        if self.worker is not None:
+            from .worker import measure_isolated
+
+            return measure_isolated(self, cand, self.worker)
         t0 = time.perf_counter()
         try:
             prog = self.build(cand)

@@ -10,10 +10,23 @@ A strategy proposes `Candidate`s one at a time from what has been measured so fa
   changed; only neighbours the constraint model accepts (`Space.is_valid`) are proposed.
 - `RandomThenLocal`: random sampling for the first part of the budget, then local search
   around the best, falling back to random samples when the neighbourhood is exhausted.
+- `ModelBased` ("informed"): an additive model of log time over the choice values, fitted to
+  what was measured; proposes the untried pool candidate with the best prediction.
+- `Evolution` ("evolution"): after a few random candidates, mostly mutations (one value
+  changed) of a parent drawn by tournament from the fastest few, some random ones kept.
+
+`make_strategy(name, ...)` builds "random-local" (`tune`'s default), "uniform" (random
+sampling), "informed" or "evolution". On the recorded matmul and conv tables neither informed
+strategy beat uniform sampling (the fastest candidates differ by less than the timing noise;
+see the explorer's note), so the default stays random-then-local.
+`replay(table, name, seed)` re-runs a strategy over recorded measurements (`Table`, from a
+tune's history: candidate -> time), so strategies are compared over many seeds without
+running a kernel (benchmarks/strategies.py).
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -179,3 +192,234 @@ class RandomThenLocal:
             if cand is not None:
                 return cand
         return self.random.propose(history)
+
+
+STRATEGIES = ("informed", "uniform", "evolution", "random-local")
+
+
+def make_strategy(name: str, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+                  score: Callable[[Record], float], seed: int = 0,
+                  switch: Callable[[], bool] = lambda: False) -> Strategy:
+    """The strategy called `name` (one of `STRATEGIES`) over `pipeline`'s space."""
+    if name == "uniform":
+        return RandomSearch(pipeline, structural, seed=seed)
+    if name == "informed":
+        return ModelBased(RandomSearch(pipeline, structural, seed=seed).propose, seed=seed)
+    if name == "evolution":
+        rnd = RandomSearch(pipeline, structural, seed=seed)
+        local = LocalSearch(pipeline, structural, score, seed=seed)
+        return Evolution(rnd.propose, local.neighbours, score, seed=seed)
+    if name == "random-local":
+        return RandomThenLocal(RandomSearch(pipeline, structural, seed=seed),
+                               LocalSearch(pipeline, structural, score, seed=seed), switch=switch)
+    from lift.errors import LiftValueError
+
+    raise LiftValueError(f"unknown search strategy {name!r}; one of {', '.join(STRATEGIES)}")
+
+
+# ------------------------------------------------------------------ replay
+
+
+class Table:
+    """Recorded measurements: candidate key -> {"choices", "ok", "time"} (the default lowering left out)."""
+
+    def __init__(self, rows: Mapping[str, dict[str, Any]]) -> None:
+        self.rows = dict(rows)
+
+    @staticmethod
+    def from_history(history: Sequence[Record]) -> Table:
+        return Table({r.candidate.key(): {"choices": r.candidate.to_json(), "ok": r.ok,
+                                          "time": r.time if r.ok else None}
+                      for r in history if not r.candidate.default})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": list(self.rows.values())}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Table:
+        rows = {}
+        for row in d["rows"]:
+            rows[Candidate.from_json(row["choices"]).key()] = row
+        return Table(rows)
+
+    def best_time(self) -> float:
+        return min(r["time"] for r in self.rows.values() if r["ok"])
+
+
+class Evolution:
+    """The informed strategy: mutate good candidates (an evolutionary search with an elite).
+
+    Until `warmup` candidates are measured, and then for a fraction `explore` of proposals,
+    a random candidate; otherwise a parent chosen by a tournament of two among the `elite`
+    fastest correct candidates, and one of its untried neighbours (one value changed, from
+    `neighbours`). Parents whose neighbourhood is exhausted are passed over."""
+
+    def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None],
+                 neighbours: Callable[[Candidate], Iterator[Candidate]], score: Callable[[Record], float],
+                 seed: int = 0, *, warmup: int = 6, explore: float = 0.15, elite: int = 4,
+                 fan_out: int = 48) -> None:
+        self.random_, self.neighbours, self.score = random_, neighbours, score
+        self.rng = random.Random(seed + 7)
+        self.warmup, self.explore, self.elite, self.fan_out = warmup, explore, elite, fan_out
+        self._pending: dict[str, list[Candidate]] = {}
+
+    def propose(self, history: Sequence[Record]) -> Candidate | None:
+        measured = [r for r in history if not r.candidate.default]
+        if len(measured) >= self.warmup and self.rng.random() >= self.explore:
+            tried = {r.candidate.key() for r in history}
+            ranked = sorted((r for r in measured if r.ok and r.time is not None), key=self.score)
+            top = ranked[:self.elite]
+            while top:
+                parent = min(self.rng.sample(top, min(2, len(top))), key=self.score)
+                cand = self._child(parent.candidate, tried)
+                if cand is not None:
+                    return cand
+                top.remove(parent)
+        return self.random_(history)
+
+    def _child(self, parent: Candidate, tried: set[str]) -> Candidate | None:
+        key = parent.key()
+        if key not in self._pending:
+            found = list(itertools.islice(self.neighbours(parent), self.fan_out))
+            self.rng.shuffle(found)
+            self._pending[key] = found
+        pool = self._pending[key]
+        while pool:
+            cand = pool.pop()
+            if cand.key() not in tried:
+                return cand
+        return None
+
+
+class ModelBased:
+    """An additive model of log time over choice values (each `variable=value` a feature): after
+    `warmup` random candidates, each proposal is the pool candidate with the best predicted time
+    (a fraction `explore` of proposals stay random). The pool is `pool_size` random candidates
+    kept topped up (a recorded table itself in a replay). Rejected candidates count as twice the
+    slowest time. Values seen once are shrunk towards the mean (`prior` pseudo-observations)."""
+
+    def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
+                 warmup: int = 8, explore: float = 0.1, pool_size: int = 64, prior: float = 2.0,
+                 pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
+        self.random_, self.rng = random_, random.Random(seed + 11)
+        self.warmup, self.explore, self.pool_size, self.prior = warmup, explore, pool_size, prior
+        self._fixed_pool = pool
+        self._pool: list[Candidate] = []
+
+    def propose(self, history: Sequence[Record]) -> Candidate | None:
+        measured = [r for r in history if not r.candidate.default]
+        if len(measured) < self.warmup or self.rng.random() < self.explore:
+            return self.random_(history)
+        tried = {r.candidate.key() for r in history}
+        pool = self._candidates(history, tried)
+        if not pool:
+            return self.random_(history)
+        predict = _additive_model(measured, self.prior)
+        return min(pool, key=lambda c: (predict(c), c.key()))
+
+    def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Candidate]:
+        if self._fixed_pool is not None:
+            return [c for c in self._fixed_pool() if c.key() not in tried]
+        self._pool = [c for c in self._pool if c.key() not in tried]
+        for _ in range(self.pool_size - len(self._pool)):
+            c = self.random_([*history, *(Record(p, False) for p in self._pool)])
+            if c is None:
+                break
+            self._pool.append(c)
+        return list(self._pool)
+
+
+def _additive_model(measured: Sequence[Record], prior: float) -> Callable[[Candidate], float]:
+    import math
+
+    ok = [r.time for r in measured if r.ok and r.time]
+    worst = math.log(2 * max(ok)) if ok else 0.0
+    ys = [(_flat(r.candidate), math.log(r.time) if r.ok and r.time else worst) for r in measured]
+    mean = sum(y for _, y in ys) / len(ys)
+    sums: dict[tuple[str, Any], list[float]] = {}
+    for f, y in ys:
+        for kv in f.items():
+            sums.setdefault(kv, []).append(y - mean)
+    effect = {kv: sum(v) / (len(v) + prior) for kv, v in sums.items()}
+    return lambda c: mean + sum(effect.get(kv, 0.0) for kv in _flat(c).items())
+
+
+def _table_neighbours(table: Table, near: int = 6) -> Callable[[Candidate], Iterator[Candidate]]:
+    """The `near` recorded candidates closest to one (values compared on a log2 scale)."""
+    cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    flat = [(_flat(c), c) for c in cands]
+
+    def neighbours(c: Candidate) -> Iterator[Candidate]:
+        me = _flat(c)
+        ranked = sorted((_distance(me, f), i) for i, (f, _) in enumerate(flat) if f != me)
+        return iter([flat[i][1] for _, i in ranked[:near]])
+
+    return neighbours
+
+
+def _flat(c: Candidate) -> dict[str, Any]:
+    out: dict[str, Any] = {f"s.{k}.{p}": v for k, ps in c.structural.items() for p, v in ps.items()}
+    out.update({f"j.{k}": v for k, v in c.joint.items()})
+    out.update({f"v.{k}": v for k, v in c.vectorise.items()})
+    return out
+
+
+def _distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    import math
+
+    d = 0.0
+    for k in set(a) | set(b):
+        x, y = a.get(k), b.get(k)
+        if x == y:
+            continue
+        if isinstance(x, int) and isinstance(y, int) and not isinstance(x, bool) and x > 0 and y > 0 \
+                and not k.startswith("j.m"):
+            d += abs(math.log2(x) - math.log2(y))
+        else:
+            d += 2.0
+    return d
+
+
+class Replayed:
+    """The outcome of a replay: the recorded time (None: rejected) of each evaluation, in order."""
+
+    def __init__(self, keys: list[str], times: list[float | None]) -> None:
+        self.keys, self.times = keys, times
+
+    def evaluations_to(self, target: float) -> int | None:
+        """How many evaluations it took to measure a time at most `target` (None: never)."""
+        for i, t in enumerate(self.times):
+            if t is not None and t <= target * (1 + 1e-9):
+                return i + 1
+        return None
+
+
+def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None) -> Replayed:
+    """Run `strategy` ("uniform" or "informed") over recorded measurements: a proposal is
+    "measured" by looking it up (the proposals are drawn from the table itself)."""
+    rng = random.Random(seed)
+    order = list(table.rows)
+    rng.shuffle(order)
+
+    def uniform(history: Sequence[Record]) -> Candidate | None:
+        tried = {r.candidate.key() for r in history}
+        for k in order:
+            if k not in tried:
+                return Candidate.from_json(table.rows[k]["choices"])
+        return None
+
+    def score(r: Record) -> float:
+        return r.time if r.time is not None else float("inf")
+
+    cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    chooser: Any = {"uniform": uniform,
+                    "evolution": Evolution(uniform, _table_neighbours(table), score, seed=seed).propose,
+                    "informed": ModelBased(uniform, seed=seed, pool=lambda: cands).propose}[strategy]
+    history: list[Record] = []
+    for _ in range(limit or len(order)):
+        cand = chooser(history)
+        if cand is None:
+            break
+        row = table.rows[cand.key()]
+        history.append(Record(cand, bool(row["ok"]), "" if row["ok"] else "rejected", row["time"]))
+    return Replayed([r.candidate.key() for r in history], [r.time if r.ok else None for r in history])

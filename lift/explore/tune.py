@@ -39,9 +39,11 @@ from .evaluate import Candidate, Pipeline, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
-from .search import LocalSearch, RandomSearch, RandomThenLocal
+from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
+from .worker import retime
+from .worker import shared as shared_worker
 
 
 @dataclass
@@ -89,11 +91,17 @@ class TuneResult:
 @without_lookup
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
-         refresh: bool = False, repeat: int = 3, auto: bool = True) -> TuneResult:
+         refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
+         strategy: str | None = None) -> TuneResult:
     """Search for the fastest (or smallest, or Pareto-optimal) correct compilation of `expr`
     on `arrays` within `budget` seconds; `db=False` uses no tuning database. With `auto`,
     rewrite points are also placed automatically at the program's natural places
-    (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first."""
+    (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first.
+    With `isolate` (the default) candidates are built and run in a worker process
+    (`lift.explore.worker`): one that crashes or hangs is rejected with the reason.
+    `strategy`: "random-local" (the default: random sampling, then hill climbing), "uniform",
+    "informed" (`lift.explore.search.ModelBased`) or "evolution" (see benchmarks/strategies.py
+    for how they compare on recorded measurements)."""
     rank = score(objective)
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
@@ -115,19 +123,20 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     pipe = Pipeline(expr, arrays, device, sizes, repeat=repeat)
     start = time.perf_counter()
     pipe.deadline = start + budget
+    if isolate:
+        pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
     history: list[Record] = []
     bar = Progress(budget, sys.stderr if progress else None)
     first = work.measure(Candidate(all_skipped(structural), default=True))
     history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
-    rnd = RandomSearch(pipe, structural, seed=seed)
-    local = LocalSearch(pipe, structural, lambda r: rank(r), seed=seed)
-    strategy: Any = RandomThenLocal(rnd, local, switch=lambda: time.perf_counter() - start > budget * 0.4)
+    search = make_strategy(strategy or "random-local", pipe, structural, rank, seed,
+                           switch=lambda: time.perf_counter() - start > budget * 0.4)
     if auto_labels:
-        strategy = Seeded(pipe, structural, auto_labels, strategy)
-    while time.perf_counter() - start < budget:
-        cand = strategy.propose(history)
+        search = Seeded(pipe, structural, auto_labels, search)
+    while time.perf_counter() - start < budget - min(0.1 * budget, _reserve(history, rank)):
+        cand = search.propose(history)
         if cand is None:
             break
         rec = work.measure(cand)
@@ -159,6 +168,12 @@ def _entry(result: TuneResult) -> dict[str, Any]:
             "pareto": [r.to_json() for r in result.pareto]}
 
 
+def _reserve(history: list[Record], rank: Any) -> float:
+    """Seconds kept at the end of the budget: confirming the best three and building the winner."""
+    ok = sorted((r for r in history if r.ok and r.time is not None), key=rank)[:3]
+    return sum(min(r.time, 0.05) * 11 + 0.3 for r in ok) + (0.5 if ok else 0.0)
+
+
 def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
              limit_s: float = 0.05) -> None:
     """Time the `top` fastest correct candidates again, `repeat` times each, and keep the fastest
@@ -166,6 +181,12 @@ def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, rep
     Candidates slower than `limit_s` a run keep their first measurement."""
     ok = sorted((r for r in history if r.ok and r.time is not None and r.time < limit_s), key=rank)
     for r in ok[:top]:
+        if time.perf_counter() > pipe.deadline:
+            break
+        if pipe.worker is not None:
+            t = retime(pipe, r.candidate, pipe.worker, repeat)
+            r.time = min(r.time, t) if t is not None else r.time
+            continue
         prog = r.program
         try:
             if prog is None:
@@ -204,7 +225,7 @@ def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) ->
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
         raise LiftValueError(f"no candidate compiled and matched the interpreter: {reasons}")
     best = min(ok, key=rank)
-    if best.program is None:  # measured by an earlier or concurrent tune: build it here
+    if best.program is None:  # measured in the worker, or by an earlier or concurrent tune: build it here
         best.program = pipe.build(best.candidate)
     if best.choices is None:
         best.choices = best.program.choices

@@ -1,0 +1,94 @@
+"""Hand-written OpenCL baselines for matmul (register blocks 4x16 and 8x8 with float8), a
+3-point stencil (float8 per work-item) and the STREAM triad (float8 / float16 per work-item),
+as `KernelSource` plans run through liftcl's runtime (`Program(plan)`), like bench.py's
+axpy/dot/gemv. See ../shared/notes/pocl-performance.md for why these shapes are fast on PoCL.
+
+matmul takes A [M][K] and B [K][N] row-major (the plain program `map(r => map(c => dot(r, c))
+<< transpose << B) << A`); a work-item owns a BM x BN block of C, reads B's rows as float8
+through aligned pointer casts, broadcasts A's scalars, and keeps BM x BN/8 float8 accumulators.
+"""
+
+from __future__ import annotations
+
+from lift.arith import as_arith
+from lift.plan import BufferSpec, KernelArg, KernelSource, Launch
+from lift.types import Array, Float, Size
+
+M, N, K = Size("M"), Size("N"), Size("K")
+
+
+def _args(*names: str, sizes: tuple[str, ...] = ()) -> tuple[KernelArg, ...]:
+    return tuple(KernelArg("buffer", b) for b in names) + tuple(KernelArg("size", s) for s in sizes)
+
+
+def matmul_src(bm: int, bn: int) -> str:
+    """C block of bm rows x bn columns (bn a multiple of 8) per work-item."""
+    v = bn // 8
+    accs = [f"c{i}_{j}" for i in range(bm) for j in range(v)]
+    lines = [f"kernel void mm{bm}x{bn}(global const float* A, global const float* B, global float* C,",
+             "                  int M, int N, int K) {",
+             f"  int c = get_global_id(0) * {bn}, r = get_global_id(1) * {bm};",
+             "  " + " ".join(f"float8 {a} = (float8)(0.0f);" for a in accs),
+             "  for (int k = 0; k < K; k++) {",
+             "    global const float8* b = (global const float8*)(B + (size_t)k * N + c);",
+             "    " + " ".join(f"float8 b{j} = b[{j}];" for j in range(v)),
+             "    " + " ".join(f"float a{i} = A[(size_t)(r + {i}) * K + k];" for i in range(bm))]
+    lines += ["    " + " ".join(f"c{i}_{j} += a{i} * b{j};" for j in range(v)) for i in range(bm)]
+    lines += ["  }"]
+    for i in range(bm):
+        lines.append(f"  {{ global float8* o = (global float8*)(C + (size_t)(r + {i}) * N + c); "
+                     + " ".join(f"o[{j}] = c{i}_{j};" for j in range(v)) + " }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def matmul_plan(bm: int, bn: int) -> KernelSource:
+    """C = A B with a bm x bn register block per work-item (M % bm == 0, N % bn == 0)."""
+    name = f"mm{bm}x{bn}"
+    bufs = (BufferSpec("A", Float, M * K, role="input", param=0), BufferSpec("B", Float, K * N, role="input", param=1),
+            BufferSpec("C", Float, M * N, role="output"))
+    launch = Launch(name, _args("A", "B", "C", sizes=("M", "N", "K")), (N // bn, M // bm))
+    return KernelSource(matmul_src(bm, bn), (name,), bufs, (launch,), ("C",), Array(Array(Float, N), M),
+                        ("M", "N", "K"), (Array(Array(Float, K), M), Array(Array(Float, N), K)))
+
+
+STENCIL_SRC = """
+kernel void stencil3(global const float* x, global float* out, int N) {
+  int i = get_global_id(0) * 8;
+  float8 v = *(global const float8*)(x + i);
+  float l = i > 0 ? x[i - 1] : 0.0f;
+  float r = i + 8 < N ? x[i + 8] : 0.0f;
+  float8 left = (float8)(l, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6);
+  float8 right = (float8)(v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, r);
+  *(global float8*)(out + i) = left + v + right;
+}
+"""
+
+
+def stencil_plan() -> KernelSource:
+    """out[i] = x[i-1] + x[i] + x[i+1] (zero outside), 8 outputs per work-item."""
+    bufs = (BufferSpec("x", Float, N, role="input", param=0), BufferSpec("out", Float, N, role="output"))
+    launch = Launch("stencil3", _args("x", "out", sizes=("N",)), (N // 8,))
+    return KernelSource(STENCIL_SRC, ("stencil3",), bufs, (launch,), ("out",), Array(Float, N), ("N",),
+                        (Array(Float, N),))
+
+
+def triad_src(w: int) -> str:
+    return (f"kernel void triad{w}(global const float* s, global const float* b, global const float* c,\n"
+            f"                    global float* a, int N) {{\n"
+            f"  int i = get_global_id(0);\n"
+            f"  ((global float{w}*)a)[i] = ((global const float{w}*)b)[i] + s[0] * ((global const float{w}*)c)[i];\n"
+            f"}}\n")
+
+
+def triad_plan(w: int) -> KernelSource:
+    """STREAM triad a = b + s c, `w` floats per work-item (3 arrays of N floats move)."""
+    bufs = (BufferSpec("s", Float, as_arith(1), role="input", param=0),
+            BufferSpec("b", Float, N, role="input", param=1), BufferSpec("c", Float, N, role="input", param=2),
+            BufferSpec("a", Float, N, role="output"))
+    launch = Launch(f"triad{w}", _args("s", "b", "c", "a", sizes=("N",)), (N // w,))
+    return KernelSource(triad_src(w), (f"triad{w}",), bufs, (launch,), ("a",), Array(Float, N), ("N",),
+                        (Float, Array(Float, N), Array(Float, N)))
+
+
+__all__ = ["matmul_plan", "matmul_src", "stencil_plan", "triad_plan"]

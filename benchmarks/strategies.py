@@ -1,0 +1,106 @@
+"""Compare search strategies cheaply: record measurements once, replay strategies over them.
+
+    python benchmarks/strategies.py record matmul 300 matmul.json   # a uniform tune, every candidate kept
+    python benchmarks/strategies.py replay matmul.json conv.json [--seeds 5]
+
+Not a test. `record` runs `lift.tune(strategy="uniform")` on the plain high-level program
+(matmul 128^3 written with `transpose << B`, or the conv layer 16x16, 16 -> 16 channels;
+small, because the reference interpretation runs inside the budget)
+and writes every candidate with its outcome (`lift.explore.search.Table`). `replay` runs the
+uniform and the informed strategy over each table with `lift.explore.search.replay` for
+each seed and prints how many evaluations each needed to reach the uniform strategy's best
+time; the informed strategy should need at most half as many.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import conv  # noqa: E402
+
+import lift  # noqa: E402
+from lift import Array, Float, Size, fun, map, reduce, transpose, zip  # noqa: E402
+from lift.explore import search  # noqa: E402
+
+
+def matmul_program():
+    """C = A B, B read column-wise through `transpose` (the plain high-level program)."""
+    m, n, k = Size("M"), Size("N"), Size("K")
+    return fun([Array(Array(Float, k), m), Array(Array(Float, n), k)],
+               lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                                << (transpose << b)) << a)
+
+
+def programs(name: str):
+    rng = np.random.default_rng(0)
+    if name == "matmul":
+        return matmul_program(), (rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32))
+    if name == "conv":
+        return conv.listing_4_1(), conv.inputs(16, 16, 16)
+    raise SystemExit(f"unknown program {name!r}: matmul or conv")
+
+
+def record(name: str, budget: float, out: str) -> None:
+    expr, args = programs(name)
+    res = lift.tune(expr, *args, budget=budget, db=False, strategy="uniform", progress=True)
+    table = search.Table.from_history(res.history)
+    Path(out).write_text(json.dumps(table.to_json(), indent=1))
+    print(f"{name}: {len(table.rows)} candidates, {sum(r['ok'] for r in table.rows.values())} correct, "
+          f"best {table.best_time() * 1e3:.3f} ms -> {out}")
+
+
+def compare(paths: list[str], seeds: int, share: float = 0.5, tolerance: float = 0.0) -> bool:
+    """For each seed: uniform sampling gets `share` of the table as its budget of evaluations;
+    the informed strategy must reach uniform's best time (within `tolerance`) in at most half
+    as many evaluations."""
+    good = True
+    for path in paths:
+        table = search.Table.from_json(json.loads(Path(path).read_text()))
+        budget = max(2, int(len(table.rows) * share))
+        need = []
+        for seed in range(seeds):
+            uni = search.replay(table, "uniform", seed=seed, limit=budget)
+            target = min(t for t in uni.times if t is not None) * (1 + tolerance)
+            inf = search.replay(table, "informed", seed=seed, limit=budget)
+            need_u, need_i = uni.evaluations_to(target), inf.evaluations_to(target)
+            need.append((need_u, need_i if need_i is not None else budget + 1))
+            print(f"{path} seed {seed}: uniform's best in {budget} evaluations {target * 1e3:.3f} ms "
+                  f"(+{tolerance:.0%}) reached after {need_u}; informed after {need_i}")
+        ok = all(i <= budget / 2 for _, i in need)
+        mean_u, mean_i = statistics.mean(u for u, _ in need), statistics.mean(i for _, i in need)
+        good &= ok
+        print(f"{path}: {len(table.rows)} candidates, budget {budget}; mean evaluations to uniform's best: "
+              f"uniform {mean_u:.1f}, informed {mean_i:.1f}; informed within half the budget on every seed: "
+              f"{'yes' if ok else 'NO'}")
+    return good
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("name")
+    r.add_argument("budget", type=float)
+    r.add_argument("out")
+    p = sub.add_parser("replay")
+    p.add_argument("tables", nargs="+")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--share", type=float, default=0.5, help="uniform's budget, a share of the table")
+    p.add_argument("--tolerance", type=float, default=0.0, help="reaching within this fraction counts")
+    a = ap.parse_args()
+    if a.cmd == "record":
+        record(a.name, a.budget, a.out)
+    else:
+        sys.exit(0 if compare(a.tables, a.seeds, a.share, a.tolerance) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Candidate isolation: candidates are built and run in a worker process, with a timeout.
+
+    w = Worker(device, arrays)            # a 'spawn' process: pyopencl contexts do not survive fork
+    w.call(("build", plan), timeout=30)   # Outcome(ok, reason, value)
+    w.call(("run",)); w.call(("time", 3)); w.close()
+
+The parent rewrites, solves and generates code (`KernelSource`, which pickles); the worker
+builds it with OpenCL, runs it on the arrays it was given once at start, and times it. A
+candidate that kills the worker (PoCL's 8 MiB worker-thread stack overflowed by private
+arrays: SIGSEGV) or hangs past its timeout is an `Outcome` with the reason
+("crashed: SIGSEGV", "timed out after 5.0 s"); the worker is killed and started again at the
+next call, so the search goes on. `measure_isolated` is `Pipeline.measure` through a worker.
+
+Test hook: `Worker.inject(plan) -> "segv" | "hang" | None` (a callable, None by default) makes
+the worker really die or hang on that plan's build, as a faulty OpenCL runtime would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+START_TIMEOUT_S = 120.0  # importing pyopencl and opening the device in a fresh process
+MIN_TIMEOUT_S = 2.0
+GRACE_S = 10.0  # past the budget, a call may still take this long (an OpenCL build on a loaded machine)
+
+
+@dataclass
+class Outcome:
+    """What one worker call gave: `value` when `ok`, else the reason (an error, a crash, a timeout)."""
+
+    ok: bool
+    reason: str = ""
+    value: Any = None
+    seconds: float = 0.0
+
+
+class Worker:
+    """One worker process for one device and one set of arguments; restarted after a crash."""
+
+    def __init__(self, device: Any, arrays: Sequence[Any] = (), *, context: str = "spawn") -> None:
+        self.device, self.arrays = device, tuple(arrays)
+        self._mp = multiprocessing.get_context(context)
+        self._proc: Any = None
+        self._conn: Any = None
+        self.inject: Callable[[Any], str | None] | None = None
+        self.restarts = 0
+
+    def start(self) -> None:
+        """Start the process (it opens the device in the background); a no-op when running."""
+        if self._proc is not None and self._proc.is_alive():
+            return
+        parent, child = self._mp.Pipe()
+        self._proc = self._mp.Process(target=_serve, args=(child, self.device), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        self._ready = False
+
+    def call(self, msg: tuple, timeout: float = 30.0) -> Outcome:
+        """Send one request and wait at most `timeout` seconds for its answer."""
+        if self._proc is None or not self._proc.is_alive():
+            if self._proc is not None:
+                self.restarts += 1
+            self.start()
+        if not self._ready:
+            got = self._receive(START_TIMEOUT_S)
+            if not got.ok:
+                return Outcome(False, f"worker start: {got.reason}")
+            self._conn.send(("arrays", self.arrays))
+            self._ready = True
+        if msg[0] == "build" and self.inject is not None:
+            fault = self.inject(msg[1])
+            if fault:
+                msg = ("fault", fault)
+        t0 = time.perf_counter()
+        self._conn.send(msg)
+        out = self._receive(max(MIN_TIMEOUT_S, timeout))
+        out.seconds = time.perf_counter() - t0
+        return out
+
+    def _receive(self, timeout: float) -> Outcome:
+        try:
+            if self._conn.poll(timeout):
+                status, value = self._conn.recv()
+                return Outcome(status == "ok", "" if status == "ok" else str(value), value if status == "ok" else None)
+        except (EOFError, OSError):
+            return Outcome(False, self._died())
+        self.kill()
+        return Outcome(False, f"timed out after {timeout:.1f} s (worker killed)")
+
+    def _died(self) -> str:
+        proc = self._proc
+        proc.join(5)
+        code = proc.exitcode
+        self._proc = None
+        if code is not None and code < 0:
+            try:
+                return f"crashed: the worker died with {signal.Signals(-code).name}"
+            except ValueError:
+                return f"crashed: the worker died with signal {-code}"
+        return f"crashed: the worker exited with status {code}"
+
+    def use(self, arrays: Sequence[Any]) -> None:
+        """Run the next candidates on `arrays` (sent to the worker with the next call)."""
+        self.arrays = tuple(arrays)
+        if self._proc is not None and self._proc.is_alive() and self._ready:
+            self._conn.send(("arrays", self.arrays))
+
+    def kill(self) -> None:
+        """Stop the worker at once (it is started again by the next call)."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(5)
+            self._proc = None
+
+    def close(self) -> None:
+        """Ask the worker to stop, then make sure it has."""
+        if self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(("stop",))
+                self._proc.join(2)
+            except (OSError, BrokenPipeError):
+                pass
+        self.kill()
+
+    def __del__(self) -> None:
+        try:
+            self.kill()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+_SHARED: dict[str, Worker] = {}
+
+
+def shared(device: Any, arrays: Sequence[Any]) -> Worker:
+    """The process's worker for `device` (started once, kept between tunes), set to `arrays`."""
+    w = _SHARED.get(device.key)
+    if w is None:
+        w = _SHARED[device.key] = Worker(device, arrays)
+        w.start()
+    else:
+        w.inject = None
+        w.use(arrays)
+    return w
+
+
+def _serve(conn: Any, device: Any) -> None:
+    """The worker's loop: build, run and time plans on the arrays it was sent, until told to stop."""
+    from lift.program import Program
+
+    try:
+        from lift import runtime
+
+        runtime.open_device(device)
+        conn.send(("ok", None))
+    except Exception as err:  # noqa: BLE001 - reported to the parent
+        conn.send(("error", _why(err)))
+        return
+    prog: Any = None
+    arrays: tuple = ()
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        op = msg[0]
+        try:
+            if op == "stop":
+                return
+            if op == "arrays":
+                arrays = msg[1]
+                continue  # no answer
+            if op == "ping":
+                conn.send(("ok", None))
+            elif op == "fault":
+                _fault(msg[1])
+            elif op == "build":
+                t0 = time.perf_counter()
+                prog = None
+                prog = Program(msg[1], device=device, cache_dir=False)
+                conn.send(("ok", time.perf_counter() - t0))
+            elif op == "run":
+                conn.send(("ok", prog(*arrays)))
+            elif op == "time":
+                times = prog.time(*arrays, repeat=int(msg[1]))
+                mem = int(sum(prog.memory_bytes_for(*arrays).values()))
+                conn.send(("ok", (times, mem)))
+            else:
+                conn.send(("error", f"unknown request {op!r}"))
+        except Exception as err:  # noqa: BLE001 - a failing candidate, reported with its reason
+            conn.send(("error", _why(err)))
+
+
+def _fault(kind: str) -> None:
+    """The test hook's faults, raised for real in this process."""
+    if kind == "segv":
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGSEGV)  # to this thread, as a fault in the runtime would be
+        time.sleep(5)
+    if kind == "hang":
+        time.sleep(1e6)
+    raise RuntimeError(f"injected fault {kind!r}")
+
+
+def _why(err: BaseException) -> str:
+    msg = getattr(err, "message", None) or str(err)
+    return f"{type(err).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
+
+
+# --------------------------------------------------------------- a measured candidate
+
+
+def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
+    """`Pipeline.measure` with the OpenCL build, run and timing in `worker`; never raises.
+
+    The plan (rewriting, solving, code generation) is made here; `Record.build_s` is that
+    compile time, `Record.wall_s` the whole evaluation."""
+    from .evaluate import Record
+
+    t0 = time.perf_counter()
+    try:
+        plan, choices = pipe.plan(cand)
+    except Exception as err:  # noqa: BLE001 - a candidate that cannot be generated is rejected
+        return Record(cand, False, f"build: {_why(err)}", build_s=time.perf_counter() - t0)
+    build_s = time.perf_counter() - t0
+    digest = hashlib.sha256(plan.source.encode()).hexdigest()[:16]
+    same = digest + hashlib.sha256(repr(plan.launches).encode()).hexdigest()[:16]  # launch sizes timed apart
+    seen = pipe._seen.get(same)
+    if seen is not None and not cand.default:
+        return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
+                      choices=choices)
+    rec = _evaluate(pipe, cand, plan, worker, build_s, digest)
+    rec.wall_s, rec.choices = time.perf_counter() - t0, choices
+    pipe._seen[same] = rec
+    return rec
+
+
+def _limit(pipe: Any, cand: Any) -> float:
+    """The timeout of one worker call: the candidate timeout, cut at the budget's end plus a
+    grace (killing a worker that is only slow costs a restart); the default lowering, tried
+    first, always gets the full candidate timeout."""
+    full = getattr(pipe, "timeout_s", 30.0)
+    if cand.default:
+        return full
+    return min(full, max(GRACE_S, pipe.deadline - time.perf_counter() + MIN_TIMEOUT_S))
+
+
+def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, digest: str) -> Any:
+    from .evaluate import Record, _as_accurate, mismatch
+
+    def reject(stage: str, why: str, checked: bool = False) -> Record:
+        return Record(cand, False, f"{stage}: {why}", checked=checked, build_s=build_s, source_hash=digest)
+
+    got = worker.call(("build", plan), _limit(pipe, cand))
+    if not got.ok:
+        return reject("opencl build", got.reason)
+    t_run = time.perf_counter()
+    got = worker.call(("run",), _limit(pipe, cand))
+    if not got.ok:
+        return reject("run", got.reason)
+    out = got.value
+    bad = mismatch(out, pipe.reference, pipe.rtol)
+    if bad and pipe.precise is not None and _as_accurate(out, pipe.reference, pipe.precise):
+        bad = ""
+    if bad:
+        return reject("wrong result", bad, checked=True)
+    slow = time.perf_counter() - t_run > pipe.slow_s or time.perf_counter() > pipe.deadline
+    got = worker.call(("time", 1 if slow else pipe.repeat), _limit(pipe, cand))
+    if not got.ok:
+        return reject("timing", got.reason, checked=True)
+    times, mem = got.value
+    return Record(cand, True, "", min(times), mem, True, build_s, digest)
+
+
+def retime(pipe: Any, cand: Any, worker: Worker, repeat: int) -> float | None:
+    """The fastest of `repeat` more runs of a measured candidate (None if it fails now)."""
+    try:
+        plan, _ = pipe.plan(cand)
+    except Exception:  # noqa: BLE001
+        return None
+    limit = max(MIN_TIMEOUT_S, pipe.deadline - time.perf_counter())
+    if not worker.call(("build", plan), limit).ok:
+        return None
+    got = worker.call(("time", repeat), limit)
+    return min(got.value[0]) if got.ok else None
+
+
+__all__ = ["Worker", "Outcome", "shared", "measure_isolated", "retime"]

@@ -1,0 +1,112 @@
+"""Candidate isolation (lift.explore.worker): a candidate that crashes or hangs the OpenCL
+runtime, or computes a wrong result, is rejected with its reason; the search goes on and
+keeps its budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+
+import numpy as np
+import pytest
+
+from lift.explore import evaluate as cand_mod
+from lift.explore import tune
+from lift.explore.worker import shared
+from tests.programs import rand
+from tests.test_tune import tiled_dot
+
+tune_mod = importlib.import_module("lift.explore.tune")
+
+
+def _faulty(kind: str, every: int = 2):
+    """An injection hook: every `every`-th built plan faults with `kind`."""
+    count = {"n": 0}
+
+    def inject(plan):
+        count["n"] += 1
+        return kind if count["n"] % every == 0 else None
+
+    return inject
+
+
+def _tune_with_fault(monkeypatch, kind: str, budget: float):
+    def faulty_worker(device, arrays):
+        w = shared(device, arrays)
+        w.inject = _faulty(kind)
+        return w
+
+    monkeypatch.setattr(tune_mod, "shared_worker", faulty_worker)
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    t0 = time.perf_counter()
+    res = tune(tiled_dot(), x, y, budget=budget, db=False, progress=False)
+    return res, time.perf_counter() - t0
+
+
+@pytest.mark.device
+def test_a_candidate_that_segfaults_the_runtime_is_rejected_and_the_tune_finishes(monkeypatch) -> None:
+    res, _ = _tune_with_fault(monkeypatch, "segv", budget=6)
+    crashed = [r for r in res.history if "SIGSEGV" in r.reason]
+    assert crashed and all(not r.ok for r in crashed)
+    assert res.best_record.ok and "SIGSEGV" not in res.best_record.reason
+    assert sum(r.ok for r in res.history) >= 2  # the search went on after the crash
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    assert np.isclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
+
+
+@pytest.mark.device
+def test_a_hanging_candidate_times_out_and_the_budget_is_kept(monkeypatch) -> None:
+    monkeypatch.setattr(cand_mod.Pipeline, "__init__", _short_timeout(cand_mod.Pipeline.__init__))
+    res, wall = _tune_with_fault(monkeypatch, "hang", budget=6)
+    hung = [r for r in res.history if "timed out" in r.reason]
+    assert hung and not any(r.ok for r in hung)
+    assert wall < 6 + 3 + 2  # the budget plus one candidate (a timeout of 3 s) plus slack
+
+
+def _short_timeout(init):
+    def patched(self, *a, **k):
+        init(self, *a, **k)
+        self.timeout_s = 3.0
+
+    return patched
+
+
+@pytest.mark.device
+def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
+    real = cand_mod.Pipeline.plan
+
+    def plan(self, cand):
+        p, used = real(self, cand)
+        if cand.default:
+            return p, used
+        return dataclasses.replace(p, source=p.source.replace("0.0f", "1.0f")), used
+
+    monkeypatch.setattr(cand_mod.Pipeline, "plan", plan)
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    res = tune(tiled_dot(), x, y, budget=5, db=False, progress=False)
+    wrong = [r for r in res.history if "wrong result" in r.reason]
+    assert wrong and all(r.checked and not r.ok for r in wrong)
+    assert res.best_record.candidate.default
+
+
+def test_private_memory_per_work_group_is_a_hardware_constraint_on_pocl(monkeypatch) -> None:
+    import lift
+    from lift.constraints import joint_space
+    from lift.constraints import tuning as tn
+    from lift.explore.tune import _search_space, _sizes
+    from tests.test_tune import tiled_gemv
+
+    assert tn.private_per_group(lift.devices.profile("pocl-cpu")) == (8 << 20) - (1 << 20)
+    assert tn.private_per_group(lift.devices.profile("nvidia")) is None
+    a, v = rand(64, 256), rand(256)
+    sizes = _sizes(tiled_gemv(), (a, v))
+    expr, _, _ = _search_space(tiled_gemv(), sizes, auto=False)
+    prog = lift.rewrites.apply_all(expr, {"R": {"skip": False}}, warn=False)
+    monkeypatch.setattr(tn, "POCL_STACK_RESERVE", 0)
+    monkeypatch.setattr(tn, "POCL_STACK_BYTES", 8 * 16)  # room for 16 work-items' 8 private bytes
+    space = joint_space(prog, lift.devices.profile("pocl-cpu"), sizes=sizes)
+    assert any(c.kind == tn.PRIVATE_MEM and "stack" in c.reason for c in space.constraints)
+    for choice in space.sample(20, seed=3):
+        ls = choice["local_size_0"] * choice["local_size_1"] * choice["local_size_2"]
+        assert ls <= 16
