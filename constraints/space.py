@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import z3
 
 from lift.arith import Arith, Cst, free_vars, to_z3
 from lift.devices import Device
-from lift.errors import DeviceError, UnsatisfiableError
+from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
 from lift.typecheck import typecheck
@@ -56,6 +57,9 @@ class Space:
 
     def sample(self, n: int, seed: int = 0) -> list[Choice]:
         """Up to `n` distinct valid choices, spread by random pivots (not solver neighbours)."""
+        for what, v in (("n", n), ("seed", seed)):
+            if not isinstance(v, Integral) or isinstance(v, bool) or v < 0:
+                raise LiftTypeError(f"sample: {what} must be an int >= 0, got {v!r}", got=v)
         return self.model.sample(n, seed, self.variables)
 
     def count(self, limit: int = 100_000) -> int | None:
@@ -64,7 +68,7 @@ class Space:
 
     def is_valid(self, choice: Mapping[str, int]) -> bool:
         """True when the choice (some or all variables) satisfies every constraint."""
-        return self.model.is_valid(choice)
+        return self.model.is_valid(_choice(choice))
 
     def explain(self, choice: Mapping[str, int]) -> tuple[Constraint, ...] | None:
         """The unsat core that rejects `choice`, or None if it is valid."""
@@ -76,6 +80,7 @@ class Space:
 
     def realise(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None) -> Node:
         """The program with `choice` applied (maps lowered, tuning values substituted)."""
+        choice = _choice(choice)
         self.check(choice)
         env = dict(self.fixed)
         env.update({k: int(v) for k, v in choice.items() if k in self.params})
@@ -168,6 +173,17 @@ def _declare_tuning(model: Model, params: dict[str, tn.TuningParam], cons: list[
 
 def _names(c: Constraint) -> set[str]:
     return {v.name for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)} if c.pred else set()
+
+
+def _choice(choice: Any) -> dict[str, int]:
+    """`choice` as a dict from variable names to ints, else `LiftTypeError`."""
+    if not isinstance(choice, Mapping):
+        raise LiftTypeError(f"a choice is a dict from variable names to ints, got {choice!r}", got=choice)
+    bad = {k: v for k, v in choice.items()
+           if not isinstance(k, str) or not isinstance(v, Integral) or isinstance(v, bool)}
+    if bad:
+        raise LiftTypeError(f"a choice maps variable names to ints, got {bad!r}", got=bad)
+    return dict(choice)
 
 
 def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from lift.errors import LiftError, MappingFallback
+from lift.errors import LiftError, LiftTypeError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.program import Program
@@ -33,6 +33,7 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
     `global_size`: one size for the kernels it fits, or a dict of sizes per kernel name."""
     from lift.codegen import generate  # lazily: the runtime imports without the code generator
 
+    _check_args(expr, choices, local_size, global_size)
     typecheck(expr)
     structural, joint = _split_choices(choices or {})
     prog = _apply_points(expr, structural)
@@ -50,6 +51,21 @@ def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = 
         chosen = None
     recorded = dict(choices) if choices is not None else chosen
     return Program(plan, device=device, choices=recorded, node=expr, cache_dir=cache_dir, options=options)
+
+
+def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> None:
+    """`LiftTypeError` for arguments of the wrong Python type (before any work)."""
+    if not isinstance(expr, Node):
+        raise LiftTypeError(f"compile needs a program made with lift.fun, got {expr!r}", got=expr)
+    if choices is not None and not isinstance(choices, Mapping):
+        raise LiftTypeError(f"choices must be a dict (or lift.Choices), got {choices!r}", got=choices)
+    for what, s in (("local_size", local_size), ("global_size", global_size)):
+        for one in (s.values() if isinstance(s, Mapping) else (s,)):
+            dims = (one,) if isinstance(one, int) else one
+            if dims is not None and not (isinstance(dims, tuple | list) and 1 <= len(dims) <= 3 and all(
+                    isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+                raise LiftTypeError(f"{what} must be an int >= 1, a tuple of 1 to 3 of them, or a dict of "
+                                    f"them per kernel name, got {s!r}", got=s)
 
 
 def _split_choices(choices: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
