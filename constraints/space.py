@@ -32,6 +32,7 @@ from . import tuning as tn
 from .context import Context, analyse
 from .model import Choice, Constraint, Model
 from .realise import realise, substitute_sizes
+from .recompute import recompute_layouts
 
 
 @dataclass
@@ -190,6 +191,7 @@ def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] 
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
+    expr = recompute_layouts(expr)
     dev, sizes = _device(device), dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
