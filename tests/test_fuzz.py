@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 
 import pytest
-
 from fuzz import ROWS, fuzz, print_table
 
 
