@@ -1,10 +1,14 @@
-"""Fused recomputation where no barrier placement exists: a slide of a computed array at the output.
+"""Fused recomputation where no barrier placement exists: a slide of a computed array at the result.
 
-`slide(n, s) << map(f) << x` at the program's result (possibly under other windows) cannot be
-written in place (windows overlap) and its copy would read values other work-groups write,
-which no barrier orders. The slide is moved before the map, which then recomputes `f` per
-window element: `map(map(f)) << slide(n, s) << x` (the same value; `f` runs n/s times per
-element). The outer map keeps the original map's label, so mapping choices still name it.
+A `slide` in the layout chain that forms the program's result (`transpose << slide(n, s) <<
+map(f) << x`) cannot be written in place (windows overlap), and the copy that would build it
+reads values that other work-groups write, which no barrier orders. The map that computes the
+slid array is moved above the layouts instead, recomputing `f` per window element:
+`map(map(f)) << slide(n, s) << x` (the same value; `f` runs about n/s times per element). A map
+commutes with `slide` and `split` (one more level), with `transpose` and `join` when it maps
+the elements two levels down, and with `map(layout)` level by level. Chains without a slide are
+left alone (they are written in place). The outer map keeps the original map's label, so
+mapping choices still name it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from lift.typecheck import typecheck
 
 
 def recompute_layouts(expr: Node) -> Node:
-    """`expr` with every result-position `slide << map(f)` turned into `map(map(f)) << slide`."""
+    """`expr` with the computing map under a result-position `slide` moved above its layouts."""
     if not isinstance(expr, Lambda):
         return expr
     body = _push(expr.body)
@@ -29,26 +33,54 @@ def recompute_layouts(expr: Node) -> Node:
 
 
 def _push(e: Expr) -> Expr:
-    """Move result-position slides below the maps that compute their input."""
-    if _is_map_of_slide(e):  # map(slide) << map(map(f)) << x -> map(map(map(f))) << map(slide) << x
-        arg = e.args[0]
-        if isinstance(arg, FunCall) and isinstance(arg.f, n.Map) and isinstance(arg.f.f, n.Map) and len(arg.args) == 1:
-            inner = n.Map(n.Map(arg.f.f.f, loc=arg.f.loc), label=arg.f.f.label, loc=arg.f.loc)
-            return FunCall(n.Map(inner, label=arg.f.label, loc=arg.f.loc),
-                           (FunCall(e.f, (arg.args[0],), loc=e.loc),), loc=arg.loc)
+    chain: list[FunCall] = []  # the result-position layouts, outermost first
+    cur = e
+    while isinstance(cur, FunCall) and len(cur.args) == 1 and _layout(cur.f):
+        chain.append(cur)
+        cur = cur.args[0]
+    if not any(_has_slide(c.f) for c in chain):
         return e
-    if not (isinstance(e, FunCall) and isinstance(e.f, n.Slide) and len(e.args) == 1):
+    if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1):
         return e
-    arg = _push(e.args[0])
-    if isinstance(arg, FunCall) and isinstance(arg.f, n.Map) and len(arg.args) == 1:
-        inner = n.Map(arg.f.f, loc=arg.f.loc)
-        outer = n.Map(inner, label=arg.f.label, loc=arg.f.loc)
-        return FunCall(outer, (FunCall(e.f, (arg.args[0],), loc=e.loc),), loc=arg.loc)
-    return e if arg is e.args[0] else FunCall(e.f, (arg,), loc=e.loc)
+    mf: n.Map = cur.f
+    below: Expr = cur.args[0]
+    k = len(chain)
+    while k > 0:
+        moved = _commute(chain[k - 1].f, mf)
+        if moved is None:
+            break
+        k -= 1
+        below = FunCall(chain[k].f, (below,), loc=chain[k].loc)
+        mf = moved
+    if k == len(chain):
+        return e
+    out: Expr = FunCall(mf, (below,), loc=cur.loc)
+    for c in reversed(chain[:k]):
+        out = FunCall(c.f, (out,), loc=c.loc)
+    return out
 
 
-def _is_map_of_slide(e: Expr) -> bool:
-    return isinstance(e, FunCall) and isinstance(e.f, n.Map) and isinstance(e.f.f, n.Slide) and len(e.args) == 1
+def _commute(lay: n.FunDecl, mf: n.Map) -> n.Map | None:
+    """`m2` with `lay << mf << x == m2 << lay << x`, or None."""
+    match lay:
+        case n.Slide() | n.Split():
+            return n.Map(replace(mf, label=None), label=mf.label, loc=mf.loc)
+        case n.Transpose() if isinstance(mf.f, n.Map):
+            return mf
+        case n.Join() if isinstance(mf.f, n.Map):
+            return replace(mf.f, label=mf.label)
+        case n.Map(f=inner) if isinstance(mf.f, n.Map) and _layout(inner):
+            moved = _commute(inner, mf.f)
+            return None if moved is None else n.Map(moved, label=mf.label, loc=mf.loc)
+    return None
+
+
+def _layout(f: n.FunDecl) -> bool:
+    return isinstance(f, n.Slide | n.Split | n.Transpose | n.Join) or (isinstance(f, n.Map) and _layout(f.f))
+
+
+def _has_slide(f: n.FunDecl) -> bool:
+    return isinstance(f, n.Slide) or (isinstance(f, n.Map) and _has_slide(f.f))
 
 
 __all__ = ["recompute_layouts"]

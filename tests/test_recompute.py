@@ -51,3 +51,17 @@ def test_the_rewrite_keeps_the_maps_label_and_leaves_other_programs_alone() -> N
     assert "map(map(inc)) << slide(2, 1)" in str(out).replace("[A]", "") and "A" in str(out)
     plain = fun([Array(Float, N)], lambda x: map(reduce(lift.add, 0.0)) << slide(2, 1) << map(inc) << x)
     assert recompute_layouts(plain) is plain
+
+
+def test_slides_under_other_layouts_found_by_the_fuzzer() -> None:
+    from lift import split, transpose, zip
+
+    half = user_fun(lambda a: a * 0.5, [Float], Float, name="half")
+    x = np.arange(512, dtype=np.float32)
+    prog = fun([Array(Float, 512), Array(Float, 512)],
+               lambda x, y: slide(3, 1) << transpose << split(256) << map(lift.add) << zip(x, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MappingFallback)
+        got = lift.compile(prog)(x, x)
+    assert_same(lift.interpret(prog, x, x), got)
+    _run(fun([Array(Float, 64)], lambda x: transpose << transpose << slide(2, 1) << map(half) << x), x[:64])
