@@ -56,7 +56,7 @@ def test_the_rewrite_keeps_the_maps_label_and_leaves_other_programs_alone() -> N
 def test_slides_under_other_layouts_found_by_the_fuzzer() -> None:
     from lift import split, transpose, zip
 
-    half = user_fun(lambda a: a * 0.5, [Float], Float, name="half")
+    half = user_fun(lambda a: a * 0.5, [Float], Float, name="halve")
     x = np.arange(512, dtype=np.float32)
     prog = fun([Array(Float, 512), Array(Float, 512)],
                lambda x, y: slide(3, 1) << transpose << split(256) << map(lift.add) << zip(x, y))
