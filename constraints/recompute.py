@@ -40,6 +40,9 @@ def _push(e: Expr) -> Expr:
         cur = cur.args[0]
     if not any(_has_slide(c.f) for c in chain):
         return e
+    if isinstance(cur, FunCall) and isinstance(cur.f, n.Let) and isinstance(cur.f.f, n.Map) \
+            and len(cur.args) == 1 and isinstance(cur.args[0], n.Param):
+        cur = FunCall(cur.f.f, cur.args, loc=cur.loc)  # let of a parameter: nothing to evaluate once
     if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1):
         return e
     mf: n.Map = cur.f

@@ -65,3 +65,11 @@ def test_slides_under_other_layouts_found_by_the_fuzzer() -> None:
         got = lift.compile(prog)(x, x)
     assert_same(lift.interpret(prog, x, x), got)
     _run(fun([Array(Float, 64)], lambda x: transpose << transpose << slide(2, 1) << map(half) << x), x[:64])
+
+
+def test_a_let_bound_map_of_a_parameter_under_a_slide() -> None:
+    from lift import Int, join, let
+
+    inc_i = user_fun(lambda a: a + 1, [Int], Int, name="inc_i")
+    prog = fun([Array(Int, 3)], lambda x: join << slide(3, 2) << let(map(inc_i)) << x)
+    _run(prog, np.arange(3, dtype=np.int32))
