@@ -6,10 +6,14 @@
     lift.interpret(dot, x, y)
 """
 
+from typing import Any
+
 from lift import devices, explore, rewrites
+from lift.choices import Choices
 from lift.compile import compile
 from lift.errors import (
     DeviceError,
+    DeviceSkipped,
     LiftError,
     LiftTypeError,
     LiftValueError,
@@ -64,21 +68,37 @@ from lift.ir.patterns import (
 from lift.program import Program
 from lift.typecheck import size_conditions, typecheck
 from lift.types import Array, Bool, Double, Float, Int, Size, Tuple, Type, Vector
-from lift.userfun import user_fun
+from lift.userfun import select, user_fun
 from lift.userfun.builtins import add, id, max_, min_, mult
+from lift.version import __version__ as __version__
 
-__version__ = "0.1.0"
+# Public submodules imported on first use (`lift.constraints.mapping_space(...)` after a bare
+# `import lift`): `lift.testing` imports hypothesis, `lift.constraints` the z3 models. They are not
+# in `__all__`, so `from lift import *` stays cheap.
+_LAZY = ("constraints", "testing", "rules")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"lift.{name}")
+    raise AttributeError(f"module 'lift' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size", "Type",
-    "fun", "user_fun", "id", "add", "mult", "max_", "min_",
+    "fun", "user_fun", "select", "id", "add", "mult", "max_", "min_",
     "map", "reduce", "zip", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "compile", "Program", "devices", "tune", "TuneResult",
-    "rewrites", "explore", "Expr", "FunDecl", "Lambda", "Param",
+    "typecheck", "interpret", "size_conditions", "compile", "Choices", "Program", "devices", "tune", "TuneResult",
+    "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
 ]

@@ -1,63 +1,77 @@
 """The compilation pipeline, the one module that imports every stage.
 
-`compile`: typecheck -> rewrite points (structural choices) -> parallel mapping and tuning
-values (explicit choices, else the z3 model's choice) -> code generation -> `Program`.
+    typecheck(expr)                                      typed (once; types are cached)
+    pointed = rewritten(expr, choices)                   rewrite points applied (structural choices)
+    mapped  = map_program(pointed, profile, choices)     mapping, tuning values, vectorisation, launch
+    linked  = link(mapped)                               per kernel (KERNEL_STAGES): allocated ->
+                                                         probed -> synchronised -> emitted ->
+                                                         assembled; then the host plan (KernelSource)
+    Program(linked)                                      built for the device
+
+`choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
+without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when that mapping
+cannot be compiled, the next mapping choice is the empty one, the default lowering (`lift.lower`),
+with a `MappingFallback` warning. `Program.choices` is the `Choices` actually used, so
+`compile(expr, choices=prog.choices)` rebuilds the same program.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from lift.choices import Choices, as_choices
 from lift.errors import LiftError, LiftTypeError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
+from lift.plan import KernelSource
 from lift.program import Program
 from lift.runtime import CacheDir
 from lift.typecheck import typecheck
 
 OneSize = int | tuple[int, ...] | None
 SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
+Spaces = dict[Any, Any]  # one program's rewritten forms and spaces, kept by a caller compiling many choices
 
 
-def compile(expr: Node, device: Any = None, choices: Mapping[str, Any] | None = None,
+@dataclass(frozen=True)
+class Mapped:
+    """A program with its maps given OpenCL forms, the choices that did it and their launch sizes."""
+
+    program: Node
+    choices: Choices
+    global_size: SizeArg = None
+    local_size: SizeArg = None
+
+
+def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any] | None = None,
             local_size: SizeArg = None, global_size: SizeArg = None, *, cache_dir: CacheDir = None,
-            options: tuple[str, ...] = ()) -> Program:
+            options: tuple[str, ...] = (), spaces: Spaces | None = None) -> Program:
     """Compile `expr` for `device` and build it: `lift.compile(dot)(x, y) == lift.interpret(dot, x, y)`.
 
-    `choices` maps labels to decisions: a rewrite point's label to its structural parameters
-    (`{"T": {"size": 64}}`), a map's label to a Table 5.2 code (`{"A": 30}`: map_glb(0)),
-    a tuning parameter's name to its value (`{"T": 64}`). A high-level program without a
-    mapping gets the z3 model's choice (`lift.constraints.choose_mapping`). `local_size` /
-    `global_size`: one size for the kernels it fits, or a dict of sizes per kernel name."""
-    from lift.codegen import generate  # lazily: the runtime imports without the code generator
-
+    `choices`: a `lift.Choices`, or a dict from labels to decisions: a rewrite point's label to
+    its structural parameters (`{"T": {"size": 64}}`), a map's label to a Table 5.2 code
+    (`{"A": 30}`: map_glb(0)), a tuning parameter's name to its value (`{"T": 64}`). A high-level
+    program without a mapping gets the z3 model's choice. `local_size` / `global_size`: one size
+    for the kernels it fits, or a dict of sizes per kernel name (they override the choices' launch
+    sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`)."""
     _check_args(expr, choices, local_size, global_size)
     typecheck(expr)
-    structural, joint = _split_choices(choices or {})
-    prog = _apply_points(expr, structural)
-    lowered, chosen = _lowered(prog, device, joint)
-    try:
-        plan = generate(lowered, local_size=local_size, global_size=global_size)
-    except LiftError as err:
-        if chosen is None or joint:
-            raise
-        try:  # the default lowering; if it fails too, the solver mapping's error is the one to see
-            plan = generate(lower(prog), local_size=local_size, global_size=global_size)
-        except LiftError:
-            raise err from None
-        _fallback(err)
-        chosen = None
-    recorded = dict(choices) if choices is not None else chosen
-    return Program(plan, device=device, choices=recorded, node=expr, cache_dir=cache_dir, options=options)
+    profile = profile_of(device)
+    wanted = device_widths(expr, as_choices(choices), profile)
+    pointed = rewritten(expr, wanted, spaces)
+    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, spaces)
+    node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
+    return Program(plan, device=device, choices=used.choices, node=node, cache_dir=cache_dir, options=options)
 
 
 def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> None:
     """`LiftTypeError` for arguments of the wrong Python type (before any work)."""
     if not isinstance(expr, Node):
         raise LiftTypeError(f"compile needs a program made with lift.fun, got {expr!r}", got=expr)
-    if choices is not None and not isinstance(choices, Mapping):
+    if choices is not None and not isinstance(choices, Mapping | Choices):
         raise LiftTypeError(f"choices must be a dict (or lift.Choices), got {choices!r}", got=choices)
     for what, s in (("local_size", local_size), ("global_size", global_size)):
         for one in (s.values() if isinstance(s, Mapping) else (s,)):
@@ -68,40 +82,128 @@ def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> N
                                     f"them per kernel name, got {s!r}", got=s)
 
 
-def _split_choices(choices: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Rewrite-point choices (dict values) apart from mapping codes and tuning values (ints)."""
-    structural = {k: v for k, v in choices.items() if isinstance(v, Mapping)}
-    joint = {k: v for k, v in choices.items() if not isinstance(v, Mapping)}
-    return structural, joint
-
-
-def _apply_points(expr: Node, structural: dict[str, Any]) -> Node:
+def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: bool = True) -> Node:
+    """Stage "points applied": every rewrite point of `expr` applied with its structural choice."""
     from lift.ir.paths import walk
     from lift.rewrites import apply_all
     from lift.rewrites.point import RewritePoint
 
     if any(isinstance(n, RewritePoint) for _, n in walk(expr)):
-        return apply_all(expr, structural)
+        return apply_all(expr, {k: dict(v) for k, v in points.items()}, warn=warn)
     return expr
 
 
-def _lowered(expr: Node, device: Any, joint: dict[str, Any]) -> tuple[Node, dict[str, Any] | None]:
-    """The program with its maps and reductions given OpenCL forms, and the mapping used."""
-    if not is_high_level(expr):
-        return expr, None
-    from lift.constraints import choose_mapping, mapping_space
+def device_widths(expr: Node, choices: Choices, device: Any) -> Choices:
+    """`choices` with the device's vector width for each `vectorise` point given none (skipped
+    when the device prefers scalars or a width the point does not offer; 8, not 16, for user
+    functions that PoCL 3.0 cannot run 16 wide)."""
+    from lift.ir.nodes import UserFun
+    from lift.ir.paths import walk
+    from lift.rewrites import VectorisePoint, points
+    from lift.rewrites.chunks import safe_widths
 
-    profile = _profile(device)
-    try:
-        space = mapping_space(expr, profile)
-        choice = {**choose_mapping(expr, profile), **joint} if not _has_mapping(space, joint) else joint
-        return space.realise(choice), choice
-    except LiftError as err:
-        if joint:
-            raise
-        low = lower(expr)
-        _fallback(err)
-        return low, None
+    if not any(isinstance(n, VectorisePoint) for _, n in walk(expr)):
+        return choices
+    out = {k: dict(v) for k, v in choices.points.items()}
+    for label, p in points(expr).items():
+        if isinstance(p, VectorisePoint) and p.width is None and "width" not in out.get(label, {}):
+            w = device.preferred_vector_width
+            if w == 16 and 16 not in safe_widths([n for _, n in walk(p) if isinstance(n, UserFun)]):
+                w = 8
+            width = {"width": w} if w in p.structural()["width"] else {"skip": True}
+            out[label] = {**width, **out.get(label, {})}
+    return choices.replace(points=out)
+
+
+def rewritten(expr: Node, choices: Choices, spaces: Spaces | None = None, *, warn: bool = True) -> Node:
+    """`apply_points` with `choices.points`, kept in `spaces` (one program's) when given."""
+    return _kept(spaces, ("points", _points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
+
+
+def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
+                   spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
+    """Stages "mapped" and "generated" for each mapping choice in turn, until one compiles: the
+    given mapping, or the solver's and then the empty one (the default lowering)."""
+    attempts = [choices]
+    if choices.mapping is None and is_high_level(pointed) and not (choices.tuning or choices.launch
+                                                                   or choices.vectorise):
+        attempts.append(choices.replace(mapping={}))
+    first: LiftError | None = None
+    for attempt in attempts:
+        try:
+            mapped = map_program(pointed, profile, attempt, spaces)
+            plan = link(mapped, local_size, global_size)
+        except LiftError as err:
+            first = first or err
+            continue
+        if first is not None:
+            _fallback(first)
+        return plan, mapped
+    assert first is not None
+    raise first from None
+
+
+def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+    """Stage "linked": each kernel through the kernel stages, then the host plan (buffers,
+    launches in order, sizes). Explicit sizes override the choices' launch sizes."""
+    from lift.codegen import generate  # lazily: the runtime imports without the code generator
+    from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
+
+    return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
+                    local_size=local_size if local_size is not None else mapped.local_size,
+                    global_size=global_size if global_size is not None else mapped.global_size)
+
+
+def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:
+    """Stage "mapped": maps and reductions given OpenCL forms by `choices` (mapping, tuning values,
+    vectorisation, launch sizes; specialised to `choices.sizes` when given)."""
+    if choices.sizes is None and not is_high_level(expr):
+        return Mapped(expr, choices)
+    if choices.mapping is not None and not choices.mapping and is_high_level(expr):
+        return Mapped(lower(expr), choices)  # the empty mapping: the default lowering
+    from lift.constraints import choose_mapping, substitute_sizes
+
+    space = joint_space_of(expr, profile, choices, spaces)
+    maps = space.context.maps
+    given = {**(choices.mapping or {}), **choices.tuning}
+    mapping = {k: v for k, v in given.items() if k in maps}
+    if not mapping and choices.mapping is None and maps:
+        mapping = choose_mapping(expr, profile)
+    used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
+                           tuning={k: v for k, v in given.items() if k not in maps})
+    joint = {**mapping, **used.tuning, **used.launch}
+    low = space.realise(joint, vectorise=dict(used.vectorise) or None)
+    low = substitute_sizes(low, dict(used.sizes or {}))
+    nd = space.ndrange(joint) if used.launch else None
+    return Mapped(low, used, *(nd or (None, None)))
+
+
+def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:
+    """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
+    program `pointed` that `choices.points` made; kept in `spaces` (one program's) when given."""
+    from lift.constraints import joint_space
+
+    key = ("space", _points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
+    return _kept(spaces, key, lambda: joint_space(pointed, profile, sizes=choices.sizes))
+
+
+def _points_key(choices: Choices) -> str:
+    return Choices(points=choices.points).key()
+
+
+def _kept(spaces: Spaces | None, key: Any, make: Any) -> Any:
+    """`make()`, or what it gave (or raised) before for `key` in `spaces`."""
+    if spaces is None:
+        return make()
+    if key not in spaces:
+        try:
+            spaces[key] = make()
+        except LiftError as err:
+            spaces[key] = err
+    got = spaces[key]
+    if isinstance(got, LiftError):
+        raise got
+    return got
 
 
 def _fallback(err: LiftError) -> None:
@@ -109,11 +211,8 @@ def _fallback(err: LiftError) -> None:
                                   f"{str(err).splitlines()[0]}); using the default lowering"), stacklevel=4)
 
 
-def _has_mapping(space: Any, joint: Mapping[str, Any]) -> bool:
-    return any(k in space.context.maps for k in joint)
-
-
-def _profile(device: Any) -> Any:
+def profile_of(device: Any) -> Any:
+    """The `lift.devices.Device` whose limits constrain a compilation for `device`."""
     from lift import devices
 
     if isinstance(device, devices.Device):

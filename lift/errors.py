@@ -55,6 +55,11 @@ def _is_library_frame(filename: str) -> bool:
     return any(name.startswith(d + os.sep) for d in _LIB_DIRS) or name.startswith("<frozen")
 
 
+def is_library_loc(loc: SourceLoc) -> bool:
+    """Whether `loc` is a line of liftcl itself (a built-in user function, a rule), not the user's."""
+    return _is_library_frame(loc.file)
+
+
 def user_loc() -> SourceLoc | None:
     """The first stack frame outside liftcl (the user's line), or None."""
     frame = sys._getframe(1)
@@ -82,6 +87,8 @@ class LiftError(Exception):
         if node is not None:
             label = label if label is not None else getattr(node, "label", None)
             loc = loc if loc is not None else getattr(node, "loc", None)
+        if loc is None or is_library_loc(loc):  # the user's line, never one inside liftcl
+            loc = user_loc()
         self.message = message
         self.node = node
         self.label = label
@@ -165,3 +172,7 @@ class RewritePointSkipped(LiftWarning):
 
 class MappingFallback(LiftWarning):
     """The solver's mapping could not be compiled; `lift.compile` used the default lowering."""
+
+
+class DeviceSkipped(LiftWarning):
+    """The default device choice skipped an attached device that cannot build (`.device`, `.reason`)."""

@@ -259,8 +259,52 @@ def _inlinable(a: Expr) -> bool:
         or (isinstance(a.f, n.ToPrivate) and isinstance(a.f.f, n.UserFun)))
 
 
+# ------------------------------------------------------------ the kernel traversal
+
+# What the kernel traversal does with each function node; memory allocation (`_Alloc.apply`)
+# and kernel generation (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case`
+# and descend with `body_path`, so they cannot take different cases or paths.
+KERNEL_CASES: dict[type, str] = {
+    Lambda: "lambda", n.UserFun: "userfun", n.Vectorise: "userfun",
+    n.MapGlb: "map", n.MapWrg: "map", n.MapLcl: "map", n.MapSeq: "map",
+    n.ReduceSeq: "reduce", n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
+    n.Let: "let", n.Iterate: "iterate", **{t: "layout" for t in n.LAYOUT},
+}
+# Rejected inside a kernel, with the reason (an `UnsupportedError` naming the node).
+KERNEL_REFUSED: dict[type, str] = {
+    n.Map: "map has no OpenCL mapping; lower the program first (lift.lower.lower)",
+    n.Reduce: "reduce has no OpenCL mapping; lower the program first (lift.lower.lower)",
+    n.OclKernel: "an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them",
+}
+
+
+def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
+    """The case of the kernel traversal that handles `f`: "lambda" (a lambda or a let of one),
+    "userfun", "layout" (layout patterns and maps of them: views), "map", "reduce", "address"
+    (to_global/local/private), "let", "iterate"; an `UnsupportedError` for anything else."""
+    if isinstance(f, n.Let) and isinstance(f.f, Lambda):
+        return "lambda"
+    if isinstance(f, n.AbstractMap) and is_layout_map(f):
+        return "layout"
+    case = KERNEL_CASES.get(type(f))
+    if case is not None:
+        return case
+    why = KERNEL_REFUSED.get(type(f), f"code generation does not support {type(f).__name__} yet")
+    raise UnsupportedError(why, node=node if node is not None else f)
+
+
+def lambda_body(f: FunDecl) -> Expr:
+    """The body of a "lambda" case: a lambda's, or the lambda's of a let."""
+    return f.body if isinstance(f, Lambda) else f.f.body  # type: ignore[attr-defined]
+
+
+def body_path(f: FunDecl, fpath: Path) -> Path:
+    """The path of a "lambda" case's body, from the function's path."""
+    return fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
+
+
 class _Alloc:
-    """The top-down traversal; the code generator follows the same structure."""
+    """The top-down traversal (its cases: `kernel_case`); the code generator takes the same ones."""
 
     def __init__(self, names: Callable[[str], str]) -> None:
         self.names = names
@@ -295,39 +339,30 @@ class _Alloc:
     def apply(self, f: FunDecl, fpath: Path, args: list[tuple[Expr | None, Path | None]], out: Type,
               loops: tuple[Loop, ...], dest: str | None, node: n.Node, key: Path) -> None:
         """Allocate for `f` applied to `args` (None: an element of an enclosing loop)."""
-        match f:
-            case Lambda(_, body) | n.Let(f=Lambda(_, body)):
+        match kernel_case(f, node):
+            case "lambda":
                 for a, p in args:
                     self.arg(a, p, loops)
-                bpath = fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
-                self.expr(body, bpath, loops, dest)
-            case n.UserFun() | n.Vectorise():
+                self.expr(lambda_body(f), body_path(f, fpath), loops, dest)
+            case "userfun":
                 for a, p in args:
                     self.uf_arg(a, p, loops)
                 self.spaces[key] = dest or self.own(key, out, None, loops, node)
-            case n.AbstractMap() if is_layout_map(f):
+            case "layout":
                 self.layout(f, args, loops, dest)  # a view: no loop, no memory
-            case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
+            case "map":
                 self.map(f, fpath, args, out, loops, dest, node, key)
-            case n.ReduceSeq(g):
-                self.reduce(g, fpath, args, loops, dest, node, key)
-            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+            case "reduce":
+                self.reduce(f.f, fpath, args, loops, dest, node, key)  # type: ignore[attr-defined]
+            case "address":
                 space = SPACES[type(f)]
                 if dest != space:
                     self.own(key, out, space, loops, node)
-                self.apply(g, fpath + (0,), args, out, loops, space, node, fpath + (0,))
-            case n.Let(g):
-                self.apply(g, fpath + (0,), args, out, loops, dest, node, key)
-            case _ if isinstance(f, n.LAYOUT):
-                self.layout(f, args, loops, dest)
-            case n.Iterate():
-                self.iterate(f, fpath, args, out, loops, dest, node, key)
-            case n.Map() | n.Reduce():
-                raise UnsupportedError(f"{type(f).__name__.lower()} has no OpenCL mapping; lower the "
-                                       "program first (lift.lower.lower)", node=node)
-            case _:
-                raise UnsupportedError(f"code generation does not support {type(f).__name__} yet",
-                                       node=node)
+                self.apply(f.f, fpath + (0,), args, out, loops, space, node, fpath + (0,))  # type: ignore[attr-defined]
+            case "let":
+                self.apply(f.f, fpath + (0,), args, out, loops, dest, node, key)  # type: ignore[attr-defined]
+            case "iterate":
+                self.iterate(f, fpath, args, out, loops, dest, node, key)  # type: ignore[arg-type]
 
     def own(self, key: Path, t: Type, space: str | None, loops: tuple[Loop, ...], node: n.Node) -> str:
         """Give the value at `key` memory of its own; returns its space."""
@@ -421,4 +456,5 @@ class _Alloc:
 
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
-           "acc_space", "default_space", "LOOP_KINDS", "SPACES"]
+           "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
+           "lambda_body", "body_path"]

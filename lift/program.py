@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from lift import runtime
-from lift.arith import Arith, evaluate, try_evaluate
+from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
+from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.interpret import bind_sizes, to_value
 from lift.ir.nodes import Lambda, Node
@@ -48,14 +49,19 @@ class Program:
         self.plan = plan
         self.choices = choices
         self.node = node
-        self._dc = runtime.open_device(device)
-        self.build_info = runtime.build(self._dc, plan.source, options=tuple(options), cache_dir=cache_dir)
-        self._kernels = runtime.kernels(self.build_info, plan.kernels)
-        self._pool = runtime.BufferPool(self._dc)
         self._specs = {b.name: b for b in plan.buffers}
         self._inputs = _inputs_by_param(plan)
         self._held: dict[str, np.ndarray] = {}
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
+        self._dc, self.offline = _attach(device)
+        target = self._dc.device if self._dc is not None else device
+        check_limits(plan, target, allocations=False)  # allocations: when a call binds the sizes
+        if self._dc is None:  # compiled for a profile whose device is not attached: describe only
+            self.build_info, self._kernels, self._pool = None, {}, None
+            return
+        self.build_info = runtime.build(self._dc, plan.source, options=tuple(options), cache_dir=cache_dir)
+        self._kernels = runtime.kernels(self.build_info, plan.kernels)
+        self._pool = runtime.BufferPool(self._dc)
 
     # ------------------------------------------------------------- description
 
@@ -70,9 +76,14 @@ class Program:
         return self.plan.kernels
 
     @property
-    def device(self) -> Any:
-        """The `lift.devices.Device` this program runs on."""
-        return self._dc.device
+    def device(self) -> Device:
+        """The `lift.devices.Device` this program runs on (its offline profile when not attached)."""
+        return self._dc.device if self._dc is not None else self.offline.device  # type: ignore[union-attr]
+
+    @property
+    def attached(self) -> bool:
+        """Whether the program was built for an attached device and can run."""
+        return self._dc is not None
 
     @property
     def ndrange(self) -> tuple[NDRange, ...]:
@@ -100,22 +111,28 @@ class Program:
         sizes = self.sizes(*arrays)
         return {space: evaluate(n, sizes) for space, n in self.memory_bytes.items()}
 
+    def check_limits(self, *arrays: Any) -> None:
+        """`DeviceError` unless the work-groups, local memory and buffers for `arrays` fit the device."""
+        check_limits(self.plan, self.device, self.sizes(*arrays))
+
     @property
     def device_buffers(self) -> dict[str, Any]:
         """The global device buffers held for reuse, by buffer name."""
-        return self._pool.buffers()
+        return self._pool.buffers() if self._pool is not None else {}
 
     def sizes(self, *arrays: Any) -> dict[str, int]:
         """The size variables bound from the shapes of `arrays`."""
         return self._bind(arrays)[0]
 
     def __repr__(self) -> str:
-        return f"<lift.Program {', '.join(self.kernels)} on {self.device.name}>"
+        where = "on" if self.attached else "compiled offline for"
+        return f"<lift.Program {', '.join(self.kernels)} {where} {self.device.name}>"
 
     # --------------------------------------------------------------------- running
 
     def __call__(self, *arrays: Any) -> Any:
         """Run on numpy arguments and return numpy results."""
+        self._require_device()
         sizes, leaves = self._bind(arrays)
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
@@ -125,12 +142,17 @@ class Program:
         """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
             raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
+        self._require_device()
         sizes, leaves = self._bind(arrays)
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         runs = [self._launch(sizes, args) for _ in range(repeat)]
         runtime.finish(self._dc)
         return [runtime.seconds(events) for events in runs]
+
+    def _require_device(self) -> None:
+        if self.offline is not None:
+            raise self.offline.error()
 
     def _bind(self, arrays: tuple) -> tuple[dict[str, int], dict[str, np.ndarray]]:
         types = list(self.plan.param_types)
@@ -247,6 +269,81 @@ class Program:
         return out
 
 
+# ------------------------------------------------------------ devices and limits
+
+
+@dataclass(frozen=True, slots=True)
+class Offline:
+    """A program compiled for a device profile that is not attached here, and why it is not."""
+
+    device: Device
+    reason: str
+
+    def error(self) -> DeviceError:
+        """The error of running it: the device is not attached."""
+        return DeviceError(f"{self.device.name} is not attached: this program was compiled offline for its "
+                           f"profile and cannot run here ({self.reason})",
+                           hint="its .source, .kernels, .ndrange, .memory_bytes, .barriers and .choices are "
+                                "those for that device; to run, compile without device= (the attached device)")
+
+
+def _attach(device: Any) -> tuple[runtime.DeviceContext | None, Offline | None]:
+    """The attached device to build for; an offline profile without its device gives `Offline`."""
+    if isinstance(device, Device) and not device.live:
+        try:
+            return runtime.open_device(device), None
+        except DeviceError as e:
+            return None, Offline(device, e.message)
+    return runtime.open_device(device), None
+
+
+def check_limits(plan: KernelSource, device: Device, sizes: dict[str, int] | None = None, *,
+                 allocations: bool = True) -> None:
+    """`DeviceError` unless the plan's work-groups, local memory and (with `allocations`) global
+    buffers fit `device`.
+
+    Without `sizes` a symbolic quantity is checked by its upper bound when it has one (the
+    rest is checked when the program runs); with `sizes` everything is evaluated."""
+    problems = []
+    for ln in plan.launches:
+        dims = [_bound(s, sizes) for s in ln.local_size or ()]
+        for d, (s, top) in enumerate(zip(dims, device.max_work_item_sizes)):
+            if s is not None and s > top:
+                problems.append(f"kernel {ln.kernel}: a work-group has {s} work-items in dimension {d}, "
+                                f"more than {top}")
+        if dims and None not in dims and int(np.prod(dims)) > device.max_work_group_size:
+            problems.append(f"kernel {ln.kernel}: a work-group of {tuple(dims)} has more than "
+                            f"{device.max_work_group_size} work-items")
+    local = _bound(_space_bytes(plan, "local"), sizes)
+    if local is not None and local > device.local_mem_bytes:
+        problems.append(f"the kernels use {local} bytes of local memory, more than {device.local_mem_bytes}")
+    for b in plan.buffers:
+        n = _bound(b.count * b.scalar.dtype.itemsize, sizes) if allocations and b.space == "global" else None
+        if n is not None and n > device.max_alloc_bytes:
+            problems.append(f"buffer {b.name} needs {n} bytes, more than the {device.max_alloc_bytes} "
+                            "one allocation may have")
+    if problems:
+        raise DeviceError(f"the program does not fit {device.name}: " + "; ".join(problems),
+                          hint="choose smaller tile or work-group sizes (choices=, local_size=)")
+
+
+def _space_bytes(plan: KernelSource, space: str) -> Arith:
+    if plan.memory_bytes:
+        return plan.memory_bytes.get(space, as_arith(0))
+    return sum((b.count * b.scalar.dtype.itemsize for b in plan.buffers if b.space == space), as_arith(0))
+
+
+def _bound(x: Arith, sizes: dict[str, int] | None) -> int | None:
+    """`x` evaluated for `sizes`, else its constant upper bound, else None."""
+    if sizes is not None:
+        try:
+            return evaluate(x, sizes)
+        except KeyError:
+            pass
+    top = upper(as_arith(x))
+    return top.value if isinstance(top, Cst) else None
+
+
 # ----------------------------------------------------------------------- helpers
 
 
@@ -324,4 +421,4 @@ def _int_arg(name: str, sizes: dict[str, int], ctype: str = "int") -> np.integer
     return np.int32(v)
 
 
-__all__ = ["Program", "NDRange"]
+__all__ = ["Program", "NDRange", "Offline", "check_limits"]

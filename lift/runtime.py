@@ -4,9 +4,11 @@ Stage `KernelSource -> Program` (see `lift.program`) runs on what this module pr
 one context and one profiling queue per device, programs built through a cache of device
 binaries, buffers reused across calls, and enqueued launches. The build cache lives under
 `$XDG_CACHE_HOME/liftcl` (or `~/.cache/liftcl`) unless a `cache_dir` is given. An entry is
-`MAGIC`, a header line with the payload's sha256 and length, and the binary; it is written
-to a temporary file and renamed, so concurrent processes never see half an entry. An entry
-whose checksum fails, or whose binary the driver rejects, is rebuilt from source and replaced.
+`MAGIC`, a header line with the payload's sha256, its length and the entry's own cache key,
+and the binary; it is written to a temporary file and renamed, so concurrent processes never
+see half an entry. An entry whose checksum fails, whose key is not the one asked for (a valid
+binary of another program stored under this name), or whose binary the driver rejects, is
+rebuilt from source and replaced.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from lift import devices
 from lift.devices import Device
 from lift.errors import DeviceError
 
-MAGIC = b"LIFTCL-BINARY 1\n"
+MAGIC = b"LIFTCL-BINARY 2\n"
 CacheDir = str | os.PathLike | None | bool  # None: default folder; False: no cache
 
 
@@ -89,9 +91,9 @@ def default_cache_dir() -> Path:
 
 def cache_key(source: str, device: Device, options: tuple[str, ...] = ()) -> str:
     """sha256 of the source, build options, device and driver, pyopencl and liftcl versions."""
-    import lift
+    from lift.version import __version__
 
-    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, getattr(lift, "__version__", "0")]
+    parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, __version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -105,19 +107,20 @@ def build(dc: DeviceContext, source: str, *, options: tuple[str, ...] = (),
         return Built(prg, key, None, "uncached", time.perf_counter() - start)
     folder = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)  # type: ignore[arg-type]
     path = folder / key[:2] / f"{key}.bin"
-    binary = read_entry(path)
+    binary = read_entry(path, key)
     status = "miss" if binary is None and not path.exists() else "rebuilt"
     if binary is not None:
         prg = _build_binary(dc, binary)
         if prg is not None:
             return Built(prg, key, path, "hit", time.perf_counter() - start)
     prg = _build_source(dc, source, options)
-    write_entry(path, prg.get_info(_cl().program_info.BINARIES)[0])
+    write_entry(path, prg.get_info(_cl().program_info.BINARIES)[0], key)
     return Built(prg, key, path, status, time.perf_counter() - start)
 
 
-def read_entry(path: Path) -> bytes | None:
-    """The binary stored at `path`, or None if it is missing, truncated or corrupt."""
+def read_entry(path: Path, key: str | None = None) -> bytes | None:
+    """The binary stored at `path`, or None if it is missing, truncated, corrupt, or (with
+    `key`) stored for another key."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -126,7 +129,9 @@ def read_entry(path: Path) -> bytes | None:
         return None
     header, sep, payload = data[len(MAGIC):].partition(b"\n")
     fields = header.split()
-    if not sep or len(fields) != 2 or not fields[1].isdigit():
+    if not sep or len(fields) != 3 or not fields[1].isdigit():
+        return None
+    if key is not None and fields[2].decode("ascii", "replace") != key:
         return None
     digest, length = fields[0].decode("ascii", "replace"), int(fields[1])
     if length != len(payload) or length == 0 or hashlib.sha256(payload).hexdigest() != digest:
@@ -134,9 +139,12 @@ def read_entry(path: Path) -> bytes | None:
     return payload
 
 
-def write_entry(path: Path, binary: bytes) -> bool:
-    """Store `binary` at `path` atomically (temporary file, fsync, rename); False on I/O errors."""
-    header = MAGIC + f"{hashlib.sha256(binary).hexdigest()} {len(binary)}\n".encode()
+def write_entry(path: Path, binary: bytes, key: str = "-") -> bool:
+    """Store `binary` with its cache `key` at `path` atomically (temporary file, fsync, rename);
+    False on I/O errors."""
+    if not key or any(c.isspace() for c in key):
+        raise ValueError(f"a cache key is one word, not {key!r}")
+    header = MAGIC + f"{hashlib.sha256(binary).hexdigest()} {len(binary)} {key}\n".encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".bin")
@@ -184,7 +192,7 @@ def build_error(device: Device, source: str, log: str) -> DeviceError:
     body = "\n".join(["  build log:", *("    " + ln for ln in log.strip().splitlines())])
     if shown:
         body += "\n  offending source lines:\n" + "\n".join(shown)
-    err = DeviceError(text + "\n" + body, hint="this is a code-generation bug; the source is in .source")
+    err = DeviceError(text + "\n" + body, hint=devices.build_hint(log, device.platform_version))
     err.build_log = log  # type: ignore[attr-defined]
     return err
 

@@ -7,8 +7,39 @@
 `programs()` draws random programs over the high-level patterns (nested maps, reductions
 with associative operators and their neutral elements, zips, splits of divisible sizes,
 slides, pads, transposes, lets) with matching inputs; `programs_for(rule)` draws programs
-that contain the rule's left-hand side inside random context. Sizes are small and concrete,
-so that the interpreter (the oracle) stays fast.
+that contain the rule's left-hand side inside random context. Sizes are small, so that the
+interpreter (the oracle) stays fast; a program with symbolic sizes gets sizes drawn for it
+(`sizes_for`) that satisfy its size conditions.
+
+Testing your own rule (a worked example; tests/test_testing_user_rules.py runs it):
+
+    from lift import map
+    from lift.ir.nodes import Map
+    from lift.rules import Rule
+    from lift.rules.match import call, expr, fun
+    from lift.testing import assert_preserves
+
+    f, g, x = fun("f"), fun("g"), expr("x")
+    # map(f) << map(g) << x -> map(e => f(g(e))) << x: right
+    fuse = Rule("my_fusion", law="map(f) << map(g) << x -> map(f << g) << x",
+                lhs=call(Map(f), call(Map(g), x)),
+                rhs=lambda f, g, x: map(lambda e: f(g(e))) << x)
+    # map(f) << map(g) << x -> map(g) << map(f) << x: wrong (f and g need not commute)
+    swap = Rule("my_swap", law="map(f) << map(g) << x -> map(g) << map(f) << x",
+                lhs=call(Map(f), call(Map(g), x)),
+                rhs=lambda f, g, x: map(g) << map(f) << x)
+
+    report = assert_preserves(fuse)        # 100 programs, every one containing the pattern
+    assert report.matched == report.examples
+    assert_preserves(swap)                 # AssertionError: my_swap ... changed the value:
+                                           #   before: ... after: ... (the smallest case found)
+
+`programs_for(rule)` fills the pattern's variables (a function, an input, a size) from small pools
+(the user functions `neg`, `x + 1`, `x * 0.5`, relu, `add`, `mult`, `max_`, `min_`, ...; inputs
+`a, b: [Float]8` and `m: [[Float]4]6`, their zip, literals), keeps the fillings that type-check and
+that the rule matches, and draws among them, wrapped in random context. A rule with a parameter
+(`params={"n": Size}`) is tested with `assert_preserves(rule, params={"n": 2})` or through its
+`suggest`. For patterns these pools cannot fill, pass `programs=` (a strategy, a program or a list).
 """
 
 from __future__ import annotations
@@ -21,7 +52,8 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lift.errors import LiftError
+from lift.arith import as_arith, evaluate, free_vars
+from lift.errors import LiftError, LiftValueError
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, Lambda, Node
 from lift.ir.paths import at
@@ -296,14 +328,19 @@ def programs(*, scalar: ScalarType | None = None, nested: bool | None = None) ->
     return _programs(core, scalar, nested)
 
 
-def programs_for(rule: Any, *, scalar: ScalarType = Float, nested: bool | None = None
-                 ) -> st.SearchStrategy[Case]:
-    """Programs containing an instance of `rule`'s left-hand side inside random context."""
+def programs_for(rule: Any, *, scalar: ScalarType = Float, nested: bool | None = None,
+                 params: dict[str, Any] | None = None) -> st.SearchStrategy[Case]:
+    """Programs containing an instance of `rule`'s left-hand side inside random context.
+
+    The rules of `lift.rules.ALL` have hand-written instance builders; for any other rule (your own)
+    the left-hand side pattern is filled in with user functions, inputs and sizes, keeping the
+    fillings that type-check and that the rule matches (with `params`), so that every drawn program
+    contains a match. `LiftValueError` if no filling works (pass your own `programs=`)."""
     from lift.rules.instances import BUILDERS  # the left-hand side of every rule in ALL
 
     make = BUILDERS.get(rule.name)
-    if make is None:
-        return programs(scalar=scalar, nested=nested)
+    if make is None or not _is_library_rule(rule):
+        return _instances_of(rule, params)
 
     def core(draw: Draw, a: Expr, b: Expr) -> Expr:
         return suffix(draw, make(draw, a, b))
@@ -311,12 +348,37 @@ def programs_for(rule: Any, *, scalar: ScalarType = Float, nested: bool | None =
     return _programs(core, scalar, nested)
 
 
-def _values(rng: np.random.Generator, t: Type) -> Any:
+def _is_library_rule(rule: Any) -> bool:
+    from lift.rules import ALL
+
+    return any(r is rule or (r.name == rule.name and r.law == rule.law) for r in ALL)
+
+
+def _instances_of(rule: Any, params: dict[str, Any] | None) -> st.SearchStrategy[Case]:
+    from lift.rules.instantiate import instances
+
+    ps, found = instances(rule, params)
+    if not found:
+        raise LiftValueError(f"lift.testing could not build a program containing the left-hand side of "
+                             f"rule {rule.name} ({rule.law}) from its pools of functions and inputs",
+                             hint="pass programs= (a strategy, a program or a list of programs) to "
+                                  "assert_preserves")
+
+    @st.composite
+    def case(draw: Draw) -> Case:
+        e = draw(st.sampled_from(found), label="instance")
+        program = Lambda(ps, suffix(draw, e))
+        return Case(program, draw(inputs_for(program)))
+
+    return case()
+
+
+def _values(rng: np.random.Generator, t: Type, sizes: dict[str, int] | None = None) -> Any:
     if isinstance(t, TupleType):
-        return tuple(_values(rng, e) for e in t.elems)
+        return tuple(_values(rng, e, sizes) for e in t.elems)
     dims: list[int] = []
     while isinstance(t, ArrayType):
-        dims.append(int(t.size))  # type: ignore[call-overload]
+        dims.append(evaluate(t.size, sizes or {}))
         t = t.elem
     assert isinstance(t, ScalarType), f"no random values for {t}"
     if t == Int:
@@ -325,10 +387,51 @@ def _values(rng: np.random.Generator, t: Type) -> Any:
 
 
 @st.composite
+def sizes_for(draw: Draw, program: Lambda, *, max_size: int = 16) -> dict[str, int]:
+    """Values for the symbolic sizes of `program`'s parameters (`N`, `M`) that satisfy its size
+    conditions (a `split(4)` of `N` needs 4 | N); `{}` for concrete sizes."""
+    names = sorted({v.name for p in program.params for v in _type_vars(p.ptype)})
+    if not names:
+        return {}
+    from lift.typecheck import size_conditions
+
+    conds = size_conditions(program)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="size seed"))
+    pool = [k for k in range(1, max_size + 1)]
+    for _ in range(500):  # a search, not a hypothesis filter: every draw gets sizes
+        sizes = {n: int(rng.choice(pool)) for n in names}
+        if all(_holds(c, sizes) for c in conds) and all(
+                evaluate(d, sizes) >= 1 for p in program.params for d in _dims(p.ptype)):
+            return sizes
+    raise LiftValueError(f"no sizes up to {max_size} satisfy the size conditions of the program: "
+                         + "; ".join(str(c) for c in conds), node=program)
+
+
+def _holds(c: Any, sizes: dict[str, int]) -> bool:
+    try:
+        return bool(c.holds(sizes))
+    except (ArithmeticError, KeyError, ValueError, LiftError):
+        return False
+
+
+def _dims(t: Type) -> list[Any]:
+    out = []
+    while isinstance(t, ArrayType):
+        out.append(t.size)
+        t = t.elem
+    return out + [d for e in (t.elems if isinstance(t, TupleType) else ()) for d in _dims(e)]
+
+
+def _type_vars(t: Type) -> set[Any]:
+    return {v for d in _dims(t) for v in free_vars(as_arith(d))}
+
+
+@st.composite
 def inputs_for(draw: Draw, program: Lambda) -> tuple[Any, ...]:
-    """Random arguments for a program whose parameter types have concrete sizes."""
+    """Random arguments for a program; symbolic sizes are drawn first (`sizes_for`)."""
+    sizes = draw(sizes_for(program))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    return tuple(_values(rng, p.ptype) for p in program.params)
+    return tuple(_values(rng, p.ptype, sizes) for p in program.params)
 
 
 # ------------------------------------------------------------------ the property
@@ -351,7 +454,7 @@ def check_rule(rule: Any, program: Node, inputs: Sequence[Any], path: tuple[int,
                params: dict[str, Any] | None = None, *, rtol: float = 1e-4, atol: float = 1e-4) -> Node:
     """Apply `rule` at `path` and assert that the type and the value are unchanged."""
     from lift.rules.rule import same_type
-    from lift.typecheck import size_conditions, typecheck
+    from lift.typecheck import typecheck
 
     try:
         new = rule.apply(program, at=path, **(params or {}))
@@ -359,8 +462,7 @@ def check_rule(rule: Any, program: Node, inputs: Sequence[Any], path: tuple[int,
         raise AssertionError(f"{rule.name} at {path} {params or ''} failed on {show(program)}:\n"
                              f"  {err}") from None
     before, after = typecheck(program), typecheck(new)
-    conds = size_conditions(program) + size_conditions(new)
-    assert same_type(before, after, conds), f"{rule.name} changed the type {before} to {after}"
+    assert same_type(before, after), f"{rule.name} changed the type {before} to {after}"
     expected = interpret(program, *inputs)
     try:
         assert_same(expected, interpret(new, *inputs), rtol=rtol, atol=atol)
@@ -379,7 +481,7 @@ def assert_preserves(rule: Any, programs: Any = None, inputs: Any = None, *,
     `programs_for(rule)`); `inputs`: arguments, or a function from a program to a strategy of
     arguments (default: `inputs_for`). Examples without a match are rejected (`assume`)."""
     report = Report(rule.name)
-    progs = _as_strategy(programs if programs is not None else programs_for(rule))
+    progs = _as_strategy(programs if programs is not None else programs_for(rule, params=params))
 
     def check(case: Any, data: st.DataObject) -> None:
         prog, args = _case(case, inputs, data)
@@ -419,5 +521,5 @@ def _case(case: Any, inputs: Any, data: st.DataObject) -> tuple[Node, tuple[Any,
 __all__ = [
     "Case", "Report", "scalar_types", "unary_funs", "monoids", "folds", "element_fun", "programs",
     "programs_for", "inputs_for", "assert_same", "check_rule", "assert_preserves", "divisors",
-    "prefix_1d", "prefix_2d", "suffix",
+    "prefix_1d", "prefix_2d", "suffix", "sizes_for",
 ]

@@ -23,7 +23,7 @@ from lift.arith import (
     prove_nonneg,
     substitute,
 )
-from lift.errors import LiftTypeError
+from lift.errors import LiftTypeError, is_library_loc
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -145,7 +145,9 @@ def size_conditions(e: Node) -> list[SizeCondition]:
 
 
 def _err(msg: str, call: Node, **kw) -> LiftTypeError:
-    node = call.f if isinstance(call, FunCall) and call.f.loc is not None and call.loc is None else call
+    f_loc = call.f.loc if isinstance(call, FunCall) else None
+    user_f = f_loc is not None and not is_library_loc(f_loc)
+    node = call.f if user_f and (call.loc is None or is_library_loc(call.loc)) else call
     return LiftTypeError(msg, node=node, **kw)
 
 

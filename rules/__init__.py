@@ -9,7 +9,7 @@ Every rule has `.name`, `.law`, `.matches(expr)` (paths) and `.apply(expr, at=pa
 
 from lift.ir.alpha import alpha_equal, canonical
 from lift.rules import strategies
-from lift.rules.explore import Explored, explore
+from lift.rules.enumerate import Explored, explore
 from lift.rules.fusion import map_fission, map_fusion, reduce_map_fusion, zip_map_fusion
 from lift.rules.interchange import (
     map_map_interchange,

@@ -22,7 +22,7 @@ from lift.errors import LiftError, LiftTypeError, RewriteError, SourceLoc
 from lift.ir.nodes import Expr, Node
 from lift.ir.paths import Path, at, replace_at, walk
 from lift.rules.match import match
-from lift.typecheck import SizeCondition, size_conditions, type_of, typecheck
+from lift.typecheck import SizeCondition, type_of, typecheck
 from lift.types import Type, types_equal
 
 Condition = SizeCondition
@@ -92,7 +92,7 @@ class Rule:
                                node=node, hint=self._why_not(node, params))
         new, step = done
         out = replace_at(expr, tuple(path), new)
-        check_program(expr, out, f"rule {self.name} at {tuple(path)}", step.conditions)
+        check_program(expr, out, f"rule {self.name} at {tuple(path)}")
         return out, step
 
     def __call__(self, e: Node | None = None, path: Path = (), steps: list[Step] | None = None,
@@ -170,11 +170,11 @@ class Rule:
             return None
         if new.loc is None and node.loc is not None:
             new = replace(new, loc=node.loc)
-        self._check(node, new, path, conds)
+        self._check(node, new, path)
         shown = {k: ps[k] for k in self.params}
         return new, Step(self, path, node.loc, shown, conds)
 
-    def _check(self, old: Node, new: Node, path: Path, conds: tuple[Condition, ...]) -> None:
+    def _check(self, old: Node, new: Node, path: Path) -> None:
         if not isinstance(old, Expr):
             return
         try:
@@ -186,7 +186,7 @@ class Rule:
             raise RewriteError(f"rule {self.name} at {path} built an ill-typed program: {err.message}",
                                node=old) from err
         t_old = type_of(old)
-        if not same_type(t_old, t_new, conds + tuple(size_conditions(old))):
+        if not same_type(t_old, t_new):
             raise RewriteError(f"rule {self.name} at {path} changed the type from {t_old} to {t_new}",
                                node=old, expected=t_old, got=t_new)
 
@@ -221,14 +221,14 @@ def _check_param(rule: str, name: str, v: Any, default: Any) -> None:
         check_path(v, f"rule {rule}: arg")
 
 
-def check_program(old: Node, new: Node, what: str, conds: Iterable[Condition] = ()) -> None:
+def check_program(old: Node, new: Node, what: str) -> None:
     """`RewriteError` unless `new` type-checks with the type of `old`."""
     try:
         t_new = typecheck(new)
     except LiftError as err:
         raise RewriteError(f"{what} built an ill-typed program: {err.message}", node=old) from err
     t_old = typecheck(old)
-    if not same_type(t_old, t_new, tuple(conds) + tuple(size_conditions(old))):
+    if not same_type(t_old, t_new):
         raise RewriteError(f"{what} changed the type from {t_old} to {t_new}", node=old,
                            expected=t_old, got=t_new)
 
@@ -267,9 +267,9 @@ def divides(d: Any, n: Any, node: Node, what: str = "") -> bool | Condition:
     return SizeCondition("divides", d, n, node, f"{what or 'the rule'} needs {d} to divide {n}")
 
 
-def same_type(a: Type, b: Type, conds: Iterable[Condition] = ()) -> bool:
-    """Types equal up to provable size equality (exact division makes `n * (N / n) == N`);
-    `conds` are the rule's recorded size conditions, which the types already assume."""
+def same_type(a: Type, b: Type) -> bool:
+    """Types equal up to provable size equality (exact division makes `n * (N / n) == N`; a rule's
+    size conditions are already assumed by the types)."""
     return types_equal(a, b)
 
 

@@ -6,13 +6,14 @@ several places gets fresh bound parameters in every copy after the first.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from lift.arith import Arith
+from lift.ir.alpha import refresh as refresh  # the IR's one substitution helper (lift/ir/alpha.py)
+from lift.ir.alpha import substitute as substitute
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
-from lift.ir.paths import children, walk, with_children
+from lift.ir.paths import children, walk
 from lift.types import ArrayType, Type
 
 
@@ -37,36 +38,6 @@ def mentions(n: Node, params: Iterable[Param]) -> bool:
 def uses(n: Node, p: Param) -> int:
     """How many times `n` uses parameter `p`."""
     return sum(1 for _, m in walk(n) if isinstance(m, Param) and m.id == p.id)
-
-
-def substitute(n: Node, env: Mapping[int, Expr]) -> Node:
-    """`n` with parameters replaced by id; copies after the first get fresh binders."""
-    seen: set[int] = set()
-
-    def go(m: Node) -> Node:
-        if isinstance(m, Param) and m.id in env:
-            new = env[m.id]
-            if m.id in seen:
-                return refresh(new)
-            seen.add(m.id)
-            return new
-        return with_children(m, tuple(go(c) for c in children(m)))
-
-    return go(n)
-
-
-def refresh(n: Node) -> Node:
-    """`n` with every parameter it binds renamed to a fresh one (alpha-renaming)."""
-    def go(m: Node, env: dict[int, Param]) -> Node:
-        if isinstance(m, Param):
-            return env.get(m.id, m)
-        if isinstance(m, Lambda):
-            fresh = tuple(Param(p.ptype, p.name, **meta(p)) for p in m.params)
-            inner = {**env, **{p.id: q for p, q in zip(m.params, fresh)}}
-            return dataclasses.replace(m, params=fresh, body=go(m.body, inner))
-        return with_children(m, tuple(go(c, env) for c in children(m)))
-
-    return go(n, {})
 
 
 def lam(types: Sequence[Type], body: Callable[..., Expr], names: Sequence[str] = (),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 import lift
@@ -43,7 +44,7 @@ def test_sizes_are_symbolic():
 
 
 @pytest.mark.parametrize("module,names", [
-    ("lift.devices", ["current", "profile"]),
+    ("lift.devices", ["current", "profile", "list"]),
     ("lift.rules", ["ALL", "explore"]),
     ("lift.rewrites", ["apply_all"]),
     ("lift.constraints", ["tuning_space", "mapping_space"]),
@@ -68,8 +69,33 @@ def test_device_profiles():
         assert lift.devices.profile(name).max_work_group_size > 0
 
 
+def test_offline_program_for_a_profile():
+    n = lift.Size("N")
+    prog = lift.compile(lift.fun([lift.Array(lift.Float, n)], lambda x: lift.map(lift.id) << x),
+                        device=lift.devices.profile("mali-g72"))
+    assert "kernel void" in prog.source and prog.device.name == "Mali-G72"
+    with pytest.raises(lift.DeviceError, match="not attached"):
+        prog(np.ones(4, np.float32))
+
+
 def test_program_attributes():
     n = lift.Size("N")
     prog = lift.compile(lift.fun([lift.Array(lift.Float, n)], lambda x: lift.map(lift.id) << x))
     for attr in ("source", "kernels", "ndrange", "memory_bytes", "barriers", "choices", "time"):
         assert hasattr(prog, attr), f"Program.{attr}"
+
+
+def test_every_public_submodule_is_an_attribute_after_a_bare_import() -> None:
+    """DESIGN.md's public submodules, reached as attributes in a fresh interpreter (no earlier imports)."""
+    import subprocess
+    import sys
+
+    code = ("import lift, types\n"
+            "for name in ('constraints', 'rules', 'rewrites', 'testing', 'devices', 'explore'):\n"
+            "    assert isinstance(getattr(lift, name), types.ModuleType), name\n"
+            "lift.constraints.mapping_space; lift.rules.ALL; lift.rewrites.apply_all; lift.testing.assert_preserves\n"
+            "lift.devices.profile; lift.explore.tune\n"
+            "try:\n    lift.no_such_module\nexcept AttributeError:\n    pass\n"
+            "else:\n    raise SystemExit('no error')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -28,7 +28,7 @@ from lift.barriers.dependence import corresponding, injective, pairs, same_mappi
 from lift.barriers.graph import Point
 from lift.barriers.threads import Threads
 from lift.codegen import build, generate
-from lift.codegen.cast import Barrier, For
+from lift.codegen.c_ast import Barrier, For
 from lift.errors import NotSynchronisableError
 
 N, M, K = Size("N"), Size("M"), Size("K")

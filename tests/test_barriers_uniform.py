@@ -21,7 +21,7 @@ from lift import Array, Float, Size, fun, join, map_lcl, map_seq, split, to_loca
 from lift.arith import to_c
 from lift.barriers import Synchronised, insert_barriers
 from lift.codegen import build, generate
-from lift.codegen.cast import Barrier, For
+from lift.codegen.c_ast import Barrier, For
 from lift.errors import NotSynchronisableError
 
 N, M, K, J = Size("N"), Size("M"), Size("K"), Size("J")

@@ -43,7 +43,7 @@ from lift import (
 )
 from lift.arith import Var, floordiv, mod
 from lift.codegen import build, generate
-from lift.codegen.cast import Assign, CCall, CIndex, Decl, For, walk_stmts
+from lift.codegen.c_ast import Assign, CCall, CIndex, Decl, For, walk_stmts
 from lift.errors import UnsupportedError
 
 N, M, W, H = Size("N"), Size("M"), Size("W"), Size("H")

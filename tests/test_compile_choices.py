@@ -72,5 +72,6 @@ def test_an_uncompilable_solver_mapping_falls_back_to_the_default_lowering_with_
     x = rand(5, 8)
     with pytest.warns(lift.MappingFallback, match="default lowering"):
         k = lift.compile(prog)
-    assert k.choices is None
+    assert k.choices.mapping == {}  # the empty mapping choice: the default lowering, and it rebuilds
+    assert lift.compile(prog, choices=k.choices).source == k.source
     np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)

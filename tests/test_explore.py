@@ -1,4 +1,4 @@
-"""`lift.rules.explore`: distinct programs reachable in a few rule applications."""
+"""`lift.rules.explore` (rules/enumerate.py): distinct programs reachable in a few rule applications."""
 
 from __future__ import annotations
 

@@ -23,8 +23,11 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 # constraints -> rewrites -> memory -> views -> barriers -> codegen -> runtime -> compile -> explore.
 # Choices for what STYLE 15 does not name, or names together:
 # - errors: the lowest layer; every stage raises `lift.errors`, and errors import nothing.
+#   version (`__version__`, read by the runtime's build-cache key) imports nothing either.
 # - devices: device profiles are plain records (pyopencl is queried lazily) that the constraints
 #   read, so they sit just above errors; they import only errors.
+# - choices (`lift.Choices`, the record of every decision `compile` takes) is a plain record that
+#   imports only errors, with devices, so any stage may read it.
 # - arith before types: types carry `Arith` sizes, and arith must not know about types.
 # - lower (the default lowering) sits with constraints: both turn a rewritten program into a
 #   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`.
@@ -36,8 +39,8 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 #   test support above the pipeline; the `lift` package itself (the public API, re-exporting every
 #   stage) is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("lift.errors",),
-    ("lift.devices",),
+    ("lift.errors", "lift.version"),
+    ("lift.devices", "lift.choices"),
     ("lift.arith",),
     ("lift.types",),
     ("lift.ir",),
@@ -52,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.runtime", "lift.program"),
     ("lift.compile",),
     ("lift.explore",),
-    ("lift.testing", "lift.rules.instances"),
+    ("lift.testing", "lift.rules.instances", "lift.rules.instantiate"),
     ("lift",),
 )
 
@@ -67,8 +70,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The memory pass must agree with the view builder on which maps are layout functions
     # (views that never materialise, lift/layout.py's docstring), so it asks layout.
     ("lift.memory", "lift.layout"): "memory.is_layout_map and the layout case ask layout.is_layout_map / invertible",
-    # The build cache key includes the liftcl version, read from the top-level package.
-    ("lift.runtime", "lift"): "cache_key reads lift.__version__",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -256,6 +257,38 @@ def test_entry_roundtrip_and_corruption(tmp_path: Path) -> None:
         assert read_entry(path) is None
     assert read_entry(tmp_path / "missing.bin") is None
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_entry_carries_its_key_and_another_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "entry.bin"
+    assert write_entry(path, b"payload", "k1")
+    assert read_entry(path, "k1") == b"payload" and read_entry(path) == b"payload"
+    assert read_entry(path, "k2") is None
+    with pytest.raises(ValueError):
+        write_entry(path, b"payload", "two words")
+
+
+def double_plan(tag: str) -> KernelSource:
+    """out[i] = 3 * x[i]: a valid program other than `scale_plan`'s."""
+    plan = scale_plan(tag)
+    return dataclasses.replace(plan, source=plan.source.replace("2.0f", "3.0f"))
+
+
+@pytest.mark.device
+def test_a_valid_entry_of_another_program_is_not_served(tmp_path: Path) -> None:
+    """Regression: an entry copied (or hash-collided) under another program's key was served,
+    running the wrong kernel; the entry's own key must match."""
+    cache = tmp_path / "cache"
+    other = Program(double_plan(f"other {tmp_path}"), cache_dir=cache)
+    mine = Program(scale_plan(f"mine {tmp_path}"), cache_dir=False)
+    wanted = cache / mine.build_info.key[:2] / f"{mine.build_info.key}.bin"
+    wanted.parent.mkdir(parents=True, exist_ok=True)
+    wanted.write_bytes(other.build_info.path.read_bytes())  # a valid entry, under the wrong name
+    prog = Program(scale_plan(f"mine {tmp_path}"), cache_dir=cache)
+    assert prog.build_info.status == "rebuilt"
+    x = np.arange(100, dtype=np.float32)
+    assert (prog(x) == 2 * x).all()
+    assert read_entry(wanted, mine.build_info.key) is not None  # replaced by the right binary
 
 
 def test_default_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

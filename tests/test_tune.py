@@ -10,7 +10,7 @@ import lift
 from lift import Array, Float, Size, fun, map, reduce, zip
 from lift import rewrites as rw
 from lift.explore import TuneResult, tune
-from lift.explore import candidate as cand_mod
+from lift.explore import evaluate as cand_mod
 from tests.programs import dot_program, mult, rand
 
 N, M = Size("N"), Size("M")
@@ -97,7 +97,7 @@ def test_tune_needs_a_program_and_a_known_objective() -> None:
 
 
 def test_a_reassociated_sum_is_judged_against_the_float64_result():
-    from lift.explore.candidate import _as_accurate, mismatch
+    from lift.explore.evaluate import _as_accurate, mismatch
 
     exact = np.float64(1_048_654.80)
     semantics = np.float32(1_046_599.0)  # a sequential float32 sum drifts by ~2e-3

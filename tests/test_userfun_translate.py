@@ -455,12 +455,12 @@ def test_rejects_loops() -> None:
 
     def g(x):
         y = x
-        for _ in range(3):  # BAD
+        for _ in range(x):  # BAD
             y += 1
         return y
 
     _reject(f, [Int], "# BAD", "while loops are not supported")
-    _reject(g, [Int], "# BAD", "for loops are not supported")
+    _reject(g, [Int], "# BAD", "range bounds in a user function must be Ints known")
 
 
 def test_rejects_unknown_calls_and_attributes() -> None:
@@ -545,12 +545,15 @@ def test_rejects_other_constructs() -> None:
     _reject(changes_type, [Float, Int], "# BAD", "parameter 'i' of type Int")
 
 
-def test_rejects_unavailable_source() -> None:
+def test_traces_functions_without_source_and_rejects_what_tracing_cannot_express() -> None:
     namespace: dict[str, Any] = {}
-    exec("def f(x):\n    return x\n", namespace)
+    exec("def f(x):\n    return x * 2.0 + 1.0\n", namespace)
+    tr = translate(namespace["f"], [Float], name="uf")  # no source: traced
+    assert "x * 2.0f" in tr.c_source and tr.np_fn is not None
+    exec("def g(x):\n    if x > 0:\n        return x\n    return -x\n", namespace)
     with pytest.raises(UserFunError) as info:
-        translate(namespace["f"], [Float], name="uf")
-    assert "not available" in info.value.message and "user_fun.c" in (info.value.hint or "")
+        translate(namespace["g"], [Float], name="uf")
+    assert "cannot be traced" in info.value.message and "lift.select" in (info.value.hint or "")
 
 
 def test_rejects_wrong_arity() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from lift.arith import Arith, Cst, Var, prove_divides, substitute
-from lift.codegen.cast import (
+from lift.codegen.c_ast import (
     Assign,
     Block,
     CCompound,

@@ -7,8 +7,9 @@ write), and a kernel whose result feeds another gets a temporary global buffer. 
 `iterate` at the top level whose function has a parallel map is one kernel launch per
 iteration (`lift.codegen.iterate.host_iterate`). Each kernel
 has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
-counts of its parallel maps. Stage `Synchronised -> KernelSource`, run once per kernel:
-allocate (`lift.memory`), place barriers (`lift.barriers`), generate (`lift.codegen.kernel`).
+counts of its parallel maps. Each kernel goes through the kernel stages
+(`lift.codegen.stages`): allocated (`lift.memory`), probed, synchronised (`lift.barriers`),
+emitted (`lift.codegen.kernel`), assembled; `finish` links them into the host plan.
 Postcondition (`lift.codegen.verify`): every buffer a kernel touches is one of its arguments
 and in `buffers`, every temporary is used, and the launches run in data-dependence order.
 """
@@ -19,14 +20,14 @@ import re
 from dataclasses import dataclass, field
 
 from lift.arith import C_HELPERS, Arith, Cst, free_vars
-from lift.barriers import Synchronised, candidates, insert_barriers
+from lift.barriers import Synchronised, insert_barriers
 from lift.codegen.access import divisibility
-from lift.codegen.cast import Block, KernelDef, KParam, Unit, walk_stmts
+from lift.codegen.c_ast import Block, KernelDef, KParam, Unit, walk_stmts
 from lift.codegen.iterate import host_iterate, top_iterate
 from lift.codegen.kernel import KernelGen, cap
 from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_unit
-from lift.codegen.probe import probe
+from lift.codegen.stages import KERNEL_STAGES, KernelJob, Stage, run_stages
 from lift.codegen.verify import verify_generated
 from lift.codegen.width import LONG_HELPERS, decide, widen
 from lift.errors import LiftValueError, UnsupportedError
@@ -35,7 +36,6 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
 from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
 from lift.lower import is_high_level, lower, verify_lowered
-from lift.memory import allocate, allocate_fun, verify_allocated
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, KernelSource, Launch
 from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, scalar_count
@@ -54,7 +54,8 @@ class Generated:
     source: KernelSource
 
 
-def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
+             stages: tuple[Stage, ...] = KERNEL_STAGES) -> KernelSource:
     """The OpenCL program and host plan for `program` (a lowered or high-level `fun`).
 
     Example: `generate(fun([Array(Float, N)], lambda x: map_glb(id) << x)).source` is one
@@ -64,14 +65,15 @@ def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg 
     (map_wrg/map_lcl), or every parallel kernel when none has work-groups; the others keep
     their default ND-range. A dict gives sizes per kernel, keyed by kernel name (an
     `ocl_kernel`'s label): `local_size={"partial": 64}`."""
-    return build(program, local_size=local_size, global_size=global_size).source
+    return build(program, local_size=local_size, global_size=global_size, stages=stages).source
 
 
 def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
-          barrier_pass=insert_barriers, verify: bool = False) -> Generated:
+          barrier_pass=insert_barriers, verify: bool = False,
+          stages: tuple[Stage, ...] = KERNEL_STAGES) -> Generated:
     """Like `generate`, keeping the C AST; `barrier_pass` (a `lift.barriers` entry point) places
     barriers; with `verify`, every stage's checker runs on its output (`verify_lowered`,
-    `verify_allocated` per kernel, `verify_generated`)."""
+    `verify_allocated` per kernel, `verify_generated`); `stages`: what each kernel goes through."""
     if not isinstance(program, Lambda):
         raise UnsupportedError("code generation needs a program made with lift.fun", node=program)
     typecheck(program)
@@ -81,7 +83,7 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
             verify_lowered(lowered, program)
         program = lowered
         typecheck(program)
-    gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify).run()
+    gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify, stages=stages).run()
     if verify:
         verify_generated(gen)
     return gen
@@ -107,8 +109,10 @@ class _Kernel:
 class _Program:
     """The host-level traversal: inputs, kernels, temporaries, outputs."""
 
-    def __init__(self, program: Lambda, lsize, gsize, barrier_pass=insert_barriers, *, verify: bool = False) -> None:
+    def __init__(self, program: Lambda, lsize, gsize, barrier_pass=insert_barriers, *, verify: bool = False,
+                 stages: tuple[Stage, ...] = KERNEL_STAGES) -> None:
         self.program = program
+        self.stages = stages
         self.verify = verify
         self.local_req, self.global_req = lsize, gsize  # as requested: one size, or one per kernel
         self.lsize: tuple[int, ...] | None = None  # the sizes of the kernel being generated
@@ -192,34 +196,27 @@ class _Program:
 
     def kernel(self, name: str, call, body: Expr | None, path: Path, env: dict[int, View],
                dest: View) -> None:
-        """Generate one kernel: `body` at `path`, or `call` = (function, its path, argument views)."""
+        """One kernel through the kernel stages (`lift.codegen.stages`): `body` at `path`, or
+        `call` = (function, its path, argument views)."""
         self.requested(name, call[0] if call else body)
-        if call is None:
-            alloc = allocate(body, path, names=self.names)
-        else:
-            g, gpath, views = call
-            alloc = allocate_fun(g, gpath, len(views), _out_type(g), names=self.names)
-        if self.verify:
-            verify_allocated(alloc)
-        probe_kg = self.body(candidates(alloc), Names(self.names.taken), call, body, path, env, dest)
-        trace = probe(probe_kg.body, probe_kg.state.uses, probe_kg.loopvars, *self.ndrange(probe_kg.state.parallel))
-        sync = self.barrier_pass(self.program, alloc, trace)
-        kg = self.body(sync, self.names, call, body, path, env, dest)
-        self.kernels.append(self.assemble(name, kg, call[0] if call else body))
+        self.kernels.append(run_stages(self, KernelJob(name, call, body, path, env, dest), self.stages))
 
-    def body(self, sync: Synchronised, names: Names, call, body: Expr | None, path: Path,
-             env: dict[int, View], dest: View) -> KernelGen:
+    def body(self, sync: Synchronised, names: Names, job: KernelJob) -> KernelGen:
         """Generate a kernel body with the barriers of `sync` (`candidates`: a probe for `lift.barriers`)."""
         kg = KernelGen(sync, self.funs, names, self.gsize, self.lsize, facts=self.facts)
-        if call is None:
-            kg.expr(body, path, env, dest)
+        if job.call is None:
+            kg.expr(job.body, job.path, job.env, job.dest)
         else:
             from lift.codegen.kernel import Arg
 
-            g, gpath, views = call
+            g, gpath, views = job.call
             args = [Arg(_view_type(v, t), view=v) for v, t in zip(views, _param_types(g))]
-            kg.apply(g, gpath, args, _out_type(g), env, dest, g, gpath)
+            kg.apply(g, gpath, args, _out_type(g), job.env, job.dest, g, gpath)
         return kg
+
+    @staticmethod
+    def out_type(g: FunDecl) -> Type:
+        return _out_type(g)
 
     def assemble(self, name: str, kg: KernelGen, node: Node) -> _Kernel:
         st = kg.state
@@ -395,7 +392,7 @@ def _memory(buffers: list[BufferSpec], kernels: list[_Kernel]) -> dict[str, Arit
         out[b.space] = out.get(b.space, Cst(0)) + b.count * b.scalar.dtype.itemsize
     private: Arith = Cst(0)
     local: Arith = out.get("local", Cst(0))
-    from lift.codegen.cast import Decl
+    from lift.codegen.c_ast import Decl
 
     for k in kernels:
         for s in walk_stmts(k.kdef.body):

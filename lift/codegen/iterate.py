@@ -27,7 +27,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from lift.arith import Arith, Cst, Var, to_c
-from lift.codegen.cast import Assign, Block, Comment, CRaw, Decl, For
+from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
 from lift.ir.paths import Path, transform_bottom_up, walk

@@ -33,14 +33,14 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
-from lift.codegen.cast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
+from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
-from lift.layout import apply_view, arg_dests, expr_view, holds_array, is_layout_map, memories, memory_view
-from lift.memory import LOOP_KINDS, Buffer, concrete
+from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
+from lift.memory import LOOP_KINDS, Buffer, body_path, concrete, kernel_case, lambda_body
 from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
 from lift.views import Access, ConstV, ExprV, Mem, Proj, View, storage_type
@@ -275,37 +275,34 @@ class KernelGen:
               dest: View | None, node: Any, key: Path) -> View:
         """Generate `f` applied to `args`, writing into `dest` (or the memory of its own)."""
         own = self.alloc.buffers.get(key)
-        match f:
-            case Lambda(params, body) | n.Let(f=Lambda(params, body)):
+        match kernel_case(f, node):  # the cases (and paths) of the memory pass, lift.memory._Alloc.apply
+            case "lambda":
                 views = [self.arg(a, env) for a in args]
-                bpath = fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
-                result = self.expr(body, bpath, {**env, **{p.id: v for p, v in zip(params, views)}}, dest)
-            case n.UserFun() | n.Vectorise():
+                params = (f if isinstance(f, Lambda) else f.f).params  # type: ignore[attr-defined]
+                result = self.expr(lambda_body(f), body_path(f, fpath),
+                                   {**env, **{p.id: v for p, v in zip(params, views)}}, dest)
+            case "userfun":
                 target = self.declare(own) if own is not None else dest
                 assert target is not None, f"no destination for {f}"
                 values = tuple(self.uf_arg(a, env) for a in args)
                 self.write(target, CCall(self.funs(f), values), out, _describe(f))
                 result = target
-            case n.AbstractMap() if is_layout_map(f):
+            case "layout":
                 result = self.layout(f, args, env, dest)  # map(transpose), map(join): a view
-            case n.MapGlb() | n.MapWrg() | n.MapLcl() | n.MapSeq():
+            case "map":
                 result = self.map(f, fpath, args, out, env, dest, own)
-            case n.ReduceSeq(g):
-                result = self.reduce(g, f, fpath, args, env, dest, key)
-            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
+            case "reduce":
+                result = self.reduce(f.f, f, fpath, args, env, dest, key)  # type: ignore[attr-defined]
+            case "address":
                 target = self.declare(own) if own is not None else dest
-                result = self.apply(g, fpath + (0,), args, out, env, target, node, fpath + (0,))
+                result = self.apply(f.f, fpath + (0,), args, out, env, target, node, fpath + (0,))  # type: ignore[attr-defined]
                 if own is not None and dest is not None:
                     self.copy(result, dest, out, f"{_describe(f)} into the destination")
                     result = dest
-            case n.Let(g):
-                result = self.apply(g, fpath + (0,), args, out, env, dest, node, key)
-            case _ if isinstance(f, n.LAYOUT):
-                result = self.layout(f, args, env, dest)
-            case n.Iterate():
-                result = iterate(self, f, fpath, args, out, env, dest, own)
-            case _:
-                raise UnsupportedError(f"code generation does not support {type(f).__name__} here", node=f)
+            case "let":
+                result = self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)  # type: ignore[attr-defined]
+            case "iterate":
+                result = iterate(self, f, fpath, args, out, env, dest, own)  # type: ignore[arg-type]
         self.barrier_after(key)
         return result
 

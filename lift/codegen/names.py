@@ -44,13 +44,18 @@ class Funs:
         if isinstance(f, n.Vectorise):
             return self.vectorised(f)
         assert isinstance(f, n.UserFun), f
-        key = (f.name, f.c_source)
+        key = (f.name, f.c_source, f.deps)
         if key not in self.by_key:
+            source = f.c_source
+            for d in f.deps:  # the functions it calls, defined (once) before it
+                dname = self(d)
+                if dname != d.name:
+                    source = re.sub(rf"\b{re.escape(d.name)}\s*\(", f"{dname}(", source)
             first = f.name not in self.used and f.name not in C_RESERVED
             cname = f.name if first else self.names(f.name)
             self.used.add(f.name)
             self.by_key[key] = cname
-            self.sources.append(_rename(f.c_source, f.name, cname))
+            self.sources.append(_rename(source, f.name, cname))
         return self.by_key[key]
 
     def vectorised(self, v: n.Vectorise) -> str:
@@ -63,7 +68,12 @@ class Funs:
         if key not in self.by_key:
             cname = self.names(f"{g.name}_v{v.n}")
             self.by_key[key] = cname
-            self.sources.append(_vector_source(g, v.n, cname))
+            src, deps = _vector_source(g, v.n, cname)
+            for d in deps:  # the functions it calls, at vector types: defined before it
+                dname = self(d)
+                if dname != d.name:
+                    src = re.sub(rf"\b{re.escape(d.name)}\s*\(", f"{dname}(", src)
+            self.sources.append(src)
         return self.by_key[key]
 
 
@@ -115,22 +125,23 @@ def _rename(src: str, old: str, new: str) -> str:
     return re.sub(rf"\b{re.escape(old)}\s*\(", f"{new}(", src, count=1)
 
 
-def _vector_source(g: n.UserFun, width: int, cname: str) -> str:
+def _vector_source(g: n.UserFun, width: int, cname: str) -> tuple[str, tuple[n.UserFun, ...]]:
     """The C of `g` over vectors: re-translated from Python, else its scalar types widened."""
     vt = tuple(VectorType(t, width) if isinstance(t, ScalarType) else t for t in g.in_types)
     out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
-    if g.py_fn is not None:
+    if g.py_fn is not None and not getattr(g.py_fn, "__liftcl_raw_c__", False):
         try:
             import sys
 
             translate = sys.modules["lift.userfun.translate"].translate
-            return translate(g.py_fn, vt, name=cname, out_type=out).c_source
+            tr = translate(g.py_fn, vt, name=cname, out_type=out)
+            return tr.c_source, tr.deps
         except Exception:  # noqa: BLE001 - fall back to widening the scalar source
             pass
     src = _rename(g.c_source, g.name, cname)
     for s in {t for t in (*g.in_types, g.out_type) if isinstance(t, ScalarType)}:
         src = re.sub(rf"\b{s.c_name}\b", f"{s.c_name}{width}", src)
-    return src
+    return src, ()
 
 
 __all__ = ["Names", "Funs"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lift.arith import Arith, prove_nonneg, to_c
-from lift.codegen.cast import (
+from lift.codegen.c_ast import (
     Assign,
     Barrier,
     Block,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from lift.arith import Arith, Cst
 from lift.barriers import PROBE_FENCE, probe_key
 from lift.barriers.graph import Acc, Item, Loop, LoopInfo, Point, Probe
-from lift.codegen.cast import (
+from lift.codegen.c_ast import (
     Assign,
     Barrier,
     Block,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from lift.arith import C_HELPERS, Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, free_vars, lower, upper
-from lift.codegen.cast import (
+from lift.codegen.c_ast import (
     Assign,
     CCall,
     CCompound,

@@ -3,13 +3,13 @@
     result = lift.explore.tune(dot, x, y, budget=60)        # exported as lift.tune
     result.best(x, y); result.pareto; result.history
 
-`tune` (tune.py) drives a search strategy (search.py) over candidates (candidate.py),
+`tune` (tune.py) drives a search strategy (search.py) over candidates, evaluated by `lift.compile` (evaluate.py),
 seeded for the automatic rewrite points (seeds.py), keeps the time/memory front (pareto.py)
 and a persistent tuning database (database.py).
 """
 
-from .candidate import Candidate, Pipeline, Record, mismatch
 from .database import TuningDB, program_hash, shapes_key, tuning_key
+from .evaluate import Candidate, Pipeline, Record, mismatch
 from .pareto import dominates, front, pareto_front
 from .search import LocalSearch, RandomSearch, RandomThenLocal, Strategy
 from .seeds import Seeded

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from .candidate import Record
+from .evaluate import Record
 
 R = TypeVar("R")
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from .candidate import Candidate, Pipeline, Record
+from .evaluate import Candidate, Pipeline, Record
 
 VECTOR_WIDTHS = (4, 8, 16)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import z3
 
-from .candidate import Candidate, Pipeline, Record
+from .evaluate import Candidate, Pipeline, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
 WHOLE_MAX = 1 << 15

@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
-from .candidate import Candidate, Pipeline, Record, all_skipped
 from .database import TuningDB, tuning_key
+from .evaluate import Candidate, Pipeline, Record, all_skipped
 from .pareto import pareto_front, score
 from .search import LocalSearch, RandomSearch, RandomThenLocal
 from .seeds import Seeded
@@ -49,9 +50,10 @@ class TuneResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def choices(self) -> dict[str, Any]:
-        """The winning choices (rewrite points, joint mapping/tuning/launch, vectorisation)."""
-        return self.best_record.candidate.to_json() if self.best_record else {}
+    def choices(self) -> Choices:
+        """The winning `lift.Choices`: `lift.compile(expr, choices=result.choices)` rebuilds `best`."""
+        rec = self.best_record
+        return rec.choices if rec is not None and rec.choices is not None else Choices()
 
     def __repr__(self) -> str:
         t = self.best_record.time if self.best_record else None
@@ -153,7 +155,7 @@ def _result(history: list[Record], rank: Any, database: TuningDB | None, key: st
     best = min(ok, key=rank)
     front = pareto_front(history)
     if database is not None:
-        database.store(key, {"choices": best.candidate.to_json(), "time": best.time, "memory": best.memory,
+        database.store(key, {"choices": best.choices.to_json(), "time": best.time, "memory": best.memory,
                              "candidates": len(history), "pareto": [r.to_json() for r in front]})
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
              "default_time": history[0].time}
@@ -161,18 +163,21 @@ def _result(history: list[Record], rank: Any, database: TuningDB | None, key: st
 
 
 def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
-    """The stored winner rebuilt (no search, no interpreter run), or None."""
+    """The stored winner rebuilt by `lift.compile` from its `Choices` (no search, no interpreter
+    run), or None."""
     if entry is None:
         return None
-    cand = Candidate.from_json(entry["choices"])
     pipe = Pipeline(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
     try:
-        prog = pipe.build(cand)
-    except Exception:  # noqa: BLE001 - a stale entry (the compiler changed): search again
+        choices = Choices.from_json(entry["choices"])
+        prog = pipe.compile(choices)
+    except Exception:  # noqa: BLE001 - a stale entry (older format, the compiler changed): search again
         return None
+    cand = Candidate(dict(choices.points), {**(choices.mapping or {}), **choices.tuning, **choices.launch},
+                     dict(choices.vectorise))
     rec = Record(cand, True, "from the tuning database", entry.get("time"), entry.get("memory"),
-                 checked=False, program=prog)
+                 checked=False, program=prog, choices=prog.choices)
     front = [rec]
     return TuneResult(prog, front, [rec], rec, cached=True, reference_checked=False,
                       stats={"candidates": 0, "cached": True})

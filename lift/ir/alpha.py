@@ -1,12 +1,55 @@
-"""Alpha-equivalence: programs equal up to the names (ids) of their bound parameters."""
+"""Bound parameters: substitution, fresh binders and alpha-equivalence, in one place.
+
+`substitute(n, {param.id: expr})` replaces parameters (copies after the first get fresh
+binders, so a term used twice never shares a lambda); `refresh(n)` renames every binder of
+`n` to a fresh parameter; `canonical(e)` renumbers them in binding order, so two programs
+are alpha-equal exactly when their canonical forms are equal. All three are one traversal,
+`rename_binders`. Parameters have unique ids, so substitution never captures.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable, Mapping
 
-from lift.ir.nodes import Lambda, Node, Param
+from lift.ir.nodes import Expr, Lambda, Node, Param
 from lift.ir.paths import children, with_children
+
+
+def rename_binders(e: Node, fresh: Callable[[Param], Param]) -> Node:
+    """`e` with each parameter a lambda binds replaced by `fresh(parameter)`, uses included."""
+    def go(n: Node, env: dict[int, Param]) -> Node:
+        if isinstance(n, Param):
+            return env.get(n.id, n)
+        if isinstance(n, Lambda):
+            new = tuple(fresh(p) for p in n.params)
+            inner = {**env, **{p.id: q for p, q in zip(n.params, new)}}
+            return dataclasses.replace(n, params=new, body=go(n.body, inner))
+        return with_children(n, tuple(go(c, env) for c in children(n)))
+
+    return go(e, {})
+
+
+def refresh(n: Node) -> Node:
+    """`n` with every parameter it binds renamed to a fresh one (alpha-renaming)."""
+    return rename_binders(n, lambda p: Param(p.ptype, p.name, label=p.label, loc=p.loc))
+
+
+def substitute(n: Node, env: Mapping[int, Expr]) -> Node:
+    """`n` with parameters replaced by id; copies after the first get fresh binders."""
+    seen: set[int] = set()
+
+    def go(m: Node) -> Node:
+        if isinstance(m, Param) and m.id in env:
+            new = env[m.id]
+            if m.id in seen:
+                return refresh(new)
+            seen.add(m.id)
+            return new
+        return with_children(m, tuple(go(c) for c in children(m)))
+
+    return go(n)
 
 
 def canonical(e: Node) -> Node:
@@ -15,17 +58,7 @@ def canonical(e: Node) -> Node:
     Two programs are alpha-equal exactly when their canonical forms are equal, so the
     canonical form is the key for deduplication."""
     counter = itertools.count(1)
-
-    def go(n: Node, env: dict[int, Param]) -> Node:
-        if isinstance(n, Param):
-            return env.get(n.id, n)
-        if isinstance(n, Lambda):
-            fresh = tuple(dataclasses.replace(p, id=-next(counter)) for p in n.params)
-            inner = {**env, **{p.id: q for p, q in zip(n.params, fresh)}}
-            return dataclasses.replace(n, params=fresh, body=go(n.body, inner))
-        return with_children(n, tuple(go(c, env) for c in children(n)))
-
-    return go(e, {})
+    return rename_binders(e, lambda p: dataclasses.replace(p, id=-next(counter)))
 
 
 def alpha_equal(a: Node, b: Node) -> bool:

@@ -20,6 +20,15 @@ from lift.types import Type
 _ids = itertools.count()
 
 
+def is_plain_value(x: Any) -> bool:
+    """A Python or numpy number, or a tuple or list of them (not an IR value)."""
+    if isinstance(x, (tuple, list)):
+        return all(is_plain_value(e) for e in x)
+    if isinstance(x, (bool, int, float)):
+        return True
+    return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
+
+
 def node(cls):
     """Make `cls` a frozen, slotted IR dataclass with a cached structural hash."""
     cls = dataclass(frozen=True, slots=True, repr=False)(cls)
@@ -202,6 +211,21 @@ class UserFun(FunDecl):
     structs: tuple[Type, ...] = field(default=(), compare=False)
     py_fn: Any = field(default=None, compare=False)
     np_fn: Any = field(default=None, compare=False)
+    deps: tuple[Any, ...] = field(default=(), compare=False)  # the UserFuns `c_source` calls
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        """On IR values: the call, as IR. On numbers (as when one user function calls another in
+        the interpreter): the value, from the function's Python meaning."""
+        if args and not kw and all(is_plain_value(a) for a in args):
+            if self.py_fn is None:
+                from lift.errors import UnsupportedError
+
+                raise UnsupportedError(f"user function {self.name} has no Python meaning", node=self)
+            return self.py_fn(*args)
+        trace = next((a for a in args if hasattr(a, "__liftcl_trace__")), None)
+        if trace is not None and not kw:  # a symbolic value: record the call (lift.userfun.trace)
+            return trace.__liftcl_trace__(self, args)
+        return FunDecl.__call__(self, *args, **kw)
 
     @property
     def arity(self) -> int:

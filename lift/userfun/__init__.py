@@ -6,7 +6,15 @@
 
     add = user_fun(lambda acc, x: acc + x, [Float, Float], Float, name="add")
     relu = user_fun(lambda x: x if x > 0 else 0.0)        # generic: typed where applied
-    fma = user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [Float] * 3, Float)
+    fma = user_fun.c("fma3", ["a", "b", "c"], "return a * b + c;", [Float] * 3, Float,
+                     py=lambda a, b, c: a * b + c)         # raw C, with a Python twin
+
+The body may use for loops over `range(...)` (bounds known when translating), array parameters of
+constant size (a window: `w[i][j]`), `lift.select(c, a, b)`, and calls to other user functions or
+plain Python helpers (C functions defined once in the kernel). Integer `//` and `%` are Python's
+floor division and modulo; dividing an integer by zero gives 0 (in kernels as in the interpreter,
+whose numpy gives 0). A function without source (REPL, `python -c`, stdin) is traced
+(`lift.userfun.trace`).
 """
 
 from __future__ import annotations
@@ -19,16 +27,41 @@ from typing import Any
 
 from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.ir.build import Deferred
-from lift.ir.nodes import UserFun
-from lift.types import Type
+from lift.ir.nodes import Lambda, Param, UserFun, is_plain_value
+from lift.types import ArrayType, Type
+from lift.userfun.arrays import elements, scalar_twin
+from lift.userfun.trace import select
 from lift.userfun.translate import Translation, translate, translate_c
 
 _anon = itertools.count()
 
 
-def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None) -> UserFun:
-    return UserFun(tr.name, tuple(tr.params), tuple(tr.in_types), tr.out_type, tr.c_source,
-                   tuple(tr.structs), py_fn, tr.np_fn, loc=loc)
+def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None) -> Any:
+    """The UserFun of a translation; for array parameters, a lambda passing their elements to it."""
+    if tr.arrays and py_fn is not None:
+        py_fn = scalar_twin(py_fn, tr.arrays)
+    uf = UserFun(tr.name, tuple(tr.params), tuple(tr.in_types), tr.out_type, tr.c_source,
+                 tuple(tr.structs), py_fn, tr.np_fn, deps=tuple(tr.deps), loc=loc)
+    return _pass_elements(uf, tr.arrays) if tr.arrays else uf
+
+
+def _pass_elements(uf: UserFun, types: tuple[Type, ...]) -> Any:
+    """`(w, ...) => uf(w[0][0], ..., w[2][2], ...)`: each array argument passed element by element."""
+    from lift.ir.build import apply
+
+    params = tuple(Param(t, p, loc=uf.loc) for p, t in zip(_array_param_names(uf, types), types))
+    flat: list[Any] = []
+    for x, t in zip(params, types):
+        flat += elements(x, t) if isinstance(t, ArrayType) else [x]
+    return Lambda(params, apply(uf, flat, loc=uf.loc), label=uf.name, loc=uf.loc)
+
+
+def _array_param_names(uf: UserFun, types: tuple[Type, ...]) -> list[str]:
+    py = getattr(uf.py_fn, "__liftcl_fn__", None)
+    try:
+        return list(inspect.signature(py).parameters)[:len(types)] if py else ["w"] * len(types)
+    except (TypeError, ValueError):
+        return ["w"] * len(types)
 
 
 def _default_name(fn: Callable) -> str:
@@ -64,7 +97,17 @@ class GenericUserFun(Deferred):
             tr = translate(self.fn, types, name=self.name, out_type=self.out_type)
             self.cache[types] = _make(tr, self.fn, self.loc)
         uf = self.cache[types]
-        return uf if label is None else UserFun(**{**_fields(uf), "label": label, "loc": uf.loc})
+        if label is None or not isinstance(uf, UserFun):
+            return uf
+        return UserFun(**{**_fields(uf), "label": label, "loc": uf.loc})
+
+    def __call__(self, *args: Any, label: str | None = None) -> Any:
+        if args and label is None and all(is_plain_value(a) for a in args):
+            return self.fn(*args)  # on numbers (one user function calling another, interpreted)
+        trace = next((a for a in args if hasattr(a, "__liftcl_trace__")), None)
+        if trace is not None and label is None:
+            return trace.__liftcl_trace__(self, args)
+        return super().__call__(*args, label=label)
 
     @property
     def arity(self) -> int:
@@ -77,7 +120,7 @@ class GenericUserFun(Deferred):
 
 def _fields(uf: UserFun) -> dict:
     return {k: getattr(uf, k) for k in ("name", "params", "in_types", "out_type", "c_source",
-                                        "structs", "py_fn", "np_fn")}
+                                        "structs", "py_fn", "np_fn", "deps")}
 
 
 class _UserFunFactory:
@@ -102,11 +145,28 @@ class _UserFunFactory:
         return _make(tr, fn, loc)
 
     def c(self, name: str, params: Sequence[str], body_c: str, in_types: Sequence[Type],
-          out_type: Type, py_fn: Callable | None = None) -> UserFun:
-        """A user function with a raw OpenCL C body; `py_fn` gives its meaning to the
-        interpreter (without it, the program can be compiled but not interpreted)."""
+          out_type: Type, py: Callable | None = None, *, py_fn: Callable | None = None) -> UserFun:
+        """A user function with a raw OpenCL C body and `py`, its Python twin for the interpreter.
+
+        `py` takes and returns Python/numpy scalars (tuples for tuple types); the interpreter calls it
+        element by element. It is not translated: the C body is the kernel's meaning and `py` the
+        interpreter's, so keep them in agreement (tests compare the two). Without `py` the program
+        can be compiled but not interpreted. `py_fn=` is the older name of `py`."""
+        twin = py if py is not None else py_fn
+        if twin is not None and not callable(twin):
+            raise UserFunError(f"user_fun.c: py must be callable, got {twin!r}", loc=user_loc())
         tr = translate_c(name, tuple(params), body_c, tuple(in_types), out_type)
-        return _make(tr, py_fn, user_loc())
+        return _make(tr, None if twin is None else _raw_twin(twin), user_loc())
+
+
+def _raw_twin(fn: Callable) -> Callable:
+    """`fn` marked as the twin of a raw C body (never re-translated to C, e.g. when vectorised)."""
+    def twin(*args: Any) -> Any:
+        return fn(*args)
+
+    twin.__liftcl_raw_c__ = True  # type: ignore[attr-defined]
+    twin.__wrapped__ = fn  # type: ignore[attr-defined]
+    return twin
 
 
 def _loc_of(fn: Callable) -> SourceLoc | None:
@@ -118,4 +178,4 @@ def _loc_of(fn: Callable) -> SourceLoc | None:
 
 user_fun = _UserFunFactory()
 
-__all__ = ["user_fun", "GenericUserFun", "UserFun"]
+__all__ = ["user_fun", "select", "GenericUserFun", "UserFun"]

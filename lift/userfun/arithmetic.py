@@ -7,7 +7,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from lift.types import Bool, Int, TupleType, VectorType
+from lift.types import ArrayType, Bool, Int, TupleType, VectorType
 from lift.userfun.ctypes import c_floor_op
 from lift.userfun.emitter import Emitter
 from lift.userfun.values import ADD, ATOM, MUL, UNARY, Val, numeric, scalar, val_type, wrap
@@ -53,7 +53,7 @@ class Arithmetic(Emitter):
             self.err(node, f"bitwise and matrix operators ({type(op).__name__}) are not supported in user "
                      "functions")
         for v in (a, b):
-            if v.elems is not None or isinstance(v.t, TupleType) or v.t == Bool:
+            if v.elems is not None or isinstance(v.t, (TupleType, ArrayType)) or v.t == Bool:
                 self.err(node, f"arithmetic on {val_type(v)} values is not supported",
                          hint="use int(b) to compute with a Bool" if v.t == Bool else None)
         if a.py is not None and b.py is not None:
@@ -71,16 +71,17 @@ class Arithmetic(Emitter):
         if kind in (ast.FloorDiv, ast.Mod) and isinstance(t, VectorType):
             self.err(node, "// and % on vectors are not supported in user functions")
         x, y = self._elementwise(a, t, node), self._elementwise(b, t, node)
+        rng = _range(kind, a, b) if t == Int else None
         if kind in _ARITH:
             sym, prec = _ARITH[kind]
-            return Val(f"{wrap(x, prec)} {sym} {wrap(y, prec + 1)}", t, f"({x.np} {sym} {y.np})", prec)
+            return Val(f"{wrap(x, prec)} {sym} {wrap(y, prec + 1)}", t, f"({x.np} {sym} {y.np})", prec, rng=rng)
         if y.py == 0 and t == Int:
             self.err(node, "integer division by zero")
         x, y = self._atomic(x), self._atomic(y)
         np_fn = "floor_divide" if kind is ast.FloorDiv else "remainder"
         positive = isinstance(y.py, (int, float)) and y.py > 0
         c = c_floor_op(kind is ast.FloorDiv, x.c, y.c, scalar(t), divisor_positive=positive)
-        return Val(c, t, f"_np.{np_fn}({x.np}, {y.np})", ATOM)
+        return Val(c, t, f"_np.{np_fn}({x.np}, {y.np})", ATOM, rng=rng)
 
     def _pow(self, a: Val, b: Val, node: ast.AST) -> Val:
         if isinstance(b.py, int) and not isinstance(b.py, bool):
@@ -104,3 +105,29 @@ class Arithmetic(Emitter):
                      hint="Int ** Int needs a constant exponent; use float(x) for a Float power")
         return self._call("pow", "power", [a, b], t, node)
 
+
+
+def _bounds(v: Val) -> tuple[int, int] | None:
+    if isinstance(v.py, int) and not isinstance(v.py, bool):
+        return v.py, v.py
+    return v.rng
+
+
+def _range(kind: type, a: Val, b: Val) -> tuple[int, int] | None:
+    """The bounds of an Int result computed from loop variables and constants (None: unknown)."""
+    ra, rb = _bounds(a), _bounds(b)
+    if ra is None or rb is None:
+        return None
+    if kind is ast.Add:
+        return ra[0] + rb[0], ra[1] + rb[1]
+    if kind is ast.Sub:
+        return ra[0] - rb[1], ra[1] - rb[0]
+    if kind is ast.Mult:
+        ps = [x * y for x in ra for y in rb]
+        return min(ps), max(ps)
+    if kind in (ast.FloorDiv, ast.Mod) and rb[0] == rb[1] and rb[0] > 0:
+        d = rb[0]
+        if kind is ast.FloorDiv:
+            return ra[0] // d, ra[1] // d
+        return (ra[0] % d, ra[1] % d) if ra[0] // d == ra[1] // d else (0, d - 1)
+    return None

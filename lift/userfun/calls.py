@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import math
+from typing import Any
 
-from lift.types import Bool, Double, Float, Int, ScalarType, VectorType
+from lift.ir.nodes import UserFun
+from lift.types import ArrayType, Bool, Double, Float, Int, ScalarType, VectorType
 from lift.userfun import numpy_impl as npi
 from lift.userfun.arithmetic import Arithmetic
 from lift.userfun.ctypes import C_MATH, c_type
 from lift.userfun.values import ADD, EQ, POSTFIX, UNARY, Val, numeric, scalar, val_type, wrap
+
+_BUILTIN_NAMES = ("float", "int", "bool", "abs", "min", "max", "pow", "len")
 
 
 class Calls(Arithmetic):
@@ -19,8 +24,15 @@ class Calls(Arithmetic):
     def visit_Call(self, node: ast.Call) -> Val:  # noqa: N802
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             self.err(node, "keyword and starred arguments are not supported in user functions")
-        kind, fname = self._callee(node.func)
+        if self._is_select(node.func):
+            if len(node.args) != 3:
+                self.err(node, "select(cond, a, b) takes three arguments")
+            return self.visit_IfExp(ast.copy_location(ast.IfExp(*node.args), node))  # type: ignore[attr-defined]
+        user = self._user_callee(node.func)
         args = [self.expr(a) for a in node.args]
+        if user is not None:
+            return self._user_call(user, args, node)
+        kind, fname = self._callee(node.func)
         if kind == "math":
             arity, _ = C_MATH[fname]
             if len(args) != arity:
@@ -34,6 +46,8 @@ class Calls(Arithmetic):
             return self._minmax(fname, args, node)
         if fname == "abs" and len(args) == 1:
             return self._abs(args[0], node)
+        if fname == "len" and len(args) == 1 and isinstance(args[0].t, ArrayType):
+            return self._const(int(args[0].t.size), node)  # type: ignore[call-overload]
         self.err(node, f"{fname}() with {len(args)} argument(s) is not supported in user functions")
 
     def _callee(self, func: ast.expr) -> tuple[str, str]:
@@ -43,7 +57,7 @@ class Calls(Arithmetic):
             self.err(func, f"math.{func.attr} is not supported in user functions")
         if isinstance(func, ast.Name) and func.id not in self.locals and func.id in self.src.env:
             value = self.src.env[func.id]
-            for name in ("float", "int", "bool", "abs", "min", "max", "pow"):
+            for name in ("float", "int", "bool", "abs", "min", "max", "pow", "len"):
                 if value is getattr(builtins, name):
                     return "builtin", name
             for name in C_MATH:
@@ -52,6 +66,72 @@ class Calls(Arithmetic):
         what = f"'{func.id}'" if isinstance(func, ast.Name) else ast.unparse(func)
         self.err(func, f"calls to unknown function {what} are not supported in user functions",
                  hint="user functions can call math functions, abs, min, max, pow, float, int and bool")
+
+    def _is_select(self, func: ast.expr) -> bool:
+        from lift.userfun.trace import select  # trace imports the translator's source module
+
+        if isinstance(func, ast.Name) and func.id not in self.locals:
+            return self.src.env.get(func.id) is select
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            mod = self.src.env.get(func.value.id)
+            return inspect.ismodule(mod) and getattr(mod, func.attr, None) is select
+        return False
+
+    def _user_callee(self, func: ast.expr) -> Any:
+        """The user function or plain Python helper a call names, or None (a builtin or math)."""
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and not self._is_math(func.value)
+                and func.value.id not in self.locals and inspect.ismodule(self.src.env.get(func.value.id))):
+            value = getattr(self.src.env[func.value.id], func.attr, None)  # module.function
+        elif not isinstance(func, ast.Name) or func.id in self.locals or func.id not in self.src.env:
+            return None
+        else:
+            value = self.src.env[func.id]
+        if isinstance(value, UserFun) or hasattr(value, "specialise"):
+            return value
+        if inspect.isfunction(value) and value.__module__ != "math" and not any(
+                value is getattr(builtins, b) for b in _BUILTIN_NAMES):
+            return value
+        if isinstance(func, ast.Attribute) and value is not None and not inspect.isbuiltin(value):
+            self.err(func, f"{ast.unparse(func)} is not a function a user function can call")
+        return None
+
+    def _user_call(self, callee: Any, args: list[Val], node: ast.AST) -> Val:
+        """A call to another user function or a translatable helper: a C function defined (once)
+        before this one; in numpy, its numpy twin."""
+        from lift.userfun.translate import translate  # translate imports this module
+
+        if any(a.elems is not None for a in args):
+            self.err(node, "tuple literals cannot be passed to a function; assign them to a variable first")
+        args = [self._materialise(self._strong(a), node) for a in args]
+        types = tuple(val_type(a) for a in args)
+        if isinstance(callee, UserFun):
+            uf = callee
+            if len(uf.in_types) != len(args):
+                self.err(node, f"{uf.name} takes {len(uf.in_types)} argument(s), not {len(args)}")
+        elif (id(callee), types) in self.dep_cache:
+            uf = self.dep_cache[id(callee), types]
+        else:
+            fn = getattr(callee, "fn", callee)
+            base = getattr(callee, "name", None) or fn.__name__
+            name = base if base.isidentifier() and base != "<lambda>" else "helper"
+            taken = {d.name for d in self.deps} | {self.name}
+            k = 0
+            while name in taken or name in self.cname.values():
+                k, name = k + 1, f"{base}_{k}"
+            tr = translate(fn, types, name=name, out_type=getattr(callee, "out_type", None))
+            uf = UserFun(tr.name, tr.params, tr.in_types, tr.out_type, tr.c_source, tr.structs,
+                         fn, tr.np_fn, deps=tr.deps)
+            if tr.arrays:
+                self.err(node, "calls to functions taking arrays are not supported in user functions")
+            self.dep_cache[id(callee), types] = uf
+        clash = [d for d in self.deps if d.name == uf.name and d is not uf]
+        if clash and (clash[0].c_source, clash[0].deps) != (uf.c_source, uf.deps):
+            self.err(node, f"two different functions named {uf.name} are called; rename one")
+        if not clash and uf not in self.deps:
+            self.deps.append(uf)
+        xs = [self._coerce(a, t, node) for a, t in zip(args, uf.in_types)]
+        np_text = f"_d_{uf.name}({', '.join(x.np for x in xs)})"
+        return Val(f"{uf.name}({', '.join(x.c for x in xs)})", uf.out_type, np_text, POSTFIX)
 
     def _math(self, fname: str, args: list[Val], node: ast.AST) -> Val:
         if all(a.py is not None and not isinstance(a.py, bool) for a in args):

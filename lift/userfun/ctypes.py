@@ -136,6 +136,7 @@ def c_floor_op(is_div: bool, a: str, b: str, t: ScalarType, *, divisor_positive:
 
     C's `/` and `%` truncate; the result is corrected when the remainder's sign differs from the
     divisor's. Floats follow CPython's float_divmod (`fmod`, then round the exact quotient).
+    Integer division and modulo by zero give 0 (numpy's convention; C leaves it undefined).
     """
     if t == Int:
         r, zero = f"{a} % {b}", "0"
@@ -143,6 +144,10 @@ def c_floor_op(is_div: bool, a: str, b: str, t: ScalarType, *, divisor_positive:
         r, zero = f"fmod({a}, {b})", c_literal(0.0, t)
     wrong = f"{r} < {zero}" if divisor_positive else f"{r} != {zero} && ({r} < {zero}) != ({b} < {zero})"
     if not is_div:
-        return f"({wrong} ? {r} + {b} : {r})"
-    quotient = f"{a} / {b}" if t == Int else f"round(({a} - {r}) / {b})"
-    return f"({quotient} - ({wrong}))"
+        out = f"({wrong} ? {r} + {b} : {r})"
+    else:
+        quotient = f"{a} / {b}" if t == Int else f"round(({a} - {r}) / {b})"
+        out = f"({quotient} - ({wrong}))"
+    if t == Int and not divisor_positive:  # x // 0 == x % 0 == 0, as numpy (and the interpreter) say
+        return f"({b} == 0 ? 0 : {out})"
+    return out

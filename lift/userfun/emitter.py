@@ -19,7 +19,7 @@ from lift.userfun.source import Source
 from lift.userfun.values import ATOM, POSTFIX, RANK, UNARY, Val, adopt, join_types, numeric, scalar, wrap
 
 _UNSUPPORTED = {
-    "While": "while loops", "For": "for loops", "AsyncFor": "for loops", "Break": "break statements",
+    "AsyncFor": "async for loops", "Break": "break statements",
     "Continue": "continue statements", "List": "lists", "Dict": "dicts", "Set": "sets",
     "ListComp": "list comprehensions", "DictComp": "dict comprehensions", "SetComp": "set comprehensions",
     "GeneratorExp": "generator expressions", "Lambda": "lambdas inside user functions",
@@ -64,6 +64,10 @@ class Emitter(ast.NodeVisitor):
         self.np_env = {p: f"a_{p}" for p in src.params}
         self.np_mask: str | None = None
         self.np_rets: list[tuple[str | None, str]] = []
+        self.np_indent = 0
+        self.loop_ranges: dict[str, tuple[int, int]] = {}  # enclosing loops' variables and their bounds
+        self.deps: list[Any] = []                          # the user functions it calls
+        self.dep_cache: dict[tuple[int, tuple[Type, ...]], Any] = {}
 
     def _c_names(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -82,8 +86,8 @@ class Emitter(ast.NodeVisitor):
         kind = type(node).__name__
         what = _UNSUPPORTED.get(kind, f"{kind} nodes")
         self.err(node, f"{what} are not supported in user functions",
-                 hint="user functions support arithmetic, comparisons, if/else, local variables, tuples "
-                      "and math functions")
+                 hint="user functions support arithmetic, comparisons, if/else, for loops over range, "
+                      "local variables, tuples, math functions and calls to other user functions")
 
     def _line_of(self, node: ast.AST) -> int:
         return getattr(node, "lineno", self.src.node.lineno)
@@ -95,7 +99,7 @@ class Emitter(ast.NodeVisitor):
 
     def _np(self, value: str, prefix: str = "t") -> str:
         name, self.counter = f"{prefix}{self.counter}", self.counter + 1
-        self.np_lines.append(f"{name} = {value}")
+        self.np_lines.append("    " * self.np_indent + f"{name} = {value}")
         return name
 
     @contextmanager

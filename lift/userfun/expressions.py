@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from lift.types import Bool, TupleType, Type, VectorType
+from lift.types import ArrayType, Bool, Int, TupleType, Type, VectorType
 from lift.userfun import numpy_impl as npi
 from lift.userfun.arithmetic import PYOPS
 from lift.userfun.calls import Calls
@@ -36,7 +36,7 @@ class Expressions(Calls):
         if name in self.locals:
             if self.assigned is None or name not in self.assigned:
                 self.err(node, f"variable '{name}' is used before it is assigned on every path")
-            return Val(self.cname[name], self.types[name], self.np_env[name])
+            return Val(self.cname[name], self.types[name], self.np_env[name], rng=self.loop_ranges.get(name))
         value = self._lookup(name, node)
         if isinstance(value, np.generic):
             value = value.item()
@@ -65,9 +65,30 @@ class Expressions(Calls):
         if isinstance(node.slice, ast.Slice):
             self.err(node, "slices are not supported in user functions")
         index = self.expr(node.slice)
+        if isinstance(base.t, ArrayType) and base.elems is None:
+            return self._array_index(base, index, node)
         if not isinstance(index.py, int) or isinstance(index.py, bool):
             self.err(node, "indices into tuples and vectors must be constant integers")
         return self._index(base, index.py, node)
+
+    def _array_index(self, base: Val, index: Val, node: ast.AST) -> Val:
+        """`w[i]` of an array parameter: a constant or a loop variable whose bounds fit the array."""
+        t = base.t
+        assert isinstance(t, ArrayType)
+        n = int(t.size)  # type: ignore[call-overload]
+        index = self._strong(index)
+        if index.t != Int:
+            self.err(node, f"an array index must be an Int, not {index.t}")
+        if isinstance(index.py, int):
+            if not -n <= index.py < n:
+                self.err(node, f"index {index.py} is out of range for {t}")
+            index = self._const(index.py % n, node)
+        elif index.rng is None:
+            self.err(node, "an array index in a user function must be a constant or computed from loop "
+                     "variables (so that it is checked against the array's size)")
+        elif not (0 <= index.rng[0] and index.rng[1] < n):
+            self.err(node, f"this index ranges over {index.rng[0]}..{index.rng[1]}, outside {t}")
+        return Val(f"{wrap(base, POSTFIX)}[{index.c}]", t.elem, f"{base.np}[{index.np}]", POSTFIX)
 
     def _index(self, base: Val, i: int, node: ast.AST) -> Val:
         t = val_type(base)

@@ -97,7 +97,7 @@ def finish(value: Any, t: Type, shape: tuple[int, ...]) -> Any:
 
 
 def build(name: str, params: Sequence[str], in_types: Sequence[Type], out_type: Type,
-          lines: Sequence[str], result: str) -> Callable[..., Any]:
+          lines: Sequence[str], result: str, deps: dict[str, Any] | None = None) -> Callable[..., Any]:
     """Compile the emitted numpy lines into `name(*arrays)`; `result` is the text of the return value."""
     head = [f"def {name}({', '.join(params)}):", "    with _np.errstate(all='ignore'):"]
     head += [f"        {p} = _h.arg({p}, _IN[{i}])" for i, p in enumerate(params)]
@@ -106,7 +106,8 @@ def build(name: str, params: Sequence[str], in_types: Sequence[Type], out_type: 
     tail = [f"        return _h.finish({result}, _OUT, {shape})"]
     source = "\n".join(head + body + tail) + "\n"
     helpers = sys.modules[__name__]
-    namespace: dict[str, Any] = {"_np": np, "_h": helpers, "_IN": tuple(in_types), "_OUT": out_type}
+    namespace: dict[str, Any] = {"_np": np, "_h": helpers, "_IN": tuple(in_types), "_OUT": out_type,
+                                 **(deps or {})}
     exec(compile(source, f"<liftcl numpy {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.__liftcl_source__ = source

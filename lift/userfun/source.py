@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.errors import SourceLoc, UserFunError
-from lift.types import ScalarType, TupleType, Type, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import is_c_identifier
+
+
+class SourceUnavailable(UserFunError):
+    """The source of a user function cannot be found (it is then traced)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ def source_of(fn: Callable[..., Any]) -> Source:
         tree = None
     node = _find_node(tree, code) if tree is not None else None
     if node is None:
-        raise UserFunError(f"the source of user function '{code.co_name}' is not available (defined in exec, "
+        raise SourceUnavailable(f"the source of user function '{code.co_name}' is not available (defined in exec, "
                            "eval or an interactive prompt?)", loc=loc,
                            hint="define it in a file, or write the body in OpenCL C with user_fun.c(...)")
     env = dict(vars(builtins))
@@ -98,7 +102,12 @@ def check_signature(src: Source, in_types: Sequence[Type], name: str, out_type: 
                            expected=len(src.params), got=len(in_types))
     if not is_c_identifier(name):
         raise UserFunError(f"'{name}' is not a usable C function name", loc=loc)
-    for t in [*in_types] + ([out_type] if out_type is not None else []):
+    from lift.userfun.arrays import array_shape
+
+    for t in in_types:
+        if isinstance(t, ArrayType):
+            array_shape(t, loc=loc)  # arrays of constant size are passed element by element
+    for t in [*(t for t in in_types if not isinstance(t, ArrayType)), *([out_type] if out_type else [])]:
         if not isinstance(t, (ScalarType, VectorType, TupleType)):
             raise UserFunError(f"user functions take and return scalars, vectors and tuples, not {t}",
                                loc=loc)

@@ -7,17 +7,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lift.types import TupleType, Type
+from lift.types import ArrayType, TupleType, Type
 from lift.userfun import numpy_impl as npi
+from lift.userfun.arrays import array_shape, flat_name, flat_types, indices, nested
 from lift.userfun.ctypes import c_type, tuple_types
 from lift.userfun.emitter import Retype
-from lift.userfun.expressions import Expressions
+from lift.userfun.loops import Loops
 from lift.userfun.values import Translation, Val, val_type
 
 _RET = "<return>"
 
 
-class Translator(Expressions):
+class Translator(Loops):
     """Translates one function body; statements emit C and numpy lines, expressions return `Val`s."""
 
     def run(self) -> Translation:
@@ -28,21 +29,46 @@ class Translator(Expressions):
                      f"every path (control can reach its end after line {self._line_of(last)})")
         out = self.ret_type
         assert out is not None
-        params = tuple(self.cname[p] for p in self.src.params)
-        args = ", ".join(f"{c_type(t)} {p}" for p, t in zip(params, self.in_types))
-        body = "".join(line + "\n" for line in self.lines)
+        params, prologue, np_params, np_prologue = self._flat_params()
+        in_types = flat_types(self.in_types)
+        args = ", ".join(f"{c_type(t)} {p}" for p, t in zip(params, in_types))
+        body = "".join(line + "\n" for line in prologue + self.lines)
         source = f"{c_type(out)} {self.name}({args}) {{\n{body}}}\n"
-        structs = tuple_types([*self.in_types, out, *self.used])
-        return Translation(self.name, params, self.in_types, out, source, structs, self._np_fn(out))
+        structs = tuple_types([*in_types, out, *self.used, *(s for d in self.deps for s in d.structs)])
+        arrays = self.in_types if any(isinstance(t, ArrayType) for t in self.in_types) else ()
+        return Translation(self.name, tuple(params), in_types, out, source, structs,
+                           self._np_fn(out, np_params, in_types, np_prologue), tuple(self.deps), arrays)
 
-    def _np_fn(self, out: Type) -> Callable[..., Any] | None:
-        if not self.np_ok:
+    def _flat_params(self) -> tuple[list[str], list[str], list[str], list[str]]:
+        """C and numpy parameters, array parameters element by element, and the lines rebuilding them."""
+        params, prologue, np_params, np_prologue = [], [], [], []
+        for k, (p, t) in enumerate(zip(self.src.params, self.in_types)):
+            cn = self.cname[p]
+            if not isinstance(t, ArrayType):
+                params.append(cn)
+                np_params.append(f"a_{p}")
+                continue
+            dims, s = array_shape(t)
+            base = cn
+            while any(flat_name(base, i) in self.taken for i in indices(dims)):
+                base += "_"
+            params += [flat_name(base, i) for i in indices(dims)]
+            np_params += [flat_name(f"f{k}", i) for i in indices(dims)]
+            shape = "".join(f"[{d}]" for d in dims)
+            prologue.append(f"  {c_type(s)} {cn}{shape} = "
+                            f"{nested(dims, lambda i, b=base: flat_name(b, i), '{', '}')};")
+            np_prologue.append(f"a_{p} = {nested(dims, lambda i, k=k: flat_name(f'f{k}', i), '[', ']')}")
+        return params, prologue, np_params, np_prologue
+
+    def _np_fn(self, out: Type, params: list[str], in_types: tuple[Type, ...],
+               prologue: list[str]) -> Callable[..., Any] | None:
+        if not self.np_ok or any(d.np_fn is None for d in self.deps):
             return None
         result = self.np_rets[-1][1]
         for mask, value in self.np_rets[-2::-1]:
             result = npi.np_where(mask or "True", value, result, out)
-        params = [f"a_{p}" for p in self.src.params]
-        return npi.build(f"np_{self.name}", params, self.in_types, out, self.np_lines, result)
+        deps = {f"_d_{d.name}": d.np_fn for d in self.deps}
+        return npi.build(f"np_{self.name}", params, in_types, out, prologue + self.np_lines, result, deps)
 
     def _block(self, stmts: Sequence[ast.stmt]) -> None:
         for s in stmts:
@@ -97,6 +123,10 @@ class Translator(Expressions):
         return None
 
     def _assign(self, name: str, value: Val, node: ast.AST) -> None:
+        if isinstance(val_type(value), ArrayType):
+            self.err(node, "arrays cannot be assigned to variables in user functions; index the parameter")
+        if name in self.loop_ranges:
+            self.err(node, f"the loop variable '{name}' is assigned inside its loop")
         current = self.types.get(name)
         t = current if current is not None else self.overrides.get(name, val_type(value))
         joined = self._join_to(t, value)
@@ -128,6 +158,9 @@ class Translator(Expressions):
     def visit_Return(self, node: ast.Return) -> None:  # noqa: N802
         if node.value is None:
             self.err(node, "user functions must return a value")
+        if self.loop_ranges:
+            self.err(node, "return inside a for loop is not supported in user functions",
+                     hint="assign the result to a variable in the loop and return it after the loop")
         value = self.expr(node.value)
         if self.out_type is not None:
             t = self.out_type
@@ -194,4 +227,5 @@ class Translator(Expressions):
             same = x == y or x is None or y is None
             self.np_env[k] = (x or y) if same else self._np(npi.np_where(cond, x, y, self.types[k]))
         self.np_mask = mask if (m_t, m_e) == starts else self._np(f"_np.logical_or({m_t}, {m_e})", "m")
+
 

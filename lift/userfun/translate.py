@@ -15,12 +15,13 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lift.errors import UserFunError, user_loc
+from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.types import Type
 from lift.userfun.ctypes import c_type, is_c_identifier, struct_decl, tuple_types
 from lift.userfun.emitter import Retype
-from lift.userfun.source import check_signature, source_of
+from lift.userfun.source import SourceUnavailable, check_signature, source_of
 from lift.userfun.statements import Translator
+from lift.userfun.trace import trace
 from lift.userfun.values import Translation
 
 __all__ = ["Translation", "translate", "translate_c", "c_type", "struct_decl", "infer_out_type"]
@@ -29,15 +30,28 @@ __all__ = ["Translation", "translate", "translate_c", "c_type", "struct_decl", "
 def translate(fn: Callable[..., Any], in_types: Sequence[Type], *, name: str,
               out_type: Type | None = None) -> Translation:
     """Translate the Python function or lambda `fn` over `in_types` into the C function `name`."""
-    src = source_of(fn)
+    try:
+        src = source_of(fn)
+    except SourceUnavailable:
+        src = trace(fn, in_types)  # defined at a prompt, in python -c or on stdin: trace it
     check_signature(src, in_types, name, out_type)
-    overrides: dict[str, Type] = {}
-    for _ in range(64):
-        try:
-            return Translator(src, tuple(in_types), out_type, name, overrides).run()
-        except Retype as r:
-            overrides[r.key] = r.t
+    if fn in _ACTIVE:
+        raise UserFunError(f"user function '{fn.__name__}' calls itself; recursion is not supported in "
+                           "user functions", loc=SourceLoc(src.file, src.node.lineno, fn.__name__))
+    _ACTIVE.append(fn)
+    try:
+        overrides: dict[str, Type] = {}
+        for _ in range(64):
+            try:
+                return Translator(src, tuple(in_types), out_type, name, overrides).run()
+            except Retype as r:
+                overrides[r.key] = r.t
+    finally:
+        _ACTIVE.remove(fn)
     raise AssertionError("user function type inference did not converge")  # pragma: no cover
+
+
+_ACTIVE: list[Callable[..., Any]] = []  # the functions being translated (a call among them recurses)
 
 
 def infer_out_type(fn: Callable[..., Any], in_types: Sequence[Type]) -> Type:

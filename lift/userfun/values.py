@@ -25,6 +25,8 @@ class Translation:
     c_source: str
     structs: tuple[TupleType, ...]
     np_fn: Callable[..., Any] | None = field(compare=False)
+    deps: tuple[Any, ...] = ()                        # the UserFuns it calls, defined before it in C
+    arrays: tuple[tuple[str, Type], ...] = ()         # array parameters, passed element by element
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Val:
     py: Any = None                                   # the value of a constant
     weak: Callable[[ScalarType], Val] | None = None  # the value at another scalar type (literals)
     elems: tuple[Val, ...] | None = None             # an unmaterialised tuple literal
+    rng: tuple[int, int] | None = None               # a loop-uniform Int's bounds (loop variables)
 
 
 def numeric(t: Type) -> bool:

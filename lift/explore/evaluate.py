@@ -2,9 +2,9 @@
 
 A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
 mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
-maps to vectorise. `Pipeline.build` runs stage 10 of the design for one candidate:
-rewrite points -> constraint space -> realise (mapping, tuning values, vectorisation) ->
-compile; `Pipeline.measure` runs it, checks it against the interpreter's result (computed
+maps to vectorise. `Pipeline.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
+candidate's constraint space) and compiles it with `lift.compile` itself, so the program's
+`.choices` rebuild it exactly; `Pipeline.measure` runs it, checks it against the interpreter's result (computed
 once) and records time and memory. The default candidate is `lift.compile` of the program
 with every point skipped (the default lowering), so the search never does worse than it.
 """
@@ -14,13 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lift.errors import LiftError
+from lift.choices import Choices, is_launch
+from lift.errors import LiftError, RewritePointSkipped
 from lift.ir.nodes import Node
 
 
@@ -70,6 +72,7 @@ class Record:
     source_hash: str = ""
     wall_s: float = 0.0  # the whole evaluation: build, run, check, timing
     program: Any = field(default=None, repr=False, compare=False)
+    choices: Choices | None = None  # what `lift.compile` was given to build it (None: not built)
 
     def to_json(self) -> dict[str, Any]:
         return {"choices": self.candidate.to_json(), "ok": self.ok, "reason": self.reason,
@@ -93,7 +96,7 @@ class Pipeline:
         self.deadline = float("inf")  # past it (the budget), candidates are timed once
         self.reference: Any = None
         self.precise: Any = None  # the interpreter's result with Float carried in float64
-        self._spaces: dict[str, Any] = {}
+        self._spaces: dict[Any, Any] = {}  # `lift.compile`'s rewritten programs and spaces of this program
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
 
     def compute_reference(self) -> None:
@@ -104,47 +107,57 @@ class Pipeline:
         self.precise = interpret(self.expr, *self.arrays, precise=True)
 
     def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
-        from lift.rewrites import apply_all
+        """The program with its rewrite points applied by `structural` (kept as `lift.compile` keeps it)."""
+        from lift.compile import rewritten
 
-        return apply_all(self.expr, structural, warn=False)
+        return rewritten(self.expr, Choices(points=structural), self._spaces, warn=False)
 
     def space(self, structural: Mapping[str, Mapping[str, Any]]) -> Any:
-        """The joint mapping/tuning/launch space of the program rewritten by `structural` (cached)."""
-        from lift.constraints import joint_space
+        """The joint mapping/tuning/launch space of the program rewritten by `structural` (kept in
+        the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
+        from lift.compile import joint_space_of, profile_of
 
-        key = json.dumps({k: dict(v) for k, v in structural.items()}, sort_keys=True)
-        if key not in self._spaces:
-            try:
-                self._spaces[key] = joint_space(self.rewritten(structural), self.device, sizes=self.sizes)
-            except LiftError as err:
-                self._spaces[key] = err
-        return self._spaces[key]
+        try:
+            return joint_space_of(self.rewritten(structural), profile_of(self.device),
+                                  Choices(points=structural, sizes=self.sizes), self._spaces)
+        except LiftError as err:
+            return err
 
-    def build(self, cand: Candidate) -> Any:
-        """The compiled `Program` of a candidate (raises on a candidate that cannot be built)."""
-        from lift.compile import compile as lift_compile
-        from lift.errors import RewriteError
-
-        if cand.default:
-            prog = lift_compile(self.rewritten(all_skipped(cand.structural)), device=self.device,
-                                cache_dir=self.cache_dir)
-            prog.choices = cand.to_json()  # how the tuner made it (the solver's mapping is inside)
-            return prog
+    def choices(self, cand: Candidate) -> Choices:
+        """The `lift.Choices` of a candidate: its joint choice sorted into mapping codes, tuning values
+        and launch sizes by the candidate's space; the program specialised for the tuned sizes."""
+        if cand.default:  # `lift.compile`'s own choice, the points skipped
+            return Choices(points=all_skipped(cand.structural))
         space = self.space(cand.structural)
         if isinstance(space, Exception):
             raise space
+        maps = space.context.maps
+        return Choices(points=cand.structural, mapping={k: v for k, v in cand.joint.items() if k in maps},
+                       tuning={k: v for k, v in cand.joint.items() if k not in maps and not is_launch(k)},
+                       launch={k: v for k, v in cand.joint.items() if is_launch(k)},
+                       vectorise=cand.vectorise, sizes=self.sizes)
+
+    def build(self, cand: Candidate) -> Any:
+        """The compiled `Program` of a candidate, by `lift.compile` (raises on a candidate that cannot
+        be built); its `.choices` rebuild it."""
+        from lift.errors import RewriteError
+
+        choices = self.choices(cand)
         try:
-            low = space.realise(cand.joint, vectorise=dict(cand.vectorise) or None)
+            return self.compile(choices)
         except RewriteError:
             if not cand.vectorise:
                 raise
-            low = space.realise(cand.joint)  # not vectorisable here: the plain mapping
-        low = _specialise(low, self.sizes)
-        nd = space.ndrange(cand.joint)
-        gs, ls = nd if nd is not None else (None, None)
-        prog = lift_compile(low, device=self.device, global_size=gs, local_size=ls, cache_dir=self.cache_dir)
-        prog.choices = cand.to_json()
-        return prog
+            return self.compile(choices.replace(vectorise={}))  # not vectorisable here: the plain mapping
+
+    def compile(self, choices: Choices) -> Any:
+        """`lift.compile` of the program with `choices`, sharing this pipeline's constraint spaces."""
+        from lift.compile import compile as lift_compile
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RewritePointSkipped)
+            return lift_compile(self.expr, device=self.device, choices=choices, cache_dir=self.cache_dir,
+                                spaces=self._spaces)
 
     def measure(self, cand: Candidate) -> Record:
         """Build, run, check against the interpreter and time one candidate; never raises."""
@@ -158,9 +171,9 @@ class Pipeline:
         seen = self._seen.get(digest)
         if seen is not None and not cand.default:
             return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
-                          program=prog)
+                          program=prog, choices=prog.choices)
         rec = self._run(cand, prog, build_s, digest)
-        rec.wall_s = time.perf_counter() - t0
+        rec.wall_s, rec.choices = time.perf_counter() - t0, prog.choices
         self._seen[digest] = rec
         return rec
 
@@ -182,13 +195,6 @@ class Pipeline:
         except Exception as err:  # noqa: BLE001
             return Record(cand, False, f"timing: {_why(err)}", checked=True, build_s=build_s, source_hash=digest)
         return Record(cand, True, "", t, mem, True, build_s, digest, program=prog)
-
-
-def _specialise(expr: Node, sizes: Mapping[str, int]) -> Node:
-    """`expr` for the problem sizes being tuned (constant sizes: private buffers, exact launches)."""
-    from lift.constraints import substitute_sizes
-
-    return substitute_sizes(expr, dict(sizes))
 
 
 def mismatch(got: Any, want: Any, rtol: float) -> str:

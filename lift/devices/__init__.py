@@ -1,0 +1,19 @@
+"""Devices: offline profiles, the attached device liftcl uses, and whether each one works.
+
+    lift.devices.profile("mali-g72")   # an offline profile: compile for it, run nowhere
+    lift.devices.current()             # the live device lift.compile uses (probed: it builds and runs)
+    lift.devices.list()                # every platform and device, usable or not, and why
+
+The device is `device=` when given, else `PYOPENCL_CTX`'s, else the first usable GPU, else
+the first usable CPU runtime; see `lift.devices.live` for the rules and `lift.devices.probe`
+for what "usable" means and where the verdicts are remembered.
+"""
+
+from lift.devices.advice import REMEDIES, build_hint, explain
+from lift.devices.live import DeviceInfo, current, describe, find
+from lift.devices.live import list_devices as list  # noqa: A001 - the public name DESIGN.md gives
+from lift.devices.probe import Verdict, verdict
+from lift.devices.profiles import PROFILE_NAMES, Device, GiB, KiB, MiB, profile
+
+__all__ = ["Device", "DeviceInfo", "Verdict", "profile", "PROFILE_NAMES", "current", "find", "describe", "list",
+           "verdict", "explain", "build_hint", "REMEDIES", "KiB", "MiB", "GiB"]

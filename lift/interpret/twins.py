@@ -1,0 +1,104 @@
+"""User functions on whole batches: their numpy twins (lift.userfun), widened for `precise`.
+
+A user function's numpy twin (`UserFun.np_fn`, built by lift.userfun.numpy_impl) evaluates it on
+arrays by broadcasting. In the precise mode Float is carried in float64; the twin converts its
+arguments to its declared dtypes, so it is rebuilt from its own source with Float read as Double
+(`_np.float32` is float64 there). Built-in associative operators are recognised here too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lift.interpret.element import NotBatchable
+from lift.interpret.values import Zipped
+from lift.ir.nodes import UserFun
+from lift.types import Double, Float, ScalarType, TupleType, Type, VectorType
+
+_WIDE_TWINS: dict[UserFun, Any] = {}
+_MONOIDS: dict[UserFun, str | None] = {}
+
+
+def call_twin(f: UserFun, vals: list[Any], wide: dict[np.dtype, np.dtype]) -> Any:
+    """`f` applied to batched arguments (broadcast against each other), through its numpy twin."""
+    if any(isinstance(v, Zipped) for v in vals):
+        raise NotBatchable(f"user function {f.name} applied to an array of tuples", f)
+    return twin(f, bool(wide))(*vals)
+
+
+def twin(f: UserFun, precise: bool) -> Any:
+    """The numpy twin of `f`; with `precise`, the one that computes Float in float64."""
+    if f.np_fn is None:
+        raise NotBatchable(f"user function {f.name} has no numpy twin", f)
+    if not precise or not any(_has_float(t) for t in (*f.in_types, f.out_type)):
+        return f.np_fn
+    if f not in _WIDE_TWINS:
+        _WIDE_TWINS[f] = _widened(f)
+    fn = _WIDE_TWINS[f]
+    if fn is None:
+        raise NotBatchable(f"user function {f.name} has no float64 numpy twin", f)
+    return fn
+
+
+def _has_float(t: Type) -> bool:
+    if isinstance(t, TupleType):
+        return any(_has_float(e) for e in t.elems)
+    return (t.scalar if isinstance(t, VectorType) else t) == Float
+
+
+def widen_type(t: Type) -> Type:
+    """`t` with Float read as Double."""
+    if isinstance(t, TupleType):
+        return TupleType(tuple(widen_type(e) for e in t.elems))
+    if isinstance(t, VectorType):
+        return VectorType(widen_type(t.scalar), t.n)  # type: ignore[arg-type]
+    return Double if t == Float else t
+
+
+class _WideNumpy:
+    """numpy, except that `float32` is float64 (the precise twin's dtype for Float)."""
+
+    float32 = np.float64
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
+def _widened(f: UserFun) -> Any:
+    source = getattr(f.np_fn, "__liftcl_source__", None)
+    if source is None:
+        return None
+    name = f.np_fn.__name__
+    namespace = {"_np": _WideNumpy(), "_h": f.np_fn.__globals__.get("_h"),
+                 "_IN": tuple(widen_type(t) for t in f.in_types), "_OUT": widen_type(f.out_type)}
+    exec(compile(source, f"<liftcl numpy {name}, float64>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def monoid(f: Any) -> str | None:
+    """`add`, `mult`, `max_` or `min_` when `f` is that built-in on one numeric scalar or vector type."""
+    if not isinstance(f, UserFun):
+        return None
+    if f not in _MONOIDS:
+        _MONOIDS[f] = _monoid(f)
+    return _MONOIDS[f]
+
+
+def _monoid(f: UserFun) -> str | None:
+    from lift.userfun import builtins
+
+    if len(f.in_types) != 2 or not f.in_types[0] == f.in_types[1] == f.out_type:
+        return None
+    t = f.out_type
+    scal = t.scalar if isinstance(t, VectorType) else t
+    if not isinstance(scal, ScalarType) or scal.dtype.kind not in "fiu":
+        return None
+    for name in ("add", "mult", "max_", "min_"):
+        try:
+            if getattr(builtins, name).specialise(*f.in_types) == f:
+                return name
+        except Exception:  # noqa: BLE001 - a type the built-in does not take
+            continue
+    return None
