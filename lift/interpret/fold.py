@@ -38,7 +38,8 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
             acc = ufunc(acc, _take(xs, ax, j))
         return acc
     first = _take(xs, ax, 0)
-    if owned and xs.flags.writeable and np.broadcast_shapes(np.shape(acc), first.shape) == first.shape:
+    in_place = owned and isinstance(first, np.ndarray) and xs.flags.writeable  # a 1-D slice is a scalar
+    if in_place and np.broadcast_shapes(np.shape(acc), first.shape) == first.shape:
         ufunc(acc, first, out=first)  # the first step, then the rest in place
         ufunc.accumulate(xs, axis=ax, out=xs)
         return _take(xs, ax, n - 1)
