@@ -40,9 +40,9 @@ def _push(e: Expr) -> Expr:
         cur = cur.args[0]
     if not any(_has_slide(c.f) for c in chain):
         return e
-    if isinstance(cur, FunCall) and isinstance(cur.f, n.Let) and isinstance(cur.f.f, n.Map) \
-            and len(cur.args) == 1 and isinstance(cur.args[0], n.Param):
-        cur = FunCall(cur.f.f, cur.args, loc=cur.loc)  # let of a parameter: nothing to evaluate once
+    if isinstance(cur, FunCall) and isinstance(cur.f, n.Let) and len(cur.args) == 1 \
+            and isinstance(cur.args[0], n.Param) and _let_map(cur.f.f) is not None:
+        cur = FunCall(_let_map(cur.f.f), cur.args, loc=cur.loc)  # let of a parameter: nothing to evaluate once
     if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1):
         return e
     mf: n.Map = cur.f
@@ -75,6 +75,16 @@ def _commute(lay: n.FunDecl, mf: n.Map) -> n.Map | None:
         case n.Map(f=inner) if isinstance(mf.f, n.Map) and _layout(inner):
             moved = _commute(inner, mf.f)
             return None if moved is None else n.Map(moved, label=mf.label, loc=mf.loc)
+    return None
+
+
+def _let_map(f: n.FunDecl) -> n.Map | None:
+    """The map a `let` applies: `let(map(g))` or `let(v => map(g) << v)`."""
+    if isinstance(f, n.Map):
+        return f
+    if isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall) \
+            and isinstance(f.body.f, n.Map) and f.body.args == (f.params[0],):
+        return f.body.f
     return None
 
 

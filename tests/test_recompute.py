@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import lift
-from lift import Array, Float, Size, fun, map, reduce, slide, user_fun
+from lift import Array, Float, Size, fun, let, map, reduce, slide, user_fun
 from lift.constraints.recompute import recompute_layouts
 from lift.errors import MappingFallback
 from lift.testing import assert_same
@@ -68,8 +68,14 @@ def test_slides_under_other_layouts_found_by_the_fuzzer() -> None:
 
 
 def test_a_let_bound_map_of_a_parameter_under_a_slide() -> None:
-    from lift import Int, join, let
+    from lift import Int, join
 
     inc_i = user_fun(lambda a: a + 1, [Int], Int, name="inc_i")
     prog = fun([Array(Int, 3)], lambda x: join << slide(3, 2) << let(map(inc_i)) << x)
     _run(prog, np.arange(3, dtype=np.int32))
+
+
+def test_a_let_lambda_of_a_map_under_a_slide() -> None:
+    halve = user_fun(lambda a: a * 0.5, [Float], Float, name="halve")
+    prog = fun([Array(Float, 255)], lambda x: slide(3, 3) << slide(3, 2) << let(lambda v: map(halve) << v) << x)
+    _run(prog, np.arange(255, dtype=np.float32))
