@@ -18,6 +18,7 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,10 @@ def run(c: Case, repeat: int, precise: bool) -> None:
 
 def tune_matmul(budget: float) -> None:
     """`lift.tune` of examples/matmul.py's high-level program at 256^3: reference time, candidates."""
-    from lift.explore.candidate import Pipeline
+    try:
+        from lift.explore.evaluate import Pipeline
+    except ImportError:  # before the rename of lift/explore/candidate.py
+        from lift.explore.candidate import Pipeline  # type: ignore[no-redef]
 
     spent: list[float] = []
     compute = Pipeline.compute_reference
@@ -154,7 +158,10 @@ def tune_matmul(budget: float) -> None:
     a, bt = matmul.inputs(256, 256, 256)
     Pipeline.compute_reference = timed_reference  # type: ignore[method-assign]
     try:
-        t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False, progress=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for every candidate
+            t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False,
+                                             progress=False))
     finally:
         Pipeline.compute_reference = compute  # type: ignore[method-assign]
     ok = sum(1 for r in res.history if r.ok)

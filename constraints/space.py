@@ -24,6 +24,7 @@ from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
+from lift.rules.fusion import fuse_reduce_maps
 from lift.typecheck import typecheck
 
 from . import launch as ln
@@ -191,7 +192,8 @@ def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] 
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
-    expr = recompute_layouts(expr)
+    expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
+    expr = fuse_reduce_maps(expr)  # map under reduce: fused into the operator, never a temporary
     dev, sizes = _device(device), dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))

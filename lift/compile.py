@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.choices import Choices, as_choices
-from lift.errors import LiftError, LiftTypeError, MappingFallback
+from lift.errors import LiftError, LiftTypeError, LiftValueError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
@@ -61,10 +61,26 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     typecheck(expr)
     profile = profile_of(device)
     wanted = device_widths(expr, as_choices(choices), profile)
-    pointed = rewritten(expr, wanted, spaces)
-    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, spaces)
+    pointed, wanted, chosen = _open_choices(expr, wanted, profile, spaces)
+    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
-    return Program(plan, device=device, choices=used.choices, node=node, cache_dir=cache_dir, options=options)
+    done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
+    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options)
+
+
+def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | None) -> tuple[Node, Choices, dict]:
+    """The points applied with what the user left open chosen (`lift.rewrites.choose`): structural
+    parameters from their domains, tile sizes by the tuning model; `wanted` without the tuning values
+    so decided (they are substituted), and those values, for `Program.choices`."""
+    from lift.rewrites.choose import choose_open_tuning, complete_points
+
+    wanted = complete_points(expr, wanted)
+    pointed = rewritten(expr, wanted, spaces)
+    if pointed is expr:
+        return pointed, wanted, {}
+    pointed, chosen = choose_open_tuning(expr, pointed, dict(wanted.tuning), profile)
+    rest = {k: v for k, v in wanted.tuning.items() if k not in chosen}
+    return pointed, wanted.replace(tuning=rest), chosen
 
 
 def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> None:
@@ -166,7 +182,12 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     space = joint_space_of(expr, profile, choices, spaces)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
+    _check_mapping(choices.mapping, maps, expr)
     mapping = {k: v for k, v in given.items() if k in maps}
+    missing = sorted(set(maps) - set(mapping)) if mapping else []
+    if missing:
+        raise LiftValueError(f"the mapping gives no code for the maps {', '.join(missing)}", node=expr,
+                             hint="give a Table 5.2 code for every map, or none for the solver's mapping")
     if not mapping and choices.mapping is None and maps:
         mapping = choose_mapping(expr, profile)
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
@@ -176,6 +197,14 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
     return Mapped(low, used, *(nd or (None, None)))
+
+
+def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], expr: Node) -> None:
+    """`LiftValueError` naming the labels of an explicit mapping that are not maps of `expr`."""
+    unknown = sorted(set(mapping or {}) - set(maps))
+    if unknown:
+        raise LiftValueError(f"the mapping names {', '.join(unknown)}, which are not maps of the program; "
+                             f"its maps are {', '.join(sorted(maps)) or 'none'}", node=expr)
 
 
 def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:

@@ -40,7 +40,13 @@ def computes(f: Node) -> bool:
 
 
 def lower(program: Lambda) -> Lambda:
-    """`program` with maps and reductions mapped to OpenCL and split into kernel stages."""
+    """`program` with maps and reductions mapped to OpenCL and split into kernel stages.
+
+    A `map` under a `reduce` is first fused into the reduction's operator
+    (`lift.rules.fusion.fuse_reduce_maps`), so it never becomes a temporary array."""
+    from lift.rules.fusion import fuse_reduce_maps
+
+    program = fuse_reduce_maps(program)  # type: ignore[assignment]
     body = _expr(program.body, nested=False)
     staged = _stages(body)
     if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:

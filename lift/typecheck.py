@@ -10,6 +10,8 @@ one that is provably false is a `LiftTypeError` at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from weakref import ref
 
 from lift.arith import (
     Arith,
@@ -111,24 +113,48 @@ def typecheck(e: Node) -> Type:
     raise LiftTypeError(f"not a LIFT program: {e!r}")
 
 
+class _Table:
+    """A side table keyed by node identity (not structure: each call keeps its own size
+    conditions, which name its source line); an entry lives as long as its node."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple[ref, Any]] = {}
+
+    def get(self, e: Node) -> Any:
+        hit = self._d.get(id(e))
+        return hit[1] if hit is not None and hit[0]() is e else None
+
+    def put(self, e: Node, value: Any) -> None:
+        k, d = id(e), self._d
+        d[k] = (ref(e, lambda _r: d.pop(k, None)), value)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+# The types: a call -> (its type, the size conditions it recorded), computed once.
+_TYPES = _Table()
+
+
 def type_of(e: Expr) -> Type:
-    """The type of expression `e`, computed once and cached on the node."""
-    t = e._type
-    if t is not None:
-        return t
-    match e:
-        case Param(ptype):
-            t = ptype
-        case Literal(_, ltype):
-            t = ltype
-        case FunCall(f, args):
-            conds: list[SizeCondition] = []
-            t = infer(f, [type_of(a) for a in args], e, conds)
-            object.__setattr__(e, "_conds", tuple(conds))
-        case _:
-            raise LiftTypeError(f"not an expression: {e!r}")
-    object.__setattr__(e, "_type", t)
-    return t
+    """The type of expression `e`, computed once and kept in the side table."""
+    if isinstance(e, Param):
+        return e.ptype
+    if isinstance(e, Literal):
+        return e.ltype
+    return _typed(e)[0]
+
+
+def _typed(e: Expr) -> tuple[Type, tuple[SizeCondition, ...]]:
+    got = _TYPES.get(e)
+    if got is not None:
+        return got
+    if not isinstance(e, FunCall):
+        raise LiftTypeError(f"not an expression: {e!r}")
+    conds: list[SizeCondition] = []
+    got = (infer(e.f, [type_of(a) for a in e.args], e, conds), tuple(conds))
+    _TYPES.put(e, got)
+    return got
 
 
 def size_conditions(e: Node) -> list[SizeCondition]:
@@ -139,8 +165,7 @@ def size_conditions(e: Node) -> list[SizeCondition]:
     out: list[SizeCondition] = []
     for _, n in walk(e):
         if isinstance(n, FunCall):
-            type_of(n)
-            out.extend(n._conds)
+            out.extend(_typed(n)[1])
     return out
 
 

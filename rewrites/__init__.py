@@ -8,7 +8,9 @@
 
 A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Families:
 `split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`,
-`reduce_chunks`; `auto_points` places points at a program's natural places (for `lift.tune`).
+`reduce_chunks`, `materialise`, `optimise_data_layout`, `interchange_maps`, `interchange_reduce_nd`,
+`privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`;
+`auto_points` places points at a program's natural places (for `lift.tune`).
 """
 
 from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
@@ -16,11 +18,23 @@ from .auto import auto_points, auto_space, is_auto
 from .chunks import ReduceChunks, reduce_chunks
 from .fission import Fission, fission
 from .flatten import Flatten, flatten
+from .layout_points import (
+    InterchangeMaps,
+    OptimiseDataLayout,
+    PadExtraND,
+    interchange_maps,
+    optimise_data_layout,
+    pad_extra_nd,
+)
+from .memory_points import Materialise, PrivatiseAccumulator, materialise, privatise_accumulator
+from .nested import InterchangeReduceND, TileNestedMapReduce, interchange_reduce_nd, tile_nested_map_reduce
 from .point import Outcome, RewritePoint, tuning_var
 from .tiling import ABTile, SplitJoin, SplitReduce, ab_tile, split_join, split_reduce, tile, tile_reduce
 from .vectorise import VectorisePoint, vectorise
 
-FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks)
+FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks,
+                              Materialise, OptimiseDataLayout, InterchangeMaps, InterchangeReduceND,
+                              PrivatiseAccumulator, PadExtraND, TileNestedMapReduce)
 
 __all__ = [
     "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
@@ -28,4 +42,7 @@ __all__ = [
     "split_join", "tile", "split_reduce", "tile_reduce", "ab_tile", "flatten", "vectorise", "fission",
     "SplitJoin", "SplitReduce", "ABTile", "Flatten", "VectorisePoint", "Fission",
     "reduce_chunks", "ReduceChunks", "auto_points", "auto_space", "is_auto",
+    "materialise", "optimise_data_layout", "interchange_maps", "interchange_reduce_nd", "privatise_accumulator",
+    "pad_extra_nd", "tile_nested_map_reduce", "Materialise", "OptimiseDataLayout", "InterchangeMaps",
+    "InterchangeReduceND", "PrivatiseAccumulator", "PadExtraND", "TileNestedMapReduce",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
-from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Node, Param
+from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
 from lift.ir.paths import children, walk, with_children
 from lift.rules.rule import same_type
 from lift.rules.terms import call as beta_call
@@ -143,8 +143,9 @@ class _Applier:
             self.outcomes.append(Outcome(p.label or "", p.kind, False, params, "skipped by choice"))
             return self.expr(beta_call(nested(core), args))
         ps = tuple(Param(type_of(a), "x") for a in args)
+        seen = tuple(a if isinstance(a, Literal) else q for a, q in zip(args, ps))  # constants stay visible
         try:
-            out = p.rewrite(beta_call(core, ps), params, nested if p.places_nested else _identity)
+            out = p.rewrite(beta_call(core, seen), params, nested if p.places_nested else _identity)
             if not isinstance(out, str):
                 fn: FunDecl = Lambda(ps, out)
                 new = beta_call(fn, args) if p.places_nested or not chain else FunCall(nested(fn), args)

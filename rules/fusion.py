@@ -116,4 +116,55 @@ zip_map_fusion = Rule(
     doc="Maps over zipped arrays move after the zip, into one map (any arity; plain arguments pass).",
 )
 
+def _materialises(g: Node) -> bool:
+    """Whether `g` asks for its result in memory: `to_global(..)`, `to_local(..)`, `to_private(..)`
+    (what the `materialise` rewrite point writes), possibly under a lambda."""
+    from lift.ir.nodes import ToGlobal, ToLocal, ToPrivate
+
+    while isinstance(g, Lambda) and isinstance(g.body, FunCall):
+        g = g.body.f
+    return isinstance(g, ToGlobal | ToLocal | ToPrivate)
+
+
+def _computes(g: Node) -> bool:
+    from lift.ir.nodes import AbstractReduce, Literal, UserFun
+    from lift.ir.paths import walk
+
+    return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
+
+
+def _fusable_reduce(e: Node) -> bool:
+    if not (isinstance(e, FunCall) and isinstance(e.f, Reduce | ReduceSeq) and len(e.args) == 2):
+        return False
+    xs = e.args[1]
+    return (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
+            and _computes(xs.f.f) and not _materialises(xs.f.f) and not _reduces(xs.f.f))
+
+
+def _reduces(g: Node) -> bool:
+    """Whether `g` reduces: `map(chunk => reduce(..) << chunk)` makes partial results, one per
+    chunk (reduction tiling, `split_reduce`); they are what the parallel stage hands on."""
+    from lift.ir.nodes import AbstractReduce
+    from lift.ir.paths import walk
+
+    return any(isinstance(m, AbstractReduce) for _, m in walk(g))
+
+
+def fuse_reduce_maps(expr: Node) -> Node:
+    """`expr` with every `reduce(f, z) << map(g) << x` fused into
+    `reduce_seq((acc, a) => f(acc, g(a)), z) << x` (`reduce_map_fusion`, everywhere, repeatedly),
+    so that no temporary array holds `map(g)`. Kept: a map that materialises on purpose
+    (`map(to_global(..))`, as the `materialise` point writes), a map of views, and a map whose
+    function reduces (partial results of a tiled reduction, one per chunk: the parallel stage)."""
+    from lift.ir.paths import transform_bottom_up
+
+    def fuse(m: Node) -> Node:
+        while _fusable_reduce(m):
+            red, xs = m.f, m.args[1]  # type: ignore[attr-defined]
+            m = _reduce_map_fusion(red.f, xs.f.f, m.args[0], xs.args[0], red, m)  # type: ignore[attr-defined]
+        return m
+
+    return transform_bottom_up(expr, fuse)
+
+
 RULES = (map_fusion, map_fission, reduce_map_fusion, zip_map_fusion)

@@ -76,3 +76,16 @@ def test_tuned_choices_rebuild_the_tuned_program_exactly():
     for r in tuned[:2]:  # a candidate's choices rebuild the very source that was measured
         src = lift.compile(tiled_dot(), choices=r.choices).source
         assert hashlib.sha256(src.encode()).hexdigest()[:16] == r.source_hash
+
+
+@pytest.mark.device
+def test_an_explicit_mapping_must_name_every_map_and_only_maps():
+    prog = fun([Array(Array(Float, N), Size("M"))],
+               lambda a: map(lambda row: map(lambda v: v * 2.0, label="inner") << row, label="outer") << a)
+    with pytest.raises(lift.LiftValueError, match="no code for the maps inner"):
+        lift.compile(prog, choices={"outer": 30})
+    with pytest.raises(lift.LiftValueError, match="names outr, which are not maps"):
+        lift.compile(prog, choices=lift.Choices(mapping={"outr": 30, "inner": 0}))
+    ok = lift.compile(prog, choices=lift.Choices(mapping={"outer": 30, "inner": 0}))
+    x = rand(3, 5)
+    np.testing.assert_allclose(ok(x), x * 2.0, rtol=1e-6)

@@ -60,7 +60,9 @@ def _check(name: str, n: int, compiled: bool) -> None:
     t0 = time.perf_counter()
     samples = space.sample(n, seed=7)
     t1 = time.perf_counter()
-    assert len(samples) == n and len({tuple(sorted(s.items())) for s in samples}) == n
+    count = space.count(limit=n)  # dot has one mapping: its map is fused into the reduction
+    want = n if count is None else min(n, count)
+    assert len(samples) == want and len({tuple(sorted(s.items())) for s in samples}) == want
     outcome = {}
     for s in samples:
         r = _run(space, s, args, ref, compiled)
@@ -114,8 +116,8 @@ def test_work_group_size_limit_from_the_device() -> None:
 
 
 def test_mapping_space_of_the_plain_examples() -> None:
-    """dot is two kernels (staged): its map may be global; reductions keep their maps sequential."""
-    assert mapping_space(dot_program(), "pocl-cpu").count() == 4
+    """dot's map(mult) is fused into its reduction (no temporary): no map variable is left."""
+    assert mapping_space(dot_program(), "pocl-cpu").count() == 1
     assert mapping_space(gemv_program(), "pocl-cpu").count() == 4
     sp = tuning_space(tiled_dot(), "pocl-cpu", sizes={"N": 240})
     assert sp.count() == 20  # the divisors of 240

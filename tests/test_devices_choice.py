@@ -131,6 +131,17 @@ def test_verdict_key_names_driver_versions_cpu_and_pocl_settings(monkeypatch) ->
     assert "family" in probe.host_cpu() or probe.host_cpu()
 
 
+@pytest.mark.device
+def test_a_probe_that_raises_is_an_unusable_verdict(monkeypatch) -> None:
+    def boom(d):
+        raise ValueError("driver said no")
+
+    d = real_device()
+    monkeypatch.setattr(probe, "_attempt", boom)
+    v = probe.verdict(d, fresh=True)
+    assert not v.usable and v.reason == "the probe failed: ValueError: driver said no"
+
+
 def test_first_log_line_is_the_error() -> None:
     assert probe.first_log_line(LOG) == "error: unknown target CPU 'generic'"
     assert probe.first_log_line("\n  warning: x\nsecond\n") == "warning: x"

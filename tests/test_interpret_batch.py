@@ -17,6 +17,7 @@ from lift import zip as lzip
 from lift.interpret import Stats
 from lift.lower import lower
 from lift.testing import assert_same, programs
+from lift.userfun.builtins import neg
 from programs import N, dot_program, matmul_program, rand, stencil2d_program
 
 batch = importlib.import_module("lift.interpret.batch")
@@ -104,6 +105,14 @@ def test_max_min_keep_the_last_of_equal_values_and_nans(op):
                       lift.interpret(fun([Array(Float, N)], lambda v: reduce(op, 0.0) << v), xs))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5000])
+def test_top_level_fold_of_a_mapped_array(n):
+    x = rand(n)
+    for op, z in ((lift.add, 0.5), (lift.mult, 1.0), (lift.max_, -1e30), (lift.min_, 1e30)):
+        prog = fun([Array(Float, N)], lambda v, op=op, z=z: reduce(op, z) << map(neg) << v)
+        identical(lift.interpret(prog, x, batched=False), lift.interpret(prog, x))
+
+
 def test_accumulating_lambda_is_a_fused_fold():
     x, y = rand(5000), rand(5000, seed=3)
     prog = fun([Array(Float, N), Array(Float, N)],
@@ -173,3 +182,36 @@ def test_every_example_variant_batched(name):
     args = module.inputs(*SMALL[name])
     for v in module.variants():
         assert not both_ways(v.program, *args).fallbacks, v.name
+
+
+def test_tuple_arguments_in_both_modes():
+    from lift import Tuple
+
+    pts = (np.arange(8, dtype=np.float32), np.arange(8, dtype=np.float32) * 0.5)
+    prog = fun([Array(Tuple(Float, Float), N)], lambda ps: reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1]) << ps)
+    assert not both_ways(prog, pts).fallbacks
+    assert lift.interpret(prog, pts, precise=True).dtype == np.float64
+
+
+def _cube(x):
+    return x * x * x
+
+
+@user_fun
+def _poly(a: Float) -> Float:
+    return _cube(a) * 0.1 + lift.mult(a, 3.0)
+
+
+@user_fun
+def _poly2(a: Float, b: Float) -> Float:
+    return _poly(a) - _poly(b)
+
+
+def test_user_functions_calling_user_functions_are_twins_in_both_modes():
+    """A user function's callees run through their own (in precise mode: float64) twins."""
+    x, y = rand(40), rand(40, seed=5)
+    prog = fun([Array(Float, N), Array(Float, N)], lambda a, b: map(lambda p: _poly2(p[0], p[1])) << lzip(a, b))
+    assert not both_ways(prog, x, y).fallbacks
+    wide = lift.interpret(prog, x, y, precise=True)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    np.testing.assert_allclose(wide, (x64**3 * 0.1 + 3 * x64) - (y64**3 * 0.1 + 3 * y64), rtol=1e-12)

@@ -93,7 +93,7 @@ def test_limits_beyond_the_profile_are_refused(dev: str) -> None:
     k_big = d.local_mem_bytes // 4 // 16 + 16  # J with J * K floats of local memory past the limit
     with pytest.raises(DeviceError, match=f"more than {d.local_mem_bytes}"):
         k.check_limits(rand(1, k_big, 16))
-    big = int(np.sqrt(d.max_alloc_bytes // 4 // 16)) + 1
+    big = int(np.sqrt(d.max_alloc_bytes // 4)) + 1  # the M x N result (matmul has no M*N*K temporary)
     mm = offline("matmul", dev)
     sizes = {"M": big, "N": big, "K": 16}
     from lift.program import check_limits

@@ -159,3 +159,20 @@ def test_vectorised_user_function_with_calls_defines_its_callees_at_vector_types
     assert "float4 _sq(float4 x)" in k.source
     np.testing.assert_allclose(k(x), x * x + 2 * x)
     np.testing.assert_allclose(lift.interpret(p, x), x * x + 2 * x)
+
+
+def _pair(a):
+    return (a, a * 2.0)
+
+
+@user_fun
+def pair_sum(a: Float) -> Float:
+    p = _pair(a)
+    return p[0] + p[1]
+
+
+def test_a_helper_returning_a_tuple_gets_its_struct_in_the_kernel() -> None:
+    p = fun([Array(Float, N)], lambda x: map(pair_sum) << x)
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_allclose(lift.interpret(p, x), 3 * x)
+    np.testing.assert_allclose(lift.compile(p)(x), 3 * x)

@@ -120,7 +120,7 @@ class _Program:
         self.grouped = any(isinstance(x, n.MapWrg | n.MapLcl) for _, x in walk(program))
         self.facts = divisibility(size_conditions(program))  # what the sizes may be assumed to satisfy
         self.barrier_pass = barrier_pass
-        ufs = {x.name for _, x in walk(program) if isinstance(x, n.UserFun)}
+        ufs = {d.name for _, x in walk(program) if isinstance(x, n.UserFun) for d in (x, *_callees(x))}
         self.sizes = _size_vars(program)
         self.names = Names(ufs | set(self.sizes))
         self.funs = Funs(self.names)
@@ -364,8 +364,18 @@ def _tuples(p: Lambda) -> tuple[TupleType, ...]:
         if isinstance(x, Expr):
             types.append(x.type)
         elif isinstance(x, n.UserFun):
-            types.extend((*x.in_types, x.out_type))
+            types.extend((*x.in_types, x.out_type, *x.structs, *_callee_structs(x)))
     return tuple_types(t for t in _struct_parts(types))
+
+
+def _callees(f: n.UserFun) -> list[n.UserFun]:
+    """The user functions `f` calls, directly or not."""
+    return [c for d in f.deps for c in (d, *_callees(d))]
+
+
+def _callee_structs(f: n.UserFun) -> list[Type]:
+    """The tuple types of the user functions `f` calls (their structs come before `f`'s C)."""
+    return [t for d in f.deps for t in (*d.in_types, d.out_type, *d.structs, *_callee_structs(d))]
 
 
 def _struct_parts(types: list[Type]):

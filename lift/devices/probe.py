@@ -76,7 +76,16 @@ def forget() -> None:
 
 
 def attempt(d: Any) -> Verdict:
-    """Build `PROBE_SOURCE` for `d` and run it over `PROBE_ITEMS` work-items; check what it wrote."""
+    """Build `PROBE_SOURCE` for `d` and run it over `PROBE_ITEMS` work-items; check what it wrote.
+
+    Whatever the driver raises makes the device unusable (with the exception as the reason)."""
+    try:
+        return _attempt(d)
+    except Exception as e:  # noqa: BLE001 - a driver failing in an unforeseen way is a verdict too
+        return Verdict(False, f"the probe failed: {type(e).__name__}: {_short(e)}")
+
+
+def _attempt(d: Any) -> Verdict:
     import numpy as np
     import pyopencl as cl
 

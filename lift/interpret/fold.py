@@ -24,23 +24,21 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
     if n == 0:
         return acc
     ufunc = UFUNCS[op]
-    order_free = xs.dtype.kind in "iu" or (precise and op in ("add", "mult"))
-    if order_free:
-        part = ufunc.reduce(xs, axis=ax, dtype=xs.dtype)
-        return ufunc(acc, part, dtype=xs.dtype)
     batch = int(np.prod(xs.shape[:ax], dtype=np.int64)) * int(np.prod(xs.shape[ax + 1:], dtype=np.int64))
-    if op in ("max_", "min_"):
-        if batch >= LOOP_BATCH or n <= 2:
+    if batch >= LOOP_BATCH or n <= 2:  # a step per slice, each vectorised over the batch
+        if op in ("max_", "min_"):
             return _loop_extreme(op, acc, xs, ax)
-        return _extreme(op, acc, xs, ax)
-    if batch >= LOOP_BATCH or n <= 2:
         for j in range(n):
             acc = ufunc(acc, _take(xs, ax, j))
         return acc
-    first = _take(xs, ax, 0)
-    in_place = owned and isinstance(first, np.ndarray) and xs.flags.writeable  # a 1-D slice is a scalar
-    if in_place and np.broadcast_shapes(np.shape(acc), first.shape) == first.shape:
-        ufunc(acc, first, out=first)  # the first step, then the rest in place
+    if xs.dtype.kind in "iu" or (precise and op in ("add", "mult")):  # the order does not matter
+        return ufunc(acc, ufunc.reduce(xs, axis=ax, dtype=xs.dtype), dtype=xs.dtype)
+    if op in ("max_", "min_"):
+        return _extreme(op, acc, xs, ax)
+    first = xs[(slice(None),) * ax + (slice(0, 1),)]  # a view, also of a 1-D array
+    acc1 = np.expand_dims(np.asarray(acc), ax)
+    if owned and xs.flags.writeable and np.broadcast_shapes(acc1.shape, first.shape) == first.shape:
+        ufunc(acc1, first, out=first)  # the first step, then the rest in place
         ufunc.accumulate(xs, axis=ax, out=xs)
         return _take(xs, ax, n - 1)
     cat = _with_acc(acc, xs, ax)

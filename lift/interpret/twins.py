@@ -71,8 +71,14 @@ def _widened(f: UserFun) -> Any:
     if source is None:
         return None
     name = f.np_fn.__name__
-    namespace = {"_np": _WideNumpy(), "_h": f.np_fn.__globals__.get("_h"),
-                 "_IN": tuple(widen_type(t) for t in f.in_types), "_OUT": widen_type(f.out_type)}
+    namespace = {k: v for k, v in f.np_fn.__globals__.items() if not k.startswith("__")}
+    namespace.update({"_np": _WideNumpy(), "_IN": tuple(widen_type(t) for t in f.in_types),
+                      "_OUT": widen_type(f.out_type)})
+    for dep in getattr(f, "deps", ()):  # the user functions it calls: their float64 twins
+        try:
+            namespace[f"_d_{dep.name}"] = twin(dep, True)
+        except NotBatchable:
+            return None
     exec(compile(source, f"<liftcl numpy {name}, float64>", "exec"), namespace)  # noqa: S102
     return namespace[name]
 

@@ -3,8 +3,8 @@
 Expressions (`Expr`) are parameters, literals and calls; functions (`FunDecl`) are
 lambdas, user functions and patterns. Nodes are frozen dataclasses that compare
 structurally; `label` and `loc` are metadata, not part of equality. A node's hash is
-computed once. Types are computed on demand by `lift.typecheck` and cached on the node
-(`expr.type`); nothing else is stored on nodes.
+computed once. Types are computed on demand by `lift.typecheck` and kept in its side table
+(`expr.type`), not on the node.
 """
 
 from __future__ import annotations
@@ -51,8 +51,14 @@ def node(cls):
     return cls
 
 
+class _Referable:
+    """Lets a slotted node be the key of a weak table (`lift.typecheck`'s types)."""
+
+    __slots__ = ("__weakref__",)
+
+
 @dataclass(frozen=True, slots=True, repr=False)
-class Node:
+class Node(_Referable):
     """Base of IR nodes: a `label` naming the node and the user's source `loc`."""
 
     label: str | None = field(default=None, compare=False, kw_only=True)
@@ -75,17 +81,12 @@ class Node:
 class Expr(Node):
     """A value: a parameter, a literal or a function call."""
 
-    _type: Any = field(default=None, init=False, compare=False)
-
     @property
     def type(self) -> Type:
-        """The type of this expression (checked and cached on first use)."""
-        t = self._type
-        if t is None:
-            from lift.typecheck import type_of
+        """The type of this expression (checked on first use; `lift.typecheck` keeps it)."""
+        from lift.typecheck import type_of
 
-            t = type_of(self)
-        return t
+        return type_of(self)
 
     def __getitem__(self, i: Any) -> Expr:
         from lift.ir.build import index
@@ -162,7 +163,6 @@ class FunCall(Expr):
 
     f: FunDecl
     args: tuple[Expr, ...]
-    _conds: tuple = field(default=(), init=False, compare=False)
 
 
 # ----------------------------------------------------------------------- functions

@@ -1,0 +1,184 @@
+"""Layout rewrite points: `interchange_maps` (thesis 6.2.5.7, Listing 6.12), `optimise_data_layout`
+(6.2.5.6, Listing 6.11, n = 1) and `pad_extra_nd` (6.2.5.10, Listing 6.15).
+
+    interchange_maps(map(a => map(b => f(a, b)) << B)) << A
+        ->  transpose_w << nested(map(b => map(a => f(a, b)) << A)) << B        (f concrete)
+    optimise_data_layout(v => f << g << v) << x                                  (g : T => [..]M, concrete)
+        ->  f << split_nd(M) << join << transpose << transpose_w << split(F) << join_nd << g << x
+    pad_extra_nd(f, k) << x                                                      (f : [T]N => [U]M)
+        ->  map_nd(k-1, take(M_k)) ..  take(M_1) << f << pad_nd(k, 0, P) << x    (f depaddable)
+
+`interchange_maps` has no parameters; `optimise_data_layout` has the structural parameter
+`order` (the new order of the 2 dimensions of the reordered write: (1, 0) transposes, (0, 1)
+keeps it) and the tuning parameter `F_label` (the reordering factor); `pad_extra_nd` has the
+tuning parameters `P_label` (`P0_label`, `P1_label` for k = 2): zeros appended to each padded
+dimension so that more tile sizes divide it. A depaddable `f` is a chain of `map(..)`, `join`,
+`split` and `slide` over its argument (restrictions 3 and 4 of 6.2.5.10), applied to the
+argument directly: the padding stays at the right edge and is cut off by `take`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from lift.ir import nodes as n
+from lift.ir import patterns as p
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Param, node
+from lift.lower import computes
+from lift.rules.terms import eta, mentions
+from lift.typecheck import type_of
+from lift.types import ArrayType
+
+from .memory_points import copy_into
+from .point import Nested, RewritePoint, constructor, tuning_var
+
+
+def _map_call(call: Any) -> tuple[FunDecl, Any] | None:
+    if isinstance(call, FunCall) and type(call.f) is n.Map and len(call.args) == 1:
+        return call.f.f, call.args[0]
+    return None
+
+
+@node
+class InterchangeMaps(RewritePoint):
+    """`interchange_maps(map(a => map(b => f(a, b)) << B))`: swap the loops over A and B (Listing 6.12)."""
+
+    f: FunDecl
+    kind: ClassVar[str] = "interchange_maps"
+
+    @property
+    def places_nested(self) -> bool:
+        return True
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        outer = _map_call(call)
+        fa = eta(outer[0]) if outer else None
+        if outer is None or not (isinstance(fa, Lambda) and len(fa.params) == 1):
+            return f"expects map(a => map(f) << B) << A, got {call}"
+        inner = _map_call(fa.body)
+        if inner is None:
+            return f"expects map(a => map(f) << B) << A; the outer map's body is {fa.body}"
+        g, b = inner
+        if mentions(b, fa.params):
+            return "the inner array depends on the outer element: the maps are not over independent arrays"
+        if not computes(g):
+            return "the inner function does not compute (transpose_w needs a concrete write)"
+        a = outer[1]
+        eb = Param(type_of(b).elem, "b")  # type: ignore[union-attr]
+        ea = Param(type_of(a).elem, fa.params[0].name)  # type: ignore[union-attr]
+        from lift.rules.terms import call as apply_fun
+        from lift.rules.terms import substitute
+
+        body_a = substitute(apply_fun(g, [eb]), {fa.params[0].id: ea})
+        swapped = FunCall(nested(n.Map(Lambda((eb,), FunCall(n.Map(Lambda((ea,), body_a)), (a,))),
+                                       label=call.f.label, loc=call.f.loc)), (b,))
+        return p.transpose_w << swapped
+
+
+@node
+class OptimiseDataLayout(RewritePoint):
+    """`optimise_data_layout(v => f << g << v, order=None, factor=None)`: reorder the write of g and the
+    read of f (Listing 6.11 with n = 1)."""
+
+    f: FunDecl
+    order: Any = None
+    factor: Any = None
+    kind: ClassVar[str] = "optimise_data_layout"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        return {} if self.order is not None else {"order": ((1, 0), (0, 1))}
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        if not isinstance(call, FunCall):
+            return f"expects f << g << x, got {call}"
+        hits = [i for i, a in enumerate(call.args) if isinstance(a, FunCall) and computes(a)]
+        if len(hits) != 1 or not computes(call.f):
+            return "expects a computing f applied to the result of a computing g (f << g << x)"
+        g_call = call.args[hits[0]]
+        t, dims = type_of(g_call), []
+        while isinstance(t, ArrayType):
+            dims.append(t.size)
+            t = t.elem
+        if not dims:
+            return f"the result of g is not an array ({type_of(g_call)})"
+        order = tuple(params.get("order") or self.order or (1, 0))
+        if order not in ((1, 0), (0, 1)):
+            return f"order must be (1, 0) or (0, 1), got {order}"
+        if order == (0, 1):
+            return call
+        factor = params.get("factor", self.factor)
+        factor = tuning_var(self.label or "L", "F") if factor is None else factor
+        flat = p.join_nd(len(dims)) << g_call if len(dims) > 1 else g_call
+        written = p.transpose_w << (p.split(factor) << flat)
+        read = p.join << (p.transpose << written)
+        if len(dims) > 1:
+            read = p.split_nd(*dims[1:]) << read
+        args = tuple(read if i == hits[0] else a for i, a in enumerate(call.args))
+        return FunCall(call.f, args, label=call.label, loc=call.loc)
+
+
+_DEPADDABLE = (n.Map, n.Join, n.Split, n.Slide)
+
+
+def depaddable(call: Any) -> tuple[Param | None, str]:
+    """`(x, "")` when `call` is a chain of map/join/split/slide applied to a parameter `x`,
+    else `(None, why not)`."""
+    cur = call
+    while isinstance(cur, FunCall):
+        if not isinstance(cur.f, _DEPADDABLE) or len(cur.args) != 1:
+            return None, f"{type(cur.f).__name__.lower()} may reorder or reduce the padded dimension"
+        cur = cur.args[0]
+    if not isinstance(cur, Param):
+        return None, "the function does not apply a map/join/split/slide chain to its argument"
+    return cur, ""
+
+
+@node
+class PadExtraND(RewritePoint):
+    """`pad_extra_nd(f, k=1)`: pad the k outer dimensions of f's argument with zeros and cut
+    the extra results off (Listing 6.15)."""
+
+    f: FunDecl
+    k: int = 1
+    pad: Any = None
+    kind: ClassVar[str] = "pad_extra_nd"
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        x, why = depaddable(call)
+        if x is None:
+            return why
+        k = int(self.k)
+        if k not in (1, 2):
+            return f"k must be 1 or 2, got {k}"
+        xt, out_t = type_of(x), type_of(call)
+        if not (isinstance(xt, ArrayType) and isinstance(out_t, ArrayType)) or \
+                (k == 2 and not (isinstance(xt.elem, ArrayType) and isinstance(out_t.elem, ArrayType))):
+            return f"expects arrays of {k} dimension(s), got {xt} => {out_t}"
+        lab = self.label or "P"
+        given = params.get("pad", self.pad)
+        pads = [tuning_var(lab, "P") if k == 1 else tuning_var(lab, f"P{i}") for i in range(k)] \
+            if given is None else list(given if isinstance(given, tuple | list) else (given,) * k)
+        zero = 0.0 if _scalar(xt) in ("float", "double") else 0
+        padded = p.pad_nd(k, 0, tuple(pads) if k > 1 else pads[0], zero) << x
+        from lift.rules.terms import substitute
+
+        body = substitute(call, {x.id: padded})
+        out = p.take(out_t.size) << body
+        if k == 2:
+            out = p.map(p.take(out_t.elem.size)) << out  # type: ignore[union-attr]
+        return copy_into("global", out)  # depadding: the kept elements copied (Listing 6.15, line 17)
+
+
+def _scalar(t: Any) -> str:
+    while isinstance(t, ArrayType):
+        t = t.elem
+    return str(t).lower()
+
+
+interchange_maps = constructor(InterchangeMaps, "interchange_maps")
+optimise_data_layout = constructor(OptimiseDataLayout, "optimise_data_layout")
+pad_extra_nd = constructor(PadExtraND, "pad_extra_nd")
+
+__all__ = ["InterchangeMaps", "OptimiseDataLayout", "PadExtraND", "interchange_maps", "optimise_data_layout",
+           "pad_extra_nd", "depaddable"]

@@ -1,0 +1,205 @@
+"""Reduction-nest rewrite points: `interchange_reduce_nd` (thesis 6.2.5.8, Listing 6.13, the 2-D
+case) and `tile_nested_map_reduce` (6.2.5.3, Listing 6.8).
+
+    interchange_reduce_nd(reduce((acc, x) => map(f) << zip(acc, x), init)) << xs
+        ->  map(p => nested(reduce((a, e) => f(a, e), p.0)) << p.1) << zip(init, transpose << xs)
+        (init : [S]m, xs : [[V]m]K; an array `value(z, [S]m)` initialises each reduction with z)
+
+    tile_nested_map_reduce(map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B), final) << A
+        ->  split(M) << interchange_reduce_nd(privatise_accumulator(
+                reduce((acc, x) => map(final) << zip(acc, x), value(z, [S]N*M))))
+            << map(t => join << nested(map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb))
+                                             << t.1) << t.0))
+            << zip(transpose << map(split(T)) << A, transpose << map(split(T)) << B)
+        (A : [[T]K]N, B : [[U]K]M; each tile of T reduced elements is reduced by the original
+        nest, the partial results by the user's `final` operator)
+
+`interchange_reduce_nd` has the structural parameter `new_reduce_dim` (1: the reduction sinks
+under the one map of the 2-D case); `tile_nested_map_reduce` has the tuning parameter
+`T_label` (the tile of the reduced dimension) and `final` (the final reduction operator; it
+may be left out when `f` is a known associative operator with neutral `z`). The points it
+inserts are labelled `label.interchange` and `label.privatise`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from lift.ir import nodes as n
+from lift.ir import patterns as p
+from lift.ir.build import elaborate
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, node
+from lift.rules.reduce import is_monoid
+from lift.rules.terms import call as apply_fun
+from lift.rules.terms import eta, lam, mentions, substitute
+from lift.typecheck import type_of
+from lift.types import ArrayType, TupleType
+
+from .memory_points import PrivatiseAccumulator
+from .point import Nested, RewritePoint, constructor, size_param
+
+
+def _elementwise(op: FunDecl) -> FunDecl | None:
+    """`f` for an operator `(acc, x) => map(f) << zip(acc, x)`, else None."""
+    op = eta(op)
+    if not (isinstance(op, Lambda) and len(op.params) == 2 and isinstance(op.body, FunCall)):
+        return None
+    b = op.body
+    if not (type(b.f) is n.Map and len(b.args) == 1 and isinstance(b.args[0], FunCall)
+            and isinstance(b.args[0].f, n.Zip) and b.args[0].args == op.params):
+        return None
+    return None if mentions(b.f.f, op.params) else b.f.f
+
+
+def _pairwise(f: FunDecl, a: Any, e: Any) -> Any:
+    """`f(tuple(a, e))`, as `u(a, e)` when `f` is `q => u(q.0, q.1)`."""
+    g = eta(f)
+    if isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall) and len(g.body.args) == 2:
+        q = g.params[0]
+        if all(isinstance(x, FunCall) and x.f == n.Get(i) and x.args == (q,) for i, x in enumerate(g.body.args)) \
+                and not mentions(g.body.f, (q,)):
+            return FunCall(g.body.f, (a, e))
+    return apply_fun(f, [FunCall(n.MakeTuple(2), (a, e))])
+
+
+@node
+class InterchangeReduceND(RewritePoint):
+    """`interchange_reduce_nd(reduce((acc, x) => map(f) << zip(acc, x), init))`: one reduction per
+    column instead of a reduction of rows (Listing 6.13, 2-D)."""
+
+    f: FunDecl
+    new_reduce_dim: Any = None
+    kind: ClassVar[str] = "interchange_reduce_nd"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        return {} if self.new_reduce_dim is not None else {"new_reduce_dim": (1,)}
+
+    @property
+    def places_nested(self) -> bool:
+        return True
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        if not (isinstance(call, FunCall) and type(call.f) is n.Reduce and len(call.args) == 2):
+            return f"expects reduce(g, init) << xs, got {call}"
+        dim = params.get("new_reduce_dim") or self.new_reduce_dim or 1
+        if dim != 1:
+            return f"new_reduce_dim {dim}: only the 2-D case (1) is implemented"
+        f = _elementwise(call.f.f)
+        if f is None:
+            return f"the operator {call.f.f} is not (acc, x) => map(f) << zip(acc, x)"
+        init, xs = call.args
+        it, xt = type_of(init), type_of(xs)
+        if not (isinstance(it, ArrayType) and isinstance(xt, ArrayType) and isinstance(xt.elem, ArrayType)):
+            return f"expects an array accumulator and rows of arrays, got {it} and {xt}"
+        s_t, v_t = it.elem, xt.elem.elem
+        op = lam([s_t, v_t], lambda a, e: _pairwise(f, a, e), ["a", "e"])
+        col_t = ArrayType(v_t, xt.size)
+        if isinstance(init, Literal):  # value(z, [S]m): every reduction starts from z
+            z = Literal(init.value, s_t)
+            per = lam([col_t], lambda c: FunCall(nested(n.Reduce(op, label=call.f.label)), (z, c)), ["col"])
+            return FunCall(n.Map(per), (p.transpose << xs,))
+        pt = TupleType((s_t, col_t))
+        per = lam([pt], lambda q: FunCall(nested(n.Reduce(op, label=call.f.label)),
+                                          (FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,)))), ["p"])
+        return FunCall(n.Map(per), (p.zip(init, p.transpose << xs),))
+
+
+def _nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
+    """`(outer lambda, A, inner function, B)` for `map(ra => map(h) << B) << A`, or why not."""
+    if not (isinstance(call, FunCall) and type(call.f) is n.Map and len(call.args) == 1):
+        return f"expects map(ra => map(rb => reduce << map << zip(ra, rb)) << B) << A, got {call}"
+    fa = eta(call.f.f)
+    if not (isinstance(fa, Lambda) and len(fa.params) == 1 and isinstance(fa.body, FunCall)
+            and type(fa.body.f) is n.Map and len(fa.body.args) == 1):
+        return "the outer map's body is not map(rb => ..) << B"
+    b = fa.body.args[0]
+    if mentions(b, fa.params):
+        return "B depends on the outer element: the maps are not over independent arrays"
+    return fa, call.args[0], fa.body.f.f, b
+
+
+def _reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
+    """`(reduce call, zip)` for `rb => reduce(f, z) << [map(g) <<] zip(ra, rb)`, or why not."""
+    h = eta(h)
+    if not (isinstance(h, Lambda) and len(h.params) == 1):
+        return "the inner map's function is not rb => reduce(..) << .."
+    red = h.body
+    if not (isinstance(red, FunCall) and type(red.f) is n.Reduce and len(red.args) == 2):
+        return f"the inner function is not a reduce, got {red}"
+    xs = red.args[1]
+    if isinstance(xs, FunCall) and type(xs.f) is n.Map and len(xs.args) == 1:
+        xs = xs.args[0]
+    if not (isinstance(xs, FunCall) and isinstance(xs.f, n.Zip) and len(xs.args) == 2
+            and xs.args[0] == ra and xs.args[1] == h.params[0]):
+        return "the reduction's input is not [map(g) <<] zip(ra, rb)"
+    return red, xs
+
+
+@node
+class TileNestedMapReduce(RewritePoint):
+    """`tile_nested_map_reduce(map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B),
+    final=None, size=None)`: tile the reduced dimension of a map-map-reduce nest (Listing 6.8)."""
+
+    f: FunDecl
+    final: Any = None
+    size: Any = None
+    kind: ClassVar[str] = "tile_nested_map_reduce"
+
+    @property
+    def places_nested(self) -> bool:
+        return True
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        found = _nest(call)
+        if isinstance(found, str):
+            return found
+        fa, a, h, b = found
+        red = _reduction(h, fa.params[0])
+        if isinstance(red, str):
+            return red
+        r_call, _ = red
+        z = r_call.args[0]
+        s_t = type_of(z)
+        final = params.get("final", self.final)
+        if final is None and not is_monoid(r_call.f.f, z):
+            return f"{r_call.f.f} is not a known associative operator with neutral {z}; give final="
+        fin = elaborate(final, [s_t, s_t]) if final is not None else r_call.f.f
+        at, bt = type_of(a), type_of(b)
+        if not (isinstance(at, ArrayType) and isinstance(bt, ArrayType) and isinstance(at.elem, ArrayType)):
+            return f"expects A : [[T]K]N and B : [[U]K]M, got {at} and {bt}"
+        lab = self.label or "T"
+        t = size_param(self.size, params, lab)
+        ta = p.transpose << (p.map(p.split(t)) << a)
+        tb = p.transpose << (p.map(p.split(t)) << b)
+        tile_a = Param(ArrayType(ArrayType(at.elem.elem, t), at.size), "tileA")
+        tile_b = Param(ArrayType(ArrayType(bt.elem.elem, t), bt.size), "tileB")  # type: ignore[union-attr]
+        ea = Param(tile_a.ptype.elem, fa.params[0].name)  # type: ignore[attr-defined]
+        h_lam = eta(h)
+        eb = Param(tile_b.ptype.elem, h_lam.params[0].name)  # type: ignore[attr-defined, union-attr]
+        h_new = Lambda((eb,), substitute(h_lam.body, {h_lam.params[0].id: eb, fa.params[0].id: ea}))  # type: ignore[union-attr]
+        inner = FunCall(n.Map(h_new, label=fa.body.f.label, loc=fa.body.f.loc), (tile_b,))
+        nest = FunCall(nested(n.Map(Lambda((ea,), inner), label=call.f.label, loc=call.f.loc)), (tile_a,))
+        pair = TupleType((type_of(ta).elem, type_of(tb).elem))  # type: ignore[union-attr]
+
+        def per_tile(q: Param) -> Any:
+            body = substitute(nest, {tile_a.id: FunCall(n.Get(0), (q,)), tile_b.id: FunCall(n.Get(1), (q,))})
+            return p.join << body
+
+        partial = FunCall(n.Map(lam([pair], per_tile, ["tiles"])), (p.zip(ta, tb),))
+        nm = at.size * bt.size
+        step = lam([ArrayType(s_t, nm), ArrayType(s_t, nm)], lambda acc, x: p.map(
+            lam([TupleType((s_t, s_t))], lambda q: apply_fun(fin, [FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,))]),
+                ["q"])) << p.zip(acc, x), ["acc", "x"])
+        init = Literal(z.value, ArrayType(s_t, nm)) if isinstance(z, Literal) else None
+        if init is None:
+            return f"the reduction's initial value {z} is not a constant"
+        final_reduce = InterchangeReduceND(PrivatiseAccumulator(n.Reduce(step), label=f"{lab}.privatise"),
+                                           label=f"{lab}.interchange")
+        return p.split(bt.size) << FunCall(final_reduce, (init, partial))
+
+
+interchange_reduce_nd = constructor(InterchangeReduceND, "interchange_reduce_nd")
+tile_nested_map_reduce = constructor(TileNestedMapReduce, "tile_nested_map_reduce")
+
+__all__ = ["InterchangeReduceND", "TileNestedMapReduce", "interchange_reduce_nd", "tile_nested_map_reduce"]
