@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import z3
 
 from lift.arith import Arith, Cst, free_vars, to_z3
 from lift.devices import Device
-from lift.errors import DeviceError, UnsatisfiableError
+from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
 from lift.rules.fusion import fuse_reduce_maps
@@ -33,6 +34,7 @@ from . import tuning as tn
 from .context import Context, analyse
 from .model import Choice, Constraint, Model
 from .realise import realise, substitute_sizes
+from .recompute import recompute_layouts
 
 
 @dataclass
@@ -58,6 +60,9 @@ class Space:
 
     def sample(self, n: int, seed: int = 0) -> list[Choice]:
         """Up to `n` distinct valid choices, spread by random pivots (not solver neighbours)."""
+        for what, v in (("n", n), ("seed", seed)):
+            if not isinstance(v, Integral) or isinstance(v, bool) or v < 0:
+                raise LiftTypeError(f"sample: {what} must be an int >= 0, got {v!r}", got=v)
         return self.model.sample(n, seed, self.variables)
 
     def count(self, limit: int = 100_000) -> int | None:
@@ -66,7 +71,7 @@ class Space:
 
     def is_valid(self, choice: Mapping[str, int]) -> bool:
         """True when the choice (some or all variables) satisfies every constraint."""
-        return self.model.is_valid(choice)
+        return self.model.is_valid(_choice(choice))
 
     def explain(self, choice: Mapping[str, int]) -> tuple[Constraint, ...] | None:
         """The unsat core that rejects `choice`, or None if it is valid."""
@@ -78,6 +83,7 @@ class Space:
 
     def realise(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None) -> Node:
         """The program with `choice` applied (maps lowered, tuning values substituted)."""
+        choice = _choice(choice)
         self.check(choice)
         env = dict(self.fixed)
         env.update({k: int(v) for k, v in choice.items() if k in self.params})
@@ -176,6 +182,17 @@ _CACHE: OrderedDict[tuple, tuple[Node, Space]] = OrderedDict()  # by the program
 CACHE_SIZE = 64
 
 
+def _choice(choice: Any) -> dict[str, int]:
+    """`choice` as a dict from variable names to ints, else `LiftTypeError`."""
+    if not isinstance(choice, Mapping):
+        raise LiftTypeError(f"a choice is a dict from variable names to ints, got {choice!r}", got=choice)
+    bad = {k: v for k, v in choice.items()
+           if not isinstance(k, str) or not isinstance(v, Integral) or isinstance(v, bool)}
+    if bad:
+        raise LiftTypeError(f"a choice maps variable names to ints, got {bad!r}", got=bad)
+    return dict(choice)
+
+
 def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
@@ -202,6 +219,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
+    expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
     expr = fuse_reduce_maps(expr)  # map under reduce: fused into the operator, never a temporary
     sizes = dict(sizes or {})
     ctx = analyse(expr)

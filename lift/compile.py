@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.choices import Choices, as_choices
-from lift.errors import LiftError, LiftValueError, MappingFallback
+from lift.errors import LiftError, LiftTypeError, LiftValueError, MappingFallback
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
@@ -57,6 +57,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     program without a mapping gets the z3 model's choice. `local_size` / `global_size`: one size
     for the kernels it fits, or a dict of sizes per kernel name (they override the choices' launch
     sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`)."""
+    _check_args(expr, choices, local_size, global_size)
     typecheck(expr)
     if choices is None and local_size is None and global_size is None and not options and spaces is None:
         from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile
@@ -86,6 +87,21 @@ def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | No
     pointed, chosen = choose_open_tuning(expr, pointed, dict(wanted.tuning), profile)
     rest = {k: v for k, v in wanted.tuning.items() if k not in chosen}
     return pointed, wanted.replace(tuning=rest), chosen
+
+
+def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> None:
+    """`LiftTypeError` for arguments of the wrong Python type (before any work)."""
+    if not isinstance(expr, Node):
+        raise LiftTypeError(f"compile needs a program made with lift.fun, got {expr!r}", got=expr)
+    if choices is not None and not isinstance(choices, Mapping | Choices):
+        raise LiftTypeError(f"choices must be a dict (or lift.Choices), got {choices!r}", got=choices)
+    for what, s in (("local_size", local_size), ("global_size", global_size)):
+        for one in (s.values() if isinstance(s, Mapping) else (s,)):
+            dims = (one,) if isinstance(one, int) else one
+            if dims is not None and not (isinstance(dims, tuple | list) and 1 <= len(dims) <= 3 and all(
+                    isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+                raise LiftTypeError(f"{what} must be an int >= 1, a tuple of 1 to 3 of them, or a dict of "
+                                    f"them per kernel name, got {s!r}", got=s)
 
 
 def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: bool = True) -> Node:

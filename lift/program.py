@@ -140,8 +140,8 @@ class Program:
 
     def time(self, *arrays: Any, repeat: int = 5) -> list[float]:
         """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""
-        if repeat < 1:
-            raise LiftValueError(f"repeat must be at least 1, got {repeat}")
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+            raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
         self._require_device()
         sizes, leaves = self._bind(arrays)
         args = self._upload(sizes, leaves)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lift.arith import Arith, ArithLike, Cst, as_arith, prove_eq, size
+from lift.errors import LiftTypeError, LiftValueError
 
 
 class Type:
@@ -77,7 +78,7 @@ VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 def Array(elem: Type, n: ArithLike) -> ArrayType:  # noqa: N802 - public constructor
     """`[elem]n`; `n` is an int or a symbolic size such as `Size("N") // 4`."""
     if not isinstance(elem, Type):
-        raise TypeError(f"Array element must be a LIFT type, got {elem!r}")
+        raise LiftTypeError(f"Array element must be a LIFT type, got {elem!r}", got=elem)
     return ArrayType(elem, as_arith(n))
 
 
@@ -85,16 +86,16 @@ def Tuple(*elems: Type) -> TupleType:  # noqa: N802 - public constructor
     """`(T1, ..., Tk)`."""
     for e in elems:
         if not isinstance(e, Type):
-            raise TypeError(f"Tuple element must be a LIFT type, got {e!r}")
+            raise LiftTypeError(f"Tuple element must be a LIFT type, got {e!r}", got=e)
     return TupleType(tuple(elems))
 
 
 def Vector(scalar: ScalarType, n: int) -> VectorType:  # noqa: N802 - public constructor
     """`<scalar>n`, an OpenCL vector type."""
     if not isinstance(scalar, ScalarType):
-        raise TypeError(f"Vector element must be a scalar type, got {scalar!r}")
+        raise LiftTypeError(f"Vector element must be a scalar type, got {scalar!r}", got=scalar)
     if n not in VECTOR_WIDTHS:
-        raise ValueError(f"OpenCL vectors have 2, 3, 4, 8 or 16 elements, not {n}")
+        raise LiftValueError(f"OpenCL vectors have 2, 3, 4, 8 or 16 elements, not {n}", got=n)
     return VectorType(scalar, n)
 
 

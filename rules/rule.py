@@ -14,10 +14,11 @@ import inspect
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from numbers import Integral
 from typing import Any
 
-from lift.arith import Cst, as_arith, evaluate, free_vars, prove_divides
-from lift.errors import LiftError, RewriteError, SourceLoc
+from lift.arith import Arith, Cst, as_arith, evaluate, free_vars, prove_divides
+from lift.errors import LiftError, LiftTypeError, RewriteError, SourceLoc
 from lift.ir.nodes import Expr, Node
 from lift.ir.paths import Path, at, replace_at, walk
 from lift.rules.match import match
@@ -67,6 +68,8 @@ class Rule:
 
     def matches(self, expr: Node, **params: Any) -> list[Path]:
         """The paths in `expr` where the rule applies (for a suggested value of unset parameters)."""
+        _check_expr(self.name, expr)
+        self.check_params(params)
         return [p for p, n in walk(expr) if self.choices(n, **params)]
 
     def apply(self, expr: Node, at: Path = (), **params: Any) -> Node:
@@ -75,7 +78,14 @@ class Rule:
 
     def step(self, expr: Node, path: Path = (), **params: Any) -> tuple[Node, Step]:
         """Like `apply`, also returning the `Step` that records the application."""
-        node = at(expr, tuple(path))
+        _check_expr(self.name, expr)
+        path = check_path(path, f"rule {self.name}")
+        self.check_params(params)
+        try:
+            node = at(expr, tuple(path))
+        except (IndexError, AttributeError, TypeError) as err:
+            raise RewriteError(f"rule {self.name}: path {path} leads nowhere in the program ({err})",
+                               node=expr) from None
         done = self.rewrite(node, tuple(path), params)
         if done is None:
             raise RewriteError(f"rule {self.name} ({self.law}) does not apply at path {tuple(path)}",
@@ -99,10 +109,17 @@ class Rule:
 
     def bind(self, **params: Any) -> Rule:
         """This rule with some parameters fixed: `split_join(n=128)`."""
+        self.check_params(params)
+        return replace(self, bound={**self.bound, **params})
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """`LiftTypeError` for an unknown parameter or a value of the wrong Python type."""
         unknown = set(params) - set(self.params)
         if unknown:
-            raise TypeError(f"rule {self.name} has no parameter(s) {sorted(unknown)}")
-        return replace(self, bound={**self.bound, **params})
+            raise LiftTypeError(f"rule {self.name} has no parameter(s) {sorted(unknown)}; it takes "
+                                f"{sorted(self.params) or 'none'}", got=sorted(unknown))
+        for k, v in params.items():
+            _check_param(self.name, k, v, self.params[k])
 
     # ------------------------------------------------------------------- engine
 
@@ -177,6 +194,31 @@ class Rule:
         if match(self.lhs, node) is None:
             return f"the expression is not of the form {self.law.split('->')[0].strip()}"
         return "a side condition does not hold"
+
+
+def _check_expr(name: str, expr: Any) -> None:
+    if not isinstance(expr, Node):
+        raise LiftTypeError(f"rule {name} rewrites a program (an IR node), got {expr!r}", got=expr)
+
+
+def check_path(path: Any, what: str) -> Path:
+    """`path` as a tuple of non-negative ints, else `LiftTypeError`."""
+    if isinstance(path, (tuple, list)) and all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in path):
+        return tuple(path)
+    raise LiftTypeError(f"{what}: a path is a tuple of child indices (ints >= 0), got {path!r}", got=path)
+
+
+def _check_param(rule: str, name: str, v: Any, default: Any) -> None:
+    """Parameter kinds by name: `n` a size, `dim` 0..2, `associative` a bool, `arg` a path."""
+    if name == "n" and not (isinstance(v, Arith) or (isinstance(v, Integral) and not isinstance(v, bool))):
+        raise LiftTypeError(f"rule {rule}: n must be an int or a symbolic size, got {v!r}", got=v)
+    if name == "dim" and not (isinstance(v, Integral) and not isinstance(v, bool) and 0 <= v <= 2):
+        raise LiftTypeError(f"rule {rule}: dim must be 0, 1 or 2, got {v!r}", got=v)
+    if isinstance(default, bool) and not isinstance(v, bool):
+        raise LiftTypeError(f"rule {rule}: {name} must be True or False, got {v!r}", got=v)
+    if name == "arg":
+        check_path(v, f"rule {rule}: arg")
 
 
 def check_program(old: Node, new: Node, what: str) -> None:

@@ -210,12 +210,14 @@ def as_arith(x: ArithLike) -> Arith:
     """An `Arith` from an int (or numpy integer), or the expression itself."""
     if isinstance(x, Arith):
         return x
+    from lift.errors import LiftTypeError
+
     if isinstance(x, bool):
-        raise TypeError("a size cannot be a bool")
+        raise LiftTypeError("a size cannot be a bool", got=x)
     try:
         return Cst(int(x.__index__()))  # type: ignore[union-attr]
     except AttributeError:
-        raise TypeError(f"expected an integer or a symbolic size, got {x!r}") from None
+        raise LiftTypeError(f"expected an integer or a symbolic size, got {x!r}", got=x) from None
 
 
 def size(name: str) -> Var:

@@ -98,7 +98,10 @@ def literal(v: Any, like: Type | None = None) -> Literal:
             from lift.types import from_dtype
 
             s = from_dtype(v.dtype)
-    py = bool(v) if s == Bool else int(v) if s == Int else float(v)
+    try:
+        py = bool(v) if s == Bool else int(v) if s == Int else float(v)
+    except (TypeError, ValueError) as err:
+        raise LiftTypeError(f"{v!r} is not a {s} value ({err})", loc=user_loc(), got=v) from None
     if s == Int and py != v:
         raise LiftTypeError(f"{v!r} is not an Int", loc=user_loc())
     return Literal(py, s, loc=user_loc())

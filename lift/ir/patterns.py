@@ -283,6 +283,9 @@ def ocl_kernel(f: Any, *args: Any, label: str | None = None) -> Any:
 
 def vectorise(f: Any, k: int, *args: Any, label: str | None = None) -> Any:
     """Apply a scalar function to each lane of width-`k` vectors."""
+    if k not in (2, 3, 4, 8, 16) or isinstance(k, bool):
+        raise LiftTypeError(f"vectorise needs a vector width of 2, 3, 4, 8 or 16, got {k!r}", loc=user_loc(), got=k)
+
     def make(ts, lab, loc):
         scal = []
         for t in ts:
@@ -312,6 +315,8 @@ def fun(param_types: Sequence[Type] | Type, body: Callable, *, name: str | None 
     """A program: `fun([Array(Float, N)], lambda x: map(f) << x)`."""
     if isinstance(param_types, Type):
         param_types = [param_types]
+    if not isinstance(param_types, (list, tuple)):
+        raise LiftTypeError(f"fun needs a list of parameter types, got {param_types!r}", loc=user_loc())
     for t in param_types:
         if not isinstance(t, Type):
             raise LiftTypeError(f"fun parameter types must be LIFT types, got {t!r}", loc=user_loc())
@@ -444,9 +449,13 @@ def _per_dim(k: int, v: Any, what: str) -> list:
     return [v] * k
 
 
+MAX_RANK = 64  # more nested dimensions than any program has; a bigger k is a mistake, not a request
+
+
 def _check_rank(k: int) -> None:
-    if not isinstance(k, int) or k < 1:
-        raise LiftTypeError(f"the number of dimensions must be an int >= 1, got {k!r}", loc=user_loc())
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_RANK:
+        raise LiftTypeError(f"the number of dimensions must be an int in 1..{MAX_RANK}, got {k!r}",
+                            loc=user_loc())
 
 
 __all__ = [

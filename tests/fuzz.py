@@ -1,0 +1,201 @@
+"""Nightly-style fuzzing: random programs at sizes where bugs live, through interpret + compile + run.
+
+    python tests/fuzz.py --minutes 15 [--seed 1] [--timeout 120] [--show 5]
+
+Programs come from `lift.testing`'s building blocks (`prefix_1d`, `prefix_2d`, `suffix`) over
+inputs of up to 2^12 elements per dimension (`large_programs`), so the solver's mapping uses
+work-groups and barriers at real sizes. Each program runs in a worker process; one that does
+not finish within `--timeout` seconds is a hang (the worker is killed and replaced). Every
+program lands in one row: ok, wrong (the kernel disagrees with the interpreter), raw crash
+(an exception that is not a `LiftError`), hang, refused (a `LiftError` from compiling or
+running a program the interpreter accepts), fallback (a `MappingFallback` warning), or
+invalid (the interpreter rejects it: not a program to judge). The table is printed per size
+class (the largest input dimension) at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter, defaultdict
+from typing import Any
+
+ROWS = ("ok", "wrong", "raw crash", "hang", "refused", "fallback", "invalid")
+DIMS = (1, 3, 4, 7, 16, 17, 64, 100, 128, 255, 256, 512, 1000, 1024, 2048, 4095, 4096)
+MAX_ELEMENTS = 1 << 20  # per input: keeps the interpreter (the oracle) fast
+
+
+def large_programs(max_elements: int = MAX_ELEMENTS) -> Any:
+    """Random well-typed programs of two inputs with up to 2^12 elements per dimension, with inputs."""
+    from hypothesis import strategies as st
+
+    from lift import fun
+    from lift.arith import Cst
+    from lift.testing import Case, inputs_for, prefix_1d, prefix_2d, scalar_types, suffix
+    from lift.types import ArrayType
+
+    @st.composite
+    def make(draw: Any) -> Case:
+        s = draw(scalar_types())
+        rows = draw(st.sampled_from(DIMS))
+        two_d = draw(st.booleans())
+        cols = draw(st.sampled_from([d for d in DIMS if d * rows <= max_elements])) if two_d else 1
+        t = ArrayType(ArrayType(s, Cst(cols)), Cst(rows)) if two_d else ArrayType(s, Cst(rows))
+
+        def body(x: Any, y: Any) -> Any:
+            e = draw(st.sampled_from((prefix_1d, prefix_2d)))(draw, x, y)
+            return _tail(draw, suffix(draw, suffix(draw, e)))
+
+        program = fun([t, t], body)
+        return Case(program, draw(inputs_for(program)))
+
+    return make()
+
+
+def _tail(draw: Any, e: Any) -> Any:
+    """Sometimes a slide of the result (the layout after a computation that once never compiled)."""
+    from hypothesis import strategies as st
+
+    from lift import slide
+    from lift.types import ArrayType
+
+    t = e.type
+    if not isinstance(t, ArrayType) or int(t.size) < 4 or not draw(st.integers(0, 3)) == 0:
+        return e
+    size = draw(st.sampled_from((2, 3)))
+    return slide(size, draw(st.integers(1, size))) << e
+
+
+def judge(program: Any, inputs: tuple) -> tuple[str, str]:
+    """The row of one program and a one-line detail."""
+    import lift
+    from lift.errors import LiftError, MappingFallback
+    from lift.testing import assert_same
+
+    try:
+        expected = lift.interpret(program, *inputs)
+    except LiftError as err:
+        return "invalid", f"interpret: {type(err).__name__}: {str(err).splitlines()[0]}"
+    except Exception as err:  # noqa: BLE001 - what the fuzzer is for
+        return "raw crash", f"interpret: {type(err).__name__}: {err}"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = lift.compile(program)(*inputs)
+        fell = [w for w in caught if issubclass(w.category, MappingFallback)]
+    except LiftError as err:
+        return "refused", f"{type(err).__name__}: {str(err).splitlines()[0]}"
+    except Exception as err:  # noqa: BLE001
+        return "raw crash", f"{type(err).__name__}: {err} | {traceback.format_exc().splitlines()[-3].strip()}"
+    try:
+        assert_same(expected, got, rtol=1e-3, atol=1e-3)
+    except AssertionError as err:
+        return "wrong", str(err)[:200]
+    if fell:
+        return "fallback", str(fell[0].message).splitlines()[0]
+    return "ok", ""
+
+
+def _worker(conn: Any, seed: int) -> None:
+    """Generate programs from `seed` and report each (its text first, so a hang is attributed)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
+
+    from lift.ir.printer import show
+
+    @settings(max_examples=10**9, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(case=large_programs())
+    def run(case: Any) -> None:
+        sizes = [tuple(int(d) for d in _dims(p.ptype)) for p in case.program.params]
+        conn.send(("start", show(case.program), sizes[0]))
+        conn.send(("done",) + judge(case.program, case.inputs))
+
+    hseed(seed)(run)()
+
+
+def _dims(t: Any) -> list[Any]:
+    out = []
+    while hasattr(t, "size") and hasattr(t, "elem"):
+        out.append(t.size)
+        t = t.elem
+    return out
+
+
+def _size_class(dims: tuple[int, ...]) -> str:
+    m = max(dims, default=1)
+    return "<= 16" if m <= 16 else "<= 256" if m <= 256 else "<= 4096"
+
+
+def fuzz(seconds: float, *, seed: int = 1, timeout: float = 120.0, log: Any = None) -> dict[str, Counter]:
+    """Fuzz for `seconds`; the counts per size class, and examples of every bad row in `log`."""
+    table: dict[str, Counter] = defaultdict(Counter)
+    examples: dict[str, list[str]] = defaultdict(list)
+    end = time.monotonic() + seconds
+    worker_seed = seed
+    while time.monotonic() < end:
+        parent, child = mp.Pipe()
+        proc = mp.get_context("fork").Process(target=_worker, args=(child, worker_seed), daemon=True)
+        proc.start()
+        current: tuple[str, tuple] | None = None
+        while time.monotonic() < end:
+            if not parent.poll(min(timeout, max(0.1, end - time.monotonic() + timeout))):
+                if current is not None:  # a hang: the program started and never finished
+                    _record(table, examples, "hang", current, f"no result within {timeout:.0f} s")
+                break
+            try:
+                msg = parent.recv()
+            except EOFError:  # the worker died (a crash of the process itself)
+                if current is not None:
+                    _record(table, examples, "raw crash", current, f"worker died (exit {proc.exitcode})")
+                break
+            if msg[0] == "start":
+                current = (msg[1], tuple(msg[2]))
+            else:
+                _record(table, examples, msg[1], current, msg[2])
+                current = None
+        proc.kill()
+        proc.join()
+        worker_seed += 1
+    if log is not None:
+        for row, lines in examples.items():
+            for line in lines:
+                print(f"[{row}] {line}", file=log)
+    return table
+
+
+def _record(table: dict, examples: dict, row: str, current: Any, detail: str) -> None:
+    text, dims = current if current is not None else ("?", ())
+    table[_size_class(dims)][row] += 1
+    if row not in ("ok", "invalid") and len(examples[row]) < 20:
+        examples[row].append(f"{text}  sizes {dims}: {detail}")
+
+
+def print_table(table: dict[str, Counter], out: Any = sys.stdout) -> None:
+    classes = [c for c in ("<= 16", "<= 256", "<= 4096") if c in table]
+    print(f"{'largest dimension':<18}" + "".join(f"{r:>11}" for r in ("programs",) + ROWS), file=out)
+    total: Counter = Counter()
+    for c in classes:
+        total.update(table[c])
+        print(f"{c:<18}" + f"{sum(table[c].values()):>11}" + "".join(f"{table[c][r]:>11}" for r in ROWS), file=out)
+    print(f"{'all':<18}" + f"{sum(total.values()):>11}" + "".join(f"{total[r]:>11}" for r in ROWS), file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=15.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a program is a hang")
+    args = ap.parse_args(argv)
+    table = fuzz(args.minutes * 60, seed=args.seed, timeout=args.timeout, log=sys.stdout)
+    print_table(table)
+    bad = sum(t[r] for t in table.values() for r in ROWS if r not in ("ok", "invalid"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
