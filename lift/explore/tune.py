@@ -158,6 +158,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     history.extend(work.collect(history))
     if not any(r.ok for r in history):  # all this tune proposed is being measured elsewhere: wait for it
         work.wait_pending(history, time.perf_counter() + budget + 60)
+    _rescue_default(history, pipe)
     bar.close()
     if objective == "time":
         _confirm(history, pipe, rank)
@@ -166,6 +167,23 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     if database is not None:
         database.store(key, _entry(result), info, replace=refresh)
     return result
+
+
+def _rescue_default(history: list[Record], pipe: Pipeline) -> None:
+    """When nothing is correct and the default lowering was only too slow for the worker's
+    timeout, measure it here, in-process and without a timeout (run, check, one timed run):
+    a correct default lowering is always a result."""
+    if any(r.ok for r in history):
+        return
+    for i, r in enumerate(history):
+        if r.candidate.default and "timed out" in r.reason:
+            worker, deadline = pipe.worker, pipe.deadline
+            pipe.worker, pipe.deadline = None, 0.0  # past the deadline: timed by one run
+            try:
+                history[i] = pipe.measure(r.candidate)
+            finally:
+                pipe.worker, pipe.deadline = worker, deadline
+            return
 
 
 def _switch(start: float, budget: float, trials: int | None, history: list[Record]) -> Any:
