@@ -117,3 +117,15 @@ def test_trials_stop_the_tune_after_that_many_candidates_whatever_the_budget() -
     assert res.history[0].candidate.default
     with pytest.raises(lift.LiftValueError, match="trials"):
         tune(tiled_gemv(), a, v, trials=0, db=False)
+
+
+@pytest.mark.device
+def test_the_returned_program_is_the_one_the_worker_measured() -> None:
+    # the winner is measured in the worker from `Pipeline.plan` and rebuilt in the parent by
+    # `lift.compile`: the same kernels, so its recorded time belongs to the returned program
+    import hashlib
+
+    a, v = rand(64, 512), rand(512)
+    res = tune(tiled_gemv(), a, v, budget=120, trials=5, db=False, progress=False)
+    rec = res.best_record
+    assert rec.source_hash and rec.source_hash == hashlib.sha256(res.best.source.encode()).hexdigest()[:16]
