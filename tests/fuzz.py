@@ -100,6 +100,11 @@ def judge(program: Any, inputs: tuple) -> tuple[str, str]:
     return "ok", ""
 
 
+# 'spawn', not 'fork': a process that has already opened an OpenCL device (pytest, after other tests) forks a
+# child whose PoCL worker threads are gone, and the child's first kernel never finishes (a false "hang").
+_CTX = mp.get_context("spawn")
+
+
 def _worker(conn: Any, seed: int) -> None:
     """Generate programs from `seed` and report each (its text first, so a hang is attributed)."""
     from hypothesis import HealthCheck, given, settings
@@ -139,7 +144,7 @@ def fuzz(seconds: float, *, seed: int = 1, timeout: float = 120.0, log: Any = No
     worker_seed = seed
     while time.monotonic() < end:
         parent, child = mp.Pipe()
-        proc = mp.get_context("fork").Process(target=_worker, args=(child, worker_seed), daemon=True)
+        proc = _CTX.Process(target=_worker, args=(child, worker_seed), daemon=True)
         proc.start()
         current: tuple[str, tuple] | None = None
         while time.monotonic() < end:
