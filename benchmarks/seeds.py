@@ -114,6 +114,7 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float) -> dict:
         tprog, row["tuned_status"] = _compile_and_check(seed, tuned, arrays, want, sizes)
         if tprog is not None:
             row["tuned_s"], row["numpy_s"] = _interleaved(tprog, arrays, np_fn, repeat)
+            row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
     return row
 
 
