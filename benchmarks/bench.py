@@ -253,12 +253,19 @@ def main(argv: list[str] | None = None) -> None:
                         help="the summary table: numpy, best hand-written, liftcl default and liftcl "
                              "tuned for SECONDS per kernel (benchmarks/summary.py)")
     parser.add_argument("--json", metavar="OUT", help="with --tune: also write the table as JSON")
-    parser.add_argument("--only", metavar="NAMES", help="with --tune: a comma-separated subset of kernels")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="with --tune: a comma-separated subset of kernels (else the NAMES given)")
     opts = parser.parse_args(argv)
+    if opts.tune <= 0 and (opts.json or opts.only):
+        parser.error("--json and --only go with --tune (they are options of the summary table)")
     if opts.tune > 0:
         import summary
 
-        summary.run(opts.tune, opts.quick, opts.repeat, opts.only.split(",") if opts.only else None, opts.json)
+        only = opts.only.split(",") if opts.only else opts.names or None
+        known = {k.name for k in summary.kernels(opts.quick)}
+        if only and not set(only) <= known:
+            parser.error(f"unknown kernels {sorted(set(only) - known)}; the summary has {sorted(known)}")
+        summary.run(opts.tune, opts.quick, opts.repeat, only, opts.json)
         return
     dev = lift.devices.current()
     print(f"liftcl benchmarks on {dev.name} ({dev.platform} {dev.driver_version}, {dev.compute_units} compute units)")

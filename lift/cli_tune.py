@@ -4,12 +4,13 @@ print the winner and the time/memory Pareto front, optionally as JSON and as a p
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from lift.explore.search import STRATEGIES
 
 
 def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -19,7 +20,8 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
     p.add_argument("--budget", type=float, default=60.0, metavar="S", help="seconds of search (default 60)")
     p.add_argument("--objective", choices=("time", "memory", "pareto"), default="time",
                    help="what to minimise; pareto keeps the time/memory front, the fastest as the winner")
-    p.add_argument("--strategy", help="the search strategy, by name, where this liftcl's tune offers a choice")
+    p.add_argument("--strategy", choices=STRATEGIES, default="random-local",
+                   help="the search strategy (default random-local: random sampling, then hill climbing)")
     p.add_argument("--seed", type=int, default=0, help="the search's random seed")
     p.add_argument("--refresh", action="store_true", help="measure and search again, ignoring the database")
     p.add_argument("--no-auto", action="store_true", help="no automatic rewrite points (only the program's own)")
@@ -34,19 +36,14 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
     import lift
-    from lift.cli import CliError, device_arg, load_program
+    from lift.cli import device_arg, load_program
     from lift.explore import TuningDB
 
     program, arrays, name = load_program(opts.file, opts.inputs)
-    kw: dict[str, Any] = {}
-    if opts.strategy:
-        if "strategy" not in inspect.signature(lift.tune).parameters:
-            raise CliError("--strategy: this liftcl's tune has one strategy (random sampling, then hill climbing)")
-        kw["strategy"] = opts.strategy
     db: Any = False if opts.no_db else TuningDB(opts.db)
     result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=device_arg(opts.device),
                        seed=opts.seed, db=db, progress=not opts.quiet, refresh=opts.refresh,
-                       auto=not opts.no_auto, **kw)
+                       auto=not opts.no_auto, strategy=opts.strategy)
     report(result, name, opts.budget)
     if opts.json:
         Path(opts.json).write_text(json.dumps(result.to_json(), indent=1, default=str) + "\n")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from lift.arith import Arith, ArithLike, Cst, as_arith, prove_eq, size
+from lift.arith import Arith, ArithLike, Cst, as_arith, free_vars, prove_eq, size
 from lift.errors import LiftTypeError, LiftValueError
 
 
@@ -143,6 +144,24 @@ def shape(t: Type) -> tuple[Arith, ...]:
         out.append(t.size)
         t = t.elem
     return tuple(out)
+
+
+def size_names(types: Iterable[Type]) -> list[str]:
+    """The names of the symbolic sizes in `types` (array lengths, nested and in tuples), each once,
+    in order of first appearance (sorted within one size): `[[Float]M]N` -> `["N", "M"]`."""
+    out: list[str] = []
+
+    def visit(t: Type) -> None:
+        if isinstance(t, ArrayType):
+            out.extend(n for n in sorted(v.name for v in free_vars(t.size)) if n not in out)
+            visit(t.elem)
+        elif isinstance(t, TupleType):
+            for e in t.elems:
+                visit(e)
+
+    for t in types:
+        visit(t)
+    return out
 
 
 def scalar_count(t: Type) -> Arith:

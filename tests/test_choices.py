@@ -63,7 +63,7 @@ def test_compile_records_the_choices_it_used_and_they_rebuild_the_program():
 @pytest.mark.device
 def test_tuned_choices_rebuild_the_tuned_program_exactly():
     x, y = rand(1 << 12), rand(1 << 12, seed=1)
-    res = lift.tune(tiled_dot(), x, y, budget=2, db=False, progress=False, auto=False)
+    res = lift.tune(tiled_dot(), x, y, budget=120, trials=4, db=False, progress=False, auto=False)
     assert isinstance(res.choices, lift.Choices) and res.best.choices == res.choices
     for r in res.history:
         assert r.choices is None or isinstance(r.choices, lift.Choices)

@@ -184,3 +184,13 @@ def test_bench_is_a_thin_call_of_the_benchmark_script(tmp_path: Path) -> None:
     got = lift_cmd("bench", "axpy", "--quick", "--repeat", "1", timeout=600)
     assert got.returncode == 0, got.stderr
     assert "liftcl benchmarks on" in got.stdout and "axpy" in got.stdout
+    alone = lift_cmd("bench", "axpy", "--json", str(tmp_path / "t.json"))
+    assert alone.returncode == 2 and "go with --tune" in alone.stderr  # never silently ignored
+
+
+@pytest.mark.device
+def test_tune_takes_a_named_strategy(prog: Path, tmp_path: Path) -> None:
+    got = lift_cmd("tune", str(prog), "--budget", "3", "--strategy", "evolution", "--no-db", "--quiet")
+    assert got.returncode == 0, got.stderr
+    bad = lift_cmd("tune", str(prog), "--strategy", "nope", "--no-db")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

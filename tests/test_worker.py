@@ -110,3 +110,47 @@ def test_private_memory_per_work_group_is_a_hardware_constraint_on_pocl(monkeypa
     for choice in space.sample(20, seed=3):
         ls = choice["local_size_0"] * choice["local_size_1"] * choice["local_size_2"]
         assert ls <= 16
+
+
+def _slow_default_tune(monkeypatch, timeout_s: float, **kw):
+    """A tune where every OpenCL build takes `SLOW_S` (1 s) and the candidate timeout is shorter."""
+    from lift.explore import worker as worker_mod
+
+    monkeypatch.setattr(worker_mod, "MIN_TIMEOUT_S", 0.05)
+    real_init = cand_mod.Pipeline.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.timeout_s = timeout_s
+        self.slow_s = 0.0  # every candidate is slow: checked and timed by one run
+
+    def slow_worker(device, arrays):
+        w = shared(device, arrays)
+        w.inject = lambda plan: "slow"
+        return w
+
+    monkeypatch.setattr(cand_mod.Pipeline, "__init__", init)
+    monkeypatch.setattr(tune_mod, "shared_worker", slow_worker)
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    return tune(tiled_dot(), x, y, db=False, progress=False, **kw), (x, y)
+
+
+@pytest.mark.device
+def test_a_default_slower_than_the_candidate_timeout_is_still_the_result(monkeypatch) -> None:
+    res, (x, y) = _slow_default_tune(monkeypatch, 0.3, budget=30, trials=2)
+    first, other = res.history
+    assert first.candidate.default and first.ok and first.checked and 0 < first.time < 0.3
+    assert not other.ok and "timed out" in other.reason  # the other candidates keep the short timeout
+    assert res.best_record is first
+    np.testing.assert_allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
+
+
+@pytest.mark.device
+def test_a_default_that_times_out_even_in_the_budget_is_measured_in_process(monkeypatch) -> None:
+    from lift.explore import worker as worker_mod
+
+    monkeypatch.setattr(worker_mod, "GRACE_S", 0.0)
+    res, (x, y) = _slow_default_tune(monkeypatch, 0.3, budget=0.3, trials=1)
+    (first,) = res.history
+    assert first.candidate.default and first.ok and first.checked and first.time > 0
+    np.testing.assert_allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from lift.arith import C_HELPERS, Arith, Cst, free_vars
+from lift.arith import C_HELPERS, Arith, Cst
 from lift.barriers import Synchronised, insert_barriers
 from lift.codegen.access import divisibility
 from lift.codegen.c_ast import Block, KernelDef, KParam, Unit, walk_stmts
@@ -38,7 +38,7 @@ from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memor
 from lift.lower import is_high_level, lower, verify_lowered
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, KernelSource, Launch
 from lift.typecheck import size_conditions, typecheck
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, scalar_count
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, scalar_count, size_names
 from lift.userfun.ctypes import struct_decl, tuple_types
 from lift.views import Mem, View
 
@@ -121,7 +121,7 @@ class _Program:
         self.facts = divisibility(size_conditions(program))  # what the sizes may be assumed to satisfy
         self.barrier_pass = barrier_pass
         ufs = {d.name for _, x in walk(program) if isinstance(x, n.UserFun) for d in (x, *_callees(x))}
-        self.sizes = _size_vars(program)
+        self.sizes = size_names(q.ptype for q in program.params)
         self.names = Names(ufs | set(self.sizes))
         self.funs = Funs(self.names)
         self.buffers: list[BufferSpec] = []
@@ -336,24 +336,6 @@ def _storage_c(m: Mem) -> str:
     from lift.userfun.ctypes import c_type
 
     return c_type(base_type(m.type))
-
-
-def _size_vars(p: Lambda) -> list[str]:
-    out: list[str] = []
-
-    def visit(t: Type) -> None:
-        if isinstance(t, ArrayType):
-            for v in sorted(free_vars(t.size), key=lambda x: x.name):
-                if v.name not in out:
-                    out.append(v.name)
-            visit(t.elem)
-        elif isinstance(t, TupleType):
-            for e in t.elems:
-                visit(e)
-
-    for q in p.params:
-        visit(q.ptype)
-    return out
 
 
 def _tuples(p: Lambda) -> tuple[TupleType, ...]:

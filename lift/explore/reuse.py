@@ -47,22 +47,9 @@ def without_lookup(fn: F) -> F:
 
 def symbolic_sizes(expr: Lambda) -> set[str]:
     """The names of the symbolic sizes in the program's parameter types."""
-    from lift.arith.ops import free_vars
-    from lift.types import ArrayType, TupleType
+    from lift.types import size_names
 
-    names: set[str] = set()
-
-    def visit(t: Any) -> None:
-        if isinstance(t, ArrayType):
-            names.update(str(v) for v in free_vars(t.size))
-            visit(t.elem)
-        elif isinstance(t, TupleType):
-            for e in t.elems:
-                visit(e)
-
-    for p in expr.params:
-        visit(p.ptype)
-    return names
+    return set(size_names(p.ptype for p in expr.params))
 
 
 def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any | None:

@@ -92,7 +92,7 @@ class TuneResult:
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
-         strategy: str | None = None) -> TuneResult:
+         strategy: str | None = None, trials: int | None = None) -> TuneResult:
     """Search for the fastest (or smallest, or Pareto-optimal) correct compilation of `expr`
     on `arrays` within `budget` seconds; `db=False` uses no tuning database. With `auto`,
     rewrite points are also placed automatically at the program's natural places
@@ -101,8 +101,15 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     (`lift.explore.worker`): one that crashes or hangs is rejected with the reason.
     `strategy`: "random-local" (the default: random sampling, then hill climbing), "uniform",
     "informed" (`lift.explore.search.ModelBased`) or "evolution" (see benchmarks/strategies.py
-    for how they compare on recorded measurements)."""
+    for how they compare on recorded measurements).
+    `trials` (keyword-only; None: no limit): stop after that many candidates (the default
+    lowering included, rejected ones too) even when budget is left; the budget still bounds
+    the wall time. With `trials`, the switch from random sampling to local search also
+    follows the count (after 40% of the trials) instead of the clock, so which candidates are
+    tried does not depend on the machine's speed (tests use a generous budget and a count)."""
     rank = score(objective)
+    if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 1):
+        raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
     dev = _device(device)
@@ -132,10 +139,11 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
     search = make_strategy(strategy or "random-local", pipe, structural, rank, seed,
-                           switch=lambda: time.perf_counter() - start > budget * 0.4)
+                           switch=_switch(start, budget, trials, history))
     if auto_labels:
         search = Seeded(pipe, structural, auto_labels, search)
-    while time.perf_counter() - start < budget - min(0.1 * budget, _reserve(history, rank)):
+    while (time.perf_counter() - start < budget - min(0.1 * budget, _reserve(history, rank))
+           and (trials is None or len(history) < trials)):
         cand = search.propose(history)
         if cand is None:
             break
@@ -150,6 +158,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     history.extend(work.collect(history))
     if not any(r.ok for r in history):  # all this tune proposed is being measured elsewhere: wait for it
         work.wait_pending(history, time.perf_counter() + budget + 60)
+    _rescue_default(history, pipe)
     bar.close()
     if objective == "time":
         _confirm(history, pipe, rank)
@@ -158,6 +167,31 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     if database is not None:
         database.store(key, _entry(result), info, replace=refresh)
     return result
+
+
+def _rescue_default(history: list[Record], pipe: Pipeline) -> None:
+    """When nothing is correct and the default lowering was only too slow for the worker's
+    timeout, measure it here, in-process and without a timeout (run, check, one timed run):
+    a correct default lowering is always a result."""
+    if any(r.ok for r in history):
+        return
+    for i, r in enumerate(history):
+        if r.candidate.default and "timed out" in r.reason:
+            worker, deadline = pipe.worker, pipe.deadline
+            pipe.worker, pipe.deadline = None, 0.0  # past the deadline: timed by one run
+            try:
+                history[i] = pipe.measure(r.candidate)
+            finally:
+                pipe.worker, pipe.deadline = worker, deadline
+            return
+
+
+def _switch(start: float, budget: float, trials: int | None, history: list[Record]) -> Any:
+    """When random sampling gives way to local search: after 40% of the trials when they are
+    counted, else after 40% of the budget."""
+    if trials is not None:
+        return lambda: len(history) >= 0.4 * trials
+    return lambda: time.perf_counter() - start > budget * 0.4
 
 
 def _entry(result: TuneResult) -> dict[str, Any]:

@@ -11,8 +11,9 @@ arrays: SIGSEGV) or hangs past its timeout is an `Outcome` with the reason
 ("crashed: SIGSEGV", "timed out after 5.0 s"); the worker is killed and started again at the
 next call, so the search goes on. `measure_isolated` is `Pipeline.measure` through a worker.
 
-Test hook: `Worker.inject(plan) -> "segv" | "hang" | None` (a callable, None by default) makes
-the worker really die or hang on that plan's build, as a faulty OpenCL runtime would.
+Test hook: `Worker.inject(plan) -> "segv" | "hang" | "slow" | None` (a callable, None by default)
+makes the worker really die or hang on that plan's build, as a faulty OpenCL runtime would, or
+build it only after `SLOW_S` seconds, as a loaded machine would.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 START_TIMEOUT_S = 120.0  # importing pyopencl and opening the device in a fresh process
 MIN_TIMEOUT_S = 2.0
+SLOW_S = 1.0  # the test hook's "slow" build waits this long first
 GRACE_S = 10.0  # past the budget, a call may still take this long (an OpenCL build on a loaded machine)
 
 
@@ -76,7 +78,9 @@ class Worker:
             self._ready = True
         if msg[0] == "build" and self.inject is not None:
             fault = self.inject(msg[1])
-            if fault:
+            if fault == "slow":
+                msg = ("build", msg[1], SLOW_S)
+            elif fault:
                 msg = ("fault", fault)
         t0 = time.perf_counter()
         self._conn.send(msg)
@@ -183,11 +187,13 @@ def _serve(conn: Any, device: Any) -> None:
                 _fault(msg[1])
             elif op == "build":
                 t0 = time.perf_counter()
+                time.sleep(msg[2] if len(msg) > 2 else 0.0)
                 prog = None
                 prog = Program(msg[1], device=device, cache_dir=False)
                 conn.send(("ok", time.perf_counter() - t0))
             elif op == "run":
-                conn.send(("ok", prog(*arrays)))
+                out, seconds = _run_timed(prog, arrays)
+                conn.send(("ok", (out, seconds, int(sum(prog.memory_bytes_for(*arrays).values())))))
             elif op == "time":
                 times = prog.time(*arrays, repeat=int(msg[1]))
                 mem = int(sum(prog.memory_bytes_for(*arrays).values()))
@@ -196,6 +202,21 @@ def _serve(conn: Any, device: Any) -> None:
                 conn.send(("error", f"unknown request {op!r}"))
         except Exception as err:  # noqa: BLE001 - a failing candidate, reported with its reason
             conn.send(("error", _why(err)))
+
+
+def _run_timed(prog: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
+    """Run `prog` once: its results and that run's summed kernel time (transfers excluded, as
+    `Program.time` counts), so a slow candidate is checked and timed by one run instead of a
+    checked run plus `Program.time`'s warm-up and timed runs (three runs of a 19 s kernel did
+    not fit the 30 s candidate timeout)."""
+    from lift import runtime
+
+    sizes, leaves = prog._bind(tuple(arrays))
+    args = prog._upload(sizes, leaves)
+    events = prog._launch(sizes, args)
+    out = prog._download(sizes)
+    runtime.finish(prog._dc)
+    return out, runtime.seconds(events)
 
 
 def _fault(kind: str) -> None:
@@ -245,10 +266,12 @@ def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
 def _limit(pipe: Any, cand: Any) -> float:
     """The timeout of one worker call: the candidate timeout, cut at the budget's end plus a
     grace (killing a worker that is only slow costs a restart); the default lowering, tried
-    first, always gets the full candidate timeout."""
+    first, gets the whole budget left plus the grace when that is longer than the candidate
+    timeout (it is the result when nothing else is correct; `tune` measures it in-process if
+    even that is not enough)."""
     full = getattr(pipe, "timeout_s", 30.0)
     if cand.default:
-        return full
+        return max(full, pipe.deadline - time.perf_counter() + GRACE_S)
     return min(full, max(GRACE_S, pipe.deadline - time.perf_counter() + MIN_TIMEOUT_S))
 
 
@@ -265,14 +288,15 @@ def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, d
     got = worker.call(("run",), _limit(pipe, cand))
     if not got.ok:
         return reject("run", got.reason)
-    out = got.value
+    out, kernel_s, mem = got.value
     bad = mismatch(out, pipe.reference, pipe.rtol)
     if bad and pipe.precise is not None and _as_accurate(out, pipe.reference, pipe.precise):
         bad = ""
     if bad:
         return reject("wrong result", bad, checked=True)
-    slow = time.perf_counter() - t_run > pipe.slow_s or time.perf_counter() > pipe.deadline
-    got = worker.call(("time", 1 if slow else pipe.repeat), _limit(pipe, cand))
+    if time.perf_counter() - t_run > pipe.slow_s or time.perf_counter() > pipe.deadline:
+        return Record(cand, True, "", kernel_s, mem, True, build_s, digest)  # slow: timed by its checked run
+    got = worker.call(("time", pipe.repeat), _limit(pipe, cand))
     if not got.ok:
         return reject("timing", got.reason, checked=True)
     times, mem = got.value
