@@ -153,11 +153,11 @@ def test_a_barrier_inside_nested_divergent_loops_is_rejected():
 
 def test_a_stride_that_is_not_a_constant_is_not_rounded():
     with pytest.raises(NotSynchronisableError) as err:
-        generate(local_5_4())  # work-groups of min(N, 256): no constant to round N up to
+        generate(local_5_4())  # work-groups of min(N, 16) in a 2-D map_lcl nest: no constant to round N up to
     e = err.value
     assert e.label == "rows" and "map_lcl[rows]" in e.message
-    assert "of N iterations" in e.message and "min(N, 256) work-items in dimension 1" in e.message
-    assert "cannot be made uniform either: its stride (min(N, 256)) is not a constant" in e.message
+    assert "of N iterations" in e.message and "min(N, 16) work-items in dimension 1" in e.message
+    assert "cannot be made uniform either: its stride (min(N, 16)) is not a constant" in e.message
     assert "multiple of get_local_size(1)" in e.hint and "constant local size" in e.hint
     (b,) = generate(local_5_4(), local_size=(4, 2)).barriers  # with a requested size it is made uniform
     assert b.fence == "CLK_LOCAL_MEM_FENCE" and "made uniform" in b.reason

@@ -203,7 +203,9 @@ class _Program:
 
     def body(self, sync: Synchronised, names: Names, job: KernelJob) -> KernelGen:
         """Generate a kernel body with the barriers of `sync` (`candidates`: a probe for `lift.barriers`)."""
-        kg = KernelGen(sync, self.funs, names, self.gsize, self.lsize, facts=self.facts)
+        node = job.call[0] if job.call is not None else job.body
+        lcl = {x.dim for _, x in walk(node) if isinstance(x, n.MapLcl)}
+        kg = KernelGen(sync, self.funs, names, self.gsize, self.lsize, facts=self.facts, lcl_dims=len(lcl))
         if job.call is None:
             kg.expr(job.body, job.path, job.env, job.dest)
         else:
@@ -260,7 +262,8 @@ class _Program:
         if self.lsize is not None:
             loc = tuple(Cst(x) for x in self.lsize)
         else:
-            loc = tuple(cap(par.get(("lcl", d), Cst(1))) for d in range(ndim))
+            lcl = len({d for k, d in par if k == "lcl"})
+            loc = tuple(cap(par.get(("lcl", d), Cst(1)), lcl) for d in range(ndim))
         groups = tuple(par.get(("wrg", d), Cst(1)) for d in range(ndim))
         return tuple(gr * lc for gr, lc in zip(groups, loc)), loc
 

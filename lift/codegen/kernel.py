@@ -45,12 +45,15 @@ from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
 from lift.views import Access, ConstV, ExprV, Mem, Proj, View, storage_type
 
-DEFAULT_LOCAL = 256  # the cap on a default work-group size
+DEFAULT_LOCAL = 256  # the cap on a default work-group size (all its dimensions together)
 
 
-def cap(count: Arith) -> Arith:
-    """The default work-group size for `count` local iterations: `min(count, DEFAULT_LOCAL)`."""
-    return Cst(min(count.value, DEFAULT_LOCAL)) if isinstance(count, Cst) else min_(count, DEFAULT_LOCAL)
+def cap(count: Arith, ndims: int = 1) -> Arith:
+    """The default work-group size in one of `ndims` local dimensions for `count` local iterations:
+    `min(count, c)` with c = 2 ** (8 // ndims) (256, 16, 4), so that the whole work-group stays within
+    DEFAULT_LOCAL work-items (a 2-D map_lcl nest of 256 x 256 fits no device)."""
+    top = 1 << ((DEFAULT_LOCAL.bit_length() - 1) // max(ndims, 1))
+    return Cst(min(count.value, top)) if isinstance(count, Cst) else min_(count, top)
 
 
 _IDS = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
@@ -83,8 +86,9 @@ class KernelGen:
 
     def __init__(self, sync: Synchronised, funs: Callable[[FunDecl], str], fresh: Callable[[str], str],
                  global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None,
-                 *, facts: Facts = NO_FACTS) -> None:
+                 *, facts: Facts = NO_FACTS, lcl_dims: int = 1) -> None:
         self.alloc = sync.allocated
+        self.lcl_dims = lcl_dims  # the kernel's map_lcl dimensions, for the default work-group size
         self.facts = facts  # size variables' known divisors, for aligned vector accesses
         self.sync = sync
         self.funs = funs
@@ -183,7 +187,7 @@ class KernelGen:
         if kind == "lcl":
             if self.lsize is not None:
                 return Cst(loc) if loc is not None else None
-            return cap(first) if first is not None else None
+            return cap(first, self.lcl_dims) if first is not None else None
         if self.gsize is not None:  # explicit global size: work-items, or groups of the local size
             if g is None or (kind == "wrg" and not loc):
                 return None

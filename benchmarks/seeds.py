@@ -1,0 +1,162 @@
+"""Where the compiler stands on the seed papers' workloads (issue 17): one line per workload.
+
+    python benchmarks/seeds.py --quick            reduced sizes
+    python benchmarks/seeds.py [--tune S] [--json OUT] [--only NAME,...] [--repeat N]
+
+Each workload (benchmarks/seed_programs.py) is compiled from its high-level form with the default
+lowering (`lift.compile`), run, compared with the numpy reference computed in float64, and timed:
+kernel time is the median of `Program.time` (summed kernel event times, transfers excluded); numpy
+time is the median wall time of the same operation in float32; the two are measured interleaved in
+one loop. The ratio is numpy's time over the kernel's (above 1: the kernel is faster). Status is `ok`,
+`WRONG (max error e)`, `refused: <LiftError class>: <first line>` when compile raises a LiftError, or
+`crash: <class>: <first line>` for anything else. `--tune S` adds `lift.tune` with a budget of S seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+from _common import close  # noqa: E402
+from seed_programs import SEEDS, Seed  # noqa: E402
+
+import lift  # noqa: E402
+import lift.devices  # noqa: E402
+
+U = 2.0 ** -24  # float32 unit roundoff
+
+
+def tolerance(sum_length: int) -> float:
+    """Relative tolerance for a float32 result whose longest sum has `sum_length` terms: 4 sqrt(n) u
+    (rounding errors of random sign grow like sqrt(n)), at least 1e-4 (the examples' tolerance).
+    Higham's worst-case bound (n + 1) u is ~1 at 16M terms: a check against it could not fail."""
+    return max(1e-4, 4.0 * math.sqrt(sum_length) * U)
+
+
+def judge(seed: Seed, got: Any, want: Any, sizes: tuple) -> tuple[bool, float]:
+    """Whether `got` matches the float64 reference `want` (a tuple for multi-output workloads), with
+    the tolerance scaled to the sum length and to the magnitude of the result."""
+    wants = want if isinstance(want, tuple) else (want,)
+    gots = got if isinstance(got, tuple) and isinstance(want, tuple) else (got,)
+    if len(gots) != len(wants):
+        return False, float("inf")
+    rtol = tolerance(seed.sum_length(*sizes))
+    ok, worst = True, 0.0
+    for g, w in zip(gots, wants):
+        w = np.asarray(w, dtype=np.float64)
+        g = np.asarray(g)
+        if g.size == w.size:
+            g = g.reshape(w.shape)
+        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+        good, err = close(g, w, rtol=rtol, atol=rtol * scale)
+        ok, worst = ok and good, max(worst, err)
+    return ok, worst
+
+
+def _first_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
+
+
+def _interleaved(prog: Any, arrays: tuple, np_fn: Any, repeat: int) -> tuple[float, float]:
+    """Median kernel time and median numpy wall time, measured alternately in one loop."""
+    np_fn()
+    kernel, numpy_ = [], []
+    for _ in range(repeat):
+        kernel.append(statistics.median(prog.time(*arrays, repeat=1)))
+        start = time.perf_counter()
+        np_fn()
+        numpy_.append(time.perf_counter() - start)
+    return statistics.median(kernel), statistics.median(numpy_)
+
+
+def _compile_and_check(seed: Seed, make: Any, arrays: tuple, want: Any, sizes: tuple) -> tuple[Any, str]:
+    """(program or None, status)."""
+    try:
+        prog = make()
+    except lift.LiftError as e:
+        return None, f"refused: {_first_line(e)}"
+    except Exception as e:  # noqa: BLE001 - the table reports every failure and goes on
+        return None, f"crash: {_first_line(e)}"
+    try:
+        ok, err = judge(seed, prog(*arrays), want, sizes)
+    except Exception as e:  # noqa: BLE001
+        return None, f"crash (run): {_first_line(e)}"
+    return prog, "ok" if ok else f"WRONG (max error {err:.3g})"
+
+
+def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float) -> dict:
+    """Compile, check and time one workload (and tune it with a budget); one table row as a dict."""
+    arrays = seed.inputs(sizes)
+    want = seed.reference(*(np.float64(a) if np.ndim(a) == 0 else a.astype(np.float64) for a in arrays))
+    row: dict = {"name": seed.name, "sizes": list(sizes)}
+    start = time.perf_counter()
+    prog, row["status"] = _compile_and_check(seed, lambda: lift.compile(seed.build()), arrays, want, sizes)
+    row["compile_s"] = time.perf_counter() - start
+    np_fn = lambda: seed.reference(*arrays)  # noqa: E731
+    if prog is not None:
+        row["kernel_s"], row["numpy_s"] = _interleaved(prog, arrays, np_fn, repeat)
+        row["kernels"] = len(prog.kernels)
+    if tune > 0:
+        def tuned() -> Any:
+            return lift.tune(seed.build(), *arrays, budget=tune, db=False, progress=False).best
+
+        tprog, row["tuned_status"] = _compile_and_check(seed, tuned, arrays, want, sizes)
+        if tprog is not None:
+            row["tuned_s"], row["numpy_s"] = _interleaved(tprog, arrays, np_fn, repeat)
+            row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
+    return row
+
+
+def _ms(s: float | None) -> str:
+    return f"{s * 1e3:10.3f} ms" if s is not None else f"{'-':>13s}"
+
+
+def format_row(row: dict) -> str:
+    """One printed line: name, size, status, kernel and numpy time, ratio (numpy / kernel)."""
+    size = "x".join(str(s) for s in row["sizes"])
+    k, n, t = row.get("kernel_s"), row.get("numpy_s"), row.get("tuned_s")
+    ratio = f"x{n / k:7.3f}" if k and n else ""
+    line = f"{row['name']:16s} {size:20s} {row['status'][:70]:70s} {_ms(k)} | numpy {_ms(n)} {ratio}"
+    if "tuned_status" in row:
+        tuned = f"x{n / t:7.3f}" if t and n else ""
+        line += f" | tuned {row['tuned_status'][:40]} {_ms(t)} {tuned}"
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="reduced sizes")
+    ap.add_argument("--tune", type=float, default=0.0, metavar="S", help="also lift.tune with budget S seconds")
+    ap.add_argument("--json", type=Path, metavar="OUT", help="write the table as JSON")
+    ap.add_argument("--only", default="", help="comma-separated workload names")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    only = {s for s in args.only.split(",") if s}
+    print(f"seed workloads ({'quick' if args.quick else 'full'} sizes) on {lift.devices.current().name}; "
+          "kernel and numpy timed interleaved, medians")
+    rows = []
+    for seed in SEEDS:
+        if only and seed.name not in only:
+            continue
+        row = run_seed(seed, seed.quick if args.quick else seed.full, args.repeat, args.tune)
+        print(format_row(row), flush=True)
+        rows.append(row)
+    if args.json:
+        args.json.write_text(json.dumps({"device": lift.devices.current().name, "quick": args.quick,
+                                         "tune_budget": args.tune, "rows": rows}, indent=1))
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
