@@ -5,8 +5,10 @@ liftcl's default compile and liftcl tuned for S seconds, from the plain high-lev
 
 Not a test. Every contender is checked against a float64 numpy result, then all contenders of
 a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, medians), so
-machine load hits them alike. Bandwidth kernels are also compared with the STREAM triad
-measured in the same run (the best of float8 and float16 per work-item).
+machine load hits them alike. Bandwidth kernels are also compared with the STREAM triad, timed in
+the same rounds as the kernel's contenders (the best of float8 and float16 per work-item each round),
+so a load spike during one kernel does not skew its ratio to a triad measured minutes before. The
+triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
 """
 
 from __future__ import annotations
@@ -139,19 +141,18 @@ def _hand_conv(inp: np.ndarray, wts: np.ndarray) -> dict[str, Callable[[], Any]]
     return {"2 float8 x 4 channels": make}
 
 
-def triad(quick: bool, repeat: int) -> float:
-    """STREAM triad bandwidth (bytes/s): the best of float8 and float16 per work-item."""
+def triads(quick: bool) -> list[tuple[Program, tuple[Any, ...], float]]:
+    """STREAM triad programs (float8 and float16 per work-item), checked, with their arguments and bytes moved."""
     n = 1 << (22 if quick else 24)
     rng = np.random.default_rng(1)
     s, b, c = np.float32(3.0), rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-    best = float("inf")
+    out = []
     for w in (8, 16):
         p = Program(hand.triad_plan(w))
         if not np.allclose(p(s, b, c), b + s * c, rtol=1e-5):
             raise RuntimeError(f"the triad kernel (float{w}) is wrong")
-        for _ in range(ROUNDS):
-            best = min(best, statistics.median(p.time(s, b, c, repeat=repeat)))
-    return 3.0 * 4 * n / best
+        out.append((p, (s, b, c), 3.0 * 4 * n))
+    return out
 
 
 def _check(got: Any, want: Any, rtol: float) -> str:
@@ -188,20 +189,26 @@ def _built(make: Callable[[], Any], k: Kernel) -> tuple[Any, str, str]:
         return None, "FAILED", f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
 
 
-def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int) -> dict[str, float]:
-    """Round-robin: every contender (and numpy) timed in each of ROUNDS rounds; medians."""
+def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
+          triad: list[tuple[Program, tuple[Any, ...], float]]) -> tuple[dict[str, float], float | None]:
+    """Round-robin: every contender (and numpy, and for a bandwidth kernel the STREAM triad, the best
+    width each round) timed in each of ROUNDS rounds; medians, and the triad's bytes/s (or None)."""
     from _common import numpy_seconds
 
     runs: dict[str, list[float]] = {"numpy": []}
+    triad_bps: list[float] = []
     for _ in range(ROUNDS):
         runs["numpy"].append(numpy_seconds(k.numpy, repeat))
+        if k.bytes:
+            triad_bps.append(max(nb / statistics.median(p.time(*a, repeat=repeat)) for p, a, nb in triad))
         for name, (prog, verdict, _) in progs.items():
             if prog is not None and verdict != "WRONG":
                 try:
                     runs.setdefault(name, []).append(statistics.median(prog.time(*k.args, repeat=repeat)))
                 except Exception:  # noqa: BLE001
                     continue
-    return {name: statistics.median(ts) for name, ts in runs.items() if ts}
+    times = {name: statistics.median(ts) for name, ts in runs.items() if ts}
+    return times, statistics.median(triad_bps) if triad_bps else None
 
 
 def rate(k: Kernel, seconds: float) -> float:
@@ -209,8 +216,9 @@ def rate(k: Kernel, seconds: float) -> float:
     return (k.bytes if k.bytes else k.flops) / seconds / 1e9
 
 
-def report(rows: list[dict[str, Any]], triad_bps: float) -> None:
-    print(f"\nSTREAM triad: {triad_bps / 1e9:.1f} GB/s")
+def report(rows: list[dict[str, Any]]) -> None:
+    triad = ", ".join(f"{r['kernel']} {r['triad_gbs']:.1f} GB/s" for r in rows if r["triad_gbs"])
+    print(f"\nSTREAM triad, timed beside each bandwidth kernel: {triad or '-'}")
     print(f"{'kernel':8} {'contender':28} {'check':8} {'ms':>10} {'rate':>12}  {'x numpy':>8} {'x hand':>7} "
           f"{'x triad':>7}  note")
     for r in rows:
@@ -226,13 +234,13 @@ def run(budget: float, quick: bool, repeat: int, only: list[str] | None, json_ou
     dev = lift.devices.current()
     print(f"liftcl summary on {dev.name} ({dev.platform} {dev.driver_version}); tune budget {budget:g} s; "
           f"contenders interleaved, {ROUNDS} rounds x {repeat} runs, medians")
-    triad_bps = triad(quick, repeat)
+    triad = triads(quick)
     rows = []
     for k in kernels(quick):
         if only and k.name not in only:
             continue
         progs = contenders(k, budget)
-        times = timed(k, progs, repeat)
+        times, triad_bps = timed(k, progs, repeat, triad)
         hand_best = min((t for n, t in times.items() if n.startswith("hand: ")), default=None)
         unit = "GB/s" if k.bytes else "GFLOP/s"
         cs = []
@@ -243,13 +251,14 @@ def run(budget: float, quick: bool, repeat: int, only: list[str] | None, json_ou
                        "rate": rate(k, t) if t else None,
                        "vs_numpy": times["numpy"] / t if t else None,
                        "vs_hand": hand_best / t if t and hand_best else None,
-                       "vs_triad": rate(k, t) * 1e9 / triad_bps if t and k.bytes else None})
-        rows.append({"kernel": k.name, "unit": unit, "contenders": cs})
-        report(rows[-1:], triad_bps)
+                       "vs_triad": rate(k, t) * 1e9 / triad_bps if t and triad_bps else None})
+        rows.append({"kernel": k.name, "unit": unit, "contenders": cs,
+                     "triad_gbs": triad_bps / 1e9 if triad_bps else None})
+        report(rows[-1:])
     print()
-    report(rows, triad_bps)
+    report(rows)
     if json_out:
         Path(json_out).write_text(json.dumps({"device": dev.name, "platform": dev.platform, "budget": budget,
-                                              "triad_gbs": triad_bps / 1e9, "rows": rows}, indent=1))
+                                              "rows": rows}, indent=1))
         print(f"-> {json_out}")
     return rows
