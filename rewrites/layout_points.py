@@ -32,12 +32,7 @@ from lift.types import ArrayType
 
 from .memory_points import copy_into
 from .point import Nested, RewritePoint, constructor, tuning_var
-
-
-def _map_call(call: Any) -> tuple[FunDecl, Any] | None:
-    if isinstance(call, FunCall) and type(call.f) is n.Map and len(call.args) == 1:
-        return call.f.f, call.args[0]
-    return None
+from .tiling import map_call
 
 
 @node
@@ -52,12 +47,12 @@ class InterchangeMaps(RewritePoint):
         return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        outer = _map_call(call)
-        fa = eta(outer[0]) if outer else None
-        if outer is None or not (isinstance(fa, Lambda) and len(fa.params) == 1):
+        outer = map_call(call)
+        fa = eta(outer[0]) if not isinstance(outer, str) else None
+        if isinstance(outer, str) or not (isinstance(fa, Lambda) and len(fa.params) == 1):
             return f"expects map(a => map(f) << B) << A, got {call}"
-        inner = _map_call(fa.body)
-        if inner is None:
+        inner = map_call(fa.body)
+        if isinstance(inner, str):
             return f"expects map(a => map(f) << B) << A; the outer map's body is {fa.body}"
         g, b = inner
         if mentions(b, fa.params):

@@ -28,7 +28,7 @@ from lift.types import ArrayType
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var, via_rule
 
 
-def _map_call(call: Any) -> tuple[FunDecl, Any] | str:
+def map_call(call: Any) -> tuple[FunDecl, Any] | str:
     """`(f, x)` for `map(f) << x`, or why `call` is not one."""
     if isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1:
         return call.f.f, call.args[0]
@@ -48,7 +48,7 @@ class SplitJoin(RewritePoint):
         return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        m = _map_call(call)
+        m = map_call(call)
         if isinstance(m, str):
             return m
         out = via_rule(split_join_rule, call, n=size_param(self.size, params, self.label or "T"))
@@ -104,14 +104,14 @@ class ABTile(RewritePoint):
         return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        outer = _map_call(call)
+        outer = map_call(call)
         if isinstance(outer, str):
             return outer
         fa, a = outer
         fa = eta(fa)
         if not (isinstance(fa, Lambda) and len(fa.params) == 1):
             return f"expects map(a => map(g) << B) << A, got {call}"
-        inner = _map_call(fa.body)
+        inner = map_call(fa.body)
         if isinstance(inner, str):
             return inner
         g, b = inner
