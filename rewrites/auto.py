@@ -26,12 +26,14 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Lambda, Map, Node, Param, Zip
+from lift.ir.nodes import FunCall, Lambda, Map, Node, Param, Transpose, Zip
 from lift.ir.paths import children, walk, with_children
 from lift.rules.reduce import builtin, is_monoid
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 
+from .auto_nest import BlockNest, nest_parts
+from .auto_nest import space as nest_space
 from .chunks import ReduceChunks, _zip_fun, reduce_parts, safe_widths
 from .point import RewritePoint
 from .vectorise import VectorisePoint
@@ -67,7 +69,9 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
     """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for _, n in walk(expr):
-        if isinstance(n, RewritePoint) and is_auto(n.label):
+        if isinstance(n, BlockNest) and is_auto(n.label):
+            out[n.label] = {"skip": (False, True), **nest_space(n, sizes or {})}  # type: ignore[index]
+        elif isinstance(n, RewritePoint) and is_auto(n.label):
             widths = MAP_WIDTHS
             parts = reduce_parts(n.f.body) if isinstance(n, ReduceChunks) else None  # type: ignore[attr-defined]
             if parts is not None:
@@ -105,8 +109,10 @@ class _Placer:
             return n  # a user point: authoritative, nothing placed inside
         if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
             return n
+        if isinstance(n, FunCall) and type(n.f) is Map and isinstance(n.f.f, Map) and len(n.args) == 1:
+            n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
-            placed = self.reduce(n) or (self.map(n) if top else None)
+            placed = self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
         inner = top and isinstance(n, Lambda)  # the program's body is top level
@@ -125,6 +131,23 @@ class _Placer:
         body = Lambda(ps, dataclasses.replace(call, args=(z, body_arg)))
         point = ReduceChunks(body, label=self.label("r"), loc=call.loc)
         return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+    def nest(self, call: FunCall) -> Node | None:
+        """A `block_nest` point around a map-map-reduce nest over long rows (`auto_b`)."""
+        parts = nest_parts(call)
+        if isinstance(parts, str):
+            return None
+        fa, a, b, r_call, _, _ = parts
+        if not self.long(r_call.args[1]):
+            return None
+        xs = (a, b.args[0]) if isinstance(b, FunCall) and isinstance(b.f, Transpose) else (a, b)
+        ps = tuple(Param(type_of(x), f"xs{i}") for i, x in enumerate(xs))
+        pb = FunCall(b.f, (ps[1],), loc=b.loc) if xs[1] is not b else ps[1]
+        inner = dataclasses.replace(fa.body, args=(pb,))
+        body = dataclasses.replace(call, f=dataclasses.replace(call.f, f=dataclasses.replace(fa, body=inner)),
+                                   args=(ps[0],))
+        point = BlockNest(Lambda(ps, body), label=self.label("b"), loc=call.loc)
+        return FunCall(point, tuple(self.go(x) for x in xs), loc=call.loc)
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = _zip_fun(g, x)
@@ -148,6 +171,13 @@ class _Placer:
             return None  # a shape the vectorise point does not handle
         point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
         return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+
+def _expanded(call: FunCall) -> FunCall:
+    """`map(row => map(g) << row) << x` for `map(map(g)) << x` (the same function)."""
+    t = type_of(call.args[0])
+    row = Param(t.elem, "row")  # type: ignore[union-attr]
+    return dataclasses.replace(call, f=dataclasses.replace(call.f, f=Lambda((row,), FunCall(call.f.f, (row,)))))
 
 
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:

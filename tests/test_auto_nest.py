@@ -1,0 +1,148 @@
+"""The automatic `block_nest` point (rewrites/auto_nest.py): register blocks of a nested
+map-reduce with vector widths and a layout change of `transpose << B`. Every structural choice of
+its space preserves the interpreter's result; the compiled blocks keep their accumulators private;
+user points stay authoritative."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+from lift import rewrites as rw
+from lift.arith import evaluate
+from lift.errors import RewritePointSkipped
+from lift.ir.paths import walk
+
+M, N, K = Size("M"), Size("N"), Size("K")
+
+
+def matmul(transposed_b: bool = True):
+    """C = A B with B [K][N] read through `transpose` (or B given as [N][K])."""
+    if transposed_b:
+        return fun([Array(Array(Float, K), M), Array(Array(Float, N), K)], lambda a, b: map(
+            lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)) << a)
+    return fun([Array(Array(Float, K), M), Array(Array(Float, K), N)], lambda a, bt: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << bt) << a)
+
+
+def batched_max():
+    """A batched reduction with max: map(r => map(c => reduce(max) << map(mult) << zip(r, c)) << B) << A."""
+    return fun([Array(Array(Float, K), M), Array(Array(Float, K), N)], lambda a, b: map(
+        lambda r: map(lambda c: reduce(lift.max_, float("-inf")) << map(lift.mult) << zip(r, c)) << b) << a)
+
+
+def _kinds(prog) -> dict[str, str]:
+    return {lab: p.kind for lab, p in rw.points(prog).items() if rw.is_auto(lab)}
+
+
+def _arrays(prog, sizes: dict[str, int], seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in prog.params:
+        shape, t = [], p.ptype
+        while hasattr(t, "size"):
+            shape.append(int(evaluate(t.size, sizes)))
+            t = t.elem
+        out.append(rng.random(shape, dtype=np.float32) - 0.5)
+    return out
+
+
+def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
+    sizes = {"M": 64, "N": 48, "K": 512}
+    prog = rw.auto_points(matmul(), sizes)
+    assert _kinds(prog) == {"auto_b0": "block_nest"}
+    space = rw.auto_space(prog, sizes)["auto_b0"]
+    assert space["layout"] == ("copy", "keep")  # B is read through transpose: a layout change is offered
+    assert space["rows"] == (4, 2, 8, 1) and space["cols"] == (4, 2, 8, 1) and space["width"] == (8, 16, 4, 1)
+    odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
+    assert odd["rows"] == (2, 1) and odd["cols"] == (1,) and odd["width"] == (4, 1)  # only divisors
+    given_t = rw.auto_points(matmul(False), sizes)
+    assert rw.auto_space(given_t, sizes)["auto_b0"]["layout"] == ("keep",)  # rows already contiguous
+    assert rw.auto_space(rw.auto_points(batched_max(), sizes), sizes)["auto_b0"]["width"] == (1,)  # no lane max
+
+
+def test_user_points_stay_authoritative() -> None:
+    user = fun([Array(Array(Float, K), M), Array(Array(Float, K), N)], lambda a, b: rw.tile_nested_map_reduce(
+        map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << b), label="U") << a)
+    placed = rw.auto_points(user, {"M": 64, "N": 64, "K": 512})
+    assert placed is user  # nothing placed inside or around the user's point
+    inner = fun([Array(Array(Float, K), M), Array(Array(Float, K), N)], lambda a, b: map(
+        lambda r: map(lambda c: rw.reduce_chunks(reduce(lift.add, 0.0) << map(lift.mult), label="U")
+                      << zip(r, c)) << b) << a)
+    assert not _kinds(rw.auto_points(inner, {"M": 64, "N": 64, "K": 512}))  # a user point inside the nest
+
+
+NESTS = {"matmul, transpose << B": lambda: matmul(True), "matmul, B given transposed": lambda: matmul(False),
+         "batched max": batched_max}
+
+
+@pytest.mark.parametrize("name", sorted(NESTS))
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_every_choice_of_the_space_preserves_the_interpreters_result(name: str, data) -> None:
+    sizes = {"M": data.draw(st.sampled_from([2, 4, 8, 12])), "N": data.draw(st.sampled_from([1, 4, 6, 8])),
+             "K": data.draw(st.sampled_from([4, 8, 16, 48]))}
+    prog = rw.auto_points(NESTS[name]())  # symbolic sizes: the nest is long enough
+    space = rw.auto_space(prog, sizes)["auto_b0"]
+    choice = {k: data.draw(st.sampled_from(v)) for k, v in space.items() if k != "skip"}
+    args = _arrays(prog, sizes, 0)
+    want = lift.interpret(NESTS[name](), *args)
+    outcomes: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RewritePointSkipped)  # every choice of the space applies
+        out = rw.apply_all(prog, {"auto_b0": choice}, outcomes=outcomes)
+    assert [o.applied for o in outcomes] == [True]
+    np.testing.assert_allclose(lift.interpret(out, *args), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_block_that_does_not_divide_is_refused_with_the_reason() -> None:
+    """`block_nest` written by the user, with constant sizes: rows 4 do not divide 6."""
+    prog = fun([Array(Array(Float, 8), 6), Array(Array(Float, 4), 8)], lambda a, b: rw.block_nest(map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)),
+        label="P", rows=4, cols=2, width=8) << a)
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        out = rw.apply_all(prog, outcomes=outcomes)
+    assert not outcomes[0].applied and "rows 4 does not divide 6" in outcomes[0].reason
+    args = _arrays(prog, {}, 1)
+    np.testing.assert_allclose(lift.interpret(out, *args), args[0] @ args[1], rtol=1e-5)
+    ok = rw.apply_all(prog, {"P": {"rows": 2}}, outcomes=outcomes)
+    assert outcomes[-1].applied
+    np.testing.assert_allclose(lift.interpret(ok, *args), args[0] @ args[1], rtol=1e-5)
+
+
+@pytest.mark.device
+def test_the_default_blocks_of_matmul_compile_without_a_global_tmp_for_partial_sums() -> None:
+    sizes = {"M": 16, "N": 16, "K": 64}
+    prog = rw.auto_points(matmul())  # symbolic sizes: placed
+    a, b = _arrays(prog, sizes, 2)
+    compiled = lift.compile(prog)  # the point's first choices: 4 x 4 blocks of float8, B copied transposed
+    assert compiled.choices.points["auto_b0"] == {"skip": False, "rows": 4, "cols": 4, "width": 8, "layout": "copy"}
+    temps = [b for b in compiled.plan.buffers if b.role == "temp"]
+    # the one global temporary is B's transposed copy (K x N); the partial sums stay in registers
+    assert len(temps) == 1 and temps[0].space == "global", temps
+    assert evaluate(temps[0].count, sizes) == sizes["K"] * sizes["N"], temps
+    assert "float8 acc[16]" in compiled.source
+    np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    keep = lift.compile(prog, choices={"auto_b0": {"rows": 2, "cols": 4, "width": 4, "layout": "keep"}})
+    assert not [b for b in keep.plan.buffers if b.role == "temp" and b.space == "global"]
+    np.testing.assert_allclose(keep(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_the_nest_inside_a_2d_map_is_found() -> None:
+    """map(map(win => map(k => ..) << W)) << X (conv's shape): the inner nest gets the point."""
+    prog = fun([Array(Array(Array(Float, K), N), M), Array(Array(Float, K), N)], lambda x, w: map(map(
+        lambda win: map(lambda k: reduce(lift.add, 0.0) << map(lift.mult) << zip(win, k)) << w)) << x)
+    placed = rw.auto_points(prog)
+    assert _kinds(placed) == {"auto_b0": "block_nest"}
+    args = _arrays(prog, {"M": 3, "N": 4, "K": 8}, 3)
+    out = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 4, "layout": "keep"}})
+    np.testing.assert_allclose(lift.interpret(out, *args), lift.interpret(prog, *args), rtol=1e-5)
+    assert not any(rw.is_point(n) for _, n in walk(out))
