@@ -48,13 +48,15 @@ def is_auto(label: str | None) -> bool:
     return bool(label) and label.startswith(PREFIX)  # type: ignore[union-attr]
 
 
-def auto_points(expr: Node, sizes: Mapping[str, int] | None = None) -> Node:
-    """`expr` with automatic points at its natural places (see the module docstring)."""
+def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_length: int = MIN_LENGTH) -> Node:
+    """`expr` with automatic points at its natural places (see the module docstring); arrays shorter
+    than `min_length` are left as written."""
     try:
         typecheck(expr)
     except LiftError:
         return expr
     placer = _Placer(dict(sizes or {}))
+    placer.min_length = min_length
     out = placer.go(expr, top=True)
     if out is expr:
         return expr
@@ -83,6 +85,7 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
 class _Placer:
     def __init__(self, sizes: dict[str, int]) -> None:
         self.sizes, self.count = sizes, 0
+        self.min_length = MIN_LENGTH
 
     def length(self, x: Any) -> int | None:
         """The length of the array `x` (None: symbolic and unknown)."""
@@ -98,7 +101,7 @@ class _Placer:
 
     def long(self, x: Any) -> bool:
         n = self.length(x)
-        return n is None or n >= MIN_LENGTH
+        return n is None or n >= self.min_length
 
     def label(self, kind: str) -> str:
         self.count += 1
@@ -146,7 +149,8 @@ class _Placer:
         inner = dataclasses.replace(fa.body, args=(pb,))
         body = dataclasses.replace(call, f=dataclasses.replace(call.f, f=dataclasses.replace(fa, body=inner)),
                                    args=(ps[0],))
-        point = BlockNest(Lambda(ps, body), label=self.label("b"), loc=call.loc)
+        known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
+        point = BlockNest(Lambda(ps, body), known=known or None, label=self.label("b"), loc=call.loc)
         return FunCall(point, tuple(self.go(x) for x in xs), loc=call.loc)
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:

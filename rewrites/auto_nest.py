@@ -12,27 +12,45 @@ dot products), used by `auto_points`.
         (A : [[T]K]M, B : [[U]K]N, `g` a user function of the pair, F = vectorise(f, W),
         G = vectorise(g, W), post = the lane sum when W > 1, else `id`)
 
+With `along="output"` (the default where it applies: B is `transpose << X`, the nest is
+`reduce(add) << map(mult)`), the vectors run along the output instead, as in hand-written CPU
+kernels: X's rows are contiguous in the output dimension, so
+
+    join << map(as => map(join) << transpose << map(xs => block_out(as, xs))
+                << transpose << map(split(BN*W)) << X) << split(BM) << A
+    block_out(as, xs) = map(as_scalar) << to_global(map_seq(map_seq(vectorise(id, W))))
+                        << reduce_seq((acc, ab) => map_seq(ra => map_seq(c => c.0 + ra.1 * c.1)
+                                                           << zip(ra.0, ab.1)) << zip(acc, ab.0),
+                                      value(<0>W, [[<S>W]BN]BM))
+                        << zip(transpose << as, map(as_vector(W)) << xs)
+
+(BM x BN*W outputs per work-item, A's scalars broadcast into W lanes: no transposed copy and no
+lane sums). Where B's columns are not contiguous, "output" falls back to the reduced form.
+
 Two-level tiling of the output: the two block maps are left high-level, so the mapping solver
 and the tuner choose how blocks go to work-groups and work-items (the launch sizes are the
-work-group tile); each work-item computes a BM x BN block of outputs in registers (a private
-accumulator: no global `tmp`), reading BM rows of A and BN rows of B as vectors of W lanes
-along the reduced dimension, each loaded value reused BN (or BM) times.
+work-group tile); each work-item computes a block of outputs in registers (a private
+accumulator: no global `tmp`), each loaded value reused BN (or BM) times.
 
-Layout: when A or B is `transpose << X` (a strided read of the reduced dimension), the
-structural parameter `layout="copy"` materialises the transposed array first, in its own
-kernel (`ocl_kernel(split << map(to_global(id)) << join << transpose) << X`), so that the
-block reads contiguous rows (`"keep"`: read through the transposed view).
+Layout (the reduced form): when A or B is `transpose << X` (a strided read of the reduced
+dimension), `layout="copy"` materialises the transposed array first, in its own kernel
+(`ocl_kernel(split << map(to_global(id)) << join << transpose) << X`), so that the block reads
+contiguous rows (`"keep"`: read through the transposed view).
 
-Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep").
-No tuning variables: the blocks are structural, the constraint space of the result decides the
-mapping and launch. The rewrite refuses (and the point is skipped) when a size is not divisible,
-`f` is not associative with neutral `z`, or W > 1 for an `f` other than `add`.
+Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep"),
+`along` ("output", "reduced"); their first values are the default choice. No tuning variables:
+the blocks are structural, the constraint space of the result decides the mapping and launch.
+The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
+associative with neutral `z`, or W > 1 for an `f` other than `add`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
+
+import numpy as np
 
 from lift.arith import Cst, as_arith
 from lift.ir import nodes as n
@@ -43,15 +61,19 @@ from lift.rules.terms import eta, lam
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
+from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
+from lift.userfun.ctypes import c_type
 
 from .chunks import _zip_fun, lane_sum
 from .nested import _nest, _reduction
 from .point import Nested, RewritePoint, constructor
 
 LAYOUTS = ("copy", "keep")
-BLOCKS = (4, 2, 8, 1)
+ROWS = (8, 4, 2, 1)  # first values: the default choice (8 x 2 blocks of float8 along the output)
+COLS = (2, 4, 8, 1)
 WIDTHS = (8, 16, 4, 1)
+ALONG = ("output", "reduced")
 
 
 def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
@@ -82,11 +104,17 @@ def _rows(x: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _divides(k: int, size: Any) -> bool:
-    """False only when `size` is a constant that `k` does not divide (a symbolic size becomes a
-    size condition of the program, checked when it is called)."""
-    s = as_arith(size)
-    return k == 1 or not isinstance(s, Cst) or int(s.value) % k == 0
+def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
+    """False only when `size` (evaluated with the `known` input sizes) is a constant that `k` does
+    not divide (a symbolic size becomes a size condition of the program, checked when called)."""
+    from lift.arith import evaluate
+
+    if k == 1:
+        return True
+    try:
+        return int(evaluate(as_arith(size), dict(known))) % k == 0
+    except Exception:  # noqa: BLE001 - symbolic
+        return True
 
 
 def copied(x: Any) -> Any:
@@ -137,6 +165,41 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
     return FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(post))), (acc,))
 
 
+@functools.cache
+def scaled_add(t: Any, w: int) -> UserFun:
+    """`(acc, a, b) => acc + a * b` for `w`-lane vectors `acc`, `b` and a scalar `a` (broadcast)."""
+    vt = VectorType(t, w)
+    return user_fun.c(f"acc_bcast{w}_{c_type(t)}", ["acc", "a", "b"], "return acc + a * b;", [vt, t, vt], vt,
+                      py=lambda acc, a, b: np.asarray(acc) + a * np.asarray(b))
+
+
+def block_out(rows_a: Param, cols_x: Param, z: Literal, bm: int, bn: int, w: int) -> Any:
+    """BM rows of A ([[T]K]BM) times BN * W columns of X ([[T]BN*W]K, rows contiguous): a private
+    [[<T>W]BN]BM accumulator along the output dimension, A's scalars broadcast (add and mult only)."""
+    t = rows_a.ptype.elem.elem  # type: ignore[attr-defined]
+    lane = VectorType(t, w)
+    tb = ArrayType(lane, Cst(bn))
+    acc_t = ArrayType(tb, Cst(bm))
+    fma = scaled_add(t, w)
+
+    def step(acc: Param, ab: Param) -> Any:
+        def per_row(ra: Param) -> Any:
+            def per_col(c: Param) -> Any:
+                return FunCall(fma, (FunCall(n.Get(0), (c,)), FunCall(n.Get(1), (ra,)), FunCall(n.Get(1), (c,))))
+
+            cols = FunCall(n.Zip(2), (FunCall(n.Get(0), (ra,)), FunCall(n.Get(1), (ab,))))
+            return FunCall(n.MapSeq(lam([TupleType((lane, lane))], per_col, ["c"])), (cols,))
+
+        rows = FunCall(n.Zip(2), (acc, FunCall(n.Get(0), (ab,))))
+        return FunCall(n.MapSeq(lam([TupleType((tb, t))], per_row, ["ra"])), (rows,))
+
+    op = lam([acc_t, TupleType((ArrayType(t, Cst(bm)), tb))], step, ["acc", "ab"])
+    xs = FunCall(n.Zip(2), (FunCall(n.Transpose(), (rows_a,)), FunCall(n.Map(n.AsVector(w)), (cols_x,))))
+    acc = FunCall(n.ReduceSeq(op), (Literal(z.value, acc_t), xs))
+    out = FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(n.Vectorise(elaborate(copy, [t]), w)))), (acc,))
+    return FunCall(n.Map(n.AsScalar()), (out,))  # vector stores, read back as scalars
+
+
 @node
 class BlockNest(RewritePoint):
     """`block_nest(map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B))`: BM x BN
@@ -147,11 +210,16 @@ class BlockNest(RewritePoint):
     cols: Any = None
     width: Any = None
     layout: Any = None
+    along: Any = None
+    known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kind: ClassVar[str] = "block_nest"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        doms = {"rows": BLOCKS, "cols": BLOCKS, "width": WIDTHS, "layout": LAYOUTS}
+        doms = {"rows": ROWS, "cols": COLS, "width": WIDTHS, "layout": LAYOUTS, "along": ALONG}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
+
+    def fixed(self) -> dict[str, Any]:
+        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         parts = nest_parts(call)
@@ -168,8 +236,15 @@ class BlockNest(RewritePoint):
         if ra_dims is None or rb_dims is None:
             return "A and B must be arrays of rows of scalars"
         for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols"), (w, ra_dims[0], "width")):
-            if not _divides(k, size):
+            if not _divides(k, size, dict(self.known or ())):
                 return f"{what} {k} does not divide {size}"
+        along = params.get("along") or self.along or "output"
+        if along not in ALONG:
+            return f"along must be one of {', '.join(ALONG)}, got {along!r}"
+        if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
+            out = self.output_blocks(call, a, b, r_call, f, g, (bm, bn, w))
+            if not isinstance(out, str) or "does not divide" in out:
+                return out
         staged = layout == "copy" and (copied(a) is not a or copied(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
             pa, pb = Param(type_of(a), "ta"), Param(type_of(b), "tb")
@@ -177,6 +252,28 @@ class BlockNest(RewritePoint):
             body = self.blocks(pa, pb, call, fa, r_call, f, g, nested, (bm, bn, w))
             return FunCall(n.OclKernel(Lambda((pa, pb), body)), args)
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
+
+    def output_blocks(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
+                      sizes: tuple[int, int, int]) -> Any:
+        """Blocks with vectors along the output (B's columns): B must be `transpose << X`."""
+        bm, bn, w = sizes
+        if not (isinstance(b, FunCall) and isinstance(b.f, n.Transpose)):
+            return "along='output' reads B's columns as vectors: B must be transpose << X"
+        if (builtin(f), builtin(g)) != ("add", "mult") or w == 1:
+            return "along='output' needs reduce(add) << map(mult) and a width above 1"
+        x = b.args[0]
+        xt = type_of(x)
+        if not _divides(bn * w, xt.elem.size, dict(self.known or ())):  # type: ignore[union-attr]
+            return f"cols {bn} x width {w} does not divide {xt.elem.size}"  # type: ignore[union-attr]
+        blk_a = Param(ArrayType(type_of(a).elem, Cst(bm)), "as")  # type: ignore[union-attr]
+        blk_x = Param(ArrayType(ArrayType(xt.elem.elem, Cst(bn * w)), xt.size), "xs")  # type: ignore[union-attr]
+        inner = block_out(blk_a, blk_x, r_call.args[0], bm, bn, w)
+        cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
+        over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
+        row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
+        over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc),
+                         (FunCall(n.Split(Cst(bm)), (a,)),))
+        return FunCall(n.Join(), (over_a,))
 
     def blocks(self, a: Any, b: Any, call: Any, fa: Lambda, r_call: Any, f: FunDecl, g: UserFun, nested: Nested,
                sizes: tuple[int, int, int]) -> Any:
@@ -202,7 +299,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
     if isinstance(parts, str):
         return {}
-    _, a, b, _, f, _ = parts
+    _, a, b, _, f, g = parts
 
     def known(size: Any) -> int | None:
         try:
@@ -217,10 +314,13 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
 
     widths = fits(WIDTHS, ka) if builtin(f) == "add" else (1,)
     strided = any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
-    return {"rows": fits(BLOCKS, m), "cols": fits(BLOCKS, nn), "width": widths,
-            "layout": LAYOUTS if strided else ("keep",)}
+    out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
+           "layout": LAYOUTS if strided else ("keep",), "along": ("reduced",)}
+    if isinstance(b, FunCall) and isinstance(b.f, n.Transpose) and builtin(g) == "mult" and widths != (1,):
+        out["along"] = ALONG  # B's columns are contiguous in X: vectors along the output too
+    return out
 
 
 block_nest = constructor(BlockNest, "block_nest")
 
-__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "LAYOUTS", "BLOCKS", "WIDTHS"]
+__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "LAYOUTS", "ROWS", "COLS", "WIDTHS", "ALONG"]
