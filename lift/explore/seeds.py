@@ -6,7 +6,10 @@ Random sampling rarely hits the chunk sizes that matter (the solver's pivots spr
 - `reduce_chunks`: each width it allows (8, 16, 4, 1) with a chunk of about `TARGET_ELEMS` elements per
   work-item (512 .. 8192 scalars; the hand-written PoCL dot uses 2048), and the whole array
   as one chunk (a row per work-item in gemv);
-- `vectorise`: each width.
+- `vectorise`: each width;
+- `block_nest` (register blocks of a nested map-reduce): a few block shapes (`BLOCK_SEEDS`, those
+  of the point's space), each with the block maps as a 2-D ND-range (row blocks `map_glb(1)`,
+  column blocks `map_glb(0)`) and with the preferences below.
 
 The joint choice is completed by the solver with preferences: maps at the top of a kernel
 global (code 30), maps inside them sequential (0), work-groups of `LOCAL` work-items and as
@@ -24,6 +27,13 @@ import z3
 from .evaluate import Candidate, Pipeline, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
+BLOCK_SEEDS = ({"rows": 8, "cols": 2, "width": 8, "along": "output"},
+               {"rows": 4, "cols": 4, "width": 8, "along": "output"},
+               {"rows": 4, "cols": 1, "width": 16, "along": "output"},
+               {"rows": 4, "cols": 2, "width": 8, "along": "output"},
+               {"rows": 2, "cols": 4, "width": 16, "along": "reduced", "layout": "copy"},
+               {"rows": 4, "cols": 4, "width": 8, "along": "reduced", "layout": "copy"},
+               {"rows": 4, "cols": 4, "width": 4, "along": "reduced", "layout": "copy"})
 WHOLE_MAX = 1 << 15
 LOCAL = 64  # preferred work-group size of a seed  # the whole array as one chunk only up to this many elements
 
@@ -52,6 +62,9 @@ class Seeded:
 
     def seeds(self) -> Iterator[Candidate]:
         for lab in self.auto:
+            if "along" in self.structural[lab]:
+                yield from self.block_seeds(lab)
+                continue
             widths = tuple(self.structural[lab].get("width", (1,)))
             for w in widths:
                 s = {**self.base(), lab: {**self.base()[lab], "width": w}}
@@ -68,6 +81,21 @@ class Seeded:
                     joint = complete(space, {var: t})
                     if joint is not None:
                         yield Candidate(s, joint)
+
+
+    def block_seeds(self, lab: str) -> Iterator[Candidate]:
+        """The block shapes of `BLOCK_SEEDS` that the point's space offers, each mapped two ways."""
+        doms = self.structural[lab]
+        for shape in BLOCK_SEEDS:
+            if not all(v in doms.get(k, ()) for k, v in shape.items()):
+                continue
+            s = {**self.base(), lab: {**self.base()[lab], **shape}}
+            space = self.pipeline.space(s)
+            if isinstance(space, Exception):
+                continue
+            for joint in (complete(space, {}, grid=True), complete(space, {})):
+                if joint is not None:
+                    yield Candidate(s, joint)
 
 
 def chunk_sizes(space: Any, var: str, width: int) -> list[int]:
@@ -91,9 +119,10 @@ def _largest(space: Any, var: str) -> int | None:
     return opt.model().eval(v, model_completion=True).as_long()
 
 
-def complete(space: Any, partial: Mapping[str, int]) -> dict[str, int] | None:
+def complete(space: Any, partial: Mapping[str, int], grid: bool = False) -> dict[str, int] | None:
     """A valid joint choice extending `partial`, preferring top-level maps global and the
-    maps inside them sequential, and launches of many work-items (groups of `LOCAL`);
+    maps inside them sequential (with `grid`: the maps one level inside global in dimension 0,
+    the top-level ones in dimension 1), and launches of many work-items (groups of `LOCAL`);
     None if `partial` cannot be extended."""
     model = space.model
     s, _ = model.solver()
@@ -104,7 +133,9 @@ def complete(space: Any, partial: Mapping[str, int]) -> dict[str, int] | None:
     opt.add([model.vars[k] == int(v) for k, v in partial.items()])
     for lab, site in space.context.maps.items():
         if lab in model.vars:
-            opt.add_soft(model.vars[lab] == (0 if site.outer else 30), 100)
+            want = (31 if not site.outer else 30 if len(site.outer) == 1 else 0) if grid else \
+                (0 if site.outer else 30)
+            opt.add_soft(model.vars[lab] == want, 100)
     groups = [model.vars[f"groups_{d}"] for d in range(3) if f"groups_{d}" in model.vars]
     for d in range(3):
         if f"local_size_{d}" in model.vars:
