@@ -65,6 +65,11 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
         tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
         if tuned is not None:
             return tuned
+        blocked = _default_blocks(expr, device, cache_dir)
+        if blocked is not None:
+            return blocked
+    elif choices is not None:
+        expr = _with_default_points(expr, as_choices(choices))
     profile = profile_of(device)
     wanted = device_widths(expr, as_choices(choices), profile)
     pointed, wanted, chosen = _open_choices(expr, wanted, profile, spaces)
@@ -72,6 +77,38 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
     return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options)
+
+
+def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | None:
+    """`expr` with the automatic points `lift.compile` applies by default (`lift.rewrites.auto.
+    default_points`: register blocks of nested map-reduces with constant sizes) compiled with their
+    first valid choices, or None (none placed, or they do not compile: the program as written)."""
+    from lift.errors import RewritePointSkipped
+    from lift.rewrites.auto import auto_space, default_points
+
+    placed = default_points(expr)
+    if placed is expr:
+        return None
+    first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in auto_space(placed).items()}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RewritePointSkipped)  # a point the user did not write
+            return compile(placed, device, choices=first, cache_dir=cache_dir)
+    except LiftError:
+        return None
+
+
+def _with_default_points(expr: Node, choices: Choices) -> Node:
+    """`expr` with its default automatic points when `choices` (a `Program.choices` of a default
+    compilation) name them, so that `compile(expr, choices=prog.choices)` rebuilds `prog`."""
+    from lift.rewrites import is_auto, points
+    from lift.rewrites.auto import default_points
+
+    wanted = {lab for lab in choices.points if is_auto(lab)}
+    if not wanted or wanted <= set(points(expr)):
+        return expr
+    placed = default_points(expr)
+    return placed if wanted <= set(points(placed)) else expr
 
 
 def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | None) -> tuple[Node, Choices, dict]:

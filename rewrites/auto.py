@@ -67,6 +67,26 @@ def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_lengt
     return out
 
 
+def default_points(expr: Node) -> Node:
+    """`expr` with the automatic points `lift.compile` applies by default: `block_nest` around the
+    nested map-reduces whose sizes are all constants (so that the default blocks are known to divide
+    them; with symbolic sizes the program is left as written)."""
+    try:
+        typecheck(expr)
+    except LiftError:
+        return expr
+    placer = _Placer({})
+    placer.defaults = True
+    out = placer.go(expr, top=True)
+    if out is expr:
+        return expr
+    try:
+        typecheck(out)
+    except LiftError:
+        return expr
+    return out
+
+
 def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, dict[str, tuple[Any, ...]]]:
     """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
@@ -86,6 +106,7 @@ class _Placer:
     def __init__(self, sizes: dict[str, int]) -> None:
         self.sizes, self.count = sizes, 0
         self.min_length = MIN_LENGTH
+        self.defaults = False  # only the points `lift.compile` applies by default (`default_points`)
 
     def length(self, x: Any) -> int | None:
         """The length of the array `x` (None: symbolic and unknown)."""
@@ -115,7 +136,8 @@ class _Placer:
         if isinstance(n, FunCall) and type(n.f) is Map and isinstance(n.f.f, Map) and len(n.args) == 1:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
-            placed = self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
+            placed = self.nest(n) if self.defaults else \
+                self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
         inner = top and isinstance(n, Lambda)  # the program's body is top level
@@ -143,6 +165,8 @@ class _Placer:
         fa, a, b, r_call, _, _ = parts
         if not self.long(r_call.args[1]):
             return None
+        if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
+            return None  # symbolic sizes: the default blocks might not divide them
         xs = (a, b.args[0]) if isinstance(b, FunCall) and isinstance(b.f, Transpose) else (a, b)
         ps = tuple(Param(type_of(x), f"xs{i}") for i, x in enumerate(xs))
         pb = FunCall(b.f, (ps[1],), loc=b.loc) if xs[1] is not b else ps[1]
@@ -194,4 +218,4 @@ def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     return (p,), p, (x,)
 
 
-__all__ = ["auto_points", "auto_space", "is_auto", "MIN_LENGTH", "PREFIX"]
+__all__ = ["auto_points", "auto_space", "default_points", "is_auto", "MIN_LENGTH", "PREFIX"]

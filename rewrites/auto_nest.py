@@ -316,8 +316,11 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     strided = any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
            "layout": LAYOUTS if strided else ("keep",), "along": ("reduced",)}
-    if isinstance(b, FunCall) and isinstance(b.f, n.Transpose) and builtin(g) == "mult" and widths != (1,):
+    cols, v = out["cols"][0], known(nn)
+    along_out = tuple(w for w in widths if w > 1 and v is not None and v % (cols * w) == 0)
+    if isinstance(b, FunCall) and isinstance(b.f, n.Transpose) and builtin(g) == "mult" and along_out:
         out["along"] = ALONG  # B's columns are contiguous in X: vectors along the output too
+        out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
     return out
 
 

@@ -58,7 +58,8 @@ def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
     assert _kinds(prog) == {"auto_b0": "block_nest"}
     space = rw.auto_space(prog, sizes)["auto_b0"]
     assert space["layout"] == ("copy", "keep")  # B is read through transpose: a layout change is offered
-    assert space["rows"] == (8, 4, 2, 1) and space["cols"] == (2, 4, 8, 1) and space["width"] == (8, 16, 4, 1)
+    assert space["rows"] == (8, 4, 2, 1) and space["cols"] == (2, 4, 8, 1)
+    assert space["width"] == (8, 4, 16, 1)  # widths along the output first: 2 x 16 does not divide N = 48
     assert space["along"] == ("output", "reduced")  # vectors along B's contiguous columns, or along k
     odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
     assert odd["rows"] == (2, 1) and odd["cols"] == (1,) and odd["width"] == (4, 1)  # only divisors
@@ -152,3 +153,19 @@ def test_the_nest_inside_a_2d_map_is_found() -> None:
     out = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 4, "layout": "keep"}})
     np.testing.assert_allclose(lift.interpret(out, *args), lift.interpret(prog, *args), rtol=1e-5)
     assert not any(rw.is_point(n) for _, n in walk(out))
+
+
+@pytest.mark.device
+def test_the_default_compile_of_a_constant_size_matmul_uses_register_blocks() -> None:
+    """`lift.compile` of the plain program (constant sizes): the point's first valid choices, private
+    accumulators and no global tmp; `Program.choices` rebuild it; symbolic sizes stay as written."""
+    m, n, k = 16, 32, 256
+    prog = fun([Array(Array(Float, k), m), Array(Array(Float, n), k)], lambda a, b: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)) << a)
+    a, b = _arrays(prog, {}, 4)
+    compiled = lift.compile(prog)
+    assert compiled.choices.points["auto_b0"]["along"] == "output" and not compiled.choices.points["auto_b0"]["skip"]
+    assert not [x for x in compiled.plan.buffers if x.role == "temp"] and "acc_bcast8_float" in compiled.source
+    np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert lift.compile(prog, choices=compiled.choices).source == compiled.source
+    assert "auto_b0" not in lift.compile(matmul()).choices.points  # symbolic sizes: no default blocks
