@@ -26,9 +26,10 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Lambda, Map, Node, Param, Transpose, Zip
+from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Param, Split, Transpose, Zip
 from lift.ir.paths import children, walk, with_children
 from lift.rules.reduce import builtin, is_monoid
+from lift.rules.terms import free_ids
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 
@@ -57,6 +58,7 @@ def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_lengt
         return expr
     placer = _Placer(dict(sizes or {}))
     placer.min_length = min_length
+    placer.inputs = {p.id for p in getattr(expr, "params", ())}
     out = placer.go(expr, top=True)
     if out is expr:
         return expr
@@ -77,6 +79,7 @@ def default_points(expr: Node) -> Node:
         return expr
     placer = _Placer({})
     placer.defaults = True
+    placer.inputs = {p.id for p in getattr(expr, "params", ())}
     out = placer.go(expr, top=True)
     if out is expr:
         return expr
@@ -107,6 +110,7 @@ class _Placer:
         self.sizes, self.count = sizes, 0
         self.min_length = MIN_LENGTH
         self.defaults = False  # only the points `lift.compile` applies by default (`default_points`)
+        self.inputs: set[int] = set()  # the program's parameters (a point over only these may add kernels)
 
     def length(self, x: Any) -> int | None:
         """The length of the array `x` (None: symbolic and unknown)."""
@@ -135,6 +139,8 @@ class _Placer:
             return n
         if isinstance(n, FunCall) and type(n.f) is Map and isinstance(n.f.f, Map) and len(n.args) == 1:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
+        if isinstance(n, FunCall):
+            n = _flattened(n) or n  # map(row => nest(row)) << x  ->  split << nest(join << x)
         if isinstance(n, FunCall):
             placed = self.nest(n) if self.defaults else \
                 self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
@@ -174,7 +180,8 @@ class _Placer:
         body = dataclasses.replace(call, f=dataclasses.replace(call.f, f=dataclasses.replace(fa, body=inner)),
                                    args=(ps[0],))
         known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
-        point = BlockNest(Lambda(ps, body), known=known or None, label=self.label("b"), loc=call.loc)
+        kernel = all(free_ids(x) <= self.inputs for x in xs)
+        point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
         return FunCall(point, tuple(self.go(x) for x in xs), loc=call.loc)
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
@@ -199,6 +206,25 @@ class _Placer:
             return None  # a shape the vectorise point does not handle
         point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
         return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+
+def _flattened(call: FunCall) -> FunCall | None:
+    """`split(n) << map(f) << join << x` for `map(row => map(f) << row) << x` when `map(f)` is a
+    map-map-reduce nest over the rows (its outer maps flattened into one), else None."""
+    if not (type(call.f) is Map and len(call.args) == 1 and isinstance(call.f.f, Lambda)):
+        return None
+    lam_, x = call.f.f, call.args[0]
+    body = lam_.body
+    if not (len(lam_.params) == 1 and isinstance(body, FunCall) and type(body.f) is Map
+            and body.args == lam_.params):
+        return None
+    if any(isinstance(m, Param) and m.id == lam_.params[0].id for _, m in walk(body.f)):
+        return None
+    if isinstance(nest_parts(body), str):
+        return None
+    row_t = type_of(x).elem  # type: ignore[union-attr]
+    flat = FunCall(body.f, (FunCall(Join(), (x,)),), loc=body.loc)
+    return FunCall(Split(row_t.size), (flat,), loc=call.loc)
 
 
 def _expanded(call: FunCall) -> FunCall:

@@ -166,37 +166,39 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
 
 
 @functools.cache
-def scaled_add(t: Any, w: int) -> UserFun:
-    """`(acc, a, b) => acc + a * b` for `w`-lane vectors `acc`, `b` and a scalar `a` (broadcast)."""
-    vt = VectorType(t, w)
-    return user_fun.c(f"acc_bcast{w}_{c_type(t)}", ["acc", "a", "b"], "return acc + a * b;", [vt, t, vt], vt,
-                      py=lambda acc, a, b: np.asarray(acc) + a * np.asarray(b))
+def broadcast(t: Any, w: int) -> UserFun:
+    """`a => <a, .., a>`: a scalar in all `w` lanes of a vector."""
+    return user_fun.c(f"bcast{w}_{c_type(t)}", ["a"], f"return ({c_type(VectorType(t, w))})(a);", [t],
+                      VectorType(t, w), py=lambda a: np.full(w, a, dtype=np.asarray(a).dtype))
 
 
-def block_out(rows_a: Param, cols_x: Param, z: Literal, bm: int, bn: int, w: int) -> Any:
-    """BM rows of A ([[T]K]BM) times BN * W columns of X ([[T]BN*W]K, rows contiguous): a private
-    [[<T>W]BN]BM accumulator along the output dimension, A's scalars broadcast (add and mult only)."""
-    t = rows_a.ptype.elem.elem  # type: ignore[attr-defined]
-    lane = VectorType(t, w)
-    tb = ArrayType(lane, Cst(bn))
-    acc_t = ArrayType(tb, Cst(bm))
-    fma = scaled_add(t, w)
+def block_out(rows_a: Param, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, sizes: tuple[int, int, int]) -> Any:
+    """BM rows of A ([[T]K]BM) times BN * W columns of X ([[U]BN*W]K, rows contiguous): a private
+    [[<S>W]BN]BM accumulator along the output dimension, A's scalars broadcast into W lanes."""
+    bm, bn, w = sizes
+    t, u = rows_a.ptype.elem.elem, cols_x.ptype.elem.elem  # type: ignore[attr-defined]
+    s_t = eta(f).in_types[0]  # type: ignore[union-attr]
+    lane, ub = VectorType(s_t, w), ArrayType(VectorType(u, w), Cst(bn))
+    acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
+    big_f, big_g, spread = n.Vectorise(eta(f), w), n.Vectorise(g, w), broadcast(t, w)
 
     def step(acc: Param, ab: Param) -> Any:
         def per_row(ra: Param) -> Any:
+            a = FunCall(spread, (FunCall(n.Get(1), (ra,)),))
+
             def per_col(c: Param) -> Any:
-                return FunCall(fma, (FunCall(n.Get(0), (c,)), FunCall(n.Get(1), (ra,)), FunCall(n.Get(1), (c,))))
+                return FunCall(big_f, (FunCall(n.Get(0), (c,)), FunCall(big_g, (a, FunCall(n.Get(1), (c,))))))
 
             cols = FunCall(n.Zip(2), (FunCall(n.Get(0), (ra,)), FunCall(n.Get(1), (ab,))))
-            return FunCall(n.MapSeq(lam([TupleType((lane, lane))], per_col, ["c"])), (cols,))
+            return FunCall(n.MapSeq(lam([TupleType((lane, VectorType(u, w)))], per_col, ["c"])), (cols,))
 
         rows = FunCall(n.Zip(2), (acc, FunCall(n.Get(0), (ab,))))
-        return FunCall(n.MapSeq(lam([TupleType((tb, t))], per_row, ["ra"])), (rows,))
+        return FunCall(n.MapSeq(lam([TupleType((ArrayType(lane, Cst(bn)), t))], per_row, ["ra"])), (rows,))
 
-    op = lam([acc_t, TupleType((ArrayType(t, Cst(bm)), tb))], step, ["acc", "ab"])
+    op = lam([acc_t, TupleType((ArrayType(t, Cst(bm)), ub))], step, ["acc", "ab"])
     xs = FunCall(n.Zip(2), (FunCall(n.Transpose(), (rows_a,)), FunCall(n.Map(n.AsVector(w)), (cols_x,))))
     acc = FunCall(n.ReduceSeq(op), (Literal(z.value, acc_t), xs))
-    out = FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(n.Vectorise(elaborate(copy, [t]), w)))), (acc,))
+    out = FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(n.Vectorise(elaborate(copy, [s_t]), w)))), (acc,))
     return FunCall(n.Map(n.AsScalar()), (out,))  # vector stores, read back as scalars
 
 
@@ -212,6 +214,7 @@ class BlockNest(RewritePoint):
     layout: Any = None
     along: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
+    kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     kind: ClassVar[str] = "block_nest"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
@@ -219,7 +222,7 @@ class BlockNest(RewritePoint):
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def fixed(self) -> dict[str, Any]:
-        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
+        return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         parts = nest_parts(call)
@@ -230,8 +233,6 @@ class BlockNest(RewritePoint):
         layout = params.get("layout") or self.layout or "copy"
         if layout not in LAYOUTS:
             return f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
-        if w > 1 and builtin(f) != "add":
-            return f"width {w} needs the operator add (lane sums), got {f}"
         ra_dims, rb_dims = _rows(a), _rows(b)
         if ra_dims is None or rb_dims is None:
             return "A and B must be arrays of rows of scalars"
@@ -242,10 +243,12 @@ class BlockNest(RewritePoint):
         if along not in ALONG:
             return f"along must be one of {', '.join(ALONG)}, got {along!r}"
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
-            out = self.output_blocks(call, a, b, r_call, f, g, (bm, bn, w))
+            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout)
             if not isinstance(out, str) or "does not divide" in out:
                 return out
-        staged = layout == "copy" and (copied(a) is not a or copied(b) is not b)
+        if w > 1 and builtin(f) != "add":
+            return f"width {w} along the reduced dimension needs the operator add (lane sums), got {f}"
+        staged = layout == "copy" and self.kernel is not False and (copied(a) is not a or copied(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
             pa, pb = Param(type_of(a), "ta"), Param(type_of(b), "tb")
             args = (copied(a), copied(b))
@@ -253,21 +256,31 @@ class BlockNest(RewritePoint):
             return FunCall(n.OclKernel(Lambda((pa, pb), body)), args)
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
 
-    def output_blocks(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
+    def output(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
+               sizes: tuple[int, int, int], layout: str) -> Any:
+        """Blocks with vectors along the output, reading B's columns: `X` for B = `transpose << X`,
+        else (with layout "copy") B copied transposed in a kernel of its own; or why not."""
+        if sizes[2] == 1:
+            return "along='output' needs a width above 1"
+        if isinstance(b, FunCall) and isinstance(b.f, n.Transpose):
+            return self.output_blocks(call, a, b.args[0], r_call, f, g, sizes)
+        if layout != "copy" or self.kernel is False:
+            return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
+        x = copied(FunCall(n.Transpose(), (b,)))
+        pa, px = Param(type_of(a), "ta"), Param(type_of(x), "tx")
+        body = self.output_blocks(call, pa, px, r_call, f, g, sizes)
+        return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (a, x))
+
+    def output_blocks(self, call: Any, a: Any, x: Any, r_call: Any, f: FunDecl, g: UserFun,
                       sizes: tuple[int, int, int]) -> Any:
-        """Blocks with vectors along the output (B's columns): B must be `transpose << X`."""
+        """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors."""
         bm, bn, w = sizes
-        if not (isinstance(b, FunCall) and isinstance(b.f, n.Transpose)):
-            return "along='output' reads B's columns as vectors: B must be transpose << X"
-        if (builtin(f), builtin(g)) != ("add", "mult") or w == 1:
-            return "along='output' needs reduce(add) << map(mult) and a width above 1"
-        x = b.args[0]
         xt = type_of(x)
         if not _divides(bn * w, xt.elem.size, dict(self.known or ())):  # type: ignore[union-attr]
             return f"cols {bn} x width {w} does not divide {xt.elem.size}"  # type: ignore[union-attr]
         blk_a = Param(ArrayType(type_of(a).elem, Cst(bm)), "as")  # type: ignore[union-attr]
         blk_x = Param(ArrayType(ArrayType(xt.elem.elem, Cst(bn * w)), xt.size), "xs")  # type: ignore[union-attr]
-        inner = block_out(blk_a, blk_x, r_call.args[0], bm, bn, w)
+        inner = block_out(blk_a, blk_x, f, g, r_call.args[0], sizes)
         cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
         over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
@@ -312,15 +325,18 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         v = known(size)
         return tuple(d for d in doms if v is not None and v % d == 0) or (1,)
 
-    widths = fits(WIDTHS, ka) if builtin(f) == "add" else (1,)
-    strided = any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
+    widths = fits(WIDTHS, ka) if builtin(f) == "add" else (1,)  # lane sums: add only
+    kernels = point.kernel is not False
+    strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
            "layout": LAYOUTS if strided else ("keep",), "along": ("reduced",)}
     cols, v = out["cols"][0], known(nn)
-    along_out = tuple(w for w in widths if w > 1 and v is not None and v % (cols * w) == 0)
-    if isinstance(b, FunCall) and isinstance(b.f, n.Transpose) and builtin(g) == "mult" and along_out:
-        out["along"] = ALONG  # B's columns are contiguous in X: vectors along the output too
+    along_out = tuple(w for w in WIDTHS if w > 1 and v is not None and v % (cols * w) == 0)
+    b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
+    if (b_columns or kernels) and along_out:
+        out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
+        out["layout"] = LAYOUTS if kernels else ("keep",)
     return out
 
 
