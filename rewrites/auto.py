@@ -26,10 +26,10 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Param, Split, Transpose, Zip
+from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Param, Split, Zip
 from lift.ir.paths import children, walk, with_children
 from lift.rules.reduce import builtin, is_monoid
-from lift.rules.terms import free_ids
+from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 
@@ -173,16 +173,17 @@ class _Placer:
             return None
         if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
             return None  # symbolic sizes: the default blocks might not divide them
-        xs = (a, b.args[0]) if isinstance(b, FunCall) and isinstance(b.f, Transpose) else (a, b)
-        ps = tuple(Param(type_of(x), f"xs{i}") for i, x in enumerate(xs))
-        pb = FunCall(b.f, (ps[1],), loc=b.loc) if xs[1] is not b else ps[1]
-        inner = dataclasses.replace(fa.body, args=(pb,))
-        body = dataclasses.replace(call, f=dataclasses.replace(call.f, f=dataclasses.replace(fa, body=inner)),
-                                   args=(ps[0],))
+        free, found = free_ids(call), {}
+        for _, m in walk(call):
+            if isinstance(m, Param) and m.id in free:
+                found.setdefault(m.id, m)
+        outer = sorted(found.values(), key=lambda x: x.id)  # the nest over its free variables: A and B whole
+        ps = tuple(Param(x.ptype, f"xs{i}") for i, x in enumerate(outer))
+        body = substitute(call, {x.id: q for x, q in zip(outer, ps)})
         known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
-        kernel = all(free_ids(x) <= self.inputs for x in xs)
+        kernel = set(found) <= self.inputs
         point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
-        return FunCall(point, tuple(self.go(x) for x in xs), loc=call.loc)
+        return FunCall(point, tuple(outer), loc=call.loc)
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = _zip_fun(g, x)

@@ -69,7 +69,7 @@ from .chunks import _zip_fun, lane_sum
 from .nested import _nest, _reduction
 from .point import Nested, RewritePoint, constructor
 
-LAYOUTS = ("copy", "keep")
+LAYOUTS = ("copy", "keep", "gather")
 ROWS = (8, 4, 2, 1)  # first values: the default choice (8 x 2 blocks of float8 along the output)
 COLS = (2, 4, 8, 1)
 WIDTHS = (8, 16, 4, 1)
@@ -128,6 +128,17 @@ def copied(x: Any) -> Any:
     ident = elaborate(copy, [inner.elem.elem])  # type: ignore[union-attr]
     body = FunCall(n.Split(cols), (FunCall(n.Map(n.ToGlobal(ident)), (flat,)),))
     return FunCall(n.OclKernel(Lambda((q,), body)), (x.args[0],))
+
+
+def gathered(x: Any) -> Any:
+    """`x` (an array of rows) materialised in its own kernel when it is a view of something (conv's
+    windows: im2col), else `x` itself."""
+    if isinstance(x, Param):
+        return x
+    t = type_of(x)
+    q = Param(t, "v")
+    rows = FunCall(n.Map(n.Map(n.ToGlobal(elaborate(copy, [t.elem.elem])))), (q,))  # type: ignore[union-attr]
+    return FunCall(n.OclKernel(Lambda((q,), rows)), (x,))
 
 
 def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: int, bn: int, w: int) -> Any:
@@ -248,10 +259,11 @@ class BlockNest(RewritePoint):
                 return out
         if w > 1 and builtin(f) != "add":
             return f"width {w} along the reduced dimension needs the operator add (lane sums), got {f}"
-        staged = layout == "copy" and self.kernel is not False and (copied(a) is not a or copied(b) is not b)
+        move = copied if layout == "copy" else gathered if layout == "gather" else None
+        staged = move is not None and self.kernel is not False and (move(a) is not a or move(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
             pa, pb = Param(type_of(a), "ta"), Param(type_of(b), "tb")
-            args = (copied(a), copied(b))
+            args = (move(a), move(b))  # type: ignore[misc]
             body = self.blocks(pa, pb, call, fa, r_call, f, g, nested, (bm, bn, w))
             return FunCall(n.OclKernel(Lambda((pa, pb), body)), args)
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
@@ -263,10 +275,16 @@ class BlockNest(RewritePoint):
         if sizes[2] == 1:
             return "along='output' needs a width above 1"
         if isinstance(b, FunCall) and isinstance(b.f, n.Transpose):
+            if layout == "gather" and self.kernel is not False and not isinstance(a, Param):
+                pa, px = Param(type_of(a), "ta"), Param(type_of(b.args[0]), "tx")
+                body = self.output_blocks(call, pa, px, r_call, f, g, sizes)
+                return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)),
+                                                                  (gathered(a), b.args[0]))
             return self.output_blocks(call, a, b.args[0], r_call, f, g, sizes)
-        if layout != "copy" or self.kernel is False:
+        if layout == "keep" or self.kernel is False:
             return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
         x = copied(FunCall(n.Transpose(), (b,)))
+        a = gathered(a) if layout == "gather" else a
         pa, px = Param(type_of(a), "ta"), Param(type_of(x), "tx")
         body = self.output_blocks(call, pa, px, r_call, f, g, sizes)
         return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (a, x))
@@ -328,15 +346,18 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     widths = fits(WIDTHS, ka) if builtin(f) == "add" else (1,)  # lane sums: add only
     kernels = point.kernel is not False
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
-    out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
-           "layout": LAYOUTS if strided else ("keep",), "along": ("reduced",)}
+    views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
+                                                           and isinstance(x.args[0], Param)) for x in (a, b))
+    layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views))
+    out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
+           "along": ("reduced",)}
     cols, v = out["cols"][0], known(nn)
     along_out = tuple(w for w in WIDTHS if w > 1 and v is not None and v % (cols * w) == 0)
     b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
-        out["layout"] = LAYOUTS if kernels else ("keep",)
+        out["layout"] = tuple(x for x in LAYOUTS if x != "gather" or views) if kernels else ("keep",)
     return out
 
 
