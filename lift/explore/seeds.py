@@ -28,6 +28,7 @@ from .evaluate import Candidate, Pipeline, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
 BLOCK_SEEDS = ({"rows": 8, "cols": 2, "width": 8, "along": "output"},
+               {"rows": 8, "cols": 2, "width": 8, "along": "output", "layout": "gather"},
                {"rows": 4, "cols": 4, "width": 8, "along": "output"},
                {"rows": 4, "cols": 1, "width": 16, "along": "output"},
                {"rows": 4, "cols": 2, "width": 8, "along": "output"},
@@ -84,16 +85,16 @@ class Seeded:
 
 
     def block_seeds(self, lab: str) -> Iterator[Candidate]:
-        """The block shapes of `BLOCK_SEEDS` that the point's space offers, each mapped two ways."""
+        """The block shapes of `BLOCK_SEEDS` that the point's space offers: all of them mapped as a
+        2-D ND-range of blocks first, then with the usual preferences."""
         doms = self.structural[lab]
-        for shape in BLOCK_SEEDS:
-            if not all(v in doms.get(k, ()) for k, v in shape.items()):
-                continue
-            s = {**self.base(), lab: {**self.base()[lab], **shape}}
-            space = self.pipeline.space(s)
-            if isinstance(space, Exception):
-                continue
-            for joint in (complete(space, {}, grid=True), complete(space, {})):
+        for grid in (True, False):
+            for shape in BLOCK_SEEDS:
+                if not all(v in doms.get(k, ()) for k, v in shape.items()):
+                    continue
+                s = {**self.base(), lab: {**self.base()[lab], **shape}}
+                space = self.pipeline.space(s)
+                joint = None if isinstance(space, Exception) else complete(space, {}, grid=grid)
                 if joint is not None:
                     yield Candidate(s, joint)
 
