@@ -247,7 +247,7 @@ class BlockNest(RewritePoint):
         ra_dims, rb_dims = _rows(a), _rows(b)
         if ra_dims is None or rb_dims is None:
             return "A and B must be arrays of rows of scalars"
-        for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols"), (w, ra_dims[0], "width")):
+        for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols")):
             if not _divides(k, size, dict(self.known or ())):
                 return f"{what} {k} does not divide {size}"
         along = params.get("along") or self.along or "output"
@@ -259,6 +259,8 @@ class BlockNest(RewritePoint):
                 return out
         if w > 1 and builtin(f) != "add":
             return f"width {w} along the reduced dimension needs the operator add (lane sums), got {f}"
+        if not _divides(w, ra_dims[0], dict(self.known or ())):
+            return f"width {w} does not divide {ra_dims[0]}"
         move = copied if layout == "copy" else gathered if layout == "gather" else None
         staged = move is not None and self.kernel is not False and (move(a) is not a or move(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments

@@ -36,6 +36,15 @@ def batched_max():
         lambda r: map(lambda c: reduce(lift.max_, float("-inf")) << map(lift.mult) << zip(r, c)) << b) << a)
 
 
+def conv1d():
+    """Windows of x (a view: slide << pad) against N filters of 3 taps: A is gathered, B copied."""
+    from lift import pad, slide
+
+    return fun([Array(Float, M), Array(Array(Float, 3), N)], lambda x, w: map(
+        lambda win: map(lambda k: reduce(lift.add, 0.0) << map(lift.mult) << zip(win, k)) << w)
+        << slide(3, 1) << pad(1, 1, 0.0) << x)
+
+
 def _kinds(prog) -> dict[str, str]:
     return {lab: p.kind for lab, p in rw.points(prog).items() if rw.is_auto(lab)}
 
@@ -82,7 +91,7 @@ def test_user_points_stay_authoritative() -> None:
 
 
 NESTS = {"matmul, transpose << B": lambda: matmul(True), "matmul, B given transposed": lambda: matmul(False),
-         "batched max": batched_max}
+         "batched max": batched_max, "conv1d": conv1d}
 
 
 @pytest.mark.parametrize("name", sorted(NESTS))
@@ -156,6 +165,18 @@ def test_the_nest_inside_a_2d_map_is_found() -> None:
     out = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 4, "layout": "keep"}})
     np.testing.assert_allclose(lift.interpret(out, *args), lift.interpret(prog, *args), rtol=1e-5)
     assert not any(rw.is_point(n) for _, n in walk(out))
+
+
+def test_a_view_argument_can_be_gathered_first() -> None:
+    sizes = {"M": 16, "N": 8}
+    prog = rw.auto_points(conv1d(), sizes, min_length=1)
+    space = rw.auto_space(prog, sizes)["auto_b0"]
+    assert space["layout"] == ("copy", "keep", "gather") and space["along"] == ("output", "reduced")
+    args = _arrays(prog, sizes, 5)
+    out = rw.apply_all(prog, {"auto_b0": {"rows": 4, "cols": 1, "width": 8, "layout": "gather", "along": "output"}})
+    kernels = [n for _, n in walk(out) if isinstance(n, lift.ir.nodes.OclKernel)]
+    assert len(kernels) == 3  # the windows gathered, the filters transposed, the blocks
+    np.testing.assert_allclose(lift.interpret(out, *args), lift.interpret(conv1d(), *args), rtol=1e-5)
 
 
 @pytest.mark.device
