@@ -170,6 +170,7 @@ def contenders(k: Kernel, budget: float) -> dict[str, tuple[Any, str, str]]:
     for label, make in k.hand.items():
         out[f"hand: {label}"] = _built(make, k)
     out["liftcl default"] = _built(lambda: lift.compile(k.program), k)
+    out["liftcl default, sizes fixed"] = _built(lambda: lift.compile(_fixed(k)), k)
     if budget > 0:
         t0 = time.perf_counter()
         try:
@@ -179,6 +180,15 @@ def contenders(k: Kernel, budget: float) -> dict[str, tuple[Any, str, str]]:
         except Exception as e:  # noqa: BLE001 - the table reports failures and goes on
             out["liftcl tuned"] = (None, "FAILED", f"{type(e).__name__}: {str(e).splitlines()[0][:90]}")
     return out
+
+
+def _fixed(k: Kernel) -> Any:
+    """The program with its sizes fixed to the arguments' (the default automatic points of
+    `lift.compile` need constant sizes: rewrites.auto.default_points)."""
+    from lift.constraints.realise import substitute_sizes
+    from lift.interpret import bind_sizes
+
+    return substitute_sizes(k.program, bind_sizes([p.ptype for p in k.program.params], k.args, k.program))
 
 
 def _built(make: Callable[[], Any], k: Kernel) -> tuple[Any, str, str]:
