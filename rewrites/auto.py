@@ -137,10 +137,14 @@ class _Placer:
             return n  # a user point: authoritative, nothing placed inside
         if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
             return n
+        orig = n
         if isinstance(n, FunCall) and type(n.f) is Map and isinstance(n.f.f, Map) and len(n.args) == 1:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
             n = _flattened(n) or n  # map(row => nest(row)) << x  ->  split << nest(join << x)
+        if n is not orig:  # restructured only for a point placed inside
+            out = self.go(n, top)
+            return out if any(isinstance(x, RewritePoint) for _, x in walk(out)) else orig
         if isinstance(n, FunCall):
             placed = self.nest(n) if self.defaults else \
                 self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
