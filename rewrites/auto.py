@@ -3,6 +3,12 @@
 `auto_points(expr, sizes)` wraps the natural places of a program in labelled points
 (labels start with `auto_`), so that `lift.tune` explores them like points the user wrote:
 
+- a nested map-reduce `map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B) << A`
+  (matmul, conv's windows x filters, batched dot products) over a reduction of at least
+  `MIN_LENGTH` elements becomes a `block_nest` point (rewrites/auto_nest.py: register blocks,
+  vector widths, layout of B and A), placed over the nest's free variables so that its rewrite
+  sees A and B whole; `map(map(..))` and `map(row => nest(row))` are first rewritten to a single
+  nest (`split << nest(join << x)`) when that places one;
 - a `reduce(f, z) [<< map(g)] << x` with `f` a built-in associative operator (`add`, `mult`,
   `max_`, `min_`) with neutral `z`, over an array of at least `MIN_LENGTH` elements (or of
   symbolic length), becomes a `reduce_chunks` point (chunk size `T_auto_rN`, a tuning
@@ -14,6 +20,8 @@
 User points stay authoritative: nothing is placed inside a user point or around one, and a
 program position is never wrapped twice. The points mean their bodies (the interpreter's
 result is unchanged); `auto_space` gives their structural choices (`skip` first).
+`default_points` places the `block_nest` points only, and only over constant sizes: what
+`lift.compile` applies by default, with the first choices of `auto_space`.
 
     prog2 = auto_points(dot, {"N": 1 << 20})   # reduce_chunks[auto_r0](reduce(add, 0.0) << map(mult)) << zip(x, y)
 """
