@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lift.arith import Arith, Cst, Var, prove_lt, prove_nonneg, substitute
+from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
 
@@ -348,13 +349,35 @@ def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
         return resolve(w, (Idx(i * width + rest[0].k),) + rest[1:])
     lane = Var("_lane", Cst(0), Cst(width - 1))
     probe = resolve(w, (Idx(i * width + lane),) + rest)
-    if isinstance(probe, Load) and not probe.tail and _contiguous(probe, lane):
-        first = Load(probe.mem, tuple(substitute(x, {"_lane": 0}) for x in probe.indices), (VecOf(width),))
-        return first
+    vec = _vector_leaf(probe, lane, width)
+    if vec is not None:
+        return vec
     parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
     scalar = _leaf_type(parts[0])
     assert isinstance(scalar, ScalarType)
     return Gather(VectorType(scalar, width), parts)
+
+
+def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
+    """The `width` lanes of `leaf` (which reads lane `lane`) as one vector leaf: a load of
+    consecutive scalars, a constant, or a pad's selection whose conditions are the same for
+    every lane (`lane_free`); None when the lanes must be gathered one by one."""
+    match leaf:
+        case Load(mem, indices, ()):
+            load = Load(mem, tuple(lane_free(x, lane, width) for x in indices))
+            if _contiguous(load, lane):
+                return Load(mem, tuple(substitute(x, {lane.name: 0}) for x in load.indices), (VecOf(width),))
+        case ConstLeaf(value, t) if isinstance(t, ScalarType):
+            return ConstLeaf(value, VectorType(t, width))
+        case Select(conds, then, orelse):
+            free = tuple((lane_free(c, lane, width), lo, None if hi is None else lane_free(hi, lane, width))
+                         for c, lo, hi in conds)
+            if any(lane in _vars(x) for c, _, hi in free for x in (c, hi) if x is not None):
+                return None
+            t, o = _vector_leaf(then, lane, width), _vector_leaf(orelse, lane, width)
+            if t is not None and o is not None:
+                return Select(free, t, o)
+    return None
 
 
 def _contiguous(load: Load, lane: Var) -> bool:
