@@ -3,14 +3,17 @@
 The high-level convolution of Listing 4.1 is annotated with rewrite points; their structural
 parameters choose the algorithm and its shape:
 
-    windows = materialise[im2col](mapND2(joinND3) << slideND2(3, 3, 1)) << padND2(1, 1, 0) << input
+    windows = materialise[im2col](mapND2(joinND3) << slideND2(3, 3, 1))
+              << materialise[pad](padND2(1, 1, 0)) << input
     output  = flatten[flat](tile_nested_map_reduce[tile](register_block[block](
                   mapND2(win => map(k => reduce(+, 0) << map(*) << zip(win, k)) << weights')), final=+))
               << windows
 
-- direct: `im2col` skipped: the windows stay a view of the padded input;
+- direct: `im2col` skipped: the windows stay a view of the padded input, which `pad` copies
+  into memory first (Listing 6.4 line 6: no branch per read in the convolution kernel);
 - GEMM:   `im2col` applied (`mem="global"`): the windows are copied into a [H*W][9C] buffer
-  (im2col), and the rest is a matrix multiplication of that buffer with the weights.
+  (im2col, which pads as it copies: `pad` skipped), and the rest is a matrix multiplication
+  of that buffer with the weights.
 
 `flatten` joins the two spatial dimensions so that the nest is map(map(reduce)); `tile` splits
 the reduced dimension (9C) into tiles whose partial sums are added by the final operator
@@ -79,7 +82,8 @@ def annotated(layer: Layer, im2col: bool = True) -> Any:
 
     def conv(inp: Any, wts: Any) -> Any:
         slide = map_nd(2, join_nd(3)) << slide_nd(2, (KH, KW), STRIDE)
-        windows = (rw.materialise(slide, label="im2col") if im2col else slide) << pad_nd(2, PAD, PAD, 0.0) << inp
+        padded = rw.materialise(pad_nd(2, PAD, PAD, 0.0), label="pad") << inp
+        windows = (rw.materialise(slide, label="im2col") if im2col else slide) << padded
         flat_w = map(join_nd(3)) << wts
         pixel = map_nd(2, lambda win: map(lambda k: reduce(lift.add, 0.0) << map(mult) << zip(win, k)) << flat_w)
         nest = rw.tile_nested_map_reduce(rw.register_block(pixel, label="block"), final=lift.add, label="tile")
@@ -91,8 +95,9 @@ def annotated(layer: Layer, im2col: bool = True) -> Any:
 def choices(layer: Layer, variant: str) -> dict[str, Any]:
     """The structural parameters of `variant` ("direct" or "gemm"); the others take their
     domains' defaults (`block`: 4 x 4 blocks of float8 accumulators where the layer allows)."""
-    im2col = {"skip": True} if variant == "direct" else {"mem": "global"}
-    return {"im2col": im2col, "tile": {"skip": True}}
+    direct = variant == "direct"
+    return {"im2col": {"skip": True} if direct else {"mem": "global"},
+            "pad": {"mem": "global"} if direct else {"skip": True}, "tile": {"skip": True}}
 
 
 def reference(inp: np.ndarray, wts: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
@@ -370,14 +370,24 @@ def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
         case ConstLeaf(value, t) if isinstance(t, ScalarType):
             return ConstLeaf(value, VectorType(t, width))
         case Select(conds, then, orelse):
-            free = tuple((lane_free(c, lane, width), lo, None if hi is None else lane_free(hi, lane, width))
-                         for c, lo, hi in conds)
+            free = tuple(_lane_free_cond(c, lo, hi, lane, width) for c, lo, hi in conds)
             if any(lane in _vars(x) for c, _, hi in free for x in (c, hi) if x is not None):
                 return None
             t, o = _vector_leaf(then, lane, width), _vector_leaf(orelse, lane, width)
             if t is not None and o is not None:
                 return Select(free, t, o)
     return None
+
+
+def _lane_free_cond(c: Arith, lo: bool, hi: Arith | None, lane: Var, width: int) -> tuple:
+    """A pad condition `0 <= c < hi` of lane `lane`; `c = a + lane` with `width` dividing `a`
+    and `hi` holds for every lane exactly when it holds for `a`."""
+    c = lane_free(c, lane, width)
+    hi = None if hi is None else lane_free(hi, lane, width)
+    rest = c - lane
+    if lane not in _vars(rest) and prove_divides(width, rest) and (hi is None or prove_divides(width, hi)):
+        c = rest
+    return c, lo, hi
 
 
 def _contiguous(load: Load, lane: Var) -> bool:

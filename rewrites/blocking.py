@@ -42,7 +42,7 @@ from .chunks import lane_sum
 from .nested import _nest, _reduction
 from .point import Nested, RewritePoint, constructor
 
-ROWS, COLS, BLOCK_WIDTHS, SPLITS = (4, 2, 8, 1), (4, 8, 2, 1), (8, 4, 16, 1), (0, 8, 16, 32, 64)
+ROWS, COLS, BLOCK_WIDTHS = (4, 2, 8, 1), (4, 8, 2, 1), (8, 4, 16, 1)
 
 
 def fitting(bound: int, size: Arith) -> int:
@@ -76,11 +76,10 @@ class RegisterBlock(RewritePoint):
     rows: int | None = None
     cols: int | None = None
     width: int | None = None
-    split: int | None = None
     kind: ClassVar[str] = "register_block"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        doms = {"rows": ROWS, "cols": COLS, "width": BLOCK_WIDTHS, "split": SPLITS}
+        doms = {"rows": ROWS, "cols": COLS, "width": BLOCK_WIDTHS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
@@ -112,12 +111,7 @@ class RegisterBlock(RewritePoint):
         w = _width(params.get("width") or self.width or 1, f, g, at, bt)
         if isinstance(w, str):
             return w
-        inner = params.get("split", self.split)
-        if inner is not None and (not isinstance(inner, int) or inner < 0):
-            return f"split={inner!r} is not a loop length (0: no split)"
-        k = at.elem.size // w  # type: ignore[attr-defined]
-        t = fitting(inner, k) if inner else 0
-        return _blocked(a, b, f, z, g, ra, rb, w, t if 1 < t else 0)
+        return _blocked(a, b, f, z, g, ra, rb, w)
 
 
 def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayType) -> int | str:
@@ -135,8 +129,7 @@ def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayTy
     return fits[0] if fits else 1
 
 
-def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int,
-             t: int) -> Any:
+def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int) -> Any:
     at, bt = type_of(a), type_of(b)
     ea, eb = at.elem.elem, bt.elem.elem
     s_t = type_of(z)
@@ -173,12 +166,7 @@ def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int,
 
         init = Literal(z.value, blk_t)
         cols = p.zip(p.transpose << rows_of(ba), p.transpose << rows_of(bb))
-        fold = n.ReduceSeq(lam([blk_t, col], update, ["acc", "q"]))
-        if t:  # the same fold, its loop nested: an outer loop over chunks of t columns
-            outer = lam([blk_t, ArrayType(col, as_arith(t))], lambda acc, ch: FunCall(fold, (acc, ch)), ["acc", "cols"])
-            acc = FunCall(n.ReduceSeq(outer), (init, p.split(t) << cols))
-        else:
-            acc = FunCall(fold, (init, cols))
+        acc = FunCall(n.ReduceSeq(lam([blk_t, col], update, ["acc", "q"])), (init, cols))
         if w == 1:
             return acc
         return p.map(p.map(lane_sum(s_t, w))) << acc

@@ -1,4 +1,4 @@
-"""The eleven rewrite points of thesis 6.2.5: random structural and tuning choices from each
+"""The eleven rewrite points of thesis 6.2.5 (and register_block): random structural and tuning choices from each
 point's valid space preserve the interpreter's result on random programs it matches; `skip` is
 the identity; a misplaced point warns with its label, the user's line and why."""
 
@@ -96,6 +96,10 @@ def cases(draw, kind: str):
             prog, ch = _priv(n), {"result_mem": draw(st.sampled_from(rw.memory_points.MEMS))}
         case "pad_extra_nd":
             prog, ch = _pad(n, g), {"pad": draw(st.sampled_from([1, 2, 3])) * (n // 2)}  # keeps split(n/2) valid
+        case "register_block":
+            prog = _mm(rw.register_block, n, m, k)
+            ch = {"rows": draw(st.sampled_from([1, 2, 3, 4, 8])), "cols": draw(st.sampled_from([1, 2, 4, 5])),
+                  "width": draw(st.sampled_from([1, 2, 4, 8]))}
         case _:
             raise AssertionError(kind)
     return prog, ch
@@ -103,7 +107,7 @@ def cases(draw, kind: str):
 
 POINTS = ["split_join", "flatten", "ab_tile", "tile_nested_map_reduce", "fission", "materialise",
           "optimise_data_layout", "interchange_maps", "interchange_reduce_nd", "privatise_accumulator",
-          "pad_extra_nd"]
+          "pad_extra_nd", "register_block"]
 
 
 def _args(prog, seed: int) -> list[np.ndarray]:
@@ -156,6 +160,7 @@ def _fixed_case(kind: str):
         "interchange_reduce_nd": lambda: (_rows_reduce(4, 6), 0),
         "privatise_accumulator": lambda: (_priv(8), 0),
         "pad_extra_nd": lambda: (_pad(8, "inc"), 0),
+        "register_block": lambda: (_mm(rw.register_block, 4, 6, 8), 0),
     }[kind]()
 
 
@@ -179,6 +184,8 @@ MISPLACED = {  # each point around something its pattern does not match, and a w
         map(lift.id), label="P") << x), "reduce"),
     "pad_extra_nd": (lambda: fun([Array(Float, 8)], lambda x: rw.pad_extra_nd(
         lambda v: lift.reduce(lift.add, 0.0) << v, label="P") << x), "reduce"),
+    "register_block": (lambda: fun([Array(Float, 8)], lambda x: rw.register_block(map(lift.id), label="P") << x),
+                       "map(rb"),
 }
 
 

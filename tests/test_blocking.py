@@ -1,0 +1,100 @@
+"""register_block (rewrites/blocking.py) compiled against numpy, and vector reads through pad /
+slide / join views (lift.arith.lanes): aligned pointer-cast loads under one condition per vector."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, as_scalar, as_vector, fun, join, map, pad, reduce, slide, zip
+from lift import rewrites as rw
+from lift.arith import Cst, Var, evaluate
+from lift.arith.lanes import lane_free
+from lift.errors import RewritePointSkipped
+
+
+@settings(max_examples=60, deadline=None)
+@given(w=st.sampled_from([2, 4, 8]), k=st.integers(1, 4), d=st.integers(1, 4), c=st.integers(-9, 9),
+       i=st.integers(0, 30), lane=st.integers(0, 7))
+def test_lane_free_keeps_the_value(w: int, k: int, d: int, c: int, i: int, lane: int) -> None:
+    """`(w*k*i + c*w + lane) // (d*w)` and `% (d*w)` equal their lane-free forms at every point."""
+    lane %= w
+    iv, lv = Var("i", Cst(0), Cst(30)), Var("_lane", Cst(0), Cst(w - 1))
+    num = iv * (w * k) + c * w + lv
+    env = {"i": i, "_lane": lane}
+    for e in (num // (d * w), num % (d * w), (num // w) % 3 + num % (d * w)):
+        free = lane_free(e, lv, w)
+        assert evaluate(free, env) == evaluate(e, env)
+    assert "_lane" not in str(lane_free(num // (d * w), lv, w))
+
+
+def test_lane_free_leaves_what_it_cannot_prove() -> None:
+    iv, lv = Var("i", Cst(0), Cst(30)), Var("_lane", Cst(0), Cst(7))
+    e = (iv * 4 + lv) // 64  # 8 does not divide 4*i: lanes may cross a multiple of 64
+    assert lane_free(e, lv, 8) == e
+
+
+def _padded_rows(n: int):
+    """Each padded row of 8 read as float8: as_vector(8) << join << map(pad(8, 8, 0)) << rows."""
+    return fun([Array(Array(Float, 8), n)], lambda x: as_scalar << map(
+        lambda v: lift.vectorise(lift.add, 8)(v, v)) << as_vector(8) << join << map(pad(8, 8, 0.0)) << x)
+
+
+@pytest.mark.device
+def test_a_padded_view_is_read_by_aligned_vector_loads() -> None:
+    prog = _padded_rows(4)
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    p = lift.compile(prog)
+    np.testing.assert_array_equal(np.asarray(p(x)), np.asarray(lift.interpret(prog, x)))
+    assert re.search(r"\(\(global float8\*\)x\)\[", p.source), p.source
+    assert "(float8)(x[" not in p.source  # no lane-by-lane gather
+
+
+def _matmul(n: int, m: int, k: int, **kw):
+    return fun([Array(Array(Float, k), n), Array(Array(Float, k), m)], lambda a, b: rw.register_block(
+        map(lambda ra: map(lambda rb: reduce(lift.add, 0.0) << map(lift.mult) << zip(ra, rb)) << b), label="B", **kw)
+        << a)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("choice", [{}, {"rows": 2, "cols": 8, "width": 4}, {"rows": 3, "cols": 1, "width": 1}])
+def test_register_block_compiles_to_the_matrix_product(choice: dict) -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.random((12, 16), dtype=np.float32), rng.random((8, 16), dtype=np.float32)
+    p = lift.compile(_matmul(12, 8, 16), choices={"B": choice})
+    np.testing.assert_allclose(np.asarray(p(a, b)).reshape(12, 8), a @ b.T, rtol=1e-5, atol=1e-5)
+    assert p.choices["B"]["skip"] is False
+
+
+def test_register_block_bounds_fit_every_size() -> None:
+    """The defaults are upper bounds: 4 x 4 blocks of float8 become what divides 6 x 5 x 27."""
+    out: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RewritePointSkipped)
+        rw.apply_all(_matmul(6, 5, 27), {"B": {"rows": 4, "cols": 4, "width": 8}}, outcomes=out)
+    assert [o.applied for o in out if o.label == "B"] == [True]
+    assert rw.blocking.fitting(4, 6) == 3 and rw.blocking.fitting(4, 5) == 1
+
+
+def test_register_block_refuses_bad_parameters() -> None:
+    with pytest.warns(RewritePointSkipped, match="width=3"):
+        rw.apply_all(_matmul(4, 4, 8), {"B": {"width": 3}})
+
+
+@pytest.mark.device
+def test_a_padded_window_of_a_stencil_compiles_exactly() -> None:
+    """slide over a padded row, joined and read as float4: vector loads, the interpreter's values."""
+    prog = fun([Array(Float, 8)], lambda x: as_scalar << map(lambda v: lift.vectorise(lift.add, 4)(v, v))
+               << as_vector(4) << join << slide(4, 4) << pad(4, 4, 0.0) << x)
+    x = np.arange(8, dtype=np.float32)
+    want = np.concatenate([[0] * 4, 2 * x, [0] * 4])
+    np.testing.assert_array_equal(np.asarray(lift.interpret(prog, x)), want)
+    p = lift.compile(prog)
+    np.testing.assert_array_equal(np.asarray(p(x)), want)
+    assert "(global float4*)x" in p.source, p.source
