@@ -367,6 +367,10 @@ def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
             load = Load(mem, tuple(lane_free(x, lane, width) for x in indices))
             if _contiguous(load, lane):
                 return Load(mem, tuple(substitute(x, {lane.name: 0}) for x in load.indices), (VecOf(width),))
+        case Load(mem, indices, (Lane(k),)) if _storage_width(mem) == width:
+            idx = tuple(lane_free(x, lane, width) for x in indices)
+            if lane_free(k, lane, width) == lane and not any(lane in _vars(x) for x in idx):
+                return Load(mem, idx)  # the lanes of one stored vector, in order: the vector itself
         case ConstLeaf(value, t) if isinstance(t, ScalarType):
             return ConstLeaf(value, VectorType(t, width))
         case Select(conds, then, orelse):
@@ -377,6 +381,11 @@ def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
             if t is not None and o is not None:
                 return Select(free, t, o)
     return None
+
+
+def _storage_width(m: Mem) -> int:
+    st = storage_type(m.type)
+    return st.n if isinstance(st, VectorType) else 0
 
 
 def _lane_free_cond(c: Arith, lo: bool, hi: Arith | None, lane: Var, width: int) -> tuple:

@@ -98,3 +98,14 @@ def test_a_padded_window_of_a_stencil_compiles_exactly() -> None:
     p = lift.compile(prog)
     np.testing.assert_array_equal(np.asarray(p(x)), want)
     assert "(global float4*)x" in p.source, p.source
+
+
+@pytest.mark.device
+def test_a_vector_copy_is_read_back_as_whole_vectors() -> None:
+    """materialise(width=8) stores float8s; an as_vector(8) read of the copy loads each one whole."""
+    prog = fun([Array(Float, 16)], lambda x: as_scalar << map(lambda v: lift.vectorise(lift.add, 8)(v, v))
+               << as_vector(8) << rw.materialise(pad(8, 8, 0.0), label="M") << x)
+    x = np.arange(16, dtype=np.float32)
+    p = lift.compile(prog, choices={"M": {"mem": "global", "width": 8}})
+    np.testing.assert_array_equal(np.asarray(p(x)), np.concatenate([[0] * 8, 2 * x, [0] * 8]))
+    assert ".s0" not in p.source and "(global float8*)tmp)[" in p.source, p.source

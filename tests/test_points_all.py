@@ -84,7 +84,9 @@ def cases(draw, kind: str):
         case "fission":
             prog, ch = _two_stage(rw.fission, n, m, g), {}
         case "materialise":
-            prog, ch = _elementwise(rw.materialise, n, m, g), {"mem": draw(st.sampled_from(rw.memory_points.MEMS))}
+            prog = _elementwise(rw.materialise, n, m, g)
+            ch = {"mem": draw(st.sampled_from(rw.memory_points.MEMS)),
+                  "width": draw(st.sampled_from(rw.memory_points.COPY_WIDTHS))}
         case "optimise_data_layout":
             prog = _two_stage(rw.optimise_data_layout, n, m, g)
             ch = {"order": draw(st.sampled_from([(1, 0), (0, 1)])), "factor": draw(st.sampled_from(_divisors(n * m)))}
