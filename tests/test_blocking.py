@@ -109,3 +109,31 @@ def test_a_vector_copy_is_read_back_as_whole_vectors() -> None:
     p = lift.compile(prog, choices={"M": {"mem": "global", "width": 8}})
     np.testing.assert_array_equal(np.asarray(p(x)), np.concatenate([[0] * 8, 2 * x, [0] * 8]))
     assert ".s0" not in p.source and "(global float8*)tmp)[" in p.source, p.source
+
+
+def _column_sums(n: int, m: int, **kw):
+    """reduce((acc, row) => map(+) << zip(acc, row), init) << x with an input `init` (not a constant)."""
+    def body(init, x):
+        op = lambda acc, row: map(lambda q: lift.add(q[0], q[1])) << zip(acc, row)  # noqa: E731
+        return rw.interchange_reduce_nd(reduce(op, init), label="P", **kw) << x
+    return fun([Array(Float, m), Array(Array(Float, m), n)], body)
+
+
+@pytest.mark.parametrize("choice", [{"rank": 2}, {"rank": 3, "new_reduce_dim": 1, "factor": 3},
+                                    {"rank": 3, "new_reduce_dim": 2, "factor": 2}])
+def test_interchange_reduce_nd_with_an_input_accumulator(choice: dict) -> None:
+    prog = _column_sums(5, 6)
+    rng = np.random.default_rng(2)
+    init, x = rng.random(6, dtype=np.float32), rng.random((5, 6), dtype=np.float32)
+    out: list = []
+    done = rw.apply_all(prog, {"P": choice}, outcomes=out)
+    assert [o.applied for o in out if o.label == "P"] == [True]
+    np.testing.assert_allclose(lift.interpret(done, init, x), init + x.sum(axis=0), rtol=1e-5)
+
+
+@pytest.mark.device
+def test_interchange_reduce_nd_rank_3_compiles() -> None:
+    prog = _column_sums(5, 8)
+    init, x = np.ones(8, dtype=np.float32), np.arange(40, dtype=np.float32).reshape(5, 8)
+    p = lift.compile(prog, choices={"P": {"rank": 3, "new_reduce_dim": 1, "factor": 4}})
+    np.testing.assert_allclose(np.asarray(p(init, x)), init + x.sum(axis=0), rtol=1e-6)

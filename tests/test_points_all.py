@@ -93,7 +93,10 @@ def cases(draw, kind: str):
         case "interchange_maps":
             prog, ch = _mm(rw.interchange_maps, n, m, k), {}
         case "interchange_reduce_nd":
-            prog, ch = _rows_reduce(n, m), {"new_reduce_dim": 1}
+            prog, rank = _rows_reduce(n, m), draw(st.sampled_from([2, 3]))
+            ch = {"rank": rank, "new_reduce_dim": draw(st.sampled_from(range(1, rank)))}
+            if rank == 3:
+                ch["factor"] = draw(st.sampled_from(_divisors(m)))
         case "privatise_accumulator":
             prog, ch = _priv(n), {"result_mem": draw(st.sampled_from(rw.memory_points.MEMS))}
         case "pad_extra_nd":
