@@ -23,8 +23,8 @@
 `interchange_reduce_nd` has the structural parameters `rank` (2, 3) and `new_reduce_dim` (how
 many maps the reduction sinks under: 1 for rank 2; 1 (blocks) or 2 (columns) for rank 3);
 `tile_nested_map_reduce` has the tuning parameter `T_label` (the tile of the reduced dimension)
-and `final` (the final reduction operator; it may be left out when `f` is a known associative operator with neutral `z`). The points it
-inserts are labelled `label.interchange` and `label.privatise`.
+and `final` (the final reduction operator; it may be left out when `f` is a known associative
+operator with neutral `z`). The points it inserts are labelled `label.interchange` and `label.privatise`.
 """
 
 from __future__ import annotations
