@@ -1,5 +1,5 @@
 """Layout rewrite points: `interchange_maps` (thesis 6.2.5.7, Listing 6.12), `optimise_data_layout`
-(6.2.5.6, Listing 6.11, n = 1) and `pad_extra_nd` (6.2.5.10, Listing 6.15).
+(6.2.5.6, Listing 6.11, n = 1) and `pad_extra_nd` (6.2.5.10, Listing 6.15, any k).
 
     interchange_maps(map(a => map(b => f(a, b)) << B)) << A
         ->  transpose_w << nested(map(b => map(a => f(a, b)) << A)) << B        (f concrete)
@@ -11,7 +11,7 @@
 `interchange_maps` has no parameters; `optimise_data_layout` has the structural parameter
 `order` (the new order of the 2 dimensions of the reordered write: (1, 0) transposes, (0, 1)
 keeps it) and the tuning parameter `F_label` (the reordering factor); `pad_extra_nd` has the
-tuning parameters `P_label` (`P0_label`, `P1_label` for k = 2): zeros appended to each padded
+tuning parameters `P_label` (`P0_label` .. `Pk-1_label` for k > 1): zeros appended to each padded
 dimension so that more tile sizes divide it. A depaddable `f` is a chain of `map(..)`, `join`,
 `split` and `slide` over its argument (restrictions 3 and 4 of 6.2.5.10), applied to the
 argument directly: the padding stays at the right edge and is cut off by `take`.
@@ -132,7 +132,7 @@ def depaddable(call: Any) -> tuple[Param | None, str]:
 @node
 class PadExtraND(RewritePoint):
     """`pad_extra_nd(f, k=1)`: pad the k outer dimensions of f's argument with zeros and cut
-    the extra results off (Listing 6.15)."""
+    the extra results off (Listing 6.15; `pad`: one value or one per dimension)."""
 
     f: FunDecl
     k: int = 1
@@ -143,26 +143,36 @@ class PadExtraND(RewritePoint):
         x, why = depaddable(call)
         if x is None:
             return why
-        k = int(self.k)
-        if k not in (1, 2):
-            return f"k must be 1 or 2, got {k}"
+        k = self.k
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            return f"k must be a positive number of dimensions, got {k!r}"
         xt, out_t = type_of(x), type_of(call)
-        if not (isinstance(xt, ArrayType) and isinstance(out_t, ArrayType)) or \
-                (k == 2 and not (isinstance(xt.elem, ArrayType) and isinstance(out_t.elem, ArrayType))):
+        in_dims, out_dims = _dims(xt), _dims(out_t)
+        if len(in_dims) < k or len(out_dims) < k:
             return f"expects arrays of {k} dimension(s), got {xt} => {out_t}"
         lab = self.label or "P"
         given = params.get("pad", self.pad)
         pads = [tuning_var(lab, "P") if k == 1 else tuning_var(lab, f"P{i}") for i in range(k)] \
             if given is None else list(given if isinstance(given, tuple | list) else (given,) * k)
+        if len(pads) != k:
+            return f"pad needs {k} values (one per padded dimension), got {given!r}"
         zero = 0.0 if _scalar(xt) in ("float", "double") else 0
         padded = p.pad_nd(k, 0, tuple(pads) if k > 1 else pads[0], zero) << x
         from lift.rules.terms import substitute
 
         body = substitute(call, {x.id: padded})
-        out = p.take(out_t.size) << body
-        if k == 2:
-            out = p.map(p.take(out_t.elem.size)) << out  # type: ignore[union-attr]
+        out = p.take(out_dims[0]) << body
+        for d in range(1, k):  # cut each padded dimension back to f's result size
+            out = p.map_nd(d, p.take(out_dims[d])) << out
         return copy_into("global", out)  # depadding: the kept elements copied (Listing 6.15, line 17)
+
+
+def _dims(t: Any) -> list[Any]:
+    dims = []
+    while isinstance(t, ArrayType):
+        dims.append(t.size)
+        t = t.elem
+    return dims
 
 
 def _scalar(t: Any) -> str:

@@ -137,3 +137,13 @@ def test_interchange_reduce_nd_rank_3_compiles() -> None:
     init, x = np.ones(8, dtype=np.float32), np.arange(40, dtype=np.float32).reshape(5, 8)
     p = lift.compile(prog, choices={"P": {"rank": 3, "new_reduce_dim": 1, "factor": 4}})
     np.testing.assert_allclose(np.asarray(p(init, x)), init + x.sum(axis=0), rtol=1e-6)
+
+
+@pytest.mark.device
+def test_pad_extra_nd_in_three_dimensions_compiles() -> None:
+    prog = fun([Array(Array(Array(Float, 3), 4), 2)], lambda x: rw.pad_extra_nd(
+        lambda v: lift.map_nd(3, lambda e: e * 2.0) << v, k=3, label="P") << x)
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    p = lift.compile(prog, choices={"P": {"pad": (1, 2, 3)}})
+    np.testing.assert_array_equal(np.asarray(p(x)).reshape(2, 4, 3), 2 * x)
+    assert p.choices["P"]["skip"] is False

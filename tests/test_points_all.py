@@ -61,6 +61,15 @@ def _pad(n: int, g: str):
         lambda v: join << map(map(ELEMS[g])) << split(n // 2) << v, label="P") << x)
 
 
+def _pad_nd(k: int, shape: list[int], g: str):
+    """pad_extra_nd(v => map_nd(k, g) << v, k) over a k-dimensional array."""
+    t = Float
+    for d in reversed(shape):
+        t = Array(t, d)
+    return fun([t], lambda x: rw.pad_extra_nd(lambda v: lift.map_nd(len(shape), ELEMS[g]) << v, k=k, label="P")
+               << x)
+
+
 # point -> (program builder from (draw, data), structural and tuning choices drawn for label "P")
 SIZES = st.sampled_from([4, 6, 8, 12])
 
@@ -100,7 +109,12 @@ def cases(draw, kind: str):
         case "privatise_accumulator":
             prog, ch = _priv(n), {"result_mem": draw(st.sampled_from(rw.memory_points.MEMS))}
         case "pad_extra_nd":
-            prog, ch = _pad(n, g), {"pad": draw(st.sampled_from([1, 2, 3])) * (n // 2)}  # keeps split(n/2) valid
+            k = draw(st.sampled_from([1, 2, 3]))
+            if k == 1:
+                prog, ch = _pad(n, g), {"pad": draw(st.sampled_from([1, 2, 3])) * (n // 2)}  # keeps split(n/2) valid
+            else:
+                prog = _pad_nd(k, [n, m, k + 1][:k], g)
+                ch = {"pad": tuple(draw(st.sampled_from([0, 1, 2, 3])) for _ in range(k))}
         case "register_block":
             prog = _mm(rw.register_block, n, m, k)
             ch = {"rows": draw(st.sampled_from([1, 2, 3, 4, 8])), "cols": draw(st.sampled_from([1, 2, 4, 5])),
