@@ -94,7 +94,7 @@ def annotated(layer: Layer, im2col: bool = True) -> Any:
 
 def choices(layer: Layer, variant: str) -> dict[str, Any]:
     """The structural parameters of `variant` ("direct" or "gemm"); the others take their
-    domains' defaults (`block`: 4 x 4 blocks of float8 accumulators where the layer allows)."""
+    domains' defaults (`block`: 2 x 4 blocks of float8 accumulators where the layer allows)."""
     direct = variant == "direct"
     return {"im2col": {"skip": True} if direct else {"mem": "global"},
             "pad": {"mem": "global"} if direct else {"skip": True}, "tile": {"skip": True}}
