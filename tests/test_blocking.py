@@ -147,3 +147,14 @@ def test_pad_extra_nd_in_three_dimensions_compiles() -> None:
     p = lift.compile(prog, choices={"P": {"pad": (1, 2, 3)}})
     np.testing.assert_array_equal(np.asarray(p(x)).reshape(2, 4, 3), 2 * x)
     assert p.choices["P"]["skip"] is False
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("order", [(2, 0, 1), (1, 2, 0), (0, 2, 1)])
+def test_optimise_data_layout_with_two_factors_compiles(order: tuple) -> None:
+    prog = fun([Array(Array(Float, 6), 4)], lambda x: rw.optimise_data_layout(
+        lambda v: map(map(lambda e: e + 1.0)) << map(map(lambda e: e * 3.0)) << v, n=2, label="L") << x)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    p = lift.compile(prog, choices={"L": {"order": order, "factor": (3, 2)}})
+    np.testing.assert_allclose(np.asarray(p(x)).reshape(4, 6), x * 3 + 1)
+    assert p.choices["L"]["skip"] is False

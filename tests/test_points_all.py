@@ -97,8 +97,14 @@ def cases(draw, kind: str):
             ch = {"mem": draw(st.sampled_from(rw.memory_points.MEMS)),
                   "width": draw(st.sampled_from(rw.memory_points.COPY_WIDTHS))}
         case "optimise_data_layout":
-            prog = _two_stage(rw.optimise_data_layout, n, m, g)
-            ch = {"order": draw(st.sampled_from([(1, 0), (0, 1)])), "factor": draw(st.sampled_from(_divisors(n * m)))}
+            k = draw(st.sampled_from([1, 2, 3]))
+            prog = _two_stage(lambda f, **kw: rw.optimise_data_layout(f, n=k, **kw), n, m, g)
+            order = draw(st.permutations(list(range(k + 1))))
+            left, factors = n * m, []
+            for _ in range(k):  # factors whose product divides n*m
+                factors.append(draw(st.sampled_from(_divisors(left))))
+                left //= factors[-1]
+            ch = {"order": tuple(order), "factor": factors[0] if k == 1 else tuple(factors)}
         case "interchange_maps":
             prog, ch = _mm(rw.interchange_maps, n, m, k), {}
         case "interchange_reduce_nd":
