@@ -158,3 +158,18 @@ def test_optimise_data_layout_with_two_factors_compiles(order: tuple) -> None:
     p = lift.compile(prog, choices={"L": {"order": order, "factor": (3, 2)}})
     np.testing.assert_allclose(np.asarray(p(x)).reshape(4, 6), x * 3 + 1)
     assert p.choices["L"]["skip"] is False
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("prefetch", [("private", "none"), ("none", "local"), ("global", "private")])
+def test_ab_tile_with_prefetched_tiles_compiles(prefetch: tuple) -> None:
+    prog = fun([Array(Array(Float, 4), 6), Array(Array(Float, 4), 8)], lambda a, b: rw.ab_tile(
+        map(lambda ra: map(lambda rb: reduce(lift.add, 0.0) << map(lift.mult) << zip(ra, rb)) << b), label="T")
+        << a)
+    rng = np.random.default_rng(3)
+    a, b = rng.random((6, 4), dtype=np.float32), rng.random((8, 4), dtype=np.float32)
+    ch = {"T": {"size_a": 3, "size_b": 4, "prefetch_a": prefetch[0], "prefetch_b": prefetch[1]}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RewritePointSkipped)
+        p = lift.compile(prog, choices=ch)
+    np.testing.assert_allclose(np.asarray(p(a, b)).reshape(6, 8), a @ b.T, rtol=1e-5)

@@ -86,7 +86,9 @@ def cases(draw, kind: str):
             prog, ch = _elementwise(rw.flatten, n, m, g), {}
         case "ab_tile":
             prog = _mm(rw.ab_tile, n, m, k)
-            ch = {"size_a": draw(st.sampled_from(_divisors(n))), "size_b": draw(st.sampled_from(_divisors(m)))}
+            ch = {"size_a": draw(st.sampled_from(_divisors(n))), "size_b": draw(st.sampled_from(_divisors(m))),
+                  "prefetch_a": draw(st.sampled_from(rw.tiling.PREFETCH)),
+                  "prefetch_b": draw(st.sampled_from(rw.tiling.PREFETCH))}
         case "tile_nested_map_reduce":
             prog = _mm(rw.tile_nested_map_reduce, n, m, k, final=lift.add)
             ch = {"size": draw(st.sampled_from(_divisors(k)))}
