@@ -90,6 +90,9 @@ class RegisterBlock(RewritePoint):
             return found
         fa, a, h, b = found
         red = _reduction(h, fa.params[0])
+        swapped = isinstance(red, str) and _swapped(h, fa.params[0])
+        if swapped:
+            red = (eta(h).body, None)  # type: ignore[attr-defined]
         if isinstance(red, str):
             return red
         r_call, _ = red
@@ -113,7 +116,7 @@ class RegisterBlock(RewritePoint):
         w = _width(params.get("width") or self.width or 1, f, g, at, bt)
         if isinstance(w, str):
             return w
-        return _blocked(a, b, f, z, g, ra, rb, w)
+        return _blocked(a, b, f, z, g, ra, rb, w, swapped)
 
 
 def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayType) -> int | str:
@@ -131,7 +134,21 @@ def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayTy
     return fits[0] if fits else 1
 
 
-def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int) -> Any:
+def _swapped(h: FunDecl, ra: Any) -> bool:
+    """Whether `h` is `rb => reduce(f, z) << [map(g) <<] zip(rb, ra)` (the arrays the other way round)."""
+    h = eta(h)
+    if not (isinstance(h, Lambda) and len(h.params) == 1 and isinstance(h.body, FunCall)
+            and type(h.body.f) is n.Reduce and len(h.body.args) == 2):
+        return False
+    xs = h.body.args[1]
+    if isinstance(xs, FunCall) and type(xs.f) is n.Map and len(xs.args) == 1:
+        xs = xs.args[0]
+    return isinstance(xs, FunCall) and isinstance(xs.f, n.Zip) and xs.args == (h.params[0], ra)
+
+
+def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int,
+             swapped: bool = False) -> Any:
+    """The blocked nest; `swapped`: the reduction zips (rb, ra), so g takes B's element first."""
     at, bt = type_of(a), type_of(b)
     ea, eb = at.elem.elem, bt.elem.elem
     s_t = type_of(z)
@@ -141,12 +158,12 @@ def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int,
         vf, vg = n.Vectorise(eta(f), w), n.Vectorise(uf, w)
 
         def step(acc: Any, x: Any, y: Any) -> Any:
-            return FunCall(vf, (acc, FunCall(vg, (x, y))))
+            return FunCall(vf, (acc, FunCall(vg, (y, x) if swapped else (x, y))))
     else:
         acc_t = s_t
 
         def step(acc: Any, x: Any, y: Any) -> Any:
-            pair = FunCall(n.MakeTuple(2), (x, y))
+            pair = FunCall(n.MakeTuple(2), (y, x) if swapped else (x, y))
             return apply_fun(f, [acc, pair if g is None else apply_fun(g, [pair])])
 
     n_a, n_b = as_arith(ra), as_arith(rb)

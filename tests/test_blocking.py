@@ -173,3 +173,18 @@ def test_ab_tile_with_prefetched_tiles_compiles(prefetch: tuple) -> None:
         warnings.simplefilter("error", RewritePointSkipped)
         p = lift.compile(prog, choices=ch)
     np.testing.assert_allclose(np.asarray(p(a, b)).reshape(6, 8), a @ b.T, rtol=1e-5)
+
+
+@pytest.mark.parametrize("width", [1, 4])
+def test_register_block_keeps_the_argument_order_of_a_swapped_zip(width: int) -> None:
+    """`zip(rb, ra)` with a non-commutative g: g still receives B's element first."""
+    sub = lift.user_fun(lambda x, y: x - y * 2.0, name="sub2")
+    prog = fun([Array(Array(Float, 8), 4), Array(Array(Float, 8), 6)], lambda a, b: rw.register_block(
+        map(lambda ra: map(lambda rb: reduce(lift.add, 0.0) << map(sub) << zip(rb, ra)) << b), label="B") << a)
+    rng = np.random.default_rng(4)
+    a, b = rng.random((4, 8), dtype=np.float32), rng.random((6, 8), dtype=np.float32)
+    out: list = []
+    done = rw.apply_all(prog, {"B": {"rows": 2, "cols": 3, "width": width}}, outcomes=out)
+    assert [o.applied for o in out if o.label == "B"] == [True]
+    want = b.sum(axis=1)[None, :] - 2.0 * a.sum(axis=1)[:, None]
+    np.testing.assert_allclose(np.asarray(lift.interpret(done, a, b)).reshape(4, 6), want, rtol=1e-5, atol=1e-5)
