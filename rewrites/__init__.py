@@ -9,13 +9,14 @@
 A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Families:
 `split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`,
 `reduce_chunks`, `materialise`, `optimise_data_layout`, `interchange_maps`, `interchange_reduce_nd`,
-`privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`, `block_nest`;
+`privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`, `register_block`, `block_nest`;
 `auto_points` places points at a program's natural places (for `lift.tune`).
 """
 
 from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
 from .auto import auto_points, auto_space, is_auto
 from .auto_nest import BlockNest, block_nest
+from .blocking import RegisterBlock, register_block
 from .chunks import ReduceChunks, reduce_chunks
 from .fission import Fission, fission
 from .flatten import Flatten, flatten
@@ -35,7 +36,7 @@ from .vectorise import VectorisePoint, vectorise
 
 FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks,
                               Materialise, OptimiseDataLayout, InterchangeMaps, InterchangeReduceND,
-                              PrivatiseAccumulator, PadExtraND, TileNestedMapReduce, BlockNest)
+                              PrivatiseAccumulator, PadExtraND, TileNestedMapReduce, RegisterBlock, BlockNest)
 
 __all__ = [
     "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
@@ -45,5 +46,6 @@ __all__ = [
     "reduce_chunks", "ReduceChunks", "auto_points", "auto_space", "is_auto",
     "materialise", "optimise_data_layout", "interchange_maps", "interchange_reduce_nd", "privatise_accumulator",
     "pad_extra_nd", "tile_nested_map_reduce", "Materialise", "OptimiseDataLayout", "InterchangeMaps",
-    "InterchangeReduceND", "PrivatiseAccumulator", "PadExtraND", "TileNestedMapReduce", "block_nest", "BlockNest",
+    "InterchangeReduceND", "PrivatiseAccumulator", "PadExtraND", "TileNestedMapReduce",
+    "register_block", "RegisterBlock", "block_nest", "BlockNest",
 ]
