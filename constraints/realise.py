@@ -137,15 +137,22 @@ def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
 
 
 def _kernel(call: FunCall) -> Expr:
-    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`."""
+    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`; a
+    `reduce_atomic` keeps its arguments inside (its array is computed by its kernel's map)."""
     from lift.ir.paths import walk
 
-    outside = [a for a in call.args if not isinstance(a, n.Literal)]
-    bound = {q.id for _, x in walk(call.f) if isinstance(x, Lambda) for q in x.params}
-    free = list({x.id: x for _, x in walk(call.f) if isinstance(x, Param) and x.id not in bound}.values())
+    whole = isinstance(call.f, n.ReduceAtomic)
+    inside = call if whole else call.f
+    outside = [] if whole else [a for a in call.args if not isinstance(a, n.Literal)]
+    bound = {q.id for _, x in walk(inside) if isinstance(x, Lambda) for q in x.params}
+    free = list({x.id: x for _, x in walk(inside) if isinstance(x, Param) and x.id not in bound}.values())
     params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
     ren = {q.id: p for q, p in zip(free, params[len(outside):])}
     it = iter(params)
+    if whole:
+        body = _rename(call, ren)
+        kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)  # type: ignore[arg-type]
+        return FunCall(kernel, tuple(free), loc=call.loc)
     args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
