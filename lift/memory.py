@@ -296,7 +296,8 @@ def _inlinable(a: Expr) -> bool:
 KERNEL_CASES: dict[type, str] = {
     Lambda: "lambda", n.UserFun: "userfun", n.Vectorise: "userfun",
     n.MapGlb: "map", n.MapWrg: "map", n.MapLcl: "map", n.MapSeq: "map",
-    n.ReduceSeq: "reduce", n.ReduceAtomic: "atomic", n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
+    n.ReduceSeq: "reduce", n.ReduceAtomic: "atomic",
+    n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
     n.Let: "let", n.Iterate: "iterate", **{t: "layout" for t in n.LAYOUT},
 }
 # Rejected inside a kernel, with the reason (an `UnsupportedError` naming the node).

@@ -25,7 +25,8 @@ def _auto_labels(expr) -> dict[str, str]:
 def test_auto_points_wrap_associative_reductions_in_dot_and_gemv() -> None:
     dot = rw.auto_points(dot_program(), {"N": 1 << 16})
     assert _auto_labels(dot) == {"auto_r0": "reduce_chunks"}
-    assert rw.auto_space(dot, {"N": 1 << 16}) == {"auto_r0": {"skip": (False, True), "width": (8, 16, 4, 1)}}
+    assert rw.auto_space(dot, {"N": 1 << 16}) == {"auto_r0": {
+        "skip": (False, True), "width": (8, 16, 4, 1), "combine": ("kernel", "atomic"), "pad": (False, True)}}
     gemv = rw.auto_points(gemv_program(), {"M": 8, "N": 1024})
     assert _auto_labels(gemv) == {"auto_r0": "reduce_chunks"}
     assert rw.auto_space(rw.auto_points(dot_program(), {"N": 1028}), {"N": 1028})["auto_r0"]["width"] == (4, 1)
