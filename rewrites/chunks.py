@@ -195,7 +195,7 @@ class ReduceChunks(RewritePoint):
             return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
         pad = params.get("pad")
         if pad if pad is not None else self.pad:
-            data = _padded(data, size, f, z, g)
+            data = _padded(data, size, f, z, g, x)
             if isinstance(data, str):
                 return data
         chunk = lam([ArrayType(elem_t, size)], per_chunk, ["chunk"])
@@ -210,14 +210,14 @@ def atomic_ok(f: FunDecl, z: Any) -> bool:
     return builtin(f) in ("add", "mult", "max_", "min_") and isinstance(t, ScalarType) and t.name in ("Float", "Int")
 
 
-def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> Any:
+def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any) -> Any:
     """`data` (an array, as_vector of one, or a zip of them) padded at the end with `z` up to a
     multiple of `block` elements (vectors of as_vector's scalars), unless `block` provably divides its
     length; or why not."""
     length = type_of(data).size  # type: ignore[attr-defined]
     if prove_divides(block, length):
         return data
-    if not (isinstance(z, Literal) and is_monoid(f, z) and _neutral_image(g, z, data)):
+    if not (isinstance(z, Literal) and is_monoid(f, z) and _neutral_image(g, z, x)):
         return f"the chunks may not divide the length {length} and padding with {z} is not neutral for {g}"
 
     def pad(a: Any) -> Any:
@@ -236,16 +236,16 @@ def _rest(n: Any, block: Any) -> Any:
     return (block - n % block) % block
 
 
-def _neutral_image(g: FunDecl | None, z: Literal, data: Any) -> bool:
-    """Whether `g` maps padding (`z` in every input) to `z`: then padded elements change nothing."""
+def _neutral_image(g: FunDecl | None, z: Literal, x: Any) -> bool:
+    """Whether `g` maps padding (`z` in every array of `x`) to `z`: then padded elements change nothing."""
     if g is None:
         return True
-    k = len(data.args) if isinstance(data, FunCall) and isinstance(data.f, Zip) else 1
-    uf = eta(g)
-    if not (isinstance(uf, UserFun) and len(uf.in_types) == k and uf.py_fn is not None):
+    found = _zip_fun(g, x)
+    uf = found[0] if found is not None else None
+    if uf is None or uf.py_fn is None:
         return False
     try:
-        return bool(float(uf.py_fn(*([z.value] * k))) == float(z.value))
+        return bool(float(uf.py_fn(*([z.value] * len(found[1])))) == float(z.value))  # type: ignore[index]
     except Exception:  # noqa: BLE001 - a function the check cannot evaluate: do not pad
         return False
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lift.codegen.access import write
-from lift.codegen.c_ast import Assign, AtomicCombine, Block, CRaw
+from lift.codegen.c_ast import Assign, AtomicCombine, Block, CExpr, CRaw, CStmt
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.paths import Path
@@ -102,10 +102,16 @@ def atomic(kg: KernelGen, f: n.ReduceAtomic, fpath: Path, args: list[Arg], env: 
     def body() -> None:
         v = kg.declare(kg.alloc.buffers[xp])
         value = kg.apply(m.f, xp + (0, 0), [elem], out_t.elem, env, v, m.f, xp + (0, 0))  # type: ignore[attr-defined]
-        kg.block.add(AtomicCombine(fn, target, kg.read(value), guard, f"{f}: combined atomically"))
+        kg.block.add(combine_stmt(fn, target, kg.read(value), guard, f"{f}: combined atomically"))
 
     kg.loop_body(loop, body)
     return dest
+
+
+def combine_stmt(fn: str, target: CExpr, value: CExpr, guard: str | None, comment: str) -> CStmt:
+    """The statement combining `value` into `target` atomically with helper `fn` (a hook that the
+    mutation test replaces by a plain read-modify-write to show that the analysis sees the race)."""
+    return AtomicCombine(fn, target, value, guard, comment)
 
 
 def _lvalue(kg: KernelGen, dest: View, t: Type):
@@ -117,4 +123,4 @@ def _lvalue(kg: KernelGen, dest: View, t: Type):
     return scratch.stmts[0].lhs
 
 
-__all__ = ["atomic", "helper", "helper_source", "NATIVE", "GROUP_LEADER"]
+__all__ = ["atomic", "helper", "helper_source", "combine_stmt", "NATIVE", "GROUP_LEADER"]
