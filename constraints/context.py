@@ -196,8 +196,8 @@ class _Walker:
             case n.Literal():
                 return Val(e.type)
             case FunCall(f, args):
-                whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its arguments
-                vals = [] if whole else [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args)]
+                whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
                 fctx = ctx
                 if ctx.top and not isinstance(f, Lambda):
                     fctx = replace(ctx, top=False)
@@ -205,8 +205,8 @@ class _Walker:
                         self.stages.append(path)
                         self.kernels.append(len(self.kernels))
                         fctx = replace(fctx, kernel=self.kernels[-1])
-                if whole:
-                    vals = [self.expr(a, path + (i + 1,), fctx) for i, a in enumerate(args)]
+                if whole:  # its initial value may be an earlier kernel's result
+                    vals.append(self.expr(args[1], path + (2,), fctx))
                 return self.fun(f, path + (0,), vals, fctx, e)
         raise TypeError(f"not an expression: {e!r}")
 

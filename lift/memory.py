@@ -258,8 +258,8 @@ ATOMIC_OPS = ("add", "mult", "max_", "min_")  # commutative and associative: any
 
 def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None, node: n.Node) -> None:
     """`UnsupportedError` unless `reduce_atomic(g, init) << x` can be generated: `g` a built-in
-    commutative operator on a 32-bit scalar, `init` a literal (the result is pre-filled with it
-    by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
+    commutative operator on a 32-bit scalar, `init` a literal or an input of the kernel (the
+    result is pre-filled with it by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
     enclosing loop: it is complete only when the kernel ends)."""
     from lift.rules.reduce import builtin
     from lift.types import ScalarType
@@ -271,8 +271,8 @@ def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None
         why = f"{g} is not a built-in commutative operator ({', '.join(ATOMIC_OPS)})"
     elif not (isinstance(t, ScalarType) and t.name in ("Float", "Int")):
         why = f"atomics combine 32-bit Float or Int values, not {t}"
-    elif not isinstance(init, n.Literal):
-        why = "its initial value must be a literal (the result is pre-filled with it)"
+    elif concrete(init):
+        why = "its initial value must be a literal or an earlier kernel's result (the result is pre-filled with it)"
     elif not (isinstance(x, FunCall) and isinstance(x.f, n.MapGlb | n.MapWrg | n.MapLcl | n.MapSeq)
               and len(x.args) == 1):
         why = f"its array must be computed by a lowered map, got {str(x)[:60]}"

@@ -24,7 +24,11 @@ divide) the arrays are padded at the end with the reduction's initial value `z` 
 multiple of `T * w` (`pad(0, r, z)`, r = (T*w - n % (T*w)) % (T*w)) unless that provably
 divides the length: a neutral-element pad, used only where `z` is neutral for `f` and
 `g(z, .., z) == z` (`g`'s Python meaning), so the padding changes nothing; reads past the end
-become selects of `z`. Without it, `split(T)` needs `T * w` to divide the length.
+become selects of `z`. With `tail` (a structural choice too, taking precedence over `pad`) the
+chunks cover the first m = n - n % (T*w) elements (`take(m)`: whole vectors, no selects) and the
+rest is a tail step, `reduce(f, z) << map(g) << pad(-m, 0)`, whose result is the initial value of
+the reduction of the partials (one work-item, in a kernel of its own before it); it needs no
+neutral pad. Without either, `split(T)` needs `T * w` to divide the length.
 """
 
 from __future__ import annotations
@@ -139,6 +143,7 @@ class ReduceChunks(RewritePoint):
     width: int | None = None
     combine: str | None = None
     pad: bool | None = None
+    tail: bool | None = None
     kind: ClassVar[str] = "reduce_chunks"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
@@ -147,6 +152,8 @@ class ReduceChunks(RewritePoint):
             out["combine"] = COMBINES
         if self.pad is None:
             out["pad"] = (False, True)
+        if self.tail is None:
+            out["tail"] = (False, True)
         return out
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
@@ -158,6 +165,10 @@ class ReduceChunks(RewritePoint):
             return f"{f} is not a known associative operator with neutral {z}"
         w = int(params.get("width") or self.width or 1)
         size = size_param(self.size, params, self.label or "T")
+        tail = params.get("tail")
+        init = z
+        if (tail if tail is not None else self.tail) and not prove_divides(size * w, type_of(x).size):  # type: ignore[attr-defined]
+            x, init = _tail_step(x, size * w, f, z, g)
         if w == 1:
             elem_t = type_of(x).elem  # type: ignore[attr-defined]
             step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
@@ -194,14 +205,32 @@ class ReduceChunks(RewritePoint):
         if combine == "atomic" and not atomic_ok(f, z):
             return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
         pad = params.get("pad")
-        if pad if pad is not None else self.pad:
+        if (pad if pad is not None else self.pad) and init is z:
             data = _padded(data, size, f, z, g, x)
             if isinstance(data, str):
                 return data
         chunk = lam([ArrayType(elem_t, size)], per_chunk, ["chunk"])
         partials = FunCall(Map(chunk, label=getattr(call.f, "label", None)), (FunCall(Split(size), (data,)),))
         final = ReduceAtomic if combine == "atomic" else Reduce
-        return FunCall(final(f, label=call.f.label, loc=call.f.loc), (z, partials), loc=call.loc)
+        return FunCall(final(f, label=call.f.label, loc=call.f.loc), (init, partials), loc=call.loc)
+
+
+def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tuple[Any, Any]:
+    """`(main, tail)` for a length `n` that `block` may not divide: `main` the first
+    m = n - n % block elements of the array(s) `x` (`take(m)`), `tail` the reduction of the rest
+    (`reduce(f, z) << map(g) << pad(-m, 0)`), the initial value of the reduction of the chunks."""
+    n = type_of(x).size  # type: ignore[attr-defined]
+    m = n - n % block
+
+    def each(a: Any, left: Any, right: Any) -> Any:
+        if isinstance(a, FunCall) and isinstance(a.f, Zip):
+            return FunCall(a.f, tuple(each(b, left, right) for b in a.args))
+        return FunCall(Pad(left, right, z.value if isinstance(z, Literal) else 0), (a,))
+
+    rest: Any = each(x, -m, Cst(0))
+    if g is not None:
+        rest = FunCall(Map(refresh(g)), (rest,))
+    return each(x, Cst(0), m - n), FunCall(Reduce(f), (refresh(z), rest))
 
 
 def atomic_ok(f: FunDecl, z: Any) -> bool:
