@@ -38,7 +38,7 @@ from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
 MAP_WIDTHS = (8, 4)
-PAD_BLOCK = 1024  # lengths that are not a multiple of it get the neutral pad first
+PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
 
 
@@ -137,16 +137,18 @@ class _Placer:
         return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)
 
     def reduce_choices(self, point: ReduceChunks) -> dict[str, tuple[Any, ...]]:
-        """The combine (two kernels first; the atomic one where it applies) and the neutral pad
-        (first where the length is known and not a multiple of 1024, the largest chunk x width
-        the tuner usually takes: sizes like 2176, 1000 or primes)."""
+        """The combine (two kernels first; the atomic one where it applies), the tail step (first
+        where the length is known and not a multiple of 1024, the largest chunk x width the tuner
+        usually takes: sizes like 2176, 1000 or primes) and the neutral pad."""
         parts = reduce_parts(point.f.body) if isinstance(point.f, Lambda) else None
         if parts is None:
             return {}
         f, z, _, x = parts
         out: dict[str, tuple[Any, ...]] = {"combine": ("kernel", "atomic") if atomic_ok(f, z) else ("kernel",)}
         n = self.length(x)
-        out["pad"] = (True, False) if n is not None and n % PAD_BLOCK else (False, True)
+        irregular = n is not None and n % PAD_BLOCK != 0
+        out["tail"] = (True, False) if irregular else (False, True)
+        out["pad"] = (False, True)
         return out
 
     def map(self, call: FunCall) -> Node | None:

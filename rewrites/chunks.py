@@ -168,6 +168,8 @@ class ReduceChunks(RewritePoint):
         tail = params.get("tail")
         init = z
         if (tail if tail is not None else self.tail) and not prove_divides(size * w, type_of(x).size):  # type: ignore[attr-defined]
+            if _whole(type_of(x).size, size * w) == Cst(0):  # type: ignore[attr-defined]
+                return f"the array ({type_of(x).size} elements) is shorter than one chunk ({size * w})"  # type: ignore[attr-defined]
             x, init = _tail_step(x, size * w, f, z, g)
         if w == 1:
             elem_t = type_of(x).elem  # type: ignore[attr-defined]
@@ -215,12 +217,17 @@ class ReduceChunks(RewritePoint):
         return FunCall(final(f, label=call.f.label, loc=call.f.loc), (init, partials), loc=call.loc)
 
 
+def _whole(n: Any, block: Any) -> Any:
+    """`n - n % block`: the elements that whole blocks cover."""
+    return n - n % block
+
+
 def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tuple[Any, Any]:
     """`(main, tail)` for a length `n` that `block` may not divide: `main` the first
     m = n - n % block elements of the array(s) `x` (`take(m)`), `tail` the reduction of the rest
     (`reduce(f, z) << map(g) << pad(-m, 0)`), the initial value of the reduction of the chunks."""
     n = type_of(x).size  # type: ignore[attr-defined]
-    m = n - n % block
+    m = _whole(n, block)
 
     def each(a: Any, left: Any, right: Any) -> Any:
         if isinstance(a, FunCall) and isinstance(a.f, Zip):

@@ -43,6 +43,9 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
         return None
     f, _, g, x = parts
     top = body.f.label
+    n = _Placer({}).length(x)
+    if n is not None and n < DEFAULT_CHUNK:
+        return None  # a known short array: one work-item is as good
     w = 8 if 8 in _Placer({}).widths(f, g, x) else 1
     chosen = {lab: {"skip": True} for lab in points(pointed)}
     chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": True, "pad": False}  # type: ignore[index]
