@@ -172,3 +172,50 @@ def test_mutation_without_the_group_leader_guard_the_result_is_wrong(monkeypatch
     assert lift.compile(prog)(x) == x.size
     monkeypatch.setattr(at, "GROUP_LEADER", None)
     assert lift.compile(prog)(x) == x.size * 16  # every work-item of a group combined the block
+
+
+@pytest.mark.filterwarnings("error::lift.errors.RewritePointSkipped")  # every point applied
+@pytest.mark.parametrize("n", [1000, 2176, 997])
+@pytest.mark.parametrize("combine", ["kernel", "atomic"])
+def test_irregular_lengths_with_the_tail_step(n: int, combine: str) -> None:
+    """The chunks cover take(m) with whole vectors; the rest is reduced first and is the initial value."""
+    x = _data(Float, n, seed=n)
+    prog = fun([Array(Float, N)], lambda a: reduce_chunks(reduce(lift.max_, -np.inf), size=16, width=1,
+                                                           combine=combine, tail=True, label="R") << a)
+    assert lift.compile(prog)(x) == lift.interpret(prog, x) == x.max()
+    for width in (1, 8):
+        p = lift.compile(_tail_sum(combine, width))
+        assert "?" not in p.source.split("kernel void")[-1]  # no select in the chunk loop
+        _close(p(x), float(x.astype(np.float64).sum()), x)
+    xi = _data(Int, n, seed=n)
+    prog = fun([Array(Int, N)], lambda a: reduce_chunks(reduce(lift.add, 0), size=16, combine=combine, tail=True,
+                                                        label="R") << a)
+    assert lift.compile(prog)(xi) == xi.sum()
+
+
+def _tail_sum(combine: str, width: int):
+    return fun([Array(Float, N)], lambda a: reduce_chunks(reduce(lift.add, 0.0), size=16, width=width,
+                                                          combine=combine, tail=True, label="R") << a)
+
+
+@pytest.mark.parametrize("n", [5, 997, 2176, 1 << 16])
+def test_the_default_of_a_full_reduction_is_parallel_with_the_atomic_combine(n: int) -> None:
+    total = fun([Array(Float, N)], lambda a: reduce(lift.add, 0.0) << a)
+    biggest = fun([Array(Int, N)], lambda a: reduce(lift.max_, -(2 ** 31)) << a)
+    p, q = lift.compile(total), lift.compile(biggest)
+    for prog in (p, q):
+        assert "map_glb" in prog.source and "lift_atomic_" in prog.source and len(prog.kernels) == 3
+    assert "float8" in p.source and "atomic_max" in q.source
+    assert lift.compile(total, choices=p.choices).source == p.source  # the choices rebuild it
+    x, xi = _data(Float, n, seed=7), _data(Int, n, seed=7)
+    _close(p(x), float(x.astype(np.float64).sum()), x)
+    assert q(xi) == xi.max()
+
+
+def test_no_default_chunking_where_it_does_not_apply() -> None:
+    short = fun([Array(Float, 1024)], lambda a: reduce(lift.add, 0.0) << a)  # shorter than one chunk
+    assert len(lift.compile(short).kernels) == 1
+    double = fun([Array(lift.Double, N)], lambda a: reduce(lift.add, 0.0) << a)  # no 64-bit atomics
+    assert "atomic" not in lift.compile(double).source
+    rows = fun([Array(Array(Float, N), 4)], lambda m: map(lambda r: reduce(lift.add, 0.0) << r) << m)
+    assert "atomic" not in lift.compile(rows).source  # nested reductions keep their form
