@@ -148,7 +148,7 @@ def test_refusals_name_the_reason() -> None:
     double = fun([Array(lift.Double, N)], lambda x: reduce_atomic(lift.add, 0.0) << map_glb(
         lambda c: reduce_seq(lift.add, 0.0) << c) << split(4) << x)
     with pytest.raises(UnsupportedError, match="32-bit Float or Int"):
-        lift.compile(double, choices={"mapping": {}})
+        lift.compile(double)
     nested = fun([Array(Array(Float, N), 4)], lambda m: map_glb(lambda row: reduce_atomic(lift.add, 0.0) << map_glb(
         lambda c: reduce_seq(lift.add, 0.0) << c, dim=1) << split(4) << row) << m)
     with pytest.raises(UnsupportedError, match="the kernel's result"):
