@@ -238,6 +238,8 @@ class _Program:
         body = Block(list(st.locals_) + kg.body.stmts)
         kdef = KernelDef(name, params, body, _short(node))
         gsize, lsize = self.ndrange(st.parallel)
+        if st.tasks and self.gsize is None and self.lsize is None and set(st.parallel) == {("glb", 0)}:
+            lsize = (Cst(1),)  # one work-group per sequential result component (codegen/tasks.py)
         barriers = [BarrierInfo(name, fence, after, reason, bufs) for fence, after, reason, bufs in st.barriers]
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),

@@ -35,6 +35,7 @@ from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
 from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
+from lift.codegen.tasks import share_components
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
@@ -79,6 +80,7 @@ class KernelState:
     locals_: list[Decl] = field(default_factory=list)  # fixed-size local arrays
     parallel: dict[tuple[str, int], Arith] = field(default_factory=dict)  # (kind, dim) -> trip count
     barriers: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)
+    tasks: int = 0  # sequential result components, one work-item (and work-group) each (codegen/tasks.py)
 
 
 class KernelGen:
@@ -364,6 +366,9 @@ class KernelGen:
     def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
         types = [a.type for a in args]
         dests = arg_dests(f, dest, types) if dest is not None else None
+        if dests is not None and isinstance(f, n.MakeTuple) and self.block is self.body and not self.guards \
+                and share_components(self, args, env, dests):
+            return dest  # type: ignore[return-value]
         if dests is not None:
             for a, d in zip(args, dests):
                 self.arg(a, env, d)
