@@ -1,0 +1,141 @@
+"""The fusions the seed workloads rely on (issue 17 item 4), as normalisations every program gets
+before mapping (`lift.rules.fusion.fuse_epilogues`, `lift.constraints.recompute.fuse_into_stencils`,
+next to `fuse_reduce_maps`): an epilogue written as its own map runs in the GEMM's kernel, a producer
+read by a stencil is recomputed per window, an elementwise chain runs inside the reduction. Each is
+checked against the interpreter (and numpy), by the solver's mapping and by the default lowering."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map, pad, reduce, slide, user_fun, zip
+from lift.constraints.recompute import fuse_into_stencils
+from lift.errors import MappingFallback
+from lift.lower import lower
+from lift.rules.fusion import fuse_epilogues
+from lift.testing import assert_same
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import seed_programs as sp  # noqa: E402
+
+M, N, K = Size("M"), Size("N"), Size("K")
+
+
+@user_fun
+def relu(x: Float) -> Float:
+    return x if x > 0.0 else 0.0
+
+
+@user_fun
+def plus_one(x: Float) -> Float:
+    return x + 1.0
+
+
+def _dot(a, b):
+    return reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1]) << zip(a, b)
+
+
+def _gemm_then_epilogue() -> lift.Lambda:
+    """relu(x @ w.T + bias) written as a user would: the GEMM, then the epilogue as its own map."""
+    def body(x, w, bias):
+        y = map(lambda r: map(lambda c: _dot(r, c)) << w) << x
+        return map(lambda row: map(lambda p: relu(p[0] + p[1])) << zip(row, bias)) << y
+    return fun([Array(Array(Float, K), M), Array(Array(Float, K), N), Array(Float, N)], body)
+
+
+def _rand(*shape: int) -> np.ndarray:
+    return np.random.default_rng(sum(shape)).random(shape, dtype=np.float32) - 0.5
+
+
+def _temps(prog: lift.Program) -> list[str]:
+    return [b.name for b in prog.plan.buffers if b.role == "temp"]
+
+
+def _both(p: lift.Lambda, tmp_path: Path) -> list[lift.Program]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MappingFallback)
+        return [lift.compile(p, cache_dir=tmp_path), lift.compile(lower(p), cache_dir=tmp_path)]
+
+
+# ------------------------------------------------------------------ GEMM epilogue
+
+
+def test_epilogue_is_fused_into_the_gemm_map() -> None:
+    p = _gemm_then_epilogue()
+    q = fuse_epilogues(p)
+    assert q is not p and str(q).count("map(") == str(p).count("map(") - 2  # two maps fewer: one traversal
+    x, w, b = _rand(5, 7), _rand(6, 7), _rand(6)
+    assert_same(lift.interpret(p, x, w, b), lift.interpret(q, x, w, b))
+
+
+@pytest.mark.device
+def test_gemm_bias_relu_is_one_kernel_without_a_temporary(tmp_path: Path) -> None:
+    p = _gemm_then_epilogue()
+    x, w, b = _rand(8, 16), _rand(12, 16), _rand(12)
+    for prog in _both(p, tmp_path):
+        assert len(prog.kernels) == 1 and _temps(prog) == []  # no array holds the GEMM's result
+        assert_same(sp.np_fc_relu(x, w, b), prog(x, w, b), rtol=1e-5, atol=1e-5)
+
+
+def test_a_consumer_reading_elements_twice_is_not_fused() -> None:
+    """Two MLP layers: each output of layer 2 reads a whole row of layer 1; fusing the maps would
+    recompute layer 1 per output, so they stay two traversals."""
+    p = sp.mlp3()
+    assert fuse_epilogues(p) is p
+
+
+# ------------------------------------------------------------- producer into stencil
+
+
+@pytest.mark.device
+def test_quantize_is_recomputed_per_window_in_the_conv_kernel(tmp_path: Path) -> None:
+    seed = next(s for s in sp.SEEDS if s.name == "quant_conv_relu")
+    img, w = seed.inputs(seed.tiny)
+    for prog in _both(seed.build(), tmp_path):
+        assert len(prog.kernels) == 1 and _temps(prog) == []  # the window lives in private memory
+        assert_same(sp.np_quant_conv_relu(img, w), prog(img, w), rtol=1e-5, atol=1e-5)
+
+
+def test_a_producer_that_changes_the_padding_value_stays_a_separate_map() -> None:
+    """pad(0) << map(x + 1) is not map(x + 1) << pad(0): the windows read real zeros at the border."""
+    p = fun([Array(Float, N), Array(Float, 3)],
+            lambda x, w: map(lambda win: _dot(win, w)) << slide(3, 1) << pad(1, 1, 0.0) << map(plus_one) << x)
+    assert fuse_into_stencils(p) is p
+    keep = fun([Array(Float, N), Array(Float, 3)],
+               lambda x, w: map(lambda win: _dot(win, w)) << slide(3, 1) << pad(1, 1, 0.0) << map(relu) << x)
+    fused = fuse_into_stencils(keep)
+    assert fused is not keep
+    x, ws = _rand(40), _rand(3)
+    assert_same(lift.interpret(keep, x, ws), lift.interpret(fused, x, ws))
+
+
+@pytest.mark.device
+def test_a_padded_stencil_keeps_a_producer_that_changes_the_padding_correct(tmp_path: Path) -> None:
+    p = fun([Array(Float, N), Array(Float, 3)],
+            lambda x, w: map(lambda win: _dot(win, w)) << slide(3, 1) << pad(1, 1, 0.0) << map(plus_one) << x)
+    x, w = _rand(40), _rand(3)
+    for prog in _both(p, tmp_path):
+        assert_same(lift.interpret(p, x, w), prog(x, w))
+
+
+# -------------------------------------------------------- elementwise chain into reductions
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", ["add_mul_sum0", "two_reductions"])
+def test_elementwise_chains_run_inside_the_reduction(name: str, tmp_path: Path) -> None:
+    seed = next(s for s in sp.SEEDS if s.name == name)
+    arrays = seed.inputs(seed.tiny)
+    for prog in _both(seed.build(), tmp_path):
+        assert len(prog.kernels) == 1 and _temps(prog) == []
+        got, want = prog(*arrays), seed.reference(*arrays)
+        for g, v in builtins.zip(*((got, want) if isinstance(want, tuple) else ((got,), (want,)))):
+            assert_same(np.asarray(v, dtype=np.float32), np.asarray(g), rtol=1e-4, atol=1e-4)
