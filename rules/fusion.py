@@ -8,6 +8,7 @@ from lift.ir.nodes import (
     FunDecl,
     Get,
     Lambda,
+    Let,
     MakeTuple,
     Map,
     MapSeq,
@@ -38,6 +39,23 @@ map_fusion = Rule(
     "map_fusion", law="map(f) << map(g) << x -> map(f << g) << x",
     lhs=call(Map(f), call(Map(g), x)), rhs=_map_fusion,
     doc="Two traversals become one; the intermediate array disappears.",
+)
+
+
+def _map_row_fusion(f: FunDecl, g: FunDecl, x: Expr, matched: FunCall) -> Expr:
+    outer, inner = matched.f, matched.args[0].f  # type: ignore[attr-defined]
+    body = f if isinstance(f, Lambda) else lam([type_of(matched.args[0]).elem], lambda v: FunCall(f, (v,)),  # type: ignore[attr-defined]
+                                               ["v"])
+    row = lam([elem(x)], lambda r: FunCall(Let(body), (FunCall(g, (r,)),)), ["r"])
+    return FunCall(Map(row, label=outer.label or inner.label, loc=outer.loc), (x,), **meta(matched))
+
+
+map_row_fusion = Rule(
+    "map_row_fusion", law="map(f) << map(g) << x -> map(r => let(f) << g(r)) << x",
+    lhs=call(Map(f), call(Map(g), x)), rhs=_map_row_fusion,
+    doc="One traversal; each g(r) is computed once and read by f as often as f needs (several MLP "
+        "layers in one kernel, a work-group or work-item owning whole rows), where map_fusion's "
+        "inlining would recompute it per read.",
 )
 
 
@@ -291,4 +309,4 @@ def _replace_gets(body: Node, p: Param, comps: list[Expr]) -> Expr:
     return transform_bottom_up(body, swap)  # type: ignore[return-value]
 
 
-RULES = (map_fusion, map_fission, reduce_map_fusion, zip_map_fusion)
+RULES = (map_fusion, map_row_fusion, map_fission, reduce_map_fusion, zip_map_fusion)

@@ -139,3 +139,46 @@ def test_elementwise_chains_run_inside_the_reduction(name: str, tmp_path: Path) 
         got, want = prog(*arrays), seed.reference(*arrays)
         for g, v in builtins.zip(*((got, want) if isinstance(want, tuple) else ((got,), (want,)))):
             assert_same(np.asarray(v, dtype=np.float32), np.asarray(g), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------- MLP layers in one kernel
+
+
+def _rows_fused(p: lift.Lambda) -> lift.Lambda:
+    from lift.rules import map_row_fusion
+    from lift.rules.strategies import normalize, rewrite
+
+    return rewrite(p, normalize(map_row_fusion)).expr  # type: ignore[return-value]
+
+
+def test_map_row_fusion_computes_each_row_once() -> None:
+    """The three layers become one map over the batch rows; each layer's row is bound by a `let`
+    (computed once, read by every output of the next layer), not inlined into each read."""
+    p = sp.mlp3()
+    q = _rows_fused(p)
+    assert str(q).count("let(") == 2 and str(q).startswith("(x, w1, b1, w2, b2, w3, b3) => map((r")
+    seed = next(s for s in sp.SEEDS if s.name == "mlp3")
+    arrays = seed.inputs(seed.tiny)
+    assert_same(lift.interpret(p, *arrays), lift.interpret(q, *arrays))
+
+
+@pytest.mark.device
+def test_mlp_layers_in_one_kernel_with_a_work_group_per_row(tmp_path: Path) -> None:
+    """map_row_fusion, then a work-group per batch row (map_wrg) and its work-items over each layer's
+    outputs (map_lcl): one kernel, the layers separated by work-group barriers."""
+    seed = next(s for s in sp.SEEDS if s.name == "mlp3")
+    q = _rows_fused(seed.build())
+    arrays = seed.inputs((4, 16, 8, 8, 4))
+    want = sp._mlp_ref(*arrays)
+    maps = sorted(lift.constraints.mapping_space(q).context.maps)
+    assert "m0" in maps  # the map over the batch rows; the others: one per layer
+    rows = {m: (20 if m == "m0" else 10) for m in maps}
+    prog = lift.compile(q, choices=rows, cache_dir=tmp_path)
+    assert len(prog.kernels) == 1 and len(prog.barriers) == 2
+    assert "get_group_id(0)" in prog.source and "get_local_id(0)" in prog.source
+    assert_same(want, prog(*arrays), rtol=1e-4, atol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MappingFallback)  # the solver's map_glb choice cannot synchronise
+        default = lift.compile(q, cache_dir=tmp_path)
+    assert len(default.kernels) == 1  # a work-item per row
+    assert_same(want, default(*arrays), rtol=1e-4, atol=1e-5)
