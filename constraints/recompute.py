@@ -16,6 +16,10 @@ layouts holding a `slide`, becomes `map(g << map(f)') << layouts << x`: each win
 its elements from `x` instead of reading a temporary array that another kernel wrote. A `pad`
 commutes with the producer when the producer keeps the padding value (`f(v) == v`, evaluated with
 the user function's Python meaning: zero padding after a quantisation or a ReLU).
+It is not applied by default: on the CPU device the recomputation costs more than the temporary
+it saves (quantize -> 3x3 conv -> ReLU at 2048^2: 308 ms fused vs 73 ms as two kernels, measured
+interleaved; the producer pass is cheap and the conv reads it from cache), while on a GPU the saved
+global traffic is what AKG's fusion is for. Apply it to a program before `lift.compile`.
 """
 
 from __future__ import annotations

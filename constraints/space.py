@@ -34,7 +34,7 @@ from . import tuning as tn
 from .context import Context, analyse
 from .model import Choice, Constraint, Model
 from .realise import realise, substitute_sizes
-from .recompute import fuse_into_stencils, recompute_layouts
+from .recompute import recompute_layouts
 
 
 @dataclass
@@ -220,7 +220,6 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
     expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
-    expr = fuse_into_stencils(expr)  # a producer read by a stencil: recomputed per window, no temporary
     expr = fuse_reduce_maps(fuse_epilogues(expr))  # elementwise consumers and maps under reduce: fused
     sizes = dict(sizes or {})
     ctx = analyse(expr)

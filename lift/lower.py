@@ -45,14 +45,11 @@ def lower(program: Lambda) -> Lambda:
     """`program` with maps and reductions mapped to OpenCL and split into kernel stages.
 
     A `map` under a `reduce` is first fused into the reduction's operator
-    (`lift.rules.fusion.fuse_reduce_maps`), an elementwise consumer into its producer's map
-    (`lift.rules.fusion.fuse_epilogues`), and an elementwise producer read by a stencil is
-    recomputed per window (`lift.constraints.recompute.fuse_into_stencils`), so neither becomes a
-    temporary array."""
-    from lift.constraints.recompute import fuse_into_stencils
+    (`lift.rules.fusion.fuse_reduce_maps`) and an elementwise consumer into its producer's map
+    (`lift.rules.fusion.fuse_epilogues`), so neither becomes a temporary array."""
     from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 
-    program = fuse_reduce_maps(fuse_epilogues(fuse_into_stencils(program)))  # type: ignore[assignment]
+    program = fuse_reduce_maps(fuse_epilogues(program))  # type: ignore[assignment]
     body = _expr(program.body, nested=False)
     staged = _stages(body)
     if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
