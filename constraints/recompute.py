@@ -19,7 +19,9 @@ the user function's Python meaning: zero padding after a quantisation or a ReLU)
 It is not applied by default: on the CPU device the recomputation costs more than the temporary
 it saves (quantize -> 3x3 conv -> ReLU at 2048^2: 308 ms fused vs 73 ms as two kernels, measured
 interleaved; the producer pass is cheap and the conv reads it from cache), while on a GPU the saved
-global traffic is what AKG's fusion is for. Apply it to a program before `lift.compile`.
+global traffic is what AKG's fusion is for. Apply it to a program before `lift.compile`, or mark
+the stencil with the rewrite point `lift.rewrites.recompute_producer` so that the tuner decides
+(its `skip` keeps the temporary).
 """
 
 from __future__ import annotations
@@ -85,20 +87,27 @@ def fuse_into_stencils(expr: Node) -> Node:
         return expr
 
     def visit(e: Node) -> Node:
-        if isinstance(e, FunCall) and isinstance(e.f, n.Map) and len(e.args) == 1 and _computes(e.f.f):
-            pulled = _pull(e.args[0])
-            if pulled is not None:
-                mf, below = pulled
-                t = below.type
-                assert isinstance(t, ArrayType)
-                return FunCall(n.Map(_then(mf.f, e.f.f, t.elem), label=e.f.label, loc=e.f.loc), (below,),
-                               loc=e.loc)
-        return e
+        fused = stencil_fused(e)
+        return e if fused is None else fused
 
     out = transform_bottom_up(expr, visit)
     if out is not expr:
         typecheck(out)
     return out
+
+
+def stencil_fused(e: Node) -> Expr | None:
+    """`map(g << map(f)') << layouts << x` for `e = map(g) << layouts << map(f) << x` (see
+    `fuse_into_stencils`), or None when `e` is not such a stencil over an elementwise producer."""
+    if not (isinstance(e, FunCall) and isinstance(e.f, n.Map) and len(e.args) == 1 and _computes(e.f.f)):
+        return None
+    pulled = _pull(e.args[0])
+    if pulled is None:
+        return None
+    mf, below = pulled
+    t = below.type
+    assert isinstance(t, ArrayType)
+    return FunCall(n.Map(_then(mf.f, e.f.f, t.elem), label=e.f.label, loc=e.f.loc), (below,), loc=e.loc)
 
 
 def _then(h: n.FunDecl, g: n.FunDecl, t) -> Lambda:
@@ -206,4 +215,4 @@ def _has_slide(f: n.FunDecl) -> bool:
     return isinstance(f, n.Slide) or (isinstance(f, n.Map) and _has_slide(f.f))
 
 
-__all__ = ["recompute_layouts", "fuse_into_stencils"]
+__all__ = ["recompute_layouts", "fuse_into_stencils", "stencil_fused"]

@@ -183,3 +183,35 @@ def test_mlp_layers_in_one_kernel_with_a_work_group_per_row(tmp_path: Path) -> N
         default = lift.compile(q, cache_dir=tmp_path)
     assert len(default.kernels) == 1  # a work-item per row
     assert_same(want, default(*arrays), rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------- the recomputation as a tuner's choice
+
+
+def _marked_quant_conv_relu() -> lift.Lambda:
+    from lift import join, map_nd, pad_nd, slide_nd
+    from lift import rewrites as rw
+
+    H, W = Size("H"), Size("W")
+    return fun([Array(Array(Float, W), H), Array(Array(Float, 3), 3)],
+               lambda img, w: rw.recompute_producer(
+                   lambda v: map_nd(2, lambda nbh: sp.relu(sp._dot(join << nbh, join << w)))
+                   << slide_nd(2, 3, 1) << pad_nd(2, 1, 1, 0.0) << map_nd(2, sp.quantize) << v, label="P") << img)
+
+
+@pytest.mark.device
+def test_recompute_producer_point_applied_or_skipped(tmp_path: Path) -> None:
+    """The point's `skip` is the choice between one kernel recomputing the producer per window and
+    two kernels with a temporary; both match numpy."""
+    from lift import rewrites as rw
+
+    p = _marked_quant_conv_relu()
+    img, w = _rand(12, 20), _rand(3, 3)
+    want = sp.np_quant_conv_relu(img, w)
+    applied, skipped = rw.apply_all(p, {"P": {}}), rw.apply_all(p, {"P": {"skip": True}})
+    assert_same(lift.interpret(skipped, img, w), lift.interpret(applied, img, w))
+    one = lift.compile(p, choices={"P": {}}, cache_dir=tmp_path)
+    two = lift.compile(p, choices={"P": {"skip": True}}, cache_dir=tmp_path)
+    assert (len(one.kernels), len(two.kernels)) == (1, 2) and _temps(one) == [] and _temps(two) != []
+    for prog in (one, two):
+        assert_same(want, prog(img, w), rtol=1e-5, atol=1e-5)
