@@ -105,8 +105,9 @@ def test_mapping_space_keeps_a_launch_to_one_indexing_form() -> None:
 def test_a_user_kernel_mixing_global_and_group_ids_is_refused() -> None:
     p = fun([Array(Float, N), Array(Array(Float, K), M)],
             lambda a, x: ocl_kernel(lambda u, v: (map_glb(neg) << u, map_wrg(map_lcl(sq)) << v))(a, x))
-    with pytest.raises(UnsupportedError, match="mixes map_glb with map_wrg"):
+    with pytest.raises(UnsupportedError, match="mixes map_glb with map_wrg") as info:
         lift.compile(p)
+    assert info.value.loc is not None and "test_multi_output.py" in str(info.value)  # the user's line
 
 
 def test_sequential_components_inside_a_user_kernel(tmp_path) -> None:
