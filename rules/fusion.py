@@ -7,6 +7,7 @@ from lift.ir.nodes import (
     FunCall,
     FunDecl,
     Get,
+    Join,
     Lambda,
     Let,
     MakeTuple,
@@ -196,11 +197,15 @@ def fuse_epilogues(expr: Node) -> Node:
     The consumer must read each element once: a map of an elementwise function, or
     `p => map(h) << zip(.., p, ..)` with `h` elementwise (at the scalar level, any function). A
     producer that materialises on purpose (`to_global(..)`) or reduces per element only when its
-    consumer is scalar (a reduction's result is read once) is fused as well."""
+    consumer is scalar (a reduction's result is read once) is fused as well. A `join` between them (a
+    producer tiled by `split_join`) is crossed: `map(f) << join == join << map(map(f))`."""
     from lift.ir.paths import transform_bottom_up
 
     def fuse(m: Node) -> Node:
         if isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1:
+            joined = _through_join(m)
+            if joined is not None:
+                return joined
             inner = m.args[0]
             if isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1 \
                     and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f):
@@ -211,6 +216,22 @@ def fuse_epilogues(expr: Node) -> Node:
         return m
 
     return transform_bottom_up(expr, fuse)
+
+
+def _through_join(m: FunCall) -> Expr | None:
+    """`join << map(v => map(f) << g(v)) << y` for `m = map(f) << join << map(g) << y` (a tiled
+    producer: `map(f) << join == join << map(map(f))`), fused as `fuse_epilogues` does, or None."""
+    j = m.args[0]
+    if not (isinstance(j, FunCall) and isinstance(j.f, Join) and len(j.args) == 1):
+        return None
+    inner = j.args[0]
+    if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1
+            and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f)):
+        return None
+    fused = _fuse_fun(Map(m.f.f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
+    if fused is None:
+        return None
+    return FunCall(j.f, (FunCall(Map(fused, **meta(inner.f)), inner.args, **meta(inner)),), **meta(j))
 
 
 def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:

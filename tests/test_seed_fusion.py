@@ -86,6 +86,22 @@ def test_gemm_bias_relu_is_one_kernel_without_a_temporary(tmp_path: Path) -> Non
         assert_same(sp.np_fc_relu(x, w, b), prog(x, w, b), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.device
+def test_epilogue_is_fused_into_a_tiled_gemm(tmp_path: Path) -> None:
+    """The GEMM's rows tiled by a `split_join` point: the epilogue crosses the point's `join`."""
+    from lift import rewrites as rw
+
+    def body(x, w, bias):
+        y = rw.split_join(map(lambda r: map(lambda c: _dot(r, c)) << w), label="T") << x
+        return map(lambda row: map(lambda p: relu(p[0] + p[1])) << zip(row, bias)) << y
+
+    p = fun([Array(Array(Float, K), M), Array(Array(Float, K), N), Array(Float, N)], body)
+    x, w, b = _rand(8, 16), _rand(12, 16), _rand(12)
+    prog = lift.compile(p, choices={"T": {"size": 4}}, cache_dir=tmp_path)
+    assert len(prog.kernels) == 1 and _temps(prog) == []
+    assert_same(sp.np_fc_relu(x, w, b), prog(x, w, b), rtol=1e-5, atol=1e-5)
+
+
 def test_a_consumer_reading_elements_twice_is_not_fused() -> None:
     """Two MLP layers: each output of layer 2 reads a whole row of layer 1; fusing the maps would
     recompute layer 1 per output, so they stay two traversals."""
