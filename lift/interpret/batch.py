@@ -22,6 +22,7 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
+from lift.interpret.contract import contract, is_product
 from lift.interpret.element import NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
 from lift.interpret.twins import call_twin, monoid
@@ -32,6 +33,7 @@ from lift.types import ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
 CHUNK = 1 << 16  # elements of a mapped array a fused `reduce << map` materialises at once
+LOOP_CHUNK = 1 << 20  # the same when the fold loops over the reduced axis, across a large batch
 
 
 @dataclass
@@ -192,17 +194,23 @@ class Batched:
         if op is None:
             op, h = accumulating(g)
         fns = pre + ([h] if h is not None else [])
-        owned = bool(fns) and isinstance(unwrap(fns[-1]), n.UserFun)  # chunks are twin results
+        owned = bool(fns) and _twin_result(unwrap(fns[-1]))  # chunks are fresh twin results
         m = axis_len(ys, d)
         if m == 0:
             if fns:
                 raise NotBatchable("map over an empty array")
             return acc
+        if self.precise and op == "add" and len(fns) == 1 and is_product(unwrap(fns[0])):
+            r = contract(acc, ys, d)  # the order of a float64 sum is free: one matrix product
+            if r is not None:
+                return r
         batch = int(np.prod(bs, dtype=np.int64))
         step = max(1, CHUNK // max(1, batch))
         if batch >= LOOP_BATCH and 8 * _stored(ys) <= batch * m:
-            # the fold loops over the reduced axis and reads ys many times: contiguous slices
+            # the fold loops over the reduced axis and reads ys many times: contiguous slices,
+            # a few steps' worth of mapped elements at once (fewer, larger calls)
             ys = on_axes(ys, lambda a: _outer_first(a, d), 0)
+            step = max(step, LOOP_CHUNK // batch)
         elif batch >= LOOP_BATCH:
             step = max(step, 16)  # as stored: inner loops along the reduced axis, not too short
         for k0 in range(0, m, step):
@@ -215,6 +223,13 @@ class Batched:
             for j in range(axis_len(part, d)):
                 acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
         return acc
+
+
+def _twin_result(f: FunDecl) -> bool:
+    """`f`'s value is what a user function's twin returned (a fresh array): `f` is a user function
+    or a lambda whose body calls one."""
+    return isinstance(f, n.UserFun) or (isinstance(f, Lambda) and isinstance(f.body, FunCall)
+                                        and isinstance(unwrap(f.body.f), n.UserFun))
 
 
 def unwrap(f: FunDecl) -> FunDecl:
