@@ -37,6 +37,7 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
+from lift.ir.registry import kernel_table
 from lift.types import ArrayType, Type, scalar_count
 
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
@@ -261,21 +262,12 @@ def _inlinable(a: Expr) -> bool:
 
 # ------------------------------------------------------------ the kernel traversal
 
-# What the kernel traversal does with each function node; memory allocation (`_Alloc.apply`)
-# and kernel generation (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case`
-# and descend with `body_path`, so they cannot take different cases or paths.
-KERNEL_CASES: dict[type, str] = {
-    Lambda: "lambda", n.UserFun: "userfun", n.Vectorise: "userfun",
-    n.MapGlb: "map", n.MapWrg: "map", n.MapLcl: "map", n.MapSeq: "map",
-    n.ReduceSeq: "reduce", n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
-    n.Let: "let", n.Iterate: "iterate", **{t: "layout" for t in n.LAYOUT},
-}
-# Rejected inside a kernel, with the reason (an `UnsupportedError` naming the node).
-KERNEL_REFUSED: dict[type, str] = {
-    n.Map: "map has no OpenCL mapping; lower the program first (lift.lower.lower)",
-    n.Reduce: "reduce has no OpenCL mapping; lower the program first (lift.lower.lower)",
-    n.OclKernel: "an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them",
-}
+# What the kernel traversal does with each function node, and what it rejects (an
+# `UnsupportedError` naming the node, with the reason): the `kernel` column of the per-pattern
+# registry (lift.ir.registry). Memory allocation (`_Alloc.apply`) and kernel generation
+# (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case` and descend with
+# `body_path`, so they cannot take different cases or paths.
+KERNEL_CASES, KERNEL_REFUSED = kernel_table()
 
 
 def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
