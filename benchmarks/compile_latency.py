@@ -1,5 +1,5 @@
 """Per-candidate compile latency of the tuner: rewriting + solving + code generation, the
-OpenCL build excluded (`Pipeline.plan`), for matmul and the conv layer.
+OpenCL build excluded (`Evaluator.plan`), for matmul and the conv layer.
 
     python benchmarks/compile_latency.py [CANDIDATES]
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import conv  # noqa: E402
 import matmul  # noqa: E402
 
-from lift.explore.evaluate import Pipeline  # noqa: E402
+from lift.explore.evaluate import Evaluator  # noqa: E402
 from lift.explore.search import RandomSearch  # noqa: E402
 from lift.explore.seeds import Seeded  # noqa: E402
 from lift.explore.tune import _device, _search_space, _sizes  # noqa: E402
@@ -31,7 +31,7 @@ def latency(name: str, expr, arrays, n: int) -> dict:
     sizes = _sizes(expr, arrays)
     t0 = time.perf_counter()
     expr, structural, auto = _search_space(expr, sizes, True)
-    pipe = Pipeline(expr, arrays, dev, sizes)
+    pipe = Evaluator(expr, arrays, dev, sizes)
     strategy = RandomSearch(pipe, structural, seed=0)
     if auto:
         strategy = Seeded(pipe, structural, auto, strategy)
@@ -66,7 +66,7 @@ def latency(name: str, expr, arrays, n: int) -> dict:
 
 
 def _no_opencl_build() -> None:
-    """Before `Pipeline.plan` existed: time `Pipeline.build` with `Program` not building."""
+    """Before `Evaluator.plan` existed: time `Evaluator.build` with `Program` not building."""
     import types
 
     import lift.compile
@@ -75,7 +75,7 @@ def _no_opencl_build() -> None:
 
 
 def main(n: int = 20) -> None:
-    if not hasattr(Pipeline, "plan"):
+    if not hasattr(Evaluator, "plan"):
         _no_opencl_build()
     latency("matmul", matmul.high_level(), matmul.inputs(1024, 1024, 1024), n)
     latency("conv", conv.listing_4_1(), conv.inputs(64, 64, 64), n)

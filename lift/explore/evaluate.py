@@ -1,10 +1,10 @@
-"""One point of the exploration space and the pipeline that turns it into a measured program.
+"""One point of the exploration space and the evaluator that turns it into a measured program.
 
 A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
 mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
-maps to vectorise. `Pipeline.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
+maps to vectorise. `Evaluator.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
 candidate's constraint space) and compiles it with `lift.compile` itself, so the program's
-`.choices` rebuild it exactly; `Pipeline.measure` runs it, checks it against the interpreter's result (computed
+`.choices` rebuild it exactly; `Evaluator.measure` runs it, checks it against the interpreter's result (computed
 once) and records time and memory. The default candidate is `lift.compile` of the program
 with every point skipped (the default lowering), so the search never does worse than it.
 """
@@ -84,8 +84,10 @@ def all_skipped(structural: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[s
     return {k: {"skip": True} for k in structural}
 
 
-class Pipeline:
-    """Builds and measures candidates of one program on one device for fixed arguments."""
+class Evaluator:
+    """Builds and measures candidates of one program on one device for fixed arguments (through
+    `lift.compile`, the one pipeline). Named `Pipeline` before issue 16; that name still works,
+    with a DeprecationWarning."""
 
     def __init__(self, expr: Node, arrays: Sequence[Any], device: Any, sizes: Mapping[str, int],
                  *, repeat: int = 3, rtol: float = 1e-3) -> None:
@@ -262,3 +264,12 @@ def _as_accurate(got: Any, semantics: Any, precise: Any) -> bool:
 def _why(err: BaseException) -> str:
     msg = getattr(err, "message", None) or str(err)
     return f"{type(err).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
+
+
+def __getattr__(name: str) -> Any:
+    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
+    if name == "Pipeline":
+        warnings.warn("lift.explore.evaluate.Pipeline is deprecated; use Evaluator", DeprecationWarning,
+                      stacklevel=2)
+        return Evaluator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -103,9 +103,9 @@ class TunedChoices(Choices):
 def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any) -> Any:
     from lift.rewrites import auto_points
 
-    from .evaluate import Pipeline
+    from .evaluate import Evaluator
 
     search = auto_points(expr, {}) if auto else expr
-    pipe = Pipeline(search, (), device, {})
+    pipe = Evaluator(search, (), device, {})
     pipe.cache_dir = cache_dir
     return pipe.compile(choices)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from .evaluate import Candidate, Pipeline, Record
+from .evaluate import Candidate, Evaluator, Record
 
 VECTOR_WIDTHS = (4, 8, 16)
 
@@ -51,7 +51,7 @@ def _fastest(history: Sequence[Record], score: Callable[[Record], float]) -> Rec
 class RandomSearch:
     """Random points of the space: structural choices, then a sampled valid joint choice."""
 
-    def __init__(self, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+    def __init__(self, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
                  seed: int = 0, batch: int = 8) -> None:
         self.pipeline, self.structural, self.rng, self.batch = pipeline, structural, random.Random(seed), batch
         self._pools: dict[str, list[dict[str, int]]] = {}
@@ -112,7 +112,7 @@ class RandomSearch:
 class LocalSearch:
     """Hill climbing: the valid neighbours of the best candidate measured so far."""
 
-    def __init__(self, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+    def __init__(self, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
                  score: Callable[[Record], float], seed: int = 0) -> None:
         self.pipeline, self.structural, self.score = pipeline, structural, score
         self.rng = random.Random(seed + 1)
@@ -197,7 +197,7 @@ class RandomThenLocal:
 STRATEGIES = ("informed", "uniform", "evolution", "random-local")
 
 
-def make_strategy(name: str, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+def make_strategy(name: str, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
                   score: Callable[[Record], float], seed: int = 0,
                   switch: Callable[[], bool] = lambda: False) -> Strategy:
     """The strategy called `name` (one of `STRATEGIES`) over `pipeline`'s space."""

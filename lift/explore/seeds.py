@@ -21,7 +21,7 @@ from typing import Any
 
 import z3
 
-from .evaluate import Candidate, Pipeline, Record
+from .evaluate import Candidate, Evaluator, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
 WHOLE_MAX = 1 << 15
@@ -31,7 +31,7 @@ LOCAL = 64  # preferred work-group size of a seed  # the whole array as one chun
 class Seeded:
     """Proposes the seed candidates (in order, untried ones), then defers to `inner`."""
 
-    def __init__(self, pipeline: Pipeline, structural: Mapping[str, Mapping[str, Sequence[Any]]],
+    def __init__(self, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
                  auto: Sequence[str], inner: Any) -> None:
         self.pipeline, self.structural, self.auto, self.inner = pipeline, structural, tuple(auto), inner
         self._seeds: Iterator[Candidate] | None = None

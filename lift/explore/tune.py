@@ -35,7 +35,7 @@ from lift.ir.nodes import Lambda, Node
 
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
-from .evaluate import Candidate, Pipeline, Record, all_skipped
+from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
@@ -127,7 +127,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         hit = _from_database(expr, arrays, device, database.lookup(key))
         if hit is not None:
             return hit
-    pipe = Pipeline(expr, arrays, device, sizes, repeat=repeat)
+    pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
     start = time.perf_counter()
     pipe.deadline = start + budget
     if isolate:
@@ -169,7 +169,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     return result
 
 
-def _rescue_default(history: list[Record], pipe: Pipeline) -> None:
+def _rescue_default(history: list[Record], pipe: Evaluator) -> None:
     """When nothing is correct and the default lowering was only too slow for the worker's
     timeout, measure it here, in-process and without a timeout (run, check, one timed run):
     a correct default lowering is always a result."""
@@ -208,7 +208,7 @@ def _reserve(history: list[Record], rank: Any) -> float:
     return sum(min(r.time, 0.05) * 11 + 0.3 for r in ok) + (0.5 if ok else 0.0)
 
 
-def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
+def _confirm(history: list[Record], pipe: Evaluator, rank: Any, top: int = 3, repeat: int = 10,
              limit_s: float = 0.05) -> None:
     """Time the `top` fastest correct candidates again, `repeat` times each, and keep the fastest
     of all their runs (one lucky or unlucky run of the search does not decide the winner).
@@ -253,7 +253,7 @@ def _release(history: list[Record], rank: Any) -> None:
             r.program = None
 
 
-def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) -> TuneResult:
+def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float) -> TuneResult:
     ok = [r for r in history if r.ok]
     if not ok:
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
@@ -274,7 +274,7 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
     run), or None."""
     if entry is None:
         return None
-    pipe = Pipeline(expr, arrays, device, _sizes(expr, arrays))
+    pipe = Evaluator(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
     try:
         choices = Choices.from_json(entry["choices"])

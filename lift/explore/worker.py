@@ -9,7 +9,7 @@ builds it with OpenCL, runs it on the arrays it was given once at start, and tim
 candidate that kills the worker (PoCL's 8 MiB worker-thread stack overflowed by private
 arrays: SIGSEGV) or hangs past its timeout is an `Outcome` with the reason
 ("crashed: SIGSEGV", "timed out after 5.0 s"); the worker is killed and started again at the
-next call, so the search goes on. `measure_isolated` is `Pipeline.measure` through a worker.
+next call, so the search goes on. `measure_isolated` is `Evaluator.measure` through a worker.
 
 Test hook: `Worker.inject(plan) -> "segv" | "hang" | "slow" | None` (a callable, None by default)
 makes the worker really die or hang on that plan's build, as a faulty OpenCL runtime would, or
@@ -239,7 +239,7 @@ def _why(err: BaseException) -> str:
 
 
 def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
-    """`Pipeline.measure` with the OpenCL build, run and timing in `worker`; never raises.
+    """`Evaluator.measure` with the OpenCL build, run and timing in `worker`; never raises.
 
     The plan (rewriting, solving, code generation) is made here; `Record.build_s` is that
     compile time, `Record.wall_s` the whole evaluation."""
