@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from lift.arith import Arith, Cst
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
 from lift.ir.registry import kernel_table
@@ -193,12 +194,6 @@ def verify_allocated(alloc: Allocated) -> None:
     if problems:
         raise LiftValueError("verify_allocated: " + "; ".join(problems))
 
-
-def is_layout_map(f: FunDecl) -> bool:
-    """A map of a layout function (`map(transpose)`): a view, whatever its kind."""
-    from lift.layout import is_layout_map as layout_map
-
-    return layout_map(f)
 
 
 def iterate_var(f: n.Iterate):
@@ -438,8 +433,6 @@ class _Alloc:
 
     def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
         """A layout function: arguments written through its destination when it is invertible."""
-        from lift.layout import invertible
-
         through = dest if invertible(f) else None
         for a, p in args:
             if a is not None and p is not None:
