@@ -45,10 +45,18 @@ def rows_dot():
 def gemv_t():
     """map(col => reduce(add) << map(mult) << zip(v, col)) << B: v varies along no batch axis."""
     return fun([Array(Float, N), Array(Array(Float, N), M)],
-               lambda v, b: map(lambda c: reduce(lift.add, 0.0) << map(mult) << lzip(v, c)) << b)
+               lambda v, b: map(lambda c: reduce(lift.add, 0.25) << map(mult) << lzip(v, c)) << b)
+
+
+def gemv_init():
+    """map((col, c) => reduce(add, c) << map(mult) << zip(v, col)) << zip(B, cs): a batched init."""
+    return fun([Array(Float, N), Array(Array(Float, N), M), Array(Float, M)],
+               lambda v, b, cs: map(lambda bc: reduce(lift.add, get(1, bc)) << map(mult) << lzip(v, get(0, bc)))
+               << lzip(b, cs))
 
 
 CASES = {
+    "gemv with an init per column": lambda: (gemv_init(), rand(9), rand(5, 9), rand(5)),
     "dot": lambda: (dot_program(), rand(37), rand(37)),
     "matmul": lambda: (matmul_program(), rand(5, 7), rand(6, 7)),
     "matmul 1 row": lambda: (matmul_program(), rand(1, 7), rand(6, 7)),
@@ -67,10 +75,38 @@ def test_precise_sums_of_products_are_one_contraction(name, contractions):
     assert_same(slow, fast, rtol=1e-12, atol=1e-12)
 
 
-def test_float32_sums_of_products_keep_the_sequential_bits(contractions):
-    program, a, b = CASES["matmul"]()
-    assert np.array_equal(lift.interpret(program, a, b), lift.interpret(program, a, b, batched=False))
+@pytest.fixture
+def sequential(monkeypatch):
+    """The float32 contraction from 2 columns on; the results of every call (None: declined)."""
+    contract_mod = importlib.import_module("lift.interpret.contract")
+    monkeypatch.setattr(contract_mod, "MIN_COLUMNS", 2)
+    monkeypatch.setattr(contract_mod, "BLOCK", 64)  # a few rows per block
+    seen: list = []
+    original = batch.contract_sequential
+
+    def spy(*args):
+        r = original(*args)
+        seen.append(r is not None)
+        return r
+
+    monkeypatch.setattr(batch, "contract_sequential", spy)
+    return seen
+
+
+def bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_float32_sums_of_products_keep_the_sequential_bits(name, contractions, sequential):
+    program, *args = CASES[name]()
+    args = [np.where(a > 0.7, -0.0, a).astype(np.float32) for a in args]  # signed zeros too
+    fast = lift.interpret(program, *args)
+    assert np.array_equal(bits(fast), bits(lift.interpret(program, *args, batched=False)))
     assert not contractions  # only the precise mode may reorder the sum
+    used = name in ("matmul", "matmul 1 row", "gemv by columns", "gemv with an init per column")
+    assert sequential == [used]
 
 
 def test_integer_products_are_not_contracted(contractions):

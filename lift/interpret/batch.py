@@ -22,7 +22,7 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
-from lift.interpret.contract import contract, is_product
+from lift.interpret.contract import contract, contract_sequential, is_product
 from lift.interpret.element import NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
 from lift.interpret.twins import call_twin, monoid
@@ -200,8 +200,9 @@ class Batched:
             if fns:
                 raise NotBatchable("map over an empty array")
             return acc
-        if self.precise and op == "add" and len(fns) == 1 and is_product(unwrap(fns[0])):
-            r = contract(acc, ys, d)  # the order of a float64 sum is free: one matrix product
+        if op == "add" and len(fns) == 1 and is_product(unwrap(fns[0])):  # a sum of products
+            # precise: the order of a float64 sum is free, one matrix product; else in the fold's order
+            r = contract(acc, ys, d) if self.precise else contract_sequential(acc, ys, d)
             if r is not None:
                 return r
         batch = int(np.prod(bs, dtype=np.int64))

@@ -10,6 +10,7 @@ reduction) all take this path; whatever does not match it takes the general fold
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,33 +32,89 @@ def is_product(h: FunDecl) -> bool:
                and isinstance(a.args[0], Param) and a.args[0].id == p.id for k, a in enumerate(body.args))
 
 
-def contract(acc: Any, ys: Any, d: int) -> np.ndarray | None:
-    """`acc + sum_k x[..., k] * y[..., k]` over the reduced axis `d` of the float64 pair `ys`, or None
-    when `ys` is not a pair of float64 arrays of scalars (the caller folds it the general way)."""
+@dataclass(frozen=True)
+class _Operands:
+    """The pair as matrices: `x` (B, I, m) and `y` (B, m, J) over the batch axes along which both
+    vary (b), only x (i), only y (j); and how a (B, I, J) result goes back to the batch axes."""
+
+    x: np.ndarray
+    y: np.ndarray
+    shape: tuple[int, ...]  # the b, i, j axes' lengths, in that order
+    dest: list[int]  # where each of them goes among the varying batch axes (kept in order)
+    full: tuple[int, ...]  # the result's batch shape (size 1 where neither varies)
+
+    def back(self, r: np.ndarray) -> np.ndarray:
+        """A (B, I, J) result with the batch axes in their order."""
+        r = np.moveaxis(r.reshape(self.shape), range(len(self.dest)), self.dest)
+        return r.reshape(self.full)
+
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        """A value of the batch shape (each axis full or 1) as (B, I, J), the inverse of `back`."""
+        kept = np.broadcast_to(a, self.full).reshape([k for k in self.full if k > 1])
+        return np.moveaxis(kept, self.dest, range(len(self.dest))).reshape(
+            self.x.shape[0], self.x.shape[1], self.y.shape[2])
+
+
+def _operands(ys: Any, d: int, dtype: type) -> _Operands | None:
     if not (isinstance(ys, Zipped) and ys.ndim == 1 and len(ys.parts) == 2):
         return None
     x, y = (np.asarray(p) for p in ys.parts)
-    if not (x.dtype == y.dtype == np.float64 and x.ndim == y.ndim == d + 1):
+    if not (x.dtype == y.dtype == dtype and x.ndim == y.ndim == d + 1):
         return None
     b, i, j = [], [], []  # batch axes along which both, only x, only y vary
     for ax in range(d):
         (b if x.shape[ax] > 1 and y.shape[ax] > 1 else i if x.shape[ax] > 1 else j if y.shape[ax] > 1
          else []).append(ax)
     m = x.shape[d]
-    size = [int(np.prod([x.shape[a] if a in i or a in b else y.shape[a] for a in axes], dtype=np.int64))
-            for axes in (b, i, j)]
-    xm = np.moveaxis(x, b + i + [d], range(len(b + i) + 1))  # (b..., i..., k, 1...)
-    ym = np.moveaxis(y, b + [d] + j, range(len(b + j) + 1))  # (b..., k, j..., 1...)
-    xm = xm.reshape(size[0], size[1], m)
-    ym = ym.reshape(size[0], m, size[2])
-    if size[1] == size[2] == 1:
-        r = np.einsum("bk,bk->b", xm[:, 0], ym[:, :, 0])
-    else:
-        r = np.matmul(xm, ym)
-    # back to the batch axes in their order, size 1 where neither varies
-    shape = [x.shape[a] for a in b] + [x.shape[a] for a in i] + [y.shape[a] for a in j]
-    r = r.reshape(shape)
+    lens = {a: max(x.shape[a], y.shape[a]) for a in range(d)}
+    size = [int(np.prod([lens[a] for a in axes], dtype=np.int64)) for axes in (b, i, j)]
+    xm = np.moveaxis(x, b + i + [d], range(len(b + i) + 1)).reshape(size[0], size[1], m)  # (b.., i.., k, 1..)
+    ym = np.moveaxis(y, b + [d] + j, range(len(b + j) + 1)).reshape(size[0], m, size[2])  # (b.., k, j.., 1..)
     order = b + i + j
-    r = np.moveaxis(r, range(len(order)), [sorted(order).index(a) for a in order])
-    full = tuple(x.shape[a] if a in b or a in i else y.shape[a] if a in j else 1 for a in range(d))
-    return np.add(acc, r.reshape(full))
+    return _Operands(xm, ym, tuple(lens[a] for a in order), [sorted(order).index(a) for a in order],
+                     tuple(lens[a] if a in order else 1 for a in range(d)))
+
+
+def contract(acc: Any, ys: Any, d: int) -> np.ndarray | None:
+    """`acc + sum_k x[..., k] * y[..., k]` over the reduced axis `d` of the float64 pair `ys`, in any
+    order (precise mode), or None when `ys` is not a pair of float64 arrays of scalars (the caller
+    then folds it the general way)."""
+    ops = _operands(ys, d, np.float64)
+    if ops is None:
+        return None
+    if ops.x.shape[1] == ops.y.shape[2] == 1:
+        r = np.einsum("bk,bk->b", ops.x[:, 0], ops.y[:, :, 0])
+    else:
+        r = np.matmul(ops.x, ops.y)
+    return np.add(acc, ops.back(r))
+
+
+BLOCK = 1 << 20  # products a sequential float32 contraction materialises at once
+MIN_COLUMNS = 64  # below this many columns (J), the general fold (at least 2: see below)
+
+
+def contract_sequential(acc: Any, ys: Any, d: int) -> np.ndarray | None:
+    """The same in float32 and in the exact order of the fold, `acc = acc + x_k * y_k` for k = 0,
+    1, ... (each product and each sum rounded to float32), or None when `ys` is not a float32 pair
+    of scalars with at least MIN_COLUMNS columns. For a block of rows, the products P[r, k, j] are
+    made at once; `P[:, 0] += acc` is the first step and numpy's reduction along the middle axis
+    (not the fastest-varying one, so it adds one k after the other for every (r, j), without
+    pairwise summation) the rest."""
+    ops = _operands(ys, d, np.float32)
+    a = np.asarray(acc)
+    if ops is None or ops.y.shape[2] < max(2, MIN_COLUMNS) or a.dtype != np.float32:
+        return None
+    (nb, ni, m), nj = ops.x.shape, ops.y.shape[2]
+    start = ops.forward(a)
+    ys_ = np.ascontiguousarray(ops.y)  # rows of k contiguous along j: the products' inner loop
+    out = np.empty((nb, ni, nj), np.float32)
+    rows = max(1, BLOCK // (m * nj))
+    prods = np.empty((min(rows, ni), m, nj), np.float32)
+    for bi in range(nb):
+        for r0 in range(0, ni, rows):
+            r1 = min(ni, r0 + rows)
+            p = prods[: r1 - r0]
+            np.multiply(ops.x[bi, r0:r1, :, None], ys_[bi, None], out=p)
+            np.add(start[bi, r0:r1], p[:, 0], out=p[:, 0])
+            np.add.reduce(p, axis=1, out=out[bi, r0:r1])
+    return ops.back(out)
