@@ -23,7 +23,7 @@ import numpy as np
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
 from lift.interpret.contract import contract, contract_sequential, is_product
-from lift.interpret.element import NotBatchable, iterate_sizes
+from lift.interpret.element import Element, NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
 from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
@@ -221,8 +221,21 @@ class Batched:
             if op is not None and isinstance(part, np.ndarray) and isinstance(acc, np.ndarray | np.generic):
                 acc = fold(op, np.asarray(acc), part, d, precise=self.precise, owned=owned)
                 continue
-            for j in range(axis_len(part, d)):
-                acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
+            acc = self.steps(g, acc, part, env, bs)
+        return acc
+
+    def steps(self, g: FunDecl, acc: Any, part: Any, env: Env, bs: tuple[int, ...]) -> Any:
+        """`acc = g(acc, x)` for each element of `part` along axis `len(bs)`, in order. At the top
+        level (no batch) a step is one element: the element-wise evaluator's Python functions are
+        several times cheaper there than numpy twins on single values (the same semantics)."""
+        d = len(bs)
+        if d == 0:
+            ev, plain = Element(self.sizes, self.wide), {k: v for k, (v, _) in env.items()}
+            for j in range(axis_len(part, 0)):
+                acc = ev.call(g, [acc, take(part, 0, j)], None, plain)
+            return acc
+        for j in range(axis_len(part, d)):
+            acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
         return acc
 
 
