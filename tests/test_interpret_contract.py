@@ -81,6 +81,7 @@ def sequential(monkeypatch):
     contract_mod = importlib.import_module("lift.interpret.contract")
     monkeypatch.setattr(contract_mod, "MIN_COLUMNS", 2)
     monkeypatch.setattr(contract_mod, "BLOCK", 64)  # a few rows per block
+    monkeypatch.setattr(contract_mod, "PARALLEL_WORK", 0)  # blocks on every core
     seen: list = []
     original = batch.contract_sequential
 

@@ -10,6 +10,8 @@ reduction) all take this path; whatever does not match it takes the general fold
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,7 @@ def contract(acc: Any, ys: Any, d: int) -> np.ndarray | None:
 
 BLOCK = 1 << 20  # products a sequential float32 contraction materialises at once
 MIN_COLUMNS = 64  # below this many columns (J), the general fold (at least 2: see below)
+PARALLEL_WORK = 1 << 24  # from this many products on, blocks of rows are folded on every core
 
 
 def contract_sequential(acc: Any, ys: Any, d: int) -> np.ndarray | None:
@@ -99,7 +102,8 @@ def contract_sequential(acc: Any, ys: Any, d: int) -> np.ndarray | None:
     of scalars with at least MIN_COLUMNS columns. For a block of rows, the products P[r, k, j] are
     made at once; `P[:, 0] += acc` is the first step and numpy's reduction along the middle axis
     (not the fastest-varying one, so it adds one k after the other for every (r, j), without
-    pairwise summation) the rest."""
+    pairwise summation) the rest. Large contractions fold their blocks on all cores (threads:
+    each output element is still made by one sequence of float32 operations)."""
     ops = _operands(ys, d, np.float32)
     a = np.asarray(acc)
     if ops is None or ops.y.shape[2] < max(2, MIN_COLUMNS) or a.dtype != np.float32:
@@ -109,12 +113,28 @@ def contract_sequential(acc: Any, ys: Any, d: int) -> np.ndarray | None:
     ys_ = np.ascontiguousarray(ops.y)  # rows of k contiguous along j: the products' inner loop
     out = np.empty((nb, ni, nj), np.float32)
     rows = max(1, BLOCK // (m * nj))
-    prods = np.empty((min(rows, ni), m, nj), np.float32)
-    for bi in range(nb):
-        for r0 in range(0, ni, rows):
-            r1 = min(ni, r0 + rows)
+    blocks = [(bi, r0, min(ni, r0 + rows)) for bi in range(nb) for r0 in range(0, ni, rows)]
+
+    def run(part: list[tuple[int, int, int]]) -> None:
+        prods = np.empty((min(rows, ni), m, nj), np.float32)
+        for bi, r0, r1 in part:
             p = prods[: r1 - r0]
             np.multiply(ops.x[bi, r0:r1, :, None], ys_[bi, None], out=p)
             np.add(start[bi, r0:r1], p[:, 0], out=p[:, 0])
             np.add.reduce(p, axis=1, out=out[bi, r0:r1])
+
+    workers = min(_cores(), len(blocks)) if nb * ni * nj * m >= PARALLEL_WORK else 1
+    if workers <= 1:
+        run(blocks)
+    else:  # the blocks write disjoint outputs; numpy releases the GIL in each call
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run, [blocks[w::workers] for w in range(workers)]))
     return ops.back(out)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
