@@ -8,7 +8,9 @@ Layout patterns act on the axes after the batch axes and are numpy views; user f
 through their numpy twins (lift.interpret.twins); a reduce is a left-to-right loop over its axis,
 each step vectorised over the batch, or a built-in operator's numpy fold (lift.interpret.fold),
 and a `reduce << map(g)` evaluates `g` a chunk of the reduced axis at a time, so the mapped array
-is never materialised whole. What this evaluator cannot handle raises `NotBatchable`; the
+is never materialised whole; a sum of products (`reduce(add) << map(mult) << zip(xs, ys)`) is a
+contraction over the batch axes (lift.interpret.contract: BLAS in the precise mode, blocks in the
+exact float32 order otherwise). What this evaluator cannot handle raises `NotBatchable`; the
 element-wise evaluator (lift.interpret.element) then takes over, visibly (`Stats`).
 """
 
