@@ -196,14 +196,17 @@ class _Walker:
             case n.Literal():
                 return Val(e.type)
             case FunCall(f, args):
-                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args)]
+                whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
                 fctx = ctx
                 if ctx.top and not isinstance(f, Lambda):
                     fctx = replace(ctx, top=False)
-                    if _has_userfun(f):
+                    if _has_userfun(e if whole else f):
                         self.stages.append(path)
                         self.kernels.append(len(self.kernels))
                         fctx = replace(fctx, kernel=self.kernels[-1])
+                if whole:  # its initial value may be an earlier kernel's result
+                    vals.append(self.expr(args[1], path + (2,), fctx))
                 return self.fun(f, path + (0,), vals, fctx, e)
         raise TypeError(f"not an expression: {e!r}")
 
@@ -221,6 +224,8 @@ class _Walker:
                 return self.userfun(f, args, ctx)
             case n.AbstractMap():
                 return self.map(f, path, args[0], ctx, call)
+            case n.ReduceAtomic():  # its operator runs in its map's loop (lift.codegen.atomic)
+                return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
             case n.AbstractReduce(f=g):
                 acc = Val(args[0].type, frozenset({("private", path)}))
                 self.fun(g, path + (0,), [acc, _elem(args[1])], ctx, call)

@@ -137,15 +137,23 @@ def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
 
 
 def _kernel(call: FunCall) -> Expr:
-    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`."""
+    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`; a
+    `reduce_atomic` keeps its array argument inside (computed by its kernel's map)."""
     from lift.ir.paths import walk
 
-    outside = [a for a in call.args if not isinstance(a, n.Literal)]
-    bound = {q.id for _, x in walk(call.f) if isinstance(x, Lambda) for q in x.params}
-    free = list({x.id: x for _, x in walk(call.f) if isinstance(x, Param) and x.id not in bound}.values())
+    whole = isinstance(call.f, n.ReduceAtomic)
+    inside = call.args[1] if whole else call.f
+    outside = [a for a in (call.args[:1] if whole else call.args) if not isinstance(a, n.Literal)]
+    bound = {q.id for _, x in walk(inside) if isinstance(x, Lambda) for q in x.params}
+    free = list({x.id: x for _, x in walk(inside) if isinstance(x, Param) and x.id not in bound}.values())
     params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
     ren = {q.id: p for q, p in zip(free, params[len(outside):])}
     it = iter(params)
+    if whole:
+        init = call.args[0] if isinstance(call.args[0], n.Literal) else next(it)
+        body = dataclasses.replace(call, args=(init, _rename(call.args[1], ren)))
+        kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)  # type: ignore[arg-type]
+        return FunCall(kernel, tuple(outside + free), loc=call.loc)
     args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)

@@ -125,6 +125,8 @@ def _fusable(consumer: FunCall, producer: Expr) -> bool:
     if not _parallel(consumer) and not _parallel(producer):
         return True
     c, p = consumer.f, producer.f
+    if isinstance(c, n.ReduceAtomic):  # its array is computed by its own kernel's map (lift.codegen.atomic);
+        return producer is consumer.args[1]  # its initial value by an earlier kernel
     return (isinstance(c, n.MapGlb) and isinstance(p, n.MapGlb) and c.dim == p.dim
             and len(consumer.args) == 1 and consumer.args[0] is producer)
 

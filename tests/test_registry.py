@@ -19,7 +19,21 @@ import pytest
 
 import lift
 import lift.rewrites  # noqa: F401 - its rewrite points are IR node classes too
-from lift import Array, Float, Size, fun, iterate, map, map_glb, map_seq, split, to_private, transpose_w
+from lift import (
+    Array,
+    Float,
+    Int,
+    Size,
+    fun,
+    iterate,
+    map,
+    map_glb,
+    map_seq,
+    reduce_atomic,
+    split,
+    to_private,
+    transpose_w,
+)
 from lift.devices import profile
 from lift.interpret import Stats
 from lift.interpret.batch import Batched
@@ -122,7 +136,7 @@ def test_an_unknown_pattern_is_refused_by_every_stage_by_name():
 
 
 def _extra():
-    """Programs for the node classes that no example variant uses."""
+    """Programs for the node classes that no example variant uses (five of them)."""
     return {
         "at": (fun([Array(Float, N)], lambda x: map(lambda w: w[1]) << split(2) << x),
                (np.arange(8, dtype=np.float32),)),
@@ -131,6 +145,8 @@ def _extra():
         "to_private": (fun([Array(Array(Float, 4), N)], lambda a: map_glb(
             lambda r: map_seq(lift.id) << to_private(map_seq(lift.id)) << r) << a),
             (np.arange(12, dtype=np.float32).reshape(3, 4),)),
+        "reduce_atomic": (fun([Array(Int, N)], lambda x: reduce_atomic(lift.add, 5) << map(
+            lambda c: lift.reduce(lift.add, 0) << c) << split(4) << x), (np.arange(64, dtype=np.int32),)),
         "transpose_w": (fun([Array(Array(Float, M), N)], lambda a: transpose_w << map_glb(map_seq(lift.id)) << a),
                         (np.arange(12, dtype=np.float32).reshape(3, 4),)),
     }

@@ -177,6 +177,18 @@ class Barrier(CStmt):
 
 
 @dataclass(frozen=True, slots=True)
+class AtomicCombine(CStmt):
+    """`fn(&target, value);`: an atomic read-modify-write of `target` (`lift.codegen.atomic`);
+    with `guard`, `if (guard) fn(&target, value);`."""
+
+    fn: str
+    target: CExpr
+    value: CExpr
+    guard: str | None = None
+    comment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Comment(CStmt):
     text: str
 
@@ -226,5 +238,6 @@ def walk_stmts(s: CStmt):
 __all__ = [
     "CExpr", "CRaw", "CVar", "CInt", "CIndex", "CVecLoad", "CMember", "CLane", "CCall", "CCond",
     "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "For", "Barrier", "Comment",
+    "AtomicCombine",
     "KParam", "KernelDef", "Unit", "walk_stmts", "UNROLL", "unrolled",
 ]

@@ -241,7 +241,19 @@ class _Program:
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),
                                           self.sizes)
+        if st.fills:  # reduce_atomic's result, pre-filled by a launch of its own before the kernel
+            self.kernels.append(self.fill(name, kdef, args, st.fills))
         return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers, limits)
+
+    def fill(self, name: str, kdef: KernelDef, args: list[KernelArg], fills: list) -> _Kernel:
+        """A one-work-item kernel writing the initial values `fills` (target, value) of the
+        atomic combinations in kernel `name` (`lift.codegen.atomic`), with its parameters."""
+        from lift.codegen.c_ast import Assign
+
+        body = Block([Assign(target, value, "reduce_atomic's initial value") for target, value in fills])
+        fill_name = self.names(f"{name}_fill")
+        fdef = KernelDef(fill_name, list(kdef.params), body, f"pre-fill for {name}", kdef.index_type)
+        return _Kernel(fdef, Launch(fill_name, tuple(args), (Cst(1),), None))
 
     def ndrange(self, par: dict[tuple[str, int], Arith]) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
         """Default sizes: the outer parallel trip counts, rounded to the work-group size."""

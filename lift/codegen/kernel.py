@@ -33,6 +33,7 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
+from lift.codegen.atomic import atomic
 from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
 from lift.errors import NotSynchronisableError, UnsupportedError
@@ -79,6 +80,7 @@ class KernelState:
     locals_: list[Decl] = field(default_factory=list)  # fixed-size local arrays
     parallel: dict[tuple[str, int], Arith] = field(default_factory=dict)  # (kind, dim) -> trip count
     barriers: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)
+    fills: list[tuple[CExpr, CExpr]] = field(default_factory=list)  # (target, value) before the kernel
 
 
 class KernelGen:
@@ -307,6 +309,8 @@ class KernelGen:
                 result = self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)  # type: ignore[attr-defined]
             case "iterate":
                 result = iterate(self, f, fpath, args, out, env, dest, own)  # type: ignore[arg-type]
+            case "atomic":
+                result = atomic(self, f, fpath, args, env, dest)  # type: ignore[arg-type]
         self.barrier_after(key)
         return result
 

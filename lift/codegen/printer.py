@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from lift.arith import Arith, prove_nonneg, to_c
 from lift.codegen.c_ast import (
     Assign,
+    AtomicCombine,
     Barrier,
     Block,
     CCall,
@@ -83,6 +84,10 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
             out.append(f"{pad}barrier({fence});{note}")
         case Comment(text):
             out.append(f"{pad}// {text}")
+        case AtomicCombine(fn, target, value, guard, comment):
+            note = f"  // {comment}" if comment else ""
+            cond = f"if ({guard}) " if guard else ""
+            out.append(f"{pad}{cond}{fn}(&{expr(target)}, {expr(value)});{note}")
         case Block():
             out.append(pad + "{")
             _block(s, depth + 1, out, itype)

@@ -18,6 +18,7 @@ from lift.barriers import PROBE_FENCE, probe_key
 from lift.barriers.graph import Acc, Item, Loop, LoopInfo, Point, Probe
 from lift.codegen.c_ast import (
     Assign,
+    AtomicCombine,
     Barrier,
     Block,
     CCall,
@@ -76,6 +77,8 @@ class _Reader:
                 return self.reads(init, comment)
             case VecStore(n, value, base, offset):
                 return self.reads(value, "") + self.acc(base, offset, n, True, f"vstore{n}", "")
+            case AtomicCombine(value=value, comment=comment):  # atomics do not race; nothing in the
+                return self.reads(value, comment)  # kernel reads the result (lift.memory.check_atomic)
         return []
 
     def loop(self, s: For) -> LoopInfo:

@@ -10,8 +10,8 @@ The stages, in pipeline order:
 - lower: `lift.lower.lower`, the default lowering (the empty mapping choice);
 - kernel: memory allocation (`lift.memory`) and kernel generation (`lift.codegen.kernel`), which
   share one traversal: they dispatch on `lift.memory.kernel_case`, whose table is derived from the
-  `kernel` column here ("lambda", "userfun", "layout", "map", "reduce", "address", "let",
-  "iterate"; an expression is handled by its function's case).
+  `kernel` column here ("lambda", "userfun", "layout", "map", "reduce", "atomic", "address",
+  "let", "iterate"; an expression is handled by its function's case).
 A stage handles a node (the entry says how) or refuses it (`Refused`: the stage raises an
 `UnsupportedError` naming the node with that reason). A rewrite point (`transparent`, defined in
 `lift.rewrites`) means its body until `lift.compile` applies it, before any mapping: `TRANSPARENT`.
@@ -78,6 +78,9 @@ REGISTRY: dict[type, Stages] = {
                      "reduce_seq", Refused("reduce " + _LOWER_FIRST)),
     n.ReduceSeq: Stages("(T, [U]_n) -> T, f: (T, U) -> T", "left-to-right fold (batched: numpy folds)",
                         _BODY, "reduce"),
+    n.ReduceAtomic: Stages("(T, [U]_n) -> T, f: (T, U) -> T", "left-to-right fold (the kernel's order is "
+                           "not deterministic; f is associative with neutral init)", _BODY,
+                           "atomic: the map's elements combined into the result with OpenCL atomics"),
     n.Zip: _layout("[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", "an array of tuples (Zipped)"),
     n.MakeTuple: _layout("T1, ..., Tk -> (T1, ..., Tk)", "a tuple"),
     n.Get: _layout("(T1, ..., Tk) -> Ti", "a tuple component"),
