@@ -236,7 +236,9 @@ class _Program:
             args.append(KernelArg("size", v))
         body = Block(list(st.locals_) + kg.body.stmts)
         kdef = KernelDef(name, params, body, _short(node))
-        gsize, lsize = self.ndrange(st.parallel)
+        gsize, lsize = self.ndrange(st.parallel, node)
+        if st.tasks and self.gsize is None and self.lsize is None and set(st.parallel) == {("glb", 0)}:
+            lsize = (Cst(1),)  # one work-group per sequential result component (codegen/tasks.py)
         barriers = [BarrierInfo(name, fence, after, reason, bufs) for fence, after, reason, bufs in st.barriers]
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),
@@ -255,11 +257,15 @@ class _Program:
         fdef = KernelDef(fill_name, list(kdef.params), body, f"pre-fill for {name}", kdef.index_type)
         return _Kernel(fdef, Launch(fill_name, tuple(args), (Cst(1),), None))
 
-    def ndrange(self, par: dict[tuple[str, int], Arith]) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
-        """Default sizes: the outer parallel trip counts, rounded to the work-group size."""
+    def ndrange(self, par: dict[tuple[str, int], Arith], node: Node | None = None
+                ) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
+        """Default sizes: the outer parallel trip counts, rounded to the work-group size (`node`:
+        the kernel's IR, named by the error for a kernel that mixes the two forms)."""
         kinds = {k for k, _ in par}
         if "glb" in kinds and kinds & {"wrg", "lcl"}:
-            raise UnsupportedError("a kernel mixes map_glb with map_wrg/map_lcl")
+            raise UnsupportedError("a kernel mixes map_glb with map_wrg/map_lcl (global ids next to group and "
+                                   "local ids)", node=node,
+                                   hint="use one form in the kernel, or split it into ocl_kernel stages")
         ndim = max((d for _, d in par), default=0) + 1
         if self.gsize is not None:
             g = tuple(Cst(x) for x in self.gsize)

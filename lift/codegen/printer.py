@@ -25,6 +25,7 @@ from lift.codegen.c_ast import (
     CVecLoad,
     Decl,
     For,
+    If,
     KernelDef,
     Unit,
     VecStore,
@@ -79,6 +80,11 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
             out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
         case For():
             _for(s, depth, out, itype)
+        case If(cond, body, comment):
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}if ({expr(cond)}) {{{note}")
+            _block(body, depth + 1, out, itype)
+            out.append(pad + "}")
         case Barrier(fence, comment):
             note = f"  // {comment}" if comment else ""
             out.append(f"{pad}barrier({fence});{note}")

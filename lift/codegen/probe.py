@@ -32,6 +32,7 @@ from lift.codegen.c_ast import (
     CVecLoad,
     Decl,
     For,
+    If,
     VecStore,
 )
 from lift.codegen.printer import expr
@@ -69,6 +70,8 @@ class _Reader:
                 return [Loop(self.loop(s), tuple(self.block(s.body)))]
             case Block():
                 return self.block(s)
+            case If(body=body):  # accesses under a condition: analysed as if unconditional
+                return self.block(body)
             case Barrier(fence, comment) if fence == PROBE_FENCE:
                 return [Point(probe_key(comment))]
             case Assign(lhs, rhs, comment):
