@@ -4,7 +4,7 @@
     python benchmarks/strategies.py replay matmul.json conv.json [--seeds 5]
 
 Not a test. `record` runs `lift.tune(strategy="uniform")` on the plain high-level program
-(matmul 128^3 written with `transpose << B`, or the conv layer 16x16, 16 -> 16 channels;
+(matmul 256^3 written with `transpose << B`, or the conv layer 32x32, 32 -> 32 channels; `--size`;
 small, because the reference interpretation runs inside the budget)
 and writes every candidate with its outcome (`lift.explore.search.Table`). `replay` runs the
 uniform and the informed strategy over each table with `lift.explore.search.replay` for
@@ -39,17 +39,21 @@ def matmul_program():
                                 << (transpose << b)) << a)
 
 
-def programs(name: str):
+SIZES = {"matmul": 256, "conv": 32}  # large enough that the kernel, not the launch, decides the time
+
+
+def programs(name: str, size: int | None = None):
     rng = np.random.default_rng(0)
+    n = size or SIZES.get(name, 0)
     if name == "matmul":
-        return matmul_program(), (rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32))
+        return matmul_program(), (rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32))
     if name == "conv":
-        return conv.listing_4_1(), conv.inputs(16, 16, 16)
+        return conv.listing_4_1(), conv.inputs(n, n, n)
     raise SystemExit(f"unknown program {name!r}: matmul or conv")
 
 
-def record(name: str, budget: float, out: str) -> None:
-    expr, args = programs(name)
+def record(name: str, budget: float, out: str, size: int | None = None) -> None:
+    expr, args = programs(name, size)
     res = lift.tune(expr, *args, budget=budget, db=False, strategy="uniform", progress=True)
     table = search.Table.from_history(res.history)
     Path(out).write_text(json.dumps(table.to_json(), indent=1))
@@ -90,6 +94,7 @@ def main() -> None:
     r.add_argument("name")
     r.add_argument("budget", type=float)
     r.add_argument("out")
+    r.add_argument("--size", type=int, help="matmul n (n x n x n) or conv n (n x n image, n -> n channels)")
     p = sub.add_parser("replay")
     p.add_argument("tables", nargs="+")
     p.add_argument("--seeds", type=int, default=5)
@@ -97,7 +102,7 @@ def main() -> None:
     p.add_argument("--tolerance", type=float, default=0.0, help="reaching within this fraction counts")
     a = ap.parse_args()
     if a.cmd == "record":
-        record(a.name, a.budget, a.out)
+        record(a.name, a.budget, a.out, a.size)
     else:
         sys.exit(0 if compare(a.tables, a.seeds, a.share, a.tolerance) else 1)
 

@@ -96,17 +96,41 @@ class Pipeline:
         self.deadline = float("inf")  # past it (the budget), candidates are timed once
         self.worker: Any = None  # a lift.explore.worker.Worker: candidates are built and run there
         self.timeout_s = 30.0  # the most one worker call of a candidate may take
-        self.reference: Any = None
-        self.precise: Any = None  # the interpreter's result with Float carried in float64
+        self._ref: Any = None  # a lift.explore.reference.Reference, started by `start_reference`
+        self.reference_grace_s = 10.0  # how long past the deadline a candidate waits for the reference
         self._spaces: dict[Any, Any] = {}  # `lift.compile`'s rewritten programs and spaces of this program
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
 
-    def compute_reference(self) -> None:
-        """The interpreter's result, computed once for every check."""
-        from lift.interpret import interpret
+    def start_reference(self) -> None:
+        """Start computing the interpreter's result (once, in a child process: see reference.py)."""
+        if self._ref is None:
+            from .reference import Reference
 
-        self.reference = interpret(self.expr, *self.arrays)
-        self.precise = interpret(self.expr, *self.arrays, precise=True)
+            self._ref = Reference(self.expr, self.arrays)
+
+    def compute_reference(self) -> None:
+        """The interpreter's result, computed once for every check (waits for it)."""
+        self.start_reference()
+        self._ref.get(0)
+
+    def close_reference(self) -> None:
+        """Stop an unfinished reference interpretation."""
+        if self._ref is not None:
+            self._ref.close()
+
+    @property
+    def reference(self) -> Any:
+        """The interpreter's result (waiting for it until the budget's end plus `reference_grace_s`,
+        the grace a worker call gets past the budget), None if not there by then."""
+        return None if self._ref is None else self._ref.get(0, self.deadline + self.reference_grace_s)
+
+    @property
+    def precise(self) -> Any:
+        """The interpreter's result with Float carried in float64 (computed when first asked for,
+        given about as long as the result took), None if not there in time."""
+        if self._ref is None or self._ref.seconds is None:
+            return None
+        return self._ref.get(1, max(self.deadline, time.perf_counter() + 2 * self._ref.seconds + 1.0))
 
     def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
         """The program with its rewrite points applied by `structural` (kept as `lift.compile` keeps it)."""
@@ -209,13 +233,16 @@ class Pipeline:
         return rec
 
     def _run(self, cand: Candidate, prog: Any, build_s: float, digest: str) -> Record:
+        reference = self.reference  # waited for before the run, so that it does not share the CPU
         t0 = time.perf_counter()
         try:
             out = prog(*self.arrays)
         except Exception as err:  # noqa: BLE001 - a crashing candidate is rejected
             return Record(cand, False, f"run: {_why(err)}", build_s=build_s, source_hash=digest)
-        bad = mismatch(out, self.reference, self.rtol)
-        if bad and self.precise is not None and _as_accurate(out, self.reference, self.precise):
+        if reference is None:
+            return unchecked(cand, build_s, digest, time.perf_counter() - t0, None)
+        bad = mismatch(out, reference, self.rtol)
+        if bad and self.precise is not None and _as_accurate(out, reference, self.precise):
             bad = ""  # another summation order: rounds differently from the sequential semantics, not worse
         if bad:
             return Record(cand, False, f"wrong result: {bad}", checked=True, build_s=build_s, source_hash=digest)
@@ -226,6 +253,17 @@ class Pipeline:
         except Exception as err:  # noqa: BLE001
             return Record(cand, False, f"timing: {_why(err)}", checked=True, build_s=build_s, source_hash=digest)
         return Record(cand, True, "", t, mem, True, build_s, digest, program=prog)
+
+
+NO_REFERENCE = "the interpreter's reference did not finish within the budget"
+
+
+def unchecked(cand: Candidate, build_s: float, digest: str, seconds: float, memory: int | None) -> Record:
+    """The record of a candidate run when the reference is not there: the default lowering
+    (`lift.compile`'s own program) is kept, not checked; any other candidate is rejected."""
+    if cand.default:
+        return Record(cand, True, f"not checked: {NO_REFERENCE}", seconds, memory, False, build_s, digest)
+    return Record(cand, False, f"check: {NO_REFERENCE}", build_s=build_s, source_hash=digest)
 
 
 def mismatch(got: Any, want: Any, rtol: float) -> str:
