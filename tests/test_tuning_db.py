@@ -217,3 +217,5 @@ def test_compile_uses_the_tuned_winner_of_a_concrete_program(tmp_path, monkeypat
     assert prog.source == res.best.source and np.allclose(prog(x, y), np.dot(x, y), rtol=1e-3)
     assert not getattr(lift.compile(dot_program()).choices, "origin", "")  # symbolic: never from the database
     assert not getattr(lift.compile(concrete(), choices={}).choices, "origin", "")  # explicit choices win
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "0")
+    assert not getattr(lift.compile(concrete()).choices, "origin", "")  # turned off
