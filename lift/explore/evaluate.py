@@ -190,15 +190,19 @@ class Pipeline:
             return self._plan(choices.replace(vectorise={}))
 
     def _plan(self, choices: Choices) -> tuple[Any, Choices]:
-        from lift.compile import device_widths, generate_first, profile_of, rewritten
+        """`lift.compile`'s own stages up to the generated source (what it leaves open, such as
+        the parameters of a skipped point or the default's tile sizes, is chosen as it chooses),
+        so the choices recorded are those `lift.compile` reports for the same program."""
+        from lift.compile import _open_choices, device_widths, generate_first, profile_of
 
         profile = profile_of(self.device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RewritePointSkipped)
             wanted = device_widths(self.expr, choices, profile)
-            pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
-            plan, used = generate_first(pointed, profile, wanted, None, None, self._spaces)
-        return plan, used.choices
+            pointed, wanted, chosen = _open_choices(self.expr, wanted, profile, self._spaces)
+            plan, used = generate_first(pointed, profile, wanted, None, None, None if chosen else self._spaces)
+        done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
+        return plan, done
 
     def compile(self, choices: Choices) -> Any:
         """`lift.compile` of the program with `choices`, sharing this pipeline's constraint spaces."""
