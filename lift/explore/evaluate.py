@@ -193,13 +193,18 @@ class Pipeline:
         """`lift.compile`'s own stages up to the generated source (what it leaves open, such as
         the parameters of a skipped point or the default's tile sizes, is chosen as it chooses),
         so the choices recorded are those `lift.compile` reports for the same program."""
-        from lift.compile import _open_choices, device_widths, generate_first, profile_of
+        from lift.compile import _open_choices, device_widths, generate_first, profile_of, rewritten
+        from lift.rewrites.choose import complete_points
 
         profile = profile_of(self.device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RewritePointSkipped)
             wanted = device_widths(self.expr, choices, profile)
-            pointed, wanted, chosen = _open_choices(self.expr, wanted, profile, self._spaces)
+            if choices.mapping is None and not choices.tuning:  # the default: compile chooses the rest
+                pointed, wanted, chosen = _open_choices(self.expr, wanted, profile, self._spaces)
+            else:  # a candidate sets mapping and tuning; only a skipped point's parameters are open
+                wanted, chosen = complete_points(self.expr, wanted), {}
+                pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
             plan, used = generate_first(pointed, profile, wanted, None, None, None if chosen else self._spaces)
         done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
         return plan, done
