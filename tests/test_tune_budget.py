@@ -90,3 +90,36 @@ def test_tune_with_the_informed_strategy_past_its_warmup(monkeypatch) -> None:
     res = tune(tiled_dot(), x, y, budget=120, trials=14, strategy="informed", db=False, progress=False)
     assert calls and all(n >= 1 for n in calls) and len(res.history) == 14
     assert res.reference_checked and np.allclose(res.best(x, y), np.dot(x, y), rtol=1e-3)
+
+
+def test_the_reference_child_ends_when_its_parent_is_killed(tmp_path) -> None:
+    """A tune killed midway (SIGKILL: no cleanup) leaves no interpreter child behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from lift.explore.reference import Reference\n"
+        "from tests.programs import dot_program, rand\n"
+        "ref = Reference(dot_program(), (rand(64), rand(64, seed=1)))\n"
+        "ref.get(0)\n"  # the child now waits to be asked for the float64 result
+        "open(sys.argv[1], 'w').write(str(ref._proc.pid))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pid_file = tmp_path / "child.pid"
+    out = subprocess.run([sys.executable, str(script), str(pid_file)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd=root, env={**os.environ, "PYTHONPATH": root}, timeout=120)
+    assert out.returncode == -signal.SIGKILL
+    child = int(pid_file.read_text())
+    deadline = time.perf_counter() + 10
+    while time.perf_counter() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail(f"the reference child {child} outlived its killed parent")

@@ -20,16 +20,19 @@ from typing import Any
 from lift.errors import LiftError
 
 
-def _interpret(conn: Any, expr: Any, arrays: Sequence[Any]) -> None:
-    """The child: the result, then the float64 one only when asked for it."""
+def _interpret(conn: Any, other: Any, expr: Any, arrays: Sequence[Any]) -> None:
+    """The child: the result, then the float64 one only when asked for it. It closes its copy of
+    the parent's end first, so a parent that dies (even by SIGKILL) ends it: its next send or
+    receive fails."""
     from lift.interpret import interpret
 
+    other.close()
     try:
         conn.send(("ok", interpret(expr, *arrays)))
         if conn.recv() == "precise":
             conn.send(("ok", interpret(expr, *arrays, precise=True)))
-    except EOFError:
-        pass  # the parent no longer wants it
+    except (EOFError, BrokenPipeError):
+        pass  # the parent no longer wants it (or is gone)
     except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
         try:
             conn.send(("error", err))
@@ -53,7 +56,8 @@ class Reference:
         if "fork" in multiprocessing.get_all_start_methods():
             ctx = multiprocessing.get_context("fork")
             parent, child = ctx.Pipe()
-            self._proc = ctx.Process(target=_interpret, args=(child, self.expr, self.arrays), daemon=True)
+            self._proc = ctx.Process(target=_interpret, args=(child, parent, self.expr, self.arrays),
+                                     daemon=True)
             self._proc.start()
             child.close()
             self._conn = parent
