@@ -142,10 +142,7 @@ def run(c: Case, repeat: int, precise: bool) -> None:
 
 def tune_matmul(budget: float) -> None:
     """`lift.tune` of examples/matmul.py's high-level program at 256^3: reference time, candidates."""
-    try:
-        from lift.explore.evaluate import Evaluator
-    except ImportError:  # before the rename of Pipeline (issue 16)
-        from lift.explore.evaluate import Pipeline as Evaluator  # type: ignore[no-redef]
+    from lift.explore.evaluate import Evaluator
 
     spent: list[float] = []
     compute = Evaluator.compute_reference

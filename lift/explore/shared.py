@@ -49,8 +49,7 @@ class SharedWork:
             elif state == "busy":
                 self.pending.add(k)
                 return None
-        if self.pipe.reference is None:
-            self.pipe.compute_reference()
+        self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
         rec = self.pipe.measure(cand)
         self.measured += 1
         if self.db is not None:

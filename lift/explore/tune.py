@@ -107,6 +107,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     the wall time. With `trials`, the switch from random sampling to local search also
     follows the count (after 40% of the trials) instead of the clock, so which candidates are
     tried does not depend on the machine's speed (tests use a generous budget and a count)."""
+    start = time.perf_counter()  # the budget counts from the call: the reference interpretation is inside it
     rank = score(objective)
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 1):
         raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
@@ -128,8 +129,20 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         if hit is not None:
             return hit
     pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
-    start = time.perf_counter()
     pipe.deadline = start + budget
+    try:
+        return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
+                       rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
+                       isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey)
+    finally:
+        pipe.close_reference()
+
+
+def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
+            database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
+            objective: str, seed: int, progress: bool, refresh: bool, isolate: bool, strategy: str | None,
+            trials: int | None, dev: Any, mkey: str) -> TuneResult:
+    """The search of `tune` (its arguments are tune's), from the default lowering to the result."""
     if isolate:
         pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
@@ -164,7 +177,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         _confirm(history, pipe, rank)
     result = _result(history, rank, pipe, time.perf_counter() - start)
     result.stats.update(measured=work.measured, from_database=work.reused)
-    if database is not None:
+    if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
     return result
 
@@ -266,7 +279,7 @@ def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float) -
     front = pareto_front(history)
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
              "default_time": next((r.time for r in history if r.candidate.default), None)}
-    return TuneResult(best.program, front, history, best, stats=stats)
+    return TuneResult(best.program, front, history, best, reference_checked=best.checked, stats=stats)
 
 
 def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
