@@ -210,7 +210,7 @@ def test_compile_uses_the_tuned_winner_of_a_concrete_program(tmp_path, monkeypat
     x, y = rand(1024), rand(1024, seed=1)
     plain = lift.compile(concrete())
     assert not getattr(plain.choices, "origin", "")
-    res = tune(concrete(), x, y, budget=2, progress=False)
+    res = tune(concrete(), x, y, budget=120, trials=4, progress=False)
     prog = lift.compile(concrete())
     assert "tuning database" in prog.choices.origin
     assert prog.choices == res.choices and prog.choices.to_json() == res.choices.to_json()
