@@ -57,6 +57,7 @@ class MapSite:
     stride: Arith | None  # input stride between iterations (elements), None if unknown
     scalar_elems: bool
     in_type: Type
+    in_iterate: bool = False  # inside an `iterate` that a map encloses (one launch cannot sync iterations)
 
     @property
     def parent(self) -> str | None:
@@ -160,6 +161,7 @@ class _Ctx:
     kernel: int = 0
     env: dict = field(default_factory=dict)
     top: bool = False  # at the top level of the program (staging into kernels)
+    in_iterate: bool = False  # inside an `iterate` nested in a concrete map
 
 
 class _Walker:
@@ -233,6 +235,8 @@ class _Walker:
                 inner = replace(ctx, space="global", origin=path, chain=(), kernel=self.kernels[-1])
                 return self.fun(g, path + (0,), args, inner, call)
             case n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _):
+                if isinstance(f, n.Iterate) and ctx.chain:
+                    ctx = replace(ctx, in_iterate=True)
                 r = self.fun(g, path + (0,), args, ctx, call)
                 return replace(r, type=infer(f, [a.type for a in args], call))
         return _layout(f, args, infer(f, [a.type for a in args], call))
@@ -263,6 +267,7 @@ class _Walker:
             perfect=bool(ctx.chain) and self._perfect(path), length=_length(x.type),
             reads=frozenset(s for s, _ in _all_mems(x)), writes=frozenset(s for s, _ in r.mems),
             free=frozenset(), stride=_stride(x), scalar_elems=_scalar_elems(x.type), in_type=x.type,
+            in_iterate=ctx.in_iterate,
         )
         return Val(t, r.mems, _fresh_dims(t))
 
