@@ -1,0 +1,88 @@
+"""Issue 14 item 2: every valid program compiles with the solver's mapping, no fallback.
+
+A result copied through `pad` gets a kernel boundary (constraints/boundary.py), a map inside a
+nested `iterate` is sequential, and a mapping the barrier pass cannot synchronise teaches the
+model a named constraint before the solver chooses again (constraints/learn.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map, pad, reduce, slide, split, transpose, user_fun
+from lift.constraints import choose_mapping, mapping_space
+from lift.errors import LiftError, MappingFallback
+from lift.testing import assert_same
+
+N, M = Size("N"), Size("M")
+inc = user_fun(lambda a: a + 1.0, [Float], Float, name="inc")
+
+
+def _compiled(prog, *xs, choices=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MappingFallback)
+        k = lift.compile(prog, choices=choices)
+    assert_same(lift.interpret(prog, *xs), k(*xs))
+    return k
+
+
+X1 = np.arange(1000, dtype=np.float32)
+X2 = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)
+
+
+@pytest.mark.parametrize("t, body, x", [
+    (Array(Float, 1000), lambda x: pad(1, 2, 0.0) << map(inc) << x, X1),  # the issue's refusal
+    (Array(Float, N), lambda x: pad(1, 2, 0.0) << map(inc) << x, X1),
+    (Array(Array(Float, M), N), lambda x: pad(1, 2, 0.0) << map(map(inc)) << x, X2),
+    (Array(Array(Float, M), N), lambda x: map(pad(1, 1, 0.0)) << map(map(inc)) << x, X2),
+    (Array(Array(Float, M), N), lambda x: pad(1, 1, 0.0) << transpose << map(map(inc)) << x, X2),
+    (Array(Float, N), lambda x: pad(1, 1, 0.0) << map(reduce(lift.add, 0.0)) << split(10) << x, X1),
+    (Array(Float, N), lambda x: slide(3, 1) << pad(1, 1, 0.0) << map(inc) << x, X1),
+    (Array(Float, N), lambda x: pad(2, 1, 1.5) << map(inc) << map(reduce(lift.add, 0.0)) << slide(3, 1)
+     << map(inc) << x, X1),  # several stages: the copy is one more kernel
+])
+def test_a_pad_of_a_parallel_result_gets_a_kernel_boundary(t, body, x):
+    prog = fun([t], body)
+    space = mapping_space(prog)
+    assert "kernel boundary" in space.stats()
+    k = _compiled(prog, x)
+    assert "copy" in k.kernels
+
+
+def test_a_sequential_computation_copies_its_own_result_in_one_kernel():
+    prog = fun([Array(Float, N)], lambda x: pad(1, 2, 0.0) << map(inc) << x)
+    k = _compiled(prog, X1, choices={"m0": 0})
+    assert len(k.kernels) == 1
+
+
+def test_the_boundary_constraint_follows_the_mapping():
+    import z3
+
+    prog = fun([Array(Float, N)], lambda x: pad(1, 2, 0.0) << map(inc) << x)
+    space = mapping_space(prog)
+    (c,) = [c for c in space.constraints if c.kind == "kernel boundary"]
+    s = z3.Solver()
+    s.add(c.formula, space.model.vars["m0"] == 30, z3.Not(z3.Bool("kernel_boundary")))
+    assert s.check() == z3.unsat  # a parallel map must end its kernel before the copy
+    s = z3.Solver()
+    s.add(c.formula, space.model.vars["m0"] == 0, z3.Bool("kernel_boundary"))
+    assert s.check() == z3.unsat  # a sequential one copies in its own kernel
+
+
+def test_a_nested_stage_the_barrier_pass_refuses_teaches_the_solver_a_named_constraint():
+    # inside one row, the windows read elements of map(inc)'s result that other work-items wrote
+    prog = fun([Array(Array(Float, M), N)], lambda x: map(
+        lambda row: map(reduce(lift.add, 0.0)) << slide(3, 1) << pad(1, 1, 0.0) << map(inc) << row) << x)
+    first = choose_mapping(prog)
+    assert first["m1"] >= 20 and first["m2"] >= 20  # the model alone allows the unsynchronisable mapping
+    x = np.random.default_rng(0).random((16, 40), dtype=np.float32)
+    k = _compiled(prog, x)
+    learnt = [c for c in mapping_space(prog).constraints if c.kind == "no barrier placement"]
+    assert learnt and set(learnt[0].labels) == {"m1", "m2"}
+    assert all(k.choices.mapping[m] < 20 for m in ("m1", "m2"))  # sequential or work-group local
+    with pytest.raises(LiftError):  # an explicit mapping is compiled as given, never changed
+        lift.compile(prog, choices=first)
+
