@@ -71,7 +71,8 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
-    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options)
+    wide = (lambda: link(used, local_size, global_size, wide=True)) if plan.index_limits else None
+    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide)
 
 
 def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | None) -> tuple[Node, Choices, dict]:
@@ -175,15 +176,18 @@ def _learnt(err: NotSynchronisableError, pointed: Node, profile: Any, choices: C
     return learn(err, mapped.program, [joint, solver], dict(mapped.choices.mapping)) is not None
 
 
-def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None, *,
+         wide: bool = False) -> KernelSource:
     """Stage "linked": each kernel through the kernel stages, then the host plan (buffers,
-    launches in order, sizes). Explicit sizes override the choices' launch sizes."""
+    launches in order, sizes). Explicit sizes override the choices' launch sizes. `wide`: 64-bit
+    indices wherever the symbolic sizes could need them (the plan a `Program` switches to when a
+    call's sizes pass its 32-bit limits)."""
     from lift.codegen import generate  # lazily: the runtime imports without the code generator
     from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
 
     return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
                     local_size=local_size if local_size is not None else mapped.local_size,
-                    global_size=global_size if global_size is not None else mapped.global_size)
+                    global_size=global_size if global_size is not None else mapped.global_size, wide=wide)
 
 
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:
