@@ -255,6 +255,9 @@ class _Program:
         if "glb" in kinds and kinds & {"wrg", "lcl"}:
             raise UnsupportedError("a kernel mixes map_glb with map_wrg/map_lcl")
         ndim = max((d for _, d in par), default=0) + 1
+        if self.lsize is not None and self.gsize is None:  # one size per dimension the kernel uses
+            ndim = max(ndim, len(self.lsize))
+            self.lsize = tuple(self.lsize) + (1,) * (ndim - len(self.lsize))
         if self.gsize is not None:
             g = tuple(Cst(x) for x in self.gsize)
             return g, (tuple(Cst(x) for x in self.lsize) if self.lsize is not None else None)
