@@ -131,7 +131,9 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
 
 
 def _has_userfun(node: Node) -> bool:
-    return any(isinstance(x, n.UserFun) for _, x in walk(node))
+    """Whether `node` computes: a user function or a constant (`map(row => 1.0)` writes memory too;
+    the same test as `lift.lower.computes`, so no map is left for the back end's default lowering)."""
+    return any(isinstance(x, n.UserFun | n.Literal) for _, x in walk(node))
 
 
 def _concrete_maps(expr: Node) -> list[Path]:

@@ -86,3 +86,39 @@ def test_a_nested_stage_the_barrier_pass_refuses_teaches_the_solver_a_named_cons
     with pytest.raises(LiftError):  # an explicit mapping is compiled as given, never changed
         lift.compile(prog, choices=first)
 
+
+
+# ---------------------------------------------- rewritten programs the sweep over lift.rules found refused
+
+neg = user_fun(lambda a: -a, [Float], Float, name="neg")
+T2 = Array(Array(Float, 6), 4)
+
+
+@pytest.mark.parametrize("body", [
+    # a parallel map of reductions inside a map: its result was "private memory" (the reductions'
+    # accumulators are), which no parallel map may write; it is global now
+    lambda x, y: map(lambda p: map(inc) << map(lambda r: reduce(lift.add, 0.0) << r) << slide(3, 1)
+                     << lift.get(0) << p) << lift.zip(x, y),
+    lambda x, y: map(lambda p: map(lambda r: reduce(lift.mult, 1.0) << r) << map(map(neg)) << transpose
+                     << split(2) << map(lambda w: reduce(lift.max_, -1e30) << w) << slide(3, 1)
+                     << lift.get(0) << p) << lift.zip(x, y),
+    # a map that only makes a constant computes too: the model gives it a variable, so the back end's
+    # default lowering never meets a half-mapped program ("computes outside every ocl_kernel")
+    lambda x, y: reduce(lift.add, 0.0) << reduce(lambda accs, col: map(lift.mult) << lift.zip(accs, col),
+                                                 map(lambda row: 1.0) << transpose << x) << transpose << transpose << x,
+    lambda x, y: map(lambda row: 1.0) << x,
+])
+def test_rewritten_forms_compile_with_the_solvers_mapping(body):
+    prog = fun([T2, T2], body)
+    x = np.random.default_rng(1).random((4, 6), dtype=np.float32)
+    k = _compiled(prog, x, x)
+    assert k.choices.mapping  # every computing map has a variable (none left to the default lowering)
+
+
+def test_a_one_dimensional_constant_init_compiles():
+    prog = fun([Array(Float, 12), Array(Float, 12)], lambda x, y: reduce(
+        lambda accs, col: map(lift.add) << lift.zip(accs, col),
+        map(lambda row: 0.0) << split(3) << map(lift.add) << lift.zip(x, y)) << transpose << split(3)
+        << map(lift.add) << lift.zip(x, y))
+    x = np.arange(12, dtype=np.float32)
+    _compiled(prog, x, x)
