@@ -198,6 +198,8 @@ class _Walker:
                     self.free.setdefault(m, set()).update(s for s, _ in v.mems)
                 return v
             case n.Literal():
+                if ctx.chain:  # a map that makes a constant writes it like a user function would
+                    self.chains.append((ctx.kernel, ctx.chain))
                 return Val(e.type)
             case FunCall(f, args):
                 vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args)]

@@ -7,7 +7,9 @@ memory from different work-groups cannot be ordered, and a barrier inside a loop
 work-items run different numbers of times cannot be reached. When the solver's mapping meets
 either, the pass's error names the loops around the two accesses (`err.loops`); `learn` maps
 them back to the model's map variables (`lift.constraints.realise.origin`) and adds a named
-constraint ("no barrier placement") over the maps that enclose one access but not both:
+constraint ("no barrier placement") over the maps that enclose one access but not both (or,
+when those are all sequential and the pass still cannot tell the work-items apart, over the
+maps that enclose both):
 
 * different work-groups: none of them distributes work over work-groups (`map_glb`, `map_wrg`);
   a `map_lcl` stays possible (its work-group can synchronise with a barrier);
@@ -48,7 +50,9 @@ def learn(err: Exception, low: Node, spaces: list[Space], choice: dict[str, int]
         return None
     rest = [x for x in dict.fromkeys(a + b) if not (x in a and x in b)]
     bound = 20 if why == "groups" else 10
-    rest = [x for x in rest if x in choice and _code(x, choice) >= (10 if bound == 10 else 20)]
+    rest = [x for x in rest if x in choice and _code(x, choice) >= bound]
+    if not rest:  # the pass could not tell the accesses' work-items apart: the shared maps, then
+        rest = [x for x in dict.fromkeys(a + b) if x in choice and _code(x, choice) >= bound]
     if not rest:
         return None
     what = "distribute work over work-groups" if bound == 20 else "be parallel"

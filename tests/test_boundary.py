@@ -122,3 +122,19 @@ def test_a_one_dimensional_constant_init_compiles():
         << map(lift.add) << lift.zip(x, y))
     x = np.arange(12, dtype=np.float32)
     _compiled(prog, x, x)
+
+
+def test_a_constant_map_inside_a_sequential_stage_uses_the_stages_dimensions():
+    # `map(row => -1e30)` had no nesting chain in the model (chains were recorded at user functions
+    # only), so "exhaustive thread indexing" let it be map_glb inside a map_seq whose other work every
+    # work-item then ran redundantly: a race on the temporaries, refused by the barrier pass
+    relu = lambda v: lift.max_(v, 0.0)  # noqa: E731
+    t = Array(Array(Float, 4), 6)
+    prog = fun([t, t], lambda x, y: map(lambda q: reduce(lift.mult, 1.0) << reduce(
+        lambda accs, col: map(lift.max_) << lift.zip(accs, col),
+        map(lambda row: -1e30) << transpose << split(2) << lift.let(map(relu)) << lift.get(0) << q)
+        << transpose << split(2) << lift.let(map(relu)) << lift.get(0) << q) << lift.zip(x, y))
+    space = mapping_space(prog)
+    assert not space.is_valid({"m0": 0, "m2": 30})
+    x = np.random.default_rng(2).random((6, 4), dtype=np.float32) - 0.5
+    _compiled(prog, x, x)
