@@ -5,7 +5,8 @@
 Programs come from `lift.testing`'s building blocks (`prefix_1d`, `prefix_2d`, `suffix`) over
 inputs of up to 2^12 elements per dimension (`large_programs`), with result layouts that need
 a kernel boundary (pad, slide) and nested stages that need barriers or a sequential stage
-(`_tail`), compiled with the compiler's work-group size or one of `LOCAL_SIZES`, so mappings,
+(`_tail`), and, for a quarter of them, small programs rewritten by a random rule of `lift.rules.ALL`
+(`rewritten_programs`), compiled with the compiler's work-group size or one of `LOCAL_SIZES`, so mappings,
 work-groups and barriers meet real sizes. Each program runs in a worker process; one that does
 not finish within `--timeout` seconds is a hang (the worker is killed and replaced). Every
 program lands in one row: ok, wrong (the kernel disagrees with the interpreter), raw crash
@@ -56,6 +57,31 @@ def large_programs(max_elements: int = MAX_ELEMENTS) -> Any:
 
         program = fun([t, t], body)
         return Case(program, draw(inputs_for(program)))
+
+    return make()
+
+
+def rewritten_programs() -> Any:
+    """Programs of `lift.testing.programs_for(rule)` (small sizes) with a random rule of
+    `lift.rules.ALL` applied at one of its matches: the rewritten forms the search compiles (fissions,
+    interchanges, half-mapped programs), as in the issue's rule-based fuzzing."""
+    from hypothesis import strategies as st
+
+    import lift
+    from lift.errors import LiftError
+    from lift.testing import Case, programs_for
+
+    @st.composite
+    def make(draw: Any) -> Case:
+        rule = draw(st.sampled_from(list(lift.rules.ALL)))
+        case = draw(programs_for(rule))
+        paths = rule.matches(case.program)
+        if not paths:
+            return case
+        try:
+            return Case(rule.apply(case.program, at=draw(st.sampled_from(paths))), case.inputs)
+        except LiftError:
+            return case
 
     return make()
 
@@ -134,7 +160,8 @@ def _worker(conn: Any, seed: int) -> None:
 
     @settings(max_examples=10**9, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
-    @given(case=large_programs(), local=st.sampled_from(LOCAL_SIZES))
+    @given(case=st.one_of(large_programs(), large_programs(), large_programs(), rewritten_programs()),
+           local=st.sampled_from(LOCAL_SIZES))
     def run(case: Any, local: int | None) -> None:
         sizes = [tuple(int(d) for d in _dims(p.ptype)) for p in case.program.params]
         text = show(case.program) + (f"  local_size={local}" if local else "")
