@@ -138,3 +138,14 @@ def test_a_constant_map_inside_a_sequential_stage_uses_the_stages_dimensions():
     assert not space.is_valid({"m0": 0, "m2": 30})
     x = np.random.default_rng(2).random((6, 4), dtype=np.float32) - 0.5
     _compiled(prog, x, x)
+
+
+def test_address_space_rules_do_not_wrap_a_map_of_layouts():
+    # found by the 15-minute fuzz run: to_local_memory wrapped `map(pad(1, 0, 0))`, a view, and the
+    # rewritten program was refused ("computes nothing the code generator can read")
+    prog = fun([T2], lambda x: map(lambda r: reduce(lift.max_, -1e30) << r) << map(pad(1, 0, 0.0)) << x)
+    for rule in (lift.rules.to_local_memory, lift.rules.to_private_memory, lift.rules.to_global_memory):
+        labels = [str(lift.ir.paths.at(prog, p)) for p in rule.matches(prog)]
+        assert not any(s.startswith("map(pad") for s in labels), labels
+    x = np.random.default_rng(3).random((4, 6), dtype=np.float32)
+    _compiled(lift.rules.to_local_memory.apply(prog, at=lift.rules.to_local_memory.matches(prog)[0]), x)
