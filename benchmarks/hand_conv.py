@@ -1,7 +1,7 @@
 """A hand-written OpenCL 3x3 convolution (the baseline of shared/notes/pocl-performance.md) next to
 the direct and GEMM kernels that examples/vgg.py derives, and numpy's im2col + GEMM, in one run.
 
-    python benchmarks/hand_conv.py [--size 64] [--cin 64] [--cout 64] [--repeat 5]
+    python benchmarks/hand_conv.py [--size 64] [--cin 64] [--cout 64] [--repeat 5] [--tune SECONDS]
 
 The hand-written kernel gives each work-item two float8 along an output row (16 pixels) times
 four output channels (8 float8 accumulators); the input rows are read through aligned
@@ -9,6 +9,9 @@ four output channels (8 float8 accumulators); the input rows are read through al
 [C][H+2][W+8] and writes [M][H][W] (the host rearranges the arrays; only kernel time is
 measured, as for every row). Not a test: it prints one table; timings on a shared machine are
 noisy, so the contenders are interleaved and the median of `--repeat` runs is reported.
+With `--tune S`, `lift.tune` first searches the direct variant's points (vgg.annotated without
+the im2col point: register blocking, vector width, tiling, flattening, mapping) for S seconds,
+and the tuned program runs interleaved with the others.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cin", type=int, default=64)
     ap.add_argument("--cout", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--tune", type=float, default=0.0, help="seconds of lift.tune for the direct variant")
     a = ap.parse_args(argv)
     layer = vgg.Layer(f"{a.cin}->{a.cout}", a.cin, a.size, a.cout)
     inp, wts = vgg.layer_inputs(layer)
@@ -112,6 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     hand, hand_args = run_hand(inp, wts)
     got = np.asarray(hand(*hand_args)).reshape(a.cout, a.size * a.size).T
     progs = {v: lift.compile(vgg.annotated(layer), choices=vgg.choices(layer, v)) for v in ("direct", "gemm")}
+    if a.tune > 0:
+        tuned = lift.tune(vgg.annotated(layer, im2col=False), inp, wts, budget=a.tune, db=False, auto=False,
+                          progress=False)
+        progs["tuned direct"] = tuned.best
+        print(f"tuned direct: {tuned.stats['candidates']} candidates; choices {tuned.best.choices}")
     checks = {"hand-written OpenCL": bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))}
     for v, p in progs.items():
         out = np.asarray(p(inp, wts)).reshape(a.size * a.size, a.cout)

@@ -22,6 +22,7 @@ from lift.arith import Arith, Cst, prove_eq
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
+from lift.lower import fused_tuple
 from lift.typecheck import infer, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
 
@@ -99,6 +100,11 @@ class Context:
     buffers: tuple[Buffer, ...]
     kernels: tuple[int, ...]
     stages: tuple[Path, ...] = ()  # top-level computing calls, one kernel each (when no ocl_kernel)
+    launches: tuple[tuple[int, ...], ...] = ()  # kernels launched as one (a result tuple's components)
+
+    def launch_of(self, k: int) -> tuple[int, ...]:
+        """The kernels launched together with kernel `k` (itself included)."""
+        return next((g for g in self.launches if k in g), (k,))
 
     def nested(self, label: str) -> list[str]:
         """NestedMaps(m): every concrete map inside m."""
@@ -178,6 +184,7 @@ class _Walker:
         self.free: dict[str, set[str]] = {}
         self.kernels = [0]
         self.stages: list[Path] = []
+        self.launches: list[tuple[int, ...]] = []
 
     def context(self) -> Context:
         bufs = []
@@ -188,7 +195,7 @@ class _Walker:
                 bufs.append(Buffer(space, origin, elems, tuple(c for c, _, _ in acc), writes))
         maps = {k: replace(s, free=frozenset(self.free.get(k, ()))) for k, s in self.sites.items()}
         return Context(maps, tuple(dict.fromkeys(self.chains)), tuple(bufs), tuple(self.kernels),
-                       tuple(self.stages))
+                       tuple(self.stages), tuple(self.launches))
 
     def expr(self, e: Expr, path: Path, ctx: _Ctx) -> Val:
         match e:
@@ -201,17 +208,40 @@ class _Walker:
                 if ctx.chain:  # a map that makes a constant writes it like a user function would
                     self.chains.append((ctx.kernel, ctx.chain))
                 return Val(e.type)
+            case FunCall(f, args) if ctx.top and fused_tuple(e):
+                return self.components(e, path, ctx)
             case FunCall(f, args):
-                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args)]
+                whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
                 fctx = ctx
                 if ctx.top and not isinstance(f, Lambda):
                     fctx = replace(ctx, top=False)
-                    if _has_userfun(f):
+                    if _has_userfun(e if whole else f):
                         self.stages.append(path)
                         self.kernels.append(len(self.kernels))
                         fctx = replace(fctx, kernel=self.kernels[-1])
+                if whole:  # its initial value may be an earlier kernel's result
+                    vals.append(self.expr(args[1], path + (2,), fctx))
                 return self.fun(f, path + (0,), vals, fctx, e)
         raise TypeError(f"not an expression: {e!r}")
+
+    def components(self, e: FunCall, path: Path, ctx: _Ctx) -> Val:
+        """A result tuple of independent computations (`lift.lower.fused_tuple`): one stage, one
+        launch; each component a kernel of its own for the constraints that hold per kernel
+        (a sequential component does not run under the other components' parallel maps,
+        `lift.codegen.tasks`), the launch's for the global/work-group exclusivity."""
+        self.stages.append(path)
+        group = []
+        vals = []
+        for i, c in enumerate(e.args):
+            assert isinstance(c, FunCall)
+            cpath = path + (i + 1,)
+            args = [self.expr(a, cpath + (j + 1,), ctx) for j, a in enumerate(c.args)]  # producers: stages
+            self.kernels.append(len(self.kernels))
+            group.append(self.kernels[-1])
+            vals.append(self.fun(c.f, cpath + (0,), args, replace(ctx, top=False, kernel=self.kernels[-1]), c))
+        self.launches.append(tuple(group))
+        return self.fun(e.f, path + (0,), vals, replace(ctx, top=False), e)
 
     def lam(self, f: Lambda, path: Path, args: list[Val], ctx: _Ctx) -> Val:
         env = dict(ctx.env)
@@ -227,6 +257,8 @@ class _Walker:
                 return self.userfun(f, args, ctx)
             case n.AbstractMap():
                 return self.map(f, path, args[0], ctx, call)
+            case n.ReduceAtomic():  # its operator runs in its map's loop (lift.codegen.atomic)
+                return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
             case n.AbstractReduce(f=g):
                 acc = Val(args[0].type, frozenset({("private", path)}))
                 self.fun(g, path + (0,), [acc, _elem(args[1])], ctx, call)

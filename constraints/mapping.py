@@ -175,7 +175,10 @@ def _exhaustive(ctx: Context, codes: dict, eff: dict):
 
 def _exclusive(ctx: Context, codes: dict, eff: dict):
     for k in ctx.kernels:
-        maps = [m.label for m in ctx.maps.values() if m.kernel == k]
+        launch = ctx.launch_of(k)
+        if k != launch[0]:
+            continue  # stated once per launch, over the maps of all its kernels
+        maps = [m.label for m in ctx.maps.values() if m.kernel in launch]
         if not maps:
             continue
         glb = z3.Or([_uses(maps, codes, c) for c in GLB])

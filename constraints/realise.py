@@ -57,6 +57,8 @@ class _Lowering:
     def expr(self, e: Expr, path: Path) -> Expr:
         if not isinstance(e, FunCall):
             return e
+        if len(self.ctx.stages) > 1 and path in self.ctx.stages and isinstance(e.f, n.MakeTuple):
+            return self.tuple_kernel(e, path)
         f = self.fun(e.f, path + (0,))
         args = tuple(self.expr(a, path + (i + 1,)) for i, a in enumerate(e.args))
         if len(self.ctx.stages) > 1 and path in self.ctx.stages:
@@ -64,6 +66,39 @@ class _Lowering:
         if isinstance(f, Lambda) and id(f) in self.made and len(args) == 1:
             return _beta(f, args[0])
         return dataclasses.replace(e, f=f, args=args)
+
+    def tuple_kernel(self, e: FunCall, path: Path) -> Expr:
+        """A result tuple of independent computations (`lift.lower.fused_tuple`) as one kernel:
+        `ocl_kernel((k0, ...) => tuple(c1', ..., ck')) << leaves`, the leaves being the
+        components' (realised) arguments: inputs, views, and the kernels of their producers."""
+        leaves: list[Expr] = []
+        params: list[Param] = []
+        comps: list[Expr] = []
+        for i, c in enumerate(e.args):
+            assert isinstance(c, FunCall)
+            cpath = path + (i + 1,)
+            f = self.fun(c.f, cpath + (0,))
+            args = []
+            for j, a in enumerate(c.args):
+                if isinstance(a, n.Literal):
+                    args.append(a)
+                    continue
+                leaves.append(self.expr(a, cpath + (j + 1,)))
+                params.append(Param(a.type, f"k{len(params)}"))
+                args.append(params[-1])
+            call: Expr = FunCall(f, tuple(args), label=c.label, loc=c.loc)
+            if isinstance(f, Lambda) and id(f) in self.made and len(args) == 1:
+                call = _beta(f, args[0])
+            comps.append(call)
+        body = FunCall(e.f, tuple(comps), label=e.label, loc=e.loc)
+        from lift.ir.paths import walk
+
+        bound = {q.id for _, x in walk(body) if isinstance(x, Lambda) for q in x.params} | {q.id for q in params}
+        free = list({x.id: x for _, x in walk(body) if isinstance(x, Param) and x.id not in bound}.values())
+        extra = [Param(q.type, f"k{len(params) + k}") for k, q in enumerate(free)]
+        body = _rename(body, {q.id: p for q, p in zip(free, extra)})  # type: ignore[assignment]
+        kernel = n.OclKernel(Lambda(tuple(params + extra), body), label=e.f.label, loc=e.loc)
+        return FunCall(kernel, tuple(leaves + free), loc=e.loc)
 
     def fun(self, f: FunDecl, path: Path) -> FunDecl:
         match f:
@@ -160,15 +195,23 @@ def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
 
 
 def _kernel(call: FunCall) -> Expr:
-    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`."""
+    """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`; a
+    `reduce_atomic` keeps its array argument inside (computed by its kernel's map)."""
     from lift.ir.paths import walk
 
-    outside = [a for a in call.args if not isinstance(a, n.Literal)]
-    bound = {q.id for _, x in walk(call.f) if isinstance(x, Lambda) for q in x.params}
-    free = list({x.id: x for _, x in walk(call.f) if isinstance(x, Param) and x.id not in bound}.values())
+    whole = isinstance(call.f, n.ReduceAtomic)
+    inside = call.args[1] if whole else call.f
+    outside = [a for a in (call.args[:1] if whole else call.args) if not isinstance(a, n.Literal)]
+    bound = {q.id for _, x in walk(inside) if isinstance(x, Lambda) for q in x.params}
+    free = list({x.id: x for _, x in walk(inside) if isinstance(x, Param) and x.id not in bound}.values())
     params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
     ren = {q.id: p for q, p in zip(free, params[len(outside):])}
     it = iter(params)
+    if whole:
+        init = call.args[0] if isinstance(call.args[0], n.Literal) else next(it)
+        body = dataclasses.replace(call, args=(init, _rename(call.args[1], ren)))
+        kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)  # type: ignore[arg-type]
+        return FunCall(kernel, tuple(outside + free), loc=call.loc)
     args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)

@@ -25,7 +25,7 @@ from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
-from lift.rules.fusion import fuse_reduce_maps
+from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.typecheck import typecheck
 
 from . import launch as ln
@@ -221,7 +221,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
     typecheck(expr)
     expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
-    expr = fuse_reduce_maps(expr)  # map under reduce: fused into the operator, never a temporary
+    expr = fuse_reduce_maps(fuse_epilogues(expr))  # elementwise consumers and maps under reduce: fused
     sizes = dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))

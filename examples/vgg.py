@@ -1,24 +1,30 @@
 """The nine VGG-16 convolution layers (thesis Table 4.3) from one annotated convolution (Listing 6.4).
 
 The high-level convolution of Listing 4.1 is annotated with rewrite points; their structural
-parameters choose the algorithm:
+parameters choose the algorithm and its shape:
 
-    windows = materialise[im2col](mapND2(joinND3) << slideND2(3, 3, 1)) << padND2(1, 1, 0) << input
-    output  = flatten[flat](tile_nested_map_reduce[tile](
-                  mapND2(win => map(k => reduce(+, 0) << map(*) << zip(win, k)) << weights'), final=+))
+    windows = materialise[im2col](mapND2(joinND3) << slideND2(3, 3, 1))
+              << materialise[pad](padND2(1, 1, 0)) << input
+    output  = flatten[flat](tile_nested_map_reduce[tile](register_block[block](
+                  mapND2(win => map(k => reduce(+, 0) << map(*) << zip(win, k)) << weights')), final=+))
               << windows
 
-- direct: `im2col` skipped: the windows stay a view of the padded input;
+- direct: `im2col` skipped: the windows stay a view of the padded input, which `pad` copies
+  into memory first (Listing 6.4 line 6: no branch per read in the convolution kernel);
 - GEMM:   `im2col` applied (`mem="global"`): the windows are copied into a [H*W][9C] buffer
-  (im2col), and the rest is a matrix multiplication of that buffer with the weights.
+  (im2col, which pads as it copies: `pad` skipped), and the rest is a matrix multiplication
+  of that buffer with the weights.
 
-`tile` splits the reduced dimension (9C) into tiles whose partial sums are added by the final
-operator; `flatten` joins the two spatial dimensions so that the nest is map(map(reduce)).
-Each layer's shapes are substituted into the program (as the thesis does), so tile sizes are
-chosen for that layer.
+`flatten` joins the two spatial dimensions so that the nest is map(map(reduce)); `tile` splits
+the reduced dimension (9C) into tiles whose partial sums are added by the final operator
+(skipped by default: on a CPU the partial sums cost memory traffic); `block` computes
+`rows` pixels x `cols` output channels per work-item with `width`-lane vector accumulators in
+private memory (register blocking; its defaults are upper bounds that fit every layer).
+Each layer's shapes are substituted into the program (as the thesis does).
 
     python examples/vgg.py --scale small     # spatial size 8x8: seconds
     python examples/vgg.py --scale full      # Table 4.3 sizes
+    python examples/vgg.py --tune 60 --layers 2 --scale small   # lift.tune the direct variant
     python -m lift show examples/vgg.py      # `program` and `inputs()`: layer 2 at the small scale
 """
 
@@ -67,31 +73,31 @@ def mult(a: Float, b: Float) -> Float:
     return a * b
 
 
-def annotated(layer: Layer) -> Any:
-    """Listing 6.4 (the points this compiler has) for `layer`'s shapes."""
+def annotated(layer: Layer, im2col: bool = True) -> Any:
+    """Listing 6.4 (the points this compiler has) for `layer`'s shapes; without `im2col`
+    the windows are never materialised (the direct algorithm only: what `--tune` explores)."""
     h = w = layer.size
     c, m = layer.cin, layer.cout
     types = [Array(Array(Array(Float, c), w), h), Array(Array(Array(Array(Float, c), KW), KH), m)]
 
     def conv(inp: Any, wts: Any) -> Any:
-        windows = rw.materialise(map_nd(2, join_nd(3)) << slide_nd(2, (KH, KW), STRIDE), label="im2col") \
-            << pad_nd(2, PAD, PAD, 0.0) << inp
+        slide = map_nd(2, join_nd(3)) << slide_nd(2, (KH, KW), STRIDE)
+        padded = rw.materialise(pad_nd(2, PAD, PAD, 0.0), label="pad") << inp
+        windows = (rw.materialise(slide, label="im2col") if im2col else slide) << padded
         flat_w = map(join_nd(3)) << wts
         pixel = map_nd(2, lambda win: map(lambda k: reduce(lift.add, 0.0) << map(mult) << zip(win, k)) << flat_w)
-        return rw.flatten(rw.tile_nested_map_reduce(pixel, final=lift.add, label="tile"), label="flat") << windows
+        nest = rw.tile_nested_map_reduce(rw.register_block(pixel, label="block"), final=lift.add, label="tile")
+        return rw.flatten(nest, label="flat") << windows
 
     return fun(types, conv)
 
 
-def tile_size(layer: Layer) -> int:
-    """Three tiles of the reduced dimension 9C (few partial sums: little memory)."""
-    return KH * KW * layer.cin // 3
-
-
 def choices(layer: Layer, variant: str) -> dict[str, Any]:
-    """The structural parameters of `variant` ("direct" or "gemm") for `layer`."""
-    im2col = {"skip": True} if variant == "direct" else {"mem": "global"}
-    return {"im2col": im2col, "tile": {"size": tile_size(layer)}}
+    """The structural parameters of `variant` ("direct" or "gemm"); the others take their
+    domains' defaults (`block`: 2 x 4 blocks of float8 accumulators where the layer allows)."""
+    direct = variant == "direct"
+    return {"im2col": {"skip": True} if direct else {"mem": "global"},
+            "pad": {"mem": "global"} if direct else {"skip": True}, "tile": {"skip": True}}
 
 
 def reference(inp: np.ndarray, wts: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@
     lift show FILE.py [--device D] [--choices JSON]
     lift tune FILE.py [--budget S] [--objective time|memory|pareto] [--plot [PNG]] [--json OUT]
     lift bench [NAMES...] [--tune S] [--json OUT]
+    lift bench seeds [WORKLOADS...] [--quick] [--tune S] [--json OUT]   (benchmarks/seeds.py)
     lift db list | show KEY | export [OUT] | import FILE | clear [KEY]
 
 A *program file* is a Python file that defines, at module level, `program` (a `lift.fun`
@@ -315,20 +316,28 @@ def _one(db: Any, key: str | None) -> dict[str, Any]:
 
 
 def cmd_bench(opts: argparse.Namespace) -> int:
-    """A thin call of benchmarks/bench.py (in the source tree)."""
-    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"
-    if not bench.is_file():
-        raise CliError(f"the benchmark suite is not here ({bench}); run lift bench from a liftcl source tree")
-    spec = importlib.util.spec_from_file_location("lift_bench", bench)
+    """A thin call of benchmarks/bench.py, or of benchmarks/seeds.py for `lift bench seeds [NAMES]`
+    (the seed papers' workloads; NAMES narrow them), in the source tree."""
+    common = [*(["--tune", str(opts.tune)] if opts.tune else []), *(["--json", opts.json] if opts.json else []),
+              *(["--quick"] if opts.quick else []), *(["--repeat", str(opts.repeat)] if opts.repeat else [])]
+    if opts.names[:1] == ["seeds"]:
+        only = ["--only", ",".join(opts.names[1:])] if opts.names[1:] else []
+        return _run_script("seeds.py", [*common, *only])
+    return _run_script("bench.py", [*opts.names, *common])
+
+
+def _run_script(name: str, argv: list[str]) -> int:
+    """`main(argv)` of benchmarks/NAME, loaded from the source tree."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / name
+    if not script.is_file():
+        raise CliError(f"the benchmark suite is not here ({script}); run lift bench from a liftcl source tree")
+    spec = importlib.util.spec_from_file_location(f"lift_bench_{script.stem}", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    argv = [*opts.names, *(["--tune", str(opts.tune)] if opts.tune else []),
-            *(["--json", opts.json] if opts.json else []), *(["--quick"] if opts.quick else []),
-            *(["--repeat", str(opts.repeat)] if opts.repeat else [])]
     try:
         status = module.main(argv)
-    except SystemExit as done:  # bench.py's own argument errors
+    except SystemExit as done:  # the script's own argument errors
         status = done.code
     return status if isinstance(status, int) else (0 if status is None else USAGE)
 
@@ -352,8 +361,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--choices", help="choices as JSON (or @FILE), as lift.compile(choices=...) takes them")
     p.set_defaults(run=cmd_show)
     add_tune(sub, _program_args)
-    p = sub.add_parser("bench", help="the benchmark suite (benchmarks/bench.py)")
-    p.add_argument("names", nargs="*", help="examples (and 'baselines') to run; default: all")
+    p = sub.add_parser("bench", help="the benchmark suite (benchmarks/bench.py); `bench seeds`: the seed "
+                       "papers' workloads (benchmarks/seeds.py)")
+    p.add_argument("names", nargs="*", help="examples (and 'baselines') to run, default all; or 'seeds' and "
+                   "optionally seed workload names")
     p.add_argument("--tune", type=float, default=0.0, metavar="S", help="also tune each example for S seconds")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--quick", action="store_true", help="smaller sizes")

@@ -65,9 +65,15 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
         tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
         if tuned is not None:
             return tuned
+    from lift.rewrites.defaults import default_reduction, with_auto_points
+
+    default = default_reduction(expr) if choices is None and spaces is None else None
+    if default is not None:  # a full reduction: parallel chunks, atomic combine (lift/rewrites/defaults.py)
+        choices = default[1]
+    search = default[0] if default is not None else with_auto_points(expr, as_choices(choices))
     profile = profile_of(device)
-    wanted = device_widths(expr, as_choices(choices), profile)
-    pointed, wanted, chosen = _open_choices(expr, wanted, profile, spaces)
+    wanted = device_widths(search, as_choices(choices), profile)
+    pointed, wanted, chosen = _open_choices(search, wanted, profile, spaces)
     plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices

@@ -7,7 +7,9 @@ code generator writes a program's result there). A `map` of layout patterns
 computations and one of them is parallel (`map_glb`), each becomes an `ocl_kernel` stage, so
 no kernel reads what other work-groups wrote; a `map_glb` reading a `map_glb` of the same
 length element by element stays in one kernel, and sequential computations feeding
-sequential ones stay together.
+sequential ones stay together. A result tuple of independent computations (`(reduce(add) << a,
+reduce(max_) << c)`) is one kernel with one output per component (`fused_tuple`): the code
+generator runs each sequential component on a work-item of its own.
 
     map(f) << map(g) << x        ->  map_glb(f) << map_glb(g) << x              (one kernel)
     reduce(add, 0) << map(mult) << zip(x, y)
@@ -43,10 +45,11 @@ def lower(program: Lambda) -> Lambda:
     """`program` with maps and reductions mapped to OpenCL and split into kernel stages.
 
     A `map` under a `reduce` is first fused into the reduction's operator
-    (`lift.rules.fusion.fuse_reduce_maps`), so it never becomes a temporary array."""
-    from lift.rules.fusion import fuse_reduce_maps
+    (`lift.rules.fusion.fuse_reduce_maps`) and an elementwise consumer into its producer's map
+    (`lift.rules.fusion.fuse_epilogues`), so neither becomes a temporary array."""
+    from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 
-    program = fuse_reduce_maps(program)  # type: ignore[assignment]
+    program = fuse_reduce_maps(fuse_epilogues(program))  # type: ignore[assignment]
     body = _expr(program.body, nested=False)
     staged = _stages(body)
     if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
@@ -109,6 +112,8 @@ def _stages(e: Expr) -> Expr:
         return e
     if _is_stage(e):
         return _kernel(e)
+    if fused_tuple(e):
+        return _kernel(e, components=True)
     f = e.f
     if isinstance(f, Lambda | n.Let):
         lam = f if isinstance(f, Lambda) else f.f
@@ -118,6 +123,13 @@ def _stages(e: Expr) -> Expr:
     return with_children(e, (f, *(_stages(a) for a in e.args)))  # type: ignore[return-value]
 
 
+def fused_tuple(e: Expr) -> bool:
+    """Whether `e` is a tuple of at least two independent computations, one kernel in all:
+    `tuple(c1, ..., ck)` whose components all compute (none is a parameter or a view of one)."""
+    return (isinstance(e, FunCall) and isinstance(e.f, n.MakeTuple) and len(e.args) > 1
+            and all(_is_stage(a) for a in e.args))
+
+
 def _fusable(consumer: FunCall, producer: Expr) -> bool:
     if not _is_stage(producer):
         return False
@@ -125,12 +137,15 @@ def _fusable(consumer: FunCall, producer: Expr) -> bool:
     if not _parallel(consumer) and not _parallel(producer):
         return True
     c, p = consumer.f, producer.f
+    if isinstance(c, n.ReduceAtomic):  # its array is computed by its own kernel's map (lift.codegen.atomic);
+        return producer is consumer.args[1]  # its initial value by an earlier kernel
     return (isinstance(c, n.MapGlb) and isinstance(p, n.MapGlb) and c.dim == p.dim
             and len(consumer.args) == 1 and consumer.args[0] is producer)
 
 
-def _kernel(stage: FunCall) -> Expr:
-    """`ocl_kernel((params) => stage') << leaves`: the stage with fusable producers inlined."""
+def _kernel(stage: FunCall, components: bool = False) -> Expr:
+    """`ocl_kernel((params) => stage') << leaves`: the stage with fusable producers inlined
+    (`components`: `stage` is a `fused_tuple`, its components are inlined, each with its own)."""
     leaves: list[Expr] = []
     params: list[Param] = []
 
@@ -154,7 +169,10 @@ def _kernel(stage: FunCall) -> Expr:
                 args.append(leaf(a))
         return with_children(call, (call.f, *args))  # type: ignore[return-value]
 
-    body = inline(stage)
+    if components:
+        body = with_children(stage, (stage.f, *(inline(a) for a in stage.args)))  # type: ignore[arg-type]
+    else:
+        body = inline(stage)
     free = _free_params(body, {p.id for p in params})
     body = _rename(body, {p.id: leaf(p) for p in free})
     lam = Lambda(tuple(params), body, loc=stage.loc)
@@ -197,4 +215,4 @@ def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
         raise LiftValueError("verify_lowered: " + "; ".join(problems))
 
 
-__all__ = ["lower", "is_high_level", "computes", "verify_lowered"]
+__all__ = ["lower", "is_high_level", "computes", "fused_tuple", "verify_lowered"]

@@ -253,6 +253,35 @@ def check_iterate(f: n.Iterate, node: n.Node) -> None:
                  "(one kernel launch per iteration)")
 
 
+ATOMIC_OPS = ("add", "mult", "max_", "min_")  # commutative and associative: any combining order
+
+
+def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None, node: n.Node) -> None:
+    """`UnsupportedError` unless `reduce_atomic(g, init) << x` can be generated: `g` a built-in
+    commutative operator on a 32-bit scalar, `init` a literal or an input of the kernel (the
+    result is pre-filled with it by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
+    enclosing loop: it is complete only when the kernel ends)."""
+    from lift.rules.reduce import builtin
+    from lift.types import ScalarType
+
+    g = f.f  # type: ignore[attr-defined]
+    why = None
+    t = init.type
+    if builtin(g) not in ATOMIC_OPS:
+        why = f"{g} is not a built-in commutative operator ({', '.join(ATOMIC_OPS)})"
+    elif not (isinstance(t, ScalarType) and t.name in ("Float", "Int")):
+        why = f"atomics combine 32-bit Float or Int values, not {t}"
+    elif concrete(init):
+        why = "its initial value must be a literal or an earlier kernel's result (the result is pre-filled with it)"
+    elif not (isinstance(x, FunCall) and isinstance(x.f, n.MapGlb | n.MapWrg | n.MapLcl | n.MapSeq)
+              and len(x.args) == 1):
+        why = f"its array must be computed by a lowered map, got {str(x)[:60]}"
+    elif loops or dest != "global":
+        why = "its result must be the kernel's result in global memory (it is complete only when the kernel ends)"
+    if why is not None:
+        raise UnsupportedError(f"reduce_atomic cannot be generated: {why}", node=node)
+
+
 def _inlinable(a: Expr) -> bool:
     return isinstance(a, FunCall) and (
         isinstance(a.f, n.UserFun | n.Vectorise)
@@ -267,7 +296,8 @@ def _inlinable(a: Expr) -> bool:
 KERNEL_CASES: dict[type, str] = {
     Lambda: "lambda", n.UserFun: "userfun", n.Vectorise: "userfun",
     n.MapGlb: "map", n.MapWrg: "map", n.MapLcl: "map", n.MapSeq: "map",
-    n.ReduceSeq: "reduce", n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
+    n.ReduceSeq: "reduce", n.ReduceAtomic: "atomic",
+    n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
     n.Let: "let", n.Iterate: "iterate", **{t: "layout" for t in n.LAYOUT},
 }
 # Rejected inside a kernel, with the reason (an `UnsupportedError` naming the node).
@@ -354,6 +384,8 @@ class _Alloc:
                 self.map(f, fpath, args, out, loops, dest, node, key)
             case "reduce":
                 self.reduce(f.f, fpath, args, loops, dest, node, key)  # type: ignore[attr-defined]
+            case "atomic":
+                self.atomic(f, args, loops, dest, node)
             case "address":
                 space = SPACES[type(f)]
                 if dest != space:
@@ -423,6 +455,19 @@ class _Alloc:
         none = (None, None)
         self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
 
+    def atomic(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None, node: n.Node) -> None:
+        """`reduce_atomic(f, z) << map(g) << xs` (`lift.codegen.atomic`): the map's loop, each element
+        computed into private memory of its own (at the map call's path) and combined into the
+        destination, which must be the kernel's global result."""
+        (init, _), (x, xp) = args
+        check_atomic(f, init, x, loops, dest, node)  # type: ignore[arg-type]
+        m, (xs,) = x.f, x.args
+        self.arg(xs, xp + (1,), loops)
+        self.buffers[xp] = self.new(xp, x.type.elem, "private", loops, node)
+        loop = Loop(xp + (0,), LOOP_KINDS[type(m)], getattr(m, "dim", 0), x.type.size)
+        self.loops[xp + (0,)] = loop
+        self.apply(m.f, xp + (0, 0), [(None, None)], x.type.elem, loops + (loop,), "private", m, xp + (0, 0))
+
     def iterate(self, f: n.Iterate, fpath: Path, args: list, out: Type, loops: tuple[Loop, ...],
                 dest: str | None, node: n.Node, key: Path) -> None:
         """`iterate(k, g)`: the first iteration reads the argument, the last writes the destination;
@@ -460,4 +505,4 @@ class _Alloc:
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
-           "lambda_body", "body_path"]
+           "lambda_body", "body_path", "check_atomic", "ATOMIC_OPS"]

@@ -245,6 +245,8 @@ class Program:
         events = []
         for launch in self.plan.launches:
             gsize, lsize = self._ndrange(launch, sizes)
+            if 0 in gsize:
+                continue  # no work (e.g. no whole chunk of a short array; OpenCL 1.2 refuses a 0 range)
             values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args]
             events.append(runtime.enqueue(self._dc, self._kernels[launch.kernel], gsize, lsize, values))
         return events

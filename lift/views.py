@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
 
@@ -348,13 +349,54 @@ def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
         return resolve(w, (Idx(i * width + rest[0].k),) + rest[1:])
     lane = Var("_lane", Cst(0), Cst(width - 1))
     probe = resolve(w, (Idx(i * width + lane),) + rest)
-    if isinstance(probe, Load) and not probe.tail and _contiguous(probe, lane):
-        first = Load(probe.mem, tuple(substitute(x, {"_lane": 0}) for x in probe.indices), (VecOf(width),))
-        return first
+    vec = _vector_leaf(probe, lane, width)
+    if vec is not None:
+        return vec
     parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
     scalar = _leaf_type(parts[0])
     assert isinstance(scalar, ScalarType)
     return Gather(VectorType(scalar, width), parts)
+
+
+def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
+    """The `width` lanes of `leaf` (which reads lane `lane`) as one vector leaf: a load of
+    consecutive scalars, a constant, or a pad's selection whose conditions are the same for
+    every lane (`lane_free`); None when the lanes must be gathered one by one."""
+    match leaf:
+        case Load(mem, indices, ()):
+            load = Load(mem, tuple(lane_free(x, lane, width) for x in indices))
+            if _contiguous(load, lane):
+                return Load(mem, tuple(substitute(x, {lane.name: 0}) for x in load.indices), (VecOf(width),))
+        case Load(mem, indices, (Lane(k),)) if _storage_width(mem) == width:
+            idx = tuple(lane_free(x, lane, width) for x in indices)
+            if lane_free(k, lane, width) == lane and not any(lane in _vars(x) for x in idx):
+                return Load(mem, idx)  # the lanes of one stored vector, in order: the vector itself
+        case ConstLeaf(value, t) if isinstance(t, ScalarType):
+            return ConstLeaf(value, VectorType(t, width))
+        case Select(conds, then, orelse):
+            free = tuple(_lane_free_cond(c, lo, hi, lane, width) for c, lo, hi in conds)
+            if any(lane in _vars(x) for c, _, hi in free for x in (c, hi) if x is not None):
+                return None
+            t, o = _vector_leaf(then, lane, width), _vector_leaf(orelse, lane, width)
+            if t is not None and o is not None:
+                return Select(free, t, o)
+    return None
+
+
+def _storage_width(m: Mem) -> int:
+    st = storage_type(m.type)
+    return st.n if isinstance(st, VectorType) else 0
+
+
+def _lane_free_cond(c: Arith, lo: bool, hi: Arith | None, lane: Var, width: int) -> tuple:
+    """A pad condition `0 <= c < hi` of lane `lane`; `c = a + lane` with `width` dividing `a`
+    and `hi` holds for every lane exactly when it holds for `a`."""
+    c = lane_free(c, lane, width)
+    hi = None if hi is None else lane_free(hi, lane, width)
+    rest = c - lane
+    if lane not in _vars(rest) and prove_divides(width, rest) and (hi is None or prove_divides(width, hi)):
+        c = rest
+    return c, lo, hi
 
 
 def _contiguous(load: Load, lane: Var) -> bool:

@@ -9,15 +9,18 @@
 A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Families:
 `split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`,
 `reduce_chunks`, `materialise`, `optimise_data_layout`, `interchange_maps`, `interchange_reduce_nd`,
-`privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`;
+`privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`, `register_block`,
+`recompute_producer`;
 `auto_points` places points at a program's natural places (for `lift.tune`).
 """
 
 from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
 from .auto import auto_points, auto_space, is_auto
+from .blocking import RegisterBlock, register_block
 from .chunks import ReduceChunks, reduce_chunks
 from .fission import Fission, fission
 from .flatten import Flatten, flatten
+from .fusion_points import RecomputeProducer, recompute_producer
 from .layout_points import (
     InterchangeMaps,
     OptimiseDataLayout,
@@ -34,7 +37,8 @@ from .vectorise import VectorisePoint, vectorise
 
 FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks,
                               Materialise, OptimiseDataLayout, InterchangeMaps, InterchangeReduceND,
-                              PrivatiseAccumulator, PadExtraND, TileNestedMapReduce)
+                              PrivatiseAccumulator, PadExtraND, TileNestedMapReduce, RegisterBlock,
+                              RecomputeProducer)
 
 __all__ = [
     "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
@@ -45,4 +49,6 @@ __all__ = [
     "materialise", "optimise_data_layout", "interchange_maps", "interchange_reduce_nd", "privatise_accumulator",
     "pad_extra_nd", "tile_nested_map_reduce", "Materialise", "OptimiseDataLayout", "InterchangeMaps",
     "InterchangeReduceND", "PrivatiseAccumulator", "PadExtraND", "TileNestedMapReduce",
+    "register_block", "RegisterBlock",
+    "recompute_producer", "RecomputeProducer",
 ]

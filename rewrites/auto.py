@@ -32,12 +32,13 @@ from lift.rules.reduce import builtin, is_monoid
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 
-from .chunks import ReduceChunks, _zip_fun, reduce_parts, safe_widths
+from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
 from .point import RewritePoint
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
 MAP_WIDTHS = (8, 4)
+PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
 
 
@@ -73,6 +74,8 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
             if parts is not None:
                 widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
             out[n.label] = {"skip": (False, True), "width": widths}  # type: ignore[index]
+            if isinstance(n, ReduceChunks):
+                out[n.label].update(_Placer(dict(sizes or {})).reduce_choices(n))  # type: ignore[index]
     return out
 
 
@@ -132,6 +135,21 @@ class _Placer:
             return (1,)
         n = self.length(x)
         return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)
+
+    def reduce_choices(self, point: ReduceChunks) -> dict[str, tuple[Any, ...]]:
+        """The combine (two kernels first; the atomic one where it applies), the tail step (first
+        where the length is known and not a multiple of 1024, the largest chunk x width the tuner
+        usually takes: sizes like 2176, 1000 or primes) and the neutral pad."""
+        parts = reduce_parts(point.f.body) if isinstance(point.f, Lambda) else None
+        if parts is None:
+            return {}
+        f, z, _, x = parts
+        out: dict[str, tuple[Any, ...]] = {"combine": ("kernel", "atomic") if atomic_ok(f, z) else ("kernel",)}
+        n = self.length(x)
+        irregular = n is not None and n % PAD_BLOCK != 0
+        out["tail"] = (True, False) if irregular else (False, True)
+        out["pad"] = (False, True)
+        return out
 
     def map(self, call: FunCall) -> Node | None:
         if not (type(call.f) is Map and len(call.args) == 1):

@@ -13,6 +13,22 @@ per work-item reads contiguous memory, and with `w > 1` accumulates in a vector 
 indices (`lane_sum`). The partial results, one per chunk, are reduced by `f`. Width
 `w > 1` needs `f` to be `add` and `g` a scalar user function. The tile size `T` (in
 elements of the vectorised array) is a tuning variable `T_label`.
+
+`combine` says how the partial results are reduced: "kernel" (a `reduce` of the partials array,
+which the mapping puts in a second kernel when the chunks are parallel) or "atomic"
+(`reduce_atomic`: each chunk's partial is combined into the result with an OpenCL atomic as
+soon as it is computed, one kernel; `f` add, mult, max_ or min_ on 32-bit Float or Int).
+
+With `pad` (a structural choice, for sizes like 2176, 1000 or a prime that `T * w` may not
+divide) the arrays are padded at the end with the reduction's initial value `z` up to a
+multiple of `T * w` (`pad(0, r, z)`, r = (T*w - n % (T*w)) % (T*w)) unless that provably
+divides the length: a neutral-element pad, used only where `z` is neutral for `f` and
+`g(z, .., z) == z` (`g`'s Python meaning), so the padding changes nothing; reads past the end
+become selects of `z`. With `tail` (a structural choice too, taking precedence over `pad`) the
+chunks cover the first m = n - n % (T*w) elements (`take(m)`: whole vectors, no selects) and the
+rest is a tail step, `reduce(f, z) << map(g) << pad(-m, 0)`, whose result is the initial value of
+the reduction of the partials (one work-item, in a kernel of its own before it); it needs no
+neutral pad. Without either, `split(T)` needs `T * w` to divide the length.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lift.arith import Cst, prove_divides
 from lift.ir.nodes import (
     AsVector,
     FunCall,
@@ -32,7 +49,9 @@ from lift.ir.nodes import (
     Lambda,
     Literal,
     Map,
+    Pad,
     Reduce,
+    ReduceAtomic,
     ReduceSeq,
     Split,
     UserFun,
@@ -45,13 +64,14 @@ from lift.rules.terms import call as call_fun
 from lift.rules.terms import eta, lam, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
-from lift.types import ArrayType, TupleType, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 
 from .point import Nested, RewritePoint, constructor, size_param
 
 AUTO_WIDTHS = (8, 16, 4, 1)
+COMBINES = ("kernel", "atomic")  # how the partial results are reduced (the first: the default)
 # float16 `vload16`, `fma` and `mad` abort PoCL 3.0 (shared/notes/pocl-performance.md): width 16
 # only for user functions that call none of these (the codegen loads through pointer casts)
 _UNSAFE_16 = re.compile(r"\b(fma|mad|vload\d+|vstore\d+)\s*\(")
@@ -121,10 +141,20 @@ class ReduceChunks(RewritePoint):
     f: FunDecl
     size: Any = None
     width: int | None = None
+    combine: str | None = None
+    pad: bool | None = None
+    tail: bool | None = None
     kind: ClassVar[str] = "reduce_chunks"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        return {} if self.width is not None else {"width": AUTO_WIDTHS}
+        out: dict[str, tuple[Any, ...]] = {} if self.width is not None else {"width": AUTO_WIDTHS}
+        if self.combine is None:
+            out["combine"] = COMBINES
+        if self.pad is None:
+            out["pad"] = (False, True)
+        if self.tail is None:
+            out["tail"] = (False, True)
+        return out
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         parts = reduce_parts(call)
@@ -135,6 +165,12 @@ class ReduceChunks(RewritePoint):
             return f"{f} is not a known associative operator with neutral {z}"
         w = int(params.get("width") or self.width or 1)
         size = size_param(self.size, params, self.label or "T")
+        tail = params.get("tail")
+        init = z
+        if (tail if tail is not None else self.tail) and not prove_divides(size * w, type_of(x).size):  # type: ignore[attr-defined]
+            if _whole(type_of(x).size, size * w) == Cst(0):  # type: ignore[attr-defined]
+                return f"the array ({type_of(x).size} elements) is shorter than one chunk ({size * w})"  # type: ignore[attr-defined]
+            x, init = _tail_step(x, size * w, f, z, g)
         if w == 1:
             elem_t = type_of(x).elem  # type: ignore[attr-defined]
             step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
@@ -165,11 +201,91 @@ class ReduceChunks(RewritePoint):
                 return FunCall(ReduceSeq(step), (refresh(z), c))
             return FunCall(lane_sum(type_of(z), w), (FunCall(ReduceSeq(step), (z_inner, c)),))
 
+        combine = params.get("combine") or self.combine or "kernel"
+        if combine not in COMBINES:
+            return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
+        if combine == "atomic" and not atomic_ok(f, z):
+            return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
+        pad = params.get("pad")
+        if (pad if pad is not None else self.pad) and init is z:
+            data = _padded(data, size, f, z, g, x)
+            if isinstance(data, str):
+                return data
         chunk = lam([ArrayType(elem_t, size)], per_chunk, ["chunk"])
         partials = FunCall(Map(chunk, label=getattr(call.f, "label", None)), (FunCall(Split(size), (data,)),))
-        return FunCall(Reduce(f, label=call.f.label, loc=call.f.loc), (z, partials), loc=call.loc)
+        final = ReduceAtomic if combine == "atomic" else Reduce
+        return FunCall(final(f, label=call.f.label, loc=call.f.loc), (init, partials), loc=call.loc)
+
+
+def _whole(n: Any, block: Any) -> Any:
+    """`n - n % block`: the elements that whole blocks cover."""
+    return n - n % block
+
+
+def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tuple[Any, Any]:
+    """`(main, tail)` for a length `n` that `block` may not divide: `main` the first
+    m = n - n % block elements of the array(s) `x` (`take(m)`), `tail` the reduction of the rest
+    (`reduce(f, z) << map(g) << pad(-m, 0)`), the initial value of the reduction of the chunks."""
+    n = type_of(x).size  # type: ignore[attr-defined]
+    m = _whole(n, block)
+
+    def each(a: Any, left: Any, right: Any) -> Any:
+        if isinstance(a, FunCall) and isinstance(a.f, Zip):
+            return FunCall(a.f, tuple(each(b, left, right) for b in a.args))
+        return FunCall(Pad(left, right, z.value if isinstance(z, Literal) else 0), (a,))
+
+    rest: Any = each(x, -m, Cst(0))
+    if g is not None:
+        rest = FunCall(Map(refresh(g)), (rest,))
+    return each(x, Cst(0), m - n), FunCall(Reduce(f), (refresh(z), rest))
+
+
+def atomic_ok(f: FunDecl, z: Any) -> bool:
+    """Whether `reduce_atomic(f, z)` can be generated (`lift.memory.check_atomic`'s operator and type)."""
+    t = type_of(z)
+    return builtin(f) in ("add", "mult", "max_", "min_") and isinstance(t, ScalarType) and t.name in ("Float", "Int")
+
+
+def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any) -> Any:
+    """`data` (an array, as_vector of one, or a zip of them) padded at the end with `z` up to a
+    multiple of `block` elements (vectors of as_vector's scalars), unless `block` provably divides its
+    length; or why not."""
+    length = type_of(data).size  # type: ignore[attr-defined]
+    if prove_divides(block, length):
+        return data
+    if not (isinstance(z, Literal) and is_monoid(f, z) and _neutral_image(g, z, x)):
+        return f"the chunks may not divide the length {length} and padding with {z} is not neutral for {g}"
+
+    def pad(a: Any) -> Any:
+        if isinstance(a, FunCall) and isinstance(a.f, AsVector):  # pad the scalars, then view as vectors
+            n = type_of(a.args[0]).size  # type: ignore[attr-defined]
+            return FunCall(a.f, (FunCall(Pad(Cst(0), _rest(n, block * a.f.n), z.value), (a.args[0],)),))
+        return FunCall(Pad(Cst(0), _rest(type_of(a).size, block), z.value), (a,))  # type: ignore[attr-defined]
+
+    if isinstance(data, FunCall) and isinstance(data.f, Zip):
+        return FunCall(data.f, tuple(pad(a) for a in data.args))
+    return pad(data)
+
+
+def _rest(n: Any, block: Any) -> Any:
+    """`(block - n % block) % block`: how many elements make `n` a multiple of `block`."""
+    return (block - n % block) % block
+
+
+def _neutral_image(g: FunDecl | None, z: Literal, x: Any) -> bool:
+    """Whether `g` maps padding (`z` in every array of `x`) to `z`: then padded elements change nothing."""
+    if g is None:
+        return True
+    found = _zip_fun(g, x)
+    uf = found[0] if found is not None else None
+    if uf is None or uf.py_fn is None:
+        return False
+    try:
+        return bool(float(uf.py_fn(*([z.value] * len(found[1])))) == float(z.value))  # type: ignore[index]
+    except Exception:  # noqa: BLE001 - a function the check cannot evaluate: do not pad
+        return False
 
 
 reduce_chunks = constructor(ReduceChunks, "reduce_chunks")
 
-__all__ = ["ReduceChunks", "reduce_chunks", "reduce_parts", "safe_widths", "AUTO_WIDTHS"]
+__all__ = ["ReduceChunks", "reduce_chunks", "reduce_parts", "safe_widths", "atomic_ok", "AUTO_WIDTHS", "COMBINES"]

@@ -1,17 +1,18 @@
 """Layout rewrite points: `interchange_maps` (thesis 6.2.5.7, Listing 6.12), `optimise_data_layout`
-(6.2.5.6, Listing 6.11, n = 1) and `pad_extra_nd` (6.2.5.10, Listing 6.15).
+(6.2.5.6, Listing 6.11, any n) and `pad_extra_nd` (6.2.5.10, Listing 6.15, any k).
 
     interchange_maps(map(a => map(b => f(a, b)) << B)) << A
         ->  transpose_w << nested(map(b => map(a => f(a, b)) << A)) << B        (f concrete)
     optimise_data_layout(v => f << g << v) << x                                  (g : T => [..]M, concrete)
-        ->  f << split_nd(M) << join << transpose << transpose_w << split(F) << join_nd << g << x
+        ->  f << split_nd(M) << join_nd(n+1) << transpose_nd(order^-1) << transpose_w_nd(order)
+              << split_nd(F1, .., Fn) << join_nd << g << x
     pad_extra_nd(f, k) << x                                                      (f : [T]N => [U]M)
         ->  map_nd(k-1, take(M_k)) ..  take(M_1) << f << pad_nd(k, 0, P) << x    (f depaddable)
 
-`interchange_maps` has no parameters; `optimise_data_layout` has the structural parameter
-`order` (the new order of the 2 dimensions of the reordered write: (1, 0) transposes, (0, 1)
-keeps it) and the tuning parameter `F_label` (the reordering factor); `pad_extra_nd` has the
-tuning parameters `P_label` (`P0_label`, `P1_label` for k = 2): zeros appended to each padded
+`interchange_maps` has no parameters; `optimise_data_layout(.., n)` has the structural parameter
+`order` (a permutation of the n+1 dimensions of the reordered write; the identity keeps it) and
+the tuning parameters `F_label` (n = 1) or `F1_label` .. `Fn_label` (the reordering factors);
+`pad_extra_nd` has the tuning parameters `P_label` (`P0_label` .. `Pk-1_label` for k > 1): zeros appended to each padded
 dimension so that more tile sizes divide it. A depaddable `f` is a chain of `map(..)`, `join`,
 `split` and `slide` over its argument (restrictions 3 and 4 of 6.2.5.10), applied to the
 argument directly: the padding stays at the right edge and is cut off by `take`.
@@ -19,6 +20,7 @@ argument directly: the padding stays at the right edge and is cut off by `take`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -73,16 +75,22 @@ class InterchangeMaps(RewritePoint):
 
 @node
 class OptimiseDataLayout(RewritePoint):
-    """`optimise_data_layout(v => f << g << v, order=None, factor=None)`: reorder the write of g and the
-    read of f (Listing 6.11 with n = 1)."""
+    """`optimise_data_layout(v => f << g << v, n=1, order=None, factor=None)`: reorder the write of g
+    and the read of f (Listing 6.11): g's result, flattened, is split into n+1 dimensions by the
+    factors and written in the dimension order `order`; f reads it back in the original order."""
 
     f: FunDecl
     order: Any = None
     factor: Any = None
+    n: int = 1
     kind: ClassVar[str] = "optimise_data_layout"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        return {} if self.order is not None else {"order": ((1, 0), (0, 1))}
+        if self.order is not None:
+            return {}
+        k = int(self.n) + 1 if isinstance(self.n, int) and self.n >= 1 else 2
+        perms = sorted(itertools.permutations(range(k)), key=lambda o: o == tuple(range(k)))
+        return {"order": tuple(perms)}  # the identity (no reordering) last
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         if not isinstance(call, FunCall):
@@ -91,26 +99,54 @@ class OptimiseDataLayout(RewritePoint):
         if len(hits) != 1 or not computes(call.f):
             return "expects a computing f applied to the result of a computing g (f << g << x)"
         g_call = call.args[hits[0]]
-        t, dims = type_of(g_call), []
-        while isinstance(t, ArrayType):
-            dims.append(t.size)
-            t = t.elem
+        dims = _dims(type_of(g_call))
         if not dims:
             return f"the result of g is not an array ({type_of(g_call)})"
-        order = tuple(params.get("order") or self.order or (1, 0))
-        if order not in ((1, 0), (0, 1)):
-            return f"order must be (1, 0) or (0, 1), got {order}"
-        if order == (0, 1):
+        k = self.n
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            return f"n must be a positive number of reordering factors, got {k!r}"
+        order = tuple(params.get("order") or self.order or (1, 0) + tuple(range(2, k + 1)))
+        if sorted(order) != list(range(k + 1)):
+            return f"order must be a permutation of 0..{k}, got {order}"
+        if order == tuple(range(k + 1)):
             return call
-        factor = params.get("factor", self.factor)
-        factor = tuning_var(self.label or "L", "F") if factor is None else factor
+        factors = _factors(params.get("factor", self.factor), k, self.label or "L")
+        if isinstance(factors, str):
+            return factors
         flat = p.join_nd(len(dims)) << g_call if len(dims) > 1 else g_call
-        written = p.transpose_w << (p.split(factor) << flat)
-        read = p.join << (p.transpose << written)
+        written = _transpose_w_nd(order) << (p.split_nd(*factors) << flat)
+        inverse = tuple(order.index(d) for d in range(k + 1))
+        read = p.join_nd(k + 1) << (p.transpose_nd(*inverse) << written)
         if len(dims) > 1:
             read = p.split_nd(*dims[1:]) << read
         args = tuple(read if i == hits[0] else a for i, a in enumerate(call.args))
         return FunCall(call.f, args, label=call.label, loc=call.loc)
+
+
+def _factors(given: Any, k: int, label: str) -> list[Any] | str:
+    """The k reordering factors: given (one value for k = 1, a sequence of k) or tuning variables
+    (`F_label`, or `F1_label` .. `Fk_label`)."""
+    if given is None:
+        return [tuning_var(label, "F")] if k == 1 else [tuning_var(label, f"F{i + 1}") for i in range(k)]
+    vals = list(given) if isinstance(given, tuple | list) else [given]
+    if len(vals) != k:
+        return f"factor needs {k} value(s), got {given!r}"
+    return vals
+
+
+def _transpose_w_nd(order: tuple[int, ...]) -> Any:
+    """The write-side `transpose_nd(*order)`: adjacent swaps by `transpose_w` under maps."""
+    cur, g = list(range(len(order))), None
+    for i in range(len(order)):
+        j = cur.index(order[i])
+        while j > i:
+            step: Any = p.transpose_w
+            for _ in range(j - 1):
+                step = p.map(step)
+            g = step if g is None else step << g
+            cur[j - 1], cur[j] = cur[j], cur[j - 1]
+            j -= 1
+    return g
 
 
 _DEPADDABLE = (n.Map, n.Join, n.Split, n.Slide)
@@ -132,7 +168,7 @@ def depaddable(call: Any) -> tuple[Param | None, str]:
 @node
 class PadExtraND(RewritePoint):
     """`pad_extra_nd(f, k=1)`: pad the k outer dimensions of f's argument with zeros and cut
-    the extra results off (Listing 6.15)."""
+    the extra results off (Listing 6.15; `pad`: one value or one per dimension)."""
 
     f: FunDecl
     k: int = 1
@@ -143,26 +179,36 @@ class PadExtraND(RewritePoint):
         x, why = depaddable(call)
         if x is None:
             return why
-        k = int(self.k)
-        if k not in (1, 2):
-            return f"k must be 1 or 2, got {k}"
+        k = self.k
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            return f"k must be a positive number of dimensions, got {k!r}"
         xt, out_t = type_of(x), type_of(call)
-        if not (isinstance(xt, ArrayType) and isinstance(out_t, ArrayType)) or \
-                (k == 2 and not (isinstance(xt.elem, ArrayType) and isinstance(out_t.elem, ArrayType))):
+        in_dims, out_dims = _dims(xt), _dims(out_t)
+        if len(in_dims) < k or len(out_dims) < k:
             return f"expects arrays of {k} dimension(s), got {xt} => {out_t}"
         lab = self.label or "P"
         given = params.get("pad", self.pad)
         pads = [tuning_var(lab, "P") if k == 1 else tuning_var(lab, f"P{i}") for i in range(k)] \
             if given is None else list(given if isinstance(given, tuple | list) else (given,) * k)
+        if len(pads) != k:
+            return f"pad needs {k} values (one per padded dimension), got {given!r}"
         zero = 0.0 if _scalar(xt) in ("float", "double") else 0
         padded = p.pad_nd(k, 0, tuple(pads) if k > 1 else pads[0], zero) << x
         from lift.rules.terms import substitute
 
         body = substitute(call, {x.id: padded})
-        out = p.take(out_t.size) << body
-        if k == 2:
-            out = p.map(p.take(out_t.elem.size)) << out  # type: ignore[union-attr]
+        out = p.take(out_dims[0]) << body
+        for d in range(1, k):  # cut each padded dimension back to f's result size
+            out = p.map_nd(d, p.take(out_dims[d])) << out
         return copy_into("global", out)  # depadding: the kept elements copied (Listing 6.15, line 17)
+
+
+def _dims(t: Any) -> list[Any]:
+    dims = []
+    while isinstance(t, ArrayType):
+        dims.append(t.size)
+        t = t.elem
+    return dims
 
 
 def _scalar(t: Any) -> str:

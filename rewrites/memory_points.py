@@ -7,7 +7,8 @@
     privatise_accumulator(reduce(g, init), mem)
                                  reduce(g, init) << x  ->  to_mem(id) << reduce(g, to_private(id) << init) << x
 
-Structural parameters: `mem` ("global", "local" or "private"; materialise) and `result_mem`
+Structural parameters: `mem` ("global", "local" or "private") and `width` (materialise: a
+global copy moves vectors of up to `width` elements, 1: scalars) and `result_mem`
 (privatise_accumulator). No tuning parameters. `materialise` is how a program asks for an
 intermediate array in memory: a `map(to_mem(..))` under a `reduce` is never fused away
 (`lift.rules.fusion.fuse_reduce_maps`), so this is, for example, im2col in a convolution.
@@ -15,11 +16,15 @@ intermediate array in memory: a `map(to_mem(..))` under a `reduce` is never fuse
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from lift.arith import prove_divides
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Reduce, node
+from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType
 from lift.userfun.builtins import id as copy
@@ -27,6 +32,7 @@ from lift.userfun.builtins import id as copy
 from .point import Nested, RewritePoint, constructor
 
 MEMS = ("global", "local", "private")
+COPY_WIDTHS = (8, 4, 2, 1)  # upper bounds: a copy of N elements uses the widest dividing N
 _TO = {"global": p.to_global, "local": p.to_local, "private": p.to_private}
 
 
@@ -36,8 +42,10 @@ def _to_mem(mem: str) -> Any:
     return _TO[mem]
 
 
-def copy_into(mem: str, x: Any) -> Any | str:
-    """`x` (an array of scalars, any depth) copied element by element into `mem`, same type."""
+def copy_into(mem: str, x: Any, *, width: int = 1) -> Any | str:
+    """`x` (an array of scalars, any depth) copied element by element into `mem`, same type;
+    in global memory, with `width` > 1, `width` consecutive elements at a time (vectors: the
+    widest of 8, 4, 2 not above `width` that divides the element count)."""
     t, dims = type_of(x), []
     while isinstance(t, ArrayType):
         dims.append(t.size)
@@ -45,7 +53,12 @@ def copy_into(mem: str, x: Any) -> Any | str:
     if not dims or not isinstance(t, ScalarType):
         return f"its result {type_of(x)} is not an array of scalars"
     flat = p.join_nd(len(dims)) << x if len(dims) > 1 else x
-    out = p.map(_to_mem(mem)(copy)) << flat
+    total = functools.reduce(operator.mul, dims[1:], dims[0])
+    w = next((v for v in (8, 4, 2) if v <= width and prove_divides(v, total)), 1)
+    if mem == "global" and w > 1 and t in VECTOR_SCALARS:
+        out = p.as_scalar << (p.map(_to_mem(mem)(p.vectorise(copy, w))) << (p.as_vector(w) << flat))
+    else:
+        out = p.map(_to_mem(mem)(copy)) << flat
     if len(dims) > 1:
         out = p.split_nd(*dims[1:]) << out
     return out
@@ -57,16 +70,21 @@ class Materialise(RewritePoint):
 
     f: FunDecl
     mem: Any = None
+    width: Any = None
     kind: ClassVar[str] = "materialise"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        return {} if self.mem is not None else {"mem": MEMS}
+        doms = {"mem": MEMS, "width": COPY_WIDTHS}
+        return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         mem = params.get("mem") or self.mem or "global"
         if mem not in MEMS:
             return f"mem must be one of {', '.join(MEMS)}, got {mem!r}"
-        return copy_into(mem, call)
+        width = params.get("width") or self.width or 1
+        if width not in COPY_WIDTHS:
+            return f"width must be one of {COPY_WIDTHS}, got {width!r}"
+        return copy_into(mem, call, width=width)
 
 
 @node

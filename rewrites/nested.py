@@ -1,8 +1,14 @@
-"""Reduction-nest rewrite points: `interchange_reduce_nd` (thesis 6.2.5.8, Listing 6.13, the 2-D
-case) and `tile_nested_map_reduce` (6.2.5.3, Listing 6.8).
+"""Reduction-nest rewrite points: `interchange_reduce_nd` (thesis 6.2.5.8, Listing 6.13, ranks
+2 and 3) and `tile_nested_map_reduce` (6.2.5.3, Listing 6.8).
 
     interchange_reduce_nd(reduce((acc, x) => map(f) << zip(acc, x), init)) << xs
+      rank 2 (new_reduce_dim 1):
         ->  map(p => nested(reduce((a, e) => f(a, e), p.0)) << p.1) << zip(init, transpose << xs)
+      rank 3, the m columns in blocks of F (tuning parameter `F_label` or `factor`):
+        dim 1 ->  join << map(p => nested(reduce((a, x) => map(f) << zip(a, x), p.0)) << p.1)
+                       << zip(split(F) << init, transposeND(1, 0, 2) << map(split(F)) << xs)
+        dim 2 ->  join << map(q => <rank 2 on q.1 with init q.0>)
+                       << zip(split(F) << init, transposeND(1, 0, 2) << map(split(F)) << xs)
         (init : [S]m, xs : [[V]m]K; an array `value(z, [S]m)` initialises each reduction with z)
 
     tile_nested_map_reduce(map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B), final) << A
@@ -14,11 +20,11 @@ case) and `tile_nested_map_reduce` (6.2.5.3, Listing 6.8).
         (A : [[T]K]N, B : [[U]K]M; each tile of T reduced elements is reduced by the original
         nest, the partial results by the user's `final` operator)
 
-`interchange_reduce_nd` has the structural parameter `new_reduce_dim` (1: the reduction sinks
-under the one map of the 2-D case); `tile_nested_map_reduce` has the tuning parameter
-`T_label` (the tile of the reduced dimension) and `final` (the final reduction operator; it
-may be left out when `f` is a known associative operator with neutral `z`). The points it
-inserts are labelled `label.interchange` and `label.privatise`.
+`interchange_reduce_nd` has the structural parameters `rank` (2, 3) and `new_reduce_dim` (how
+many maps the reduction sinks under: 1 for rank 2; 1 (blocks) or 2 (columns) for rank 3);
+`tile_nested_map_reduce` has the tuning parameter `T_label` (the tile of the reduced dimension)
+and `final` (the final reduction operator; it may be left out when `f` is a known associative
+operator with neutral `z`). The points it inserts are labelled `label.interchange` and `label.privatise`.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType
 
 from .memory_points import PrivatiseAccumulator
-from .point import Nested, RewritePoint, constructor, size_param
+from .point import Nested, RewritePoint, constructor, size_param, tuning_var
 
 
 def _elementwise(op: FunDecl) -> FunDecl | None:
@@ -65,15 +71,19 @@ def _pairwise(f: FunDecl, a: Any, e: Any) -> Any:
 
 @node
 class InterchangeReduceND(RewritePoint):
-    """`interchange_reduce_nd(reduce((acc, x) => map(f) << zip(acc, x), init))`: one reduction per
-    column instead of a reduction of rows (Listing 6.13, 2-D)."""
+    """`interchange_reduce_nd(reduce((acc, x) => map(f) << zip(acc, x), init), rank=None,
+    new_reduce_dim=None, factor=None)`: the reduction of rows sunk under the map of its
+    columns (Listing 6.13; rank 2, or rank 3 with the columns split in blocks of `factor`)."""
 
     f: FunDecl
     new_reduce_dim: Any = None
+    rank: Any = None
+    factor: Any = None
     kind: ClassVar[str] = "interchange_reduce_nd"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        return {} if self.new_reduce_dim is not None else {"new_reduce_dim": (1,)}
+        doms = {"rank": (2, 3), "new_reduce_dim": (1, 2)}
+        return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     @property
     def places_nested(self) -> bool:
@@ -82,9 +92,10 @@ class InterchangeReduceND(RewritePoint):
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         if not (isinstance(call, FunCall) and type(call.f) is n.Reduce and len(call.args) == 2):
             return f"expects reduce(g, init) << xs, got {call}"
-        dim = params.get("new_reduce_dim") or self.new_reduce_dim or 1
-        if dim != 1:
-            return f"new_reduce_dim {dim}: only the 2-D case (1) is implemented"
+        rank = params.get("rank") or self.rank or 2
+        dim = params.get("new_reduce_dim") or self.new_reduce_dim or rank - 1
+        if rank not in (2, 3) or dim not in range(1, rank):
+            return f"rank {rank}, new_reduce_dim {dim}: expects rank 2 (dim 1) or rank 3 (dim 1 or 2)"
         f = _elementwise(call.f.f)
         if f is None:
             return f"the operator {call.f.f} is not (acc, x) => map(f) << zip(acc, x)"
@@ -92,17 +103,56 @@ class InterchangeReduceND(RewritePoint):
         it, xt = type_of(init), type_of(xs)
         if not (isinstance(it, ArrayType) and isinstance(xt, ArrayType) and isinstance(xt.elem, ArrayType)):
             return f"expects an array accumulator and rows of arrays, got {it} and {xt}"
-        s_t, v_t = it.elem, xt.elem.elem
-        op = lam([s_t, v_t], lambda a, e: _pairwise(f, a, e), ["a", "e"])
-        col_t = ArrayType(v_t, xt.size)
-        if isinstance(init, Literal):  # value(z, [S]m): every reduction starts from z
-            z = Literal(init.value, s_t)
-            per = lam([col_t], lambda c: FunCall(nested(n.Reduce(op, label=call.f.label)), (z, c)), ["col"])
-            return FunCall(n.Map(per), (p.transpose << xs,))
-        pt = TupleType((s_t, col_t))
-        per = lam([pt], lambda q: FunCall(nested(n.Reduce(op, label=call.f.label)),
-                                          (FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,)))), ["p"])
-        return FunCall(n.Map(per), (p.zip(init, p.transpose << xs),))
+        if rank == 3:
+            factor = size_param(self.factor, params, self.label or "T", "factor") \
+                if params.get("factor") is not None or self.factor is not None else tuning_var(self.label or "T", "F")
+            return _blocks(call, f, init, xs, factor, dim, nested)
+        return _columns(call, f, init, xs, nested)
+
+
+def _columns(call: Any, f: FunDecl, init: Any, xs: Any, nested: Nested) -> Any:
+    """Rank 2: `map(col => reduce(f', z) << col) << transpose << xs` (one reduction per column)."""
+    it, xt = type_of(init), type_of(xs)
+    s_t, v_t = it.elem, xt.elem.elem
+    op = lam([s_t, v_t], lambda a, e: _pairwise(f, a, e), ["a", "e"])
+    col_t = ArrayType(v_t, xt.size)
+    if isinstance(init, Literal):  # value(z, [S]m): every reduction starts from z
+        z = Literal(init.value, s_t)
+        per = lam([col_t], lambda c: FunCall(nested(n.Reduce(op, label=call.f.label)), (z, c)), ["col"])
+        return FunCall(n.Map(per), (p.transpose << xs,))
+    pt = TupleType((s_t, col_t))
+    per = lam([pt], lambda q: FunCall(nested(n.Reduce(op, label=call.f.label)),
+                                      (FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,)))), ["p"])
+    return FunCall(n.Map(per), (p.zip(init, p.transpose << xs),))
+
+
+def _blocks(call: Any, f: FunDecl, init: Any, xs: Any, factor: Any, dim: int, nested: Nested) -> Any:
+    """Rank 3: the columns in blocks of `factor`; dim 1: one reduction per block (its accumulator
+    a row of `factor`), `join << map(b => reduce(map(f), init_b) << b) << transposeND(1, 0, 2)`;
+    dim 2: one per column, `join << map(map(col => reduce(f', z) << col)) << transposeND(1, 2, 0)`."""
+    it, xt = type_of(init), type_of(xs)
+    s_t, v_t = it.elem, xt.elem.elem
+    blocked = p.map(p.split(factor)) << xs  # [[[V]F]m/F]K
+    if dim == 2:
+        if isinstance(init, Literal):
+            z = Literal(init.value, ArrayType(s_t, factor))
+            inner = lam([ArrayType(ArrayType(v_t, factor), xt.size)],
+                        lambda blk: _columns(call, f, z, blk, nested), ["blk"])
+            return p.join << FunCall(n.Map(inner), (p.transpose << blocked,))
+        pt = TupleType((ArrayType(s_t, factor), ArrayType(ArrayType(v_t, factor), xt.size)))
+        per = lam([pt], lambda q: _columns(call, f, FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,)), nested), ["p"])
+        return p.join << FunCall(n.Map(per), (p.zip(p.split(factor) << init, p.transpose << blocked),))
+    acc_t, row_t = ArrayType(s_t, factor), ArrayType(v_t, factor)
+    op = lam([acc_t, row_t], lambda a, x: FunCall(n.Map(f), (p.zip(a, x),)), ["acc", "x"])
+    blk_t = ArrayType(row_t, xt.size)
+    if isinstance(init, Literal):
+        z = Literal(init.value, acc_t)
+        per = lam([blk_t], lambda b: FunCall(nested(n.Reduce(op, label=call.f.label)), (z, b)), ["blk"])
+        return p.join << FunCall(n.Map(per), (p.transpose << blocked,))
+    pt = TupleType((acc_t, blk_t))
+    per = lam([pt], lambda q: FunCall(nested(n.Reduce(op, label=call.f.label)),
+                                      (FunCall(n.Get(0), (q,)), FunCall(n.Get(1), (q,)))), ["p"])
+    return p.join << FunCall(n.Map(per), (p.zip(p.split(factor) << init, p.transpose << blocked),))
 
 
 def _nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:

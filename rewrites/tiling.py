@@ -3,9 +3,11 @@
 - `split_join` (Listing 6.2, one dimension): `map(f) -> join << nested(map(map(f))) << split(T)`.
 - `split_reduce` (reduction tiling, Listing 6.7): `reduce(f, z) << map(g) << x ->
   reduce(final, z) << map(c => reduce(f, z) << map(g) << c) << split(T) << x` (`map(g)` optional).
-- `ab_tile` (Listing 6.6 without prefetching): `map(a => map(b => f(a, b)) << B) << A ->
-  map(join) << join << map(transpose) << map(ta => map(tb => nested(map(a => map(b => f(a, b)) << tb)
-  << ta) << split(TB) << B) << split(TA) << A`.
+- `ab_tile` (Listing 6.6): `map(a => map(b => f(a, b)) << B) << A ->
+  map(join) << join << map(transpose) << map(ta => map(tb => nested(map(a => map(b => f(a, b))
+  << copy_b(tb)) << copy_a(ta)) << split(TB) << B) << split(TA) << A`; the structural parameters
+  `prefetch_a` / `prefetch_b` ("none", "private", "local", "global") choose whether each tile is
+  first copied into that memory (`materialise`'s copy; "none": read where it is).
 
 A tile size not chosen (`size=`, or `choices[label]["size"]`) is a tuning variable `T_label`
 that the constraint solver (thesis 4.3) picks with the mapping.
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lift.ir.build import elaborate
-from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Map, Param, Reduce, Split, Transpose, node
+from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Reduce, Split, Transpose, node
 from lift.rules import map_fusion, partial_reduce, partial_reduce_split_join
 from lift.rules import split_join as split_join_rule
 from lift.rules.reduce import is_monoid
@@ -92,12 +94,19 @@ class SplitReduce(RewritePoint):
 @node
 class ABTile(RewritePoint):
     """`ab_tile(map(a => map(b => f(a, b)) << B), size_a=None, size_b=None)`: tile both arrays
-    of a map nest over independent arrays A and B (Listing 6.6, without the prefetching copies)."""
+    of a map nest over independent arrays A and B (Listing 6.6), each tile optionally prefetched
+    (copied into `prefetch_a` / `prefetch_b` memory) before the nest reads it."""
 
     f: FunDecl
     size_a: Any = None
     size_b: Any = None
+    prefetch_a: Any = None
+    prefetch_b: Any = None
     kind: ClassVar[str] = "ab_tile"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        doms = {"prefetch_a": PREFETCH, "prefetch_b": PREFETCH}
+        return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     @property
     def places_nested(self) -> bool:
@@ -126,16 +135,39 @@ class ABTile(RewritePoint):
         if not (isinstance(at_t, ArrayType) and isinstance(bt_t, ArrayType)):
             return "expects arrays"
         tile_a, tile_b = Param(ArrayType(at_t.elem, ta), "tileA"), Param(ArrayType(bt_t.elem, tb), "tileB")
+        read_a, read_b = _prefetch(params, self, "prefetch_a", tile_a), _prefetch(params, self, "prefetch_b", tile_b)
+        for r in (read_a, read_b):
+            if isinstance(r, str):
+                return r
         ea = Param(at_t.elem, fa.params[0].name)
-        body_a = Lambda((ea,), _subst_param(fa, ea, tile_b))
-        nest = FunCall(nested(Map(body_a)), (tile_a,))
+        pb = Param(tile_b.ptype, "tileB") if read_b is not tile_b else tile_b
+        body_a = Lambda((ea,), _subst_param(fa, ea, pb))
+        nest = FunCall(nested(Map(body_a)), (read_a,))
+        if pb is not tile_b:  # the B tile copied once per tile pair, not once per row of A
+            nest = FunCall(Let(Lambda((pb,), nest)), (read_b,))
         over_b = FunCall(Map(Lambda((tile_b,), nest)), (FunCall(Split(tb), (b,)),))
         over_a = FunCall(Map(Lambda((tile_a,), over_b)), (FunCall(Split(ta), (a,)),))
         swapped = FunCall(Map(Transpose()), (over_a,))
         return FunCall(Map(Join()), (FunCall(Join(), (swapped,)),))
 
 
-def _subst_param(fa: Lambda, ea: Param, tile_b: Param) -> Any:
+PREFETCH = ("none", "private", "local", "global")
+
+
+def _prefetch(params: Mapping[str, Any], point: Any, name: str, tile: Param) -> Any:
+    """`tile`, or its copy into the memory chosen by `name` ("none": the tile itself)."""
+    from .memory_points import copy_into
+
+    mem = params.get(name) or getattr(point, name) or "none"
+    if mem not in PREFETCH:
+        return f"{name} must be one of {', '.join(PREFETCH)}, got {mem!r}"
+    if mem == "none":
+        return tile
+    out = copy_into(mem, tile)
+    return f"{name}: the tile {tile.type} cannot be copied ({out})" if isinstance(out, str) else out
+
+
+def _subst_param(fa: Lambda, ea: Param, tile_b: Any) -> Any:
     """The body of `fa` with its parameter renamed to `ea` and its inner array `tile_b`."""
     from lift.rules.terms import substitute
 

@@ -10,7 +10,7 @@ Every rule has `.name`, `.law`, `.matches(expr)` (paths) and `.apply(expr, at=pa
 from lift.ir.alpha import alpha_equal, canonical
 from lift.rules import strategies
 from lift.rules.enumerate import Explored, explore
-from lift.rules.fusion import map_fission, map_fusion, reduce_map_fusion, zip_map_fusion
+from lift.rules.fusion import map_fission, map_fusion, map_row_fusion, reduce_map_fusion, zip_map_fusion
 from lift.rules.interchange import (
     map_map_interchange,
     map_reduce_interchange,
@@ -29,7 +29,7 @@ from lift.rules.vector import as_scalar_as_vector_id, as_vector_as_scalar_id, ve
 
 ALL: tuple[Rule, ...] = (
     split_join, join_split_id, split_join_id, slide_tiling,
-    map_fusion, map_fission, reduce_map_fusion, zip_map_fusion,
+    map_fusion, map_row_fusion, map_fission, reduce_map_fusion, zip_map_fusion,
     partial_reduce, partial_reduce_split_join, partial_reduce_join,
     map_map_interchange, transpose_both_sides, map_reduce_interchange, transpose_transpose_id,
     vectorise, as_vector_as_scalar_id, as_scalar_as_vector_id,
@@ -45,7 +45,7 @@ __all__ = [
     "check_program", "divides", "same_type", "is_monoid", "strategies", "rewrite", "Rewritten",
     "explore", "Explored", "alpha_equal", "canonical",
     "split_join", "join_split_id", "split_join_id", "slide_tiling",
-    "map_fusion", "map_fission", "reduce_map_fusion", "zip_map_fusion",
+    "map_fusion", "map_row_fusion", "map_fission", "reduce_map_fusion", "zip_map_fusion",
     "partial_reduce", "partial_reduce_split_join", "partial_reduce_join",
     "map_map_interchange", "transpose_both_sides", "map_reduce_interchange", "transpose_transpose_id",
     "vectorise", "as_vector_as_scalar_id", "as_scalar_as_vector_id",

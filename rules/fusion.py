@@ -7,7 +7,9 @@ from lift.ir.nodes import (
     FunCall,
     FunDecl,
     Get,
+    Join,
     Lambda,
+    Let,
     MakeTuple,
     Map,
     MapSeq,
@@ -20,9 +22,9 @@ from lift.ir.nodes import (
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
 from lift.rules.terms import call as apply_fun
-from lift.rules.terms import compose, elem, eta, lam, mentions, meta
+from lift.rules.terms import compose, elem, eta, lam, mentions, meta, refresh, substitute
 from lift.typecheck import type_of
-from lift.types import TupleType
+from lift.types import ArrayType, TupleType, Type
 
 f, g = fun("f"), fun("g")
 x, z = expr("x"), expr("z")
@@ -38,6 +40,23 @@ map_fusion = Rule(
     "map_fusion", law="map(f) << map(g) << x -> map(f << g) << x",
     lhs=call(Map(f), call(Map(g), x)), rhs=_map_fusion,
     doc="Two traversals become one; the intermediate array disappears.",
+)
+
+
+def _map_row_fusion(f: FunDecl, g: FunDecl, x: Expr, matched: FunCall) -> Expr:
+    outer, inner = matched.f, matched.args[0].f  # type: ignore[attr-defined]
+    body = f if isinstance(f, Lambda) else lam([type_of(matched.args[0]).elem], lambda v: FunCall(f, (v,)),  # type: ignore[attr-defined]
+                                               ["v"])
+    row = lam([elem(x)], lambda r: FunCall(Let(body), (FunCall(g, (r,)),)), ["r"])
+    return FunCall(Map(row, label=outer.label or inner.label, loc=outer.loc), (x,), **meta(matched))
+
+
+map_row_fusion = Rule(
+    "map_row_fusion", law="map(f) << map(g) << x -> map(r => let(f) << g(r)) << x",
+    lhs=call(Map(f), call(Map(g), x)), rhs=_map_row_fusion,
+    doc="One traversal; each g(r) is computed once and read by f as often as f needs (several MLP "
+        "layers in one kernel, a work-group or work-item owning whole rows), where map_fusion's "
+        "inlining would recompute it per read.",
 )
 
 
@@ -167,4 +186,148 @@ def fuse_reduce_maps(expr: Node) -> Node:
     return transform_bottom_up(expr, fuse)
 
 
-RULES = (map_fusion, map_fission, reduce_map_fusion, zip_map_fusion)
+def fuse_epilogues(expr: Node) -> Node:
+    """`expr` with every elementwise consumer of a computed map fused into it (`map_fusion` and
+    `zip_map_fusion` where each element is read once), so that, e.g., the bias and ReLU applied to a
+    GEMM's result run in the GEMM's kernel and no array holds the GEMM's result:
+
+        map(row => map(p => relu(get(0, p) + get(1, p))) << zip(row, bias)) << map(r => map(c => dot(r, c)) << w) << x
+        ->  map(r => map(q => relu(dot(r, get(0, q)) + get(1, q))) << zip(w, bias)) << x
+
+    The consumer must read each element once: a map of an elementwise function, or
+    `p => map(h) << zip(.., p, ..)` with `h` elementwise (at the scalar level, any function). A
+    producer that materialises on purpose (`to_global(..)`) or reduces per element only when its
+    consumer is scalar (a reduction's result is read once) is fused as well. A `join` between them (a
+    producer tiled by `split_join`) is crossed: `map(f) << join == join << map(map(f))`."""
+    from lift.ir.paths import transform_bottom_up
+
+    def fuse(m: Node) -> Node:
+        if isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1:
+            joined = _through_join(m)
+            if joined is not None:
+                return joined
+            inner = m.args[0]
+            if isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1 \
+                    and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f):
+                t = elem(inner.args[0])
+                fused = _fuse_fun(m.f.f, inner.f.f, t)
+                if fused is not None:
+                    return FunCall(Map(fused, **meta(m.f)), inner.args, **meta(m))
+        return m
+
+    return transform_bottom_up(expr, fuse)
+
+
+def _through_join(m: FunCall) -> Expr | None:
+    """`join << map(v => map(f) << g(v)) << y` for `m = map(f) << join << map(g) << y` (a tiled
+    producer: `map(f) << join == join << map(map(f))`), fused as `fuse_epilogues` does, or None."""
+    j = m.args[0]
+    if not (isinstance(j, FunCall) and isinstance(j.f, Join) and len(j.args) == 1):
+        return None
+    inner = j.args[0]
+    if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1
+            and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f)):
+        return None
+    fused = _fuse_fun(Map(m.f.f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
+    if fused is None:
+        return None
+    return FunCall(j.f, (FunCall(Map(fused, **meta(inner.f)), inner.args, **meta(inner)),), **meta(j))
+
+
+def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:
+    """`v => f(g(v))` for `v: t`, pushed down so that g's elements feed f's one by one; None when
+    f may read an element of g's result more than once (and t is an array)."""
+    if not isinstance(t, ArrayType):
+        return lam([t], lambda v: apply_fun(f, [apply_fun(g, [v])]), ["v"])
+    gm = _map_body(g)
+    if gm is None:
+        return None
+    if isinstance(f, Map):
+        probe = Param(t, "r")
+        if _fuse_fun(f.f, gm(probe)[0], _elem_of(gm(probe)[1])) is None:
+            return None
+
+        def mapped(v: Param) -> Expr:
+            gfun, src = gm(v)
+            inner = _fuse_fun(f.f, gfun, _elem_of(src))
+            return FunCall(Map(inner, **meta(f)), (src,))  # type: ignore[arg-type]
+
+        return lam([t], mapped, ["r"])
+    zf = _zip_consumer(f)
+    if zf is None:
+        return None
+    h, others, pos = zf  # f = p => map(h) << zip(others with p at pos)
+
+    def body(v: Param) -> Expr:
+        gfun, src = gm(v)
+        args = [src if o is None else o for o in others]
+        q = Param(TupleType(tuple(_elem_of(a) for a in args)), "q")
+        comps = [FunCall(Get(i), (q,)) for i in range(len(args))]
+        comps[pos] = apply_fun(gfun, [comps[pos]])
+        hp = h.params[0] if isinstance(h, Lambda) and len(h.params) == 1 else None
+        if hp is not None and _only_gets(h.body, hp):
+            new_body = _replace_gets(h.body, hp, comps)
+        else:
+            new_body = apply_fun(h, [FunCall(MakeTuple(len(comps)), tuple(comps))])
+        return FunCall(Map(Lambda((q,), new_body)), (FunCall(Zip(len(args)), tuple(args)),))
+
+    return lam([t], body, ["r"])
+
+
+def _elem_of(e: Expr) -> Type:
+    t = type_of(e)
+    assert isinstance(t, ArrayType), t
+    return t.elem
+
+
+def _map_body(g: FunDecl):
+    """A function of `v` giving (gfun, src) with `g(v) == map(gfun) << src`, or None."""
+    if isinstance(g, Map):
+        return lambda v: (g.f, v)
+    if isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall) \
+            and type(g.body.f) is Map and len(g.body.args) == 1:
+        p, body = g.params[0], g.body
+
+        def at(v: Expr):
+            new = substitute(body, {p.id: v})
+            return new.f.f, new.args[0]  # type: ignore[union-attr]
+
+        return at
+    return None
+
+
+def _zip_consumer(f: FunDecl):
+    """(h, zip args with None at p's place, p's place) for `f = p => map(h) << zip(.., p, ..)`."""
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
+            and type(f.body.f) is Map and len(f.body.args) == 1):
+        return None
+    p, z = f.params[0], f.body.args[0]
+    h = f.body.f.f
+    if mentions(h, f.params) or not (isinstance(z, FunCall) and isinstance(z.f, Zip)):
+        return None
+    hits = [i for i, a in enumerate(z.args) if a == p]
+    if len(hits) != 1 or any(mentions(a, f.params) for i, a in enumerate(z.args) if i != hits[0]):
+        return None
+    return h, [None if i == hits[0] else a for i, a in enumerate(z.args)], hits[0]
+
+
+def _only_gets(body: Node, p: Param) -> bool:
+    """Whether `p` occurs in `body` only as `get(i) << p`."""
+    from lift.ir.paths import walk
+
+    gets = sum(1 for _, y in walk(body) if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,))
+    return gets == sum(1 for _, y in walk(body) if y == p)
+
+
+def _replace_gets(body: Node, p: Param, comps: list[Expr]) -> Expr:
+    from lift.ir.paths import transform_bottom_up
+
+    def swap(y: Node) -> Node:
+        if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,):
+            return refresh(comps[y.f.i])
+        return y
+
+    return transform_bottom_up(body, swap)  # type: ignore[return-value]
+
+
+RULES = (map_fusion, map_row_fusion, map_fission, reduce_map_fusion, zip_map_fusion)

@@ -203,6 +203,7 @@ BUILDERS: dict[str, Builder] = {
     "split_join_id": _split_join_id,
     "slide_tiling": _slide_tiling,
     "map_fusion": _map_fusion,
+    "map_row_fusion": _map_fusion,
     "map_fission": _map_fission,
     "reduce_map_fusion": _reduce_of_map,
     "zip_map_fusion": _zip_map_fusion,

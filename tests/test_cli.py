@@ -189,6 +189,18 @@ def test_bench_is_a_thin_call_of_the_benchmark_script(tmp_path: Path) -> None:
 
 
 @pytest.mark.device
+def test_bench_seeds_runs_the_seed_workloads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lift.cli import main
+
+    out = tmp_path / "seeds.json"
+    assert main(["bench", "seeds", "two_reductions", "--quick", "--repeat", "1", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "seed workloads (quick sizes)" in printed and "two_reductions" in printed and " ok " in printed
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["name"] for r in rows] == ["two_reductions"] and rows[0]["kernels"] == 1  # one kernel, two outputs
+
+
+@pytest.mark.device
 def test_tune_takes_a_named_strategy(prog: Path, tmp_path: Path) -> None:
     got = lift_cmd("tune", str(prog), "--budget", "3", "--strategy", "evolution", "--no-db", "--quiet")
     assert got.returncode == 0, got.stderr

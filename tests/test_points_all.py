@@ -1,4 +1,4 @@
-"""The eleven rewrite points of thesis 6.2.5: random structural and tuning choices from each
+"""The eleven rewrite points of thesis 6.2.5 (and register_block): random structural and tuning choices from each
 point's valid space preserve the interpreter's result on random programs it matches; `skip` is
 the identity; a misplaced point warns with its label, the user's line and why."""
 
@@ -61,6 +61,15 @@ def _pad(n: int, g: str):
         lambda v: join << map(map(ELEMS[g])) << split(n // 2) << v, label="P") << x)
 
 
+def _pad_nd(k: int, shape: list[int], g: str):
+    """pad_extra_nd(v => map_nd(k, g) << v, k) over a k-dimensional array."""
+    t = Float
+    for d in reversed(shape):
+        t = Array(t, d)
+    return fun([t], lambda x: rw.pad_extra_nd(lambda v: lift.map_nd(len(shape), ELEMS[g]) << v, k=k, label="P")
+               << x)
+
+
 # point -> (program builder from (draw, data), structural and tuning choices drawn for label "P")
 SIZES = st.sampled_from([4, 6, 8, 12])
 
@@ -77,25 +86,47 @@ def cases(draw, kind: str):
             prog, ch = _elementwise(rw.flatten, n, m, g), {}
         case "ab_tile":
             prog = _mm(rw.ab_tile, n, m, k)
-            ch = {"size_a": draw(st.sampled_from(_divisors(n))), "size_b": draw(st.sampled_from(_divisors(m)))}
+            ch = {"size_a": draw(st.sampled_from(_divisors(n))), "size_b": draw(st.sampled_from(_divisors(m))),
+                  "prefetch_a": draw(st.sampled_from(rw.tiling.PREFETCH)),
+                  "prefetch_b": draw(st.sampled_from(rw.tiling.PREFETCH))}
         case "tile_nested_map_reduce":
             prog = _mm(rw.tile_nested_map_reduce, n, m, k, final=lift.add)
             ch = {"size": draw(st.sampled_from(_divisors(k)))}
         case "fission":
             prog, ch = _two_stage(rw.fission, n, m, g), {}
         case "materialise":
-            prog, ch = _elementwise(rw.materialise, n, m, g), {"mem": draw(st.sampled_from(rw.memory_points.MEMS))}
+            prog = _elementwise(rw.materialise, n, m, g)
+            ch = {"mem": draw(st.sampled_from(rw.memory_points.MEMS)),
+                  "width": draw(st.sampled_from(rw.memory_points.COPY_WIDTHS))}
         case "optimise_data_layout":
-            prog = _two_stage(rw.optimise_data_layout, n, m, g)
-            ch = {"order": draw(st.sampled_from([(1, 0), (0, 1)])), "factor": draw(st.sampled_from(_divisors(n * m)))}
+            k = draw(st.sampled_from([1, 2, 3]))
+            prog = _two_stage(lambda f, **kw: rw.optimise_data_layout(f, n=k, **kw), n, m, g)
+            order = draw(st.permutations(list(range(k + 1))))
+            left, factors = n * m, []
+            for _ in range(k):  # factors whose product divides n*m
+                factors.append(draw(st.sampled_from(_divisors(left))))
+                left //= factors[-1]
+            ch = {"order": tuple(order), "factor": factors[0] if k == 1 else tuple(factors)}
         case "interchange_maps":
             prog, ch = _mm(rw.interchange_maps, n, m, k), {}
         case "interchange_reduce_nd":
-            prog, ch = _rows_reduce(n, m), {"new_reduce_dim": 1}
+            prog, rank = _rows_reduce(n, m), draw(st.sampled_from([2, 3]))
+            ch = {"rank": rank, "new_reduce_dim": draw(st.sampled_from(range(1, rank)))}
+            if rank == 3:
+                ch["factor"] = draw(st.sampled_from(_divisors(m)))
         case "privatise_accumulator":
             prog, ch = _priv(n), {"result_mem": draw(st.sampled_from(rw.memory_points.MEMS))}
         case "pad_extra_nd":
-            prog, ch = _pad(n, g), {"pad": draw(st.sampled_from([1, 2, 3])) * (n // 2)}  # keeps split(n/2) valid
+            k = draw(st.sampled_from([1, 2, 3]))
+            if k == 1:
+                prog, ch = _pad(n, g), {"pad": draw(st.sampled_from([1, 2, 3])) * (n // 2)}  # keeps split(n/2) valid
+            else:
+                prog = _pad_nd(k, [n, m, k + 1][:k], g)
+                ch = {"pad": tuple(draw(st.sampled_from([0, 1, 2, 3])) for _ in range(k))}
+        case "register_block":
+            prog = _mm(rw.register_block, n, m, k)
+            ch = {"rows": draw(st.sampled_from([1, 2, 3, 4, 8])), "cols": draw(st.sampled_from([1, 2, 4, 5])),
+                  "width": draw(st.sampled_from([1, 2, 4, 8]))}
         case _:
             raise AssertionError(kind)
     return prog, ch
@@ -103,7 +134,7 @@ def cases(draw, kind: str):
 
 POINTS = ["split_join", "flatten", "ab_tile", "tile_nested_map_reduce", "fission", "materialise",
           "optimise_data_layout", "interchange_maps", "interchange_reduce_nd", "privatise_accumulator",
-          "pad_extra_nd"]
+          "pad_extra_nd", "register_block"]
 
 
 def _args(prog, seed: int) -> list[np.ndarray]:
@@ -156,6 +187,7 @@ def _fixed_case(kind: str):
         "interchange_reduce_nd": lambda: (_rows_reduce(4, 6), 0),
         "privatise_accumulator": lambda: (_priv(8), 0),
         "pad_extra_nd": lambda: (_pad(8, "inc"), 0),
+        "register_block": lambda: (_mm(rw.register_block, 4, 6, 8), 0),
     }[kind]()
 
 
@@ -179,6 +211,8 @@ MISPLACED = {  # each point around something its pattern does not match, and a w
         map(lift.id), label="P") << x), "reduce"),
     "pad_extra_nd": (lambda: fun([Array(Float, 8)], lambda x: rw.pad_extra_nd(
         lambda v: lift.reduce(lift.add, 0.0) << v, label="P") << x), "reduce"),
+    "register_block": (lambda: fun([Array(Float, 8)], lambda x: rw.register_block(map(lift.id), label="P") << x),
+                       "map(rb"),
 }
 
 

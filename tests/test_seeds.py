@@ -57,6 +57,25 @@ def test_seed_matches_numpy(seed: Seed, tmp_path: Path) -> None:
     assert ok, f"{_id(seed)}: max error {err:.3g}"
 
 
+def _full_id(seed: Seed) -> str:
+    return f"{seed.name}-{'x'.join(str(s) for s in seed.full)}"
+
+
+@pytest.mark.slow
+@pytest.mark.device
+@pytest.mark.parametrize("seed", [pytest.param(s, id=_full_id(s)) for s in SEEDS])
+def test_seed_matches_numpy_at_the_papers_sizes(seed: Seed, tmp_path: Path) -> None:
+    """Every workload at the issue's sizes (reduce_sum over 16,226,304 and 2176 floats, sgemm 1024^3,
+    unsharp mask on 3x2048x2048, ...), no user padding; a few minutes in all (sgemm: ~5 s a run)."""
+    arrays = seed.inputs(seed.full)
+    want = seed.reference(*(np.float64(a) if np.ndim(a) == 0 else a.astype(np.float64) for a in arrays))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MappingFallback)
+        prog = compile(seed.build(), cache_dir=tmp_path)
+    ok, err = seeds.judge(seed, prog(*arrays), want, seed.full)
+    assert ok, f"{_full_id(seed)}: max error {err:.3g}"
+
+
 def test_judge_rejects_a_wrong_result() -> None:
     """The comparison can fail: a perturbed result and a missing output are both rejected."""
     seed = next(s for s in SEEDS if s.name == "row_sums")

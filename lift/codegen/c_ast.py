@@ -170,9 +170,30 @@ def unrolled(count: Arith) -> bool:
     return isinstance(count, Cst) and count.value <= UNROLL
 
 
+@dataclass(slots=True)
+class If(CStmt):
+    """`if (cond) { body }` (a work-item's share of a kernel, e.g. one component of a result tuple)."""
+
+    cond: CExpr
+    body: Block
+    comment: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Barrier(CStmt):
     fence: str
+    comment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicCombine(CStmt):
+    """`fn(&target, value);`: an atomic read-modify-write of `target` (`lift.codegen.atomic`);
+    with `guard`, `if (guard) fn(&target, value);`."""
+
+    fn: str
+    target: CExpr
+    value: CExpr
+    guard: str | None = None
     comment: str = ""
 
 
@@ -219,12 +240,13 @@ def walk_stmts(s: CStmt):
     if isinstance(s, Block):
         for x in s.stmts:
             yield from walk_stmts(x)
-    elif isinstance(s, For):
+    elif isinstance(s, For | If):
         yield from walk_stmts(s.body)
 
 
 __all__ = [
     "CExpr", "CRaw", "CVar", "CInt", "CIndex", "CVecLoad", "CMember", "CLane", "CCall", "CCond",
-    "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "For", "Barrier", "Comment",
+    "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "For", "If", "Barrier", "Comment",
+    "AtomicCombine",
     "KParam", "KernelDef", "Unit", "walk_stmts", "UNROLL", "unrolled",
 ]

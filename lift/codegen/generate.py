@@ -242,18 +242,36 @@ class _Program:
             args.append(KernelArg("size", v))
         body = Block(list(st.locals_) + kg.body.stmts)
         kdef = KernelDef(name, params, body, _short(node))
-        gsize, lsize = self.ndrange(st.parallel)
+        gsize, lsize = self.ndrange(st.parallel, node)
+        if st.tasks and self.gsize is None and self.lsize is None and set(st.parallel) == {("glb", 0)}:
+            lsize = (Cst(1),)  # one work-group per sequential result component (codegen/tasks.py)
         barriers = [BarrierInfo(name, fence, after, reason, bufs) for fence, after, reason, bufs in st.barriers]
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),
                                           self.sizes, self.wide)
+        if st.fills:  # reduce_atomic's result, pre-filled by a launch of its own before the kernel
+            self.kernels.append(self.fill(name, kdef, args, st.fills))
         return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers, limits)
 
-    def ndrange(self, par: dict[tuple[str, int], Arith]) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
-        """Default sizes: the outer parallel trip counts, rounded to the work-group size."""
+    def fill(self, name: str, kdef: KernelDef, args: list[KernelArg], fills: list) -> _Kernel:
+        """A one-work-item kernel writing the initial values `fills` (target, value) of the
+        atomic combinations in kernel `name` (`lift.codegen.atomic`), with its parameters."""
+        from lift.codegen.c_ast import Assign
+
+        body = Block([Assign(target, value, "reduce_atomic's initial value") for target, value in fills])
+        fill_name = self.names(f"{name}_fill")
+        fdef = KernelDef(fill_name, list(kdef.params), body, f"pre-fill for {name}", kdef.index_type)
+        return _Kernel(fdef, Launch(fill_name, tuple(args), (Cst(1),), None))
+
+    def ndrange(self, par: dict[tuple[str, int], Arith], node: Node | None = None
+                ) -> tuple[tuple[Arith, ...], tuple[Arith, ...] | None]:
+        """Default sizes: the outer parallel trip counts, rounded to the work-group size (`node`:
+        the kernel's IR, named by the error for a kernel that mixes the two forms)."""
         kinds = {k for k, _ in par}
         if "glb" in kinds and kinds & {"wrg", "lcl"}:
-            raise UnsupportedError("a kernel mixes map_glb with map_wrg/map_lcl")
+            raise UnsupportedError("a kernel mixes map_glb with map_wrg/map_lcl (global ids next to group and "
+                                   "local ids)", node=node,
+                                   hint="use one form in the kernel, or split it into ocl_kernel stages")
         ndim = max((d for _, d in par), default=0) + 1
         if self.lsize is not None and self.gsize is None:  # one size per dimension the kernel uses
             ndim = max(ndim, len(self.lsize))

@@ -33,8 +33,10 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
+from lift.codegen.atomic import atomic
 from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
+from lift.codegen.tasks import share_components
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
@@ -79,6 +81,8 @@ class KernelState:
     locals_: list[Decl] = field(default_factory=list)  # fixed-size local arrays
     parallel: dict[tuple[str, int], Arith] = field(default_factory=dict)  # (kind, dim) -> trip count
     barriers: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)
+    fills: list[tuple[CExpr, CExpr]] = field(default_factory=list)  # (target, value) before the kernel
+    tasks: int = 0  # sequential result components, one work-item (and work-group) each (codegen/tasks.py)
 
 
 class KernelGen:
@@ -307,6 +311,8 @@ class KernelGen:
                 result = self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)  # type: ignore[attr-defined]
             case "iterate":
                 result = iterate(self, f, fpath, args, out, env, dest, own)  # type: ignore[arg-type]
+            case "atomic":
+                result = atomic(self, f, fpath, args, env, dest)  # type: ignore[arg-type]
         self.barrier_after(key)
         return result
 
@@ -364,6 +370,9 @@ class KernelGen:
     def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
         types = [a.type for a in args]
         dests = arg_dests(f, dest, types) if dest is not None else None
+        if dests is not None and isinstance(f, n.MakeTuple) and self.block is self.body and not self.guards \
+                and share_components(self, args, env, dests):
+            return dest  # type: ignore[return-value]
         if dests is not None:
             for a, d in zip(args, dests):
                 self.arg(a, env, d)

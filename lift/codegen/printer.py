@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from lift.arith import Arith, prove_nonneg, to_c
 from lift.codegen.c_ast import (
     Assign,
+    AtomicCombine,
     Barrier,
     Block,
     CCall,
@@ -24,6 +25,7 @@ from lift.codegen.c_ast import (
     CVecLoad,
     Decl,
     For,
+    If,
     KernelDef,
     Unit,
     VecStore,
@@ -78,11 +80,20 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
             out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
         case For():
             _for(s, depth, out, itype)
+        case If(cond, body, comment):
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}if ({expr(cond)}) {{{note}")
+            _block(body, depth + 1, out, itype)
+            out.append(pad + "}")
         case Barrier(fence, comment):
             note = f"  // {comment}" if comment else ""
             out.append(f"{pad}barrier({fence});{note}")
         case Comment(text):
             out.append(f"{pad}// {text}")
+        case AtomicCombine(fn, target, value, guard, comment):
+            note = f"  // {comment}" if comment else ""
+            cond = f"if ({guard}) " if guard else ""
+            out.append(f"{pad}{cond}{fn}(&{expr(target)}, {expr(value)});{note}")
         case Block():
             out.append(pad + "{")
             _block(s, depth + 1, out, itype)

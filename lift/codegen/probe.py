@@ -18,6 +18,7 @@ from lift.barriers import PROBE_FENCE, probe_key
 from lift.barriers.graph import Acc, Item, Loop, LoopInfo, Point, Probe
 from lift.codegen.c_ast import (
     Assign,
+    AtomicCombine,
     Barrier,
     Block,
     CCall,
@@ -31,6 +32,7 @@ from lift.codegen.c_ast import (
     CVecLoad,
     Decl,
     For,
+    If,
     VecStore,
 )
 from lift.codegen.printer import expr
@@ -68,6 +70,8 @@ class _Reader:
                 return [Loop(self.loop(s), tuple(self.block(s.body)))]
             case Block():
                 return self.block(s)
+            case If(body=body):  # accesses under a condition: analysed as if unconditional
+                return self.block(body)
             case Barrier(fence, comment) if fence == PROBE_FENCE:
                 return [Point(probe_key(comment))]
             case Assign(lhs, rhs, comment):
@@ -76,6 +80,8 @@ class _Reader:
                 return self.reads(init, comment)
             case VecStore(n, value, base, offset):
                 return self.reads(value, "") + self.acc(base, offset, n, True, f"vstore{n}", "")
+            case AtomicCombine(value=value, comment=comment):  # atomics do not race; nothing in the
+                return self.reads(value, comment)  # kernel reads the result (lift.memory.check_atomic)
         return []
 
     def loop(self, s: For) -> LoopInfo:

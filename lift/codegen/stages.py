@@ -89,7 +89,11 @@ def probed(host: Any, a: AllocatedKernel) -> ProbedKernel:
     """The kernel generated with a barrier at every candidate place, read back as accesses."""
     gen = host.body(candidates(a.alloc), Names(host.names.taken), a.job)
     return ProbedKernel(a.job, a.alloc, probe(gen.body, gen.state.uses, gen.loopvars,
-                                              *host.ndrange(gen.state.parallel)))
+                                              *host.ndrange(gen.state.parallel, _node(a.job))))
+
+
+def _node(job: KernelJob) -> Any:
+    return job.call[0] if job.call is not None else job.body
 
 
 def synchronised(host: Any, p: ProbedKernel) -> SynchronisedKernel:

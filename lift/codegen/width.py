@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from lift.arith import C_HELPERS, Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, free_vars, lower, upper
 from lift.codegen.c_ast import (
     Assign,
+    AtomicCombine,
     CCall,
     CCompound,
     CCond,
@@ -132,6 +133,9 @@ def _stmt_quantities(s: CStmt) -> Iterator[Arith]:
             yield from _expr_quantities(rhs)
         case VecStore(n, value, _, offset):
             yield offset + n
+            yield from _expr_quantities(value)
+        case AtomicCombine(_, target, value, _, _):
+            yield from _expr_quantities(target)
             yield from _expr_quantities(value)
 
 

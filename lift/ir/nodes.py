@@ -293,6 +293,16 @@ class ReduceSeq(AbstractReduce):
 
 
 @node
+class ReduceAtomic(AbstractReduce):
+    """`reduce_atomic(f, z) << map_glb(g) << xs`: each element the map computes is combined into
+    the result with an OpenCL atomic as soon as it is computed (no array of partial results, no
+    second kernel); the result is pre-filled with `z`, which must be `f`'s neutral element. The
+    order of the combination is not deterministic (a float sum may differ in its last bits)."""
+
+    f: FunDecl
+
+
+@node
 class Zip(Pattern):
     n: int
 
@@ -437,7 +447,7 @@ class OclKernel(Pattern):
 
 
 MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
-REDUCES = (Reduce, ReduceSeq)
+REDUCES = (Reduce, ReduceSeq, ReduceAtomic)
 ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
 WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
 LAYOUT = (Zip, MakeTuple, Get, At, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)

@@ -112,7 +112,7 @@ def _reduce_like(cls: type, f: Any, init: Any, args: tuple, label: str | None) -
         g = elaborate(f, [init_e.type, a.elem])
         return apply(cls(g, label=lab, loc=loc), [init_e, xe], label=lab, loc=loc)
 
-    name = "reduce" if cls is n.Reduce else "reduce_seq"
+    name = {n.Reduce: "reduce", n.ReduceSeq: "reduce_seq"}.get(cls, "reduce_atomic")
     text = f"{name}({_name(f)}, {init!r})"
     if args:
         if len(args) != 1:
@@ -175,6 +175,12 @@ def reduce(f: Any, init: Any, *args: Any, label: str | None = None) -> Any:
 def reduce_seq(f: Any, init: Any, *args: Any, label: str | None = None) -> Any:
     """A sequential reduction with a private accumulator."""
     return _reduce_like(n.ReduceSeq, f, init, args, label)
+
+
+def reduce_atomic(f: Any, init: Any, *args: Any, label: str | None = None) -> Any:
+    """`reduce_atomic(f, init) << map_glb(g) << x`: each element the map computes is combined into
+    the result with an OpenCL atomic (`f` add, max_ or min_; `init` its neutral element)."""
+    return _reduce_like(n.ReduceAtomic, f, init, args, label)
 
 
 # ------------------------------------------------------------------- layout
@@ -459,7 +465,7 @@ def _check_rank(k: int) -> None:
 
 
 __all__ = [
-    "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "zip", "get",
+    "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "reduce_atomic", "zip", "get",
     "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
     "value", "let", "to_global", "to_local", "to_private", "ocl_kernel", "vectorise",
     "iterate", "fun", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",

@@ -24,6 +24,7 @@ from lift.ir.nodes import (
     Pad,
     Param,
     Reduce,
+    ReduceAtomic,
     ReduceSeq,
     Slide,
     Split,
@@ -39,7 +40,8 @@ from lift.ir.nodes import (
 
 _NAMES = {
     Map: "map", MapSeq: "map_seq", MapGlb: "map_glb", MapWrg: "map_wrg", MapLcl: "map_lcl",
-    Reduce: "reduce", ReduceSeq: "reduce_seq", ToGlobal: "to_global", ToLocal: "to_local",
+    Reduce: "reduce", ReduceSeq: "reduce_seq", ReduceAtomic: "reduce_atomic", ToGlobal: "to_global",
+    ToLocal: "to_local",
     ToPrivate: "to_private", Let: "let", OclKernel: "ocl_kernel",
 }
 
@@ -71,7 +73,7 @@ class _Printer:
             case Literal(v, t):
                 name = getattr(t, "name", None)  # vector and array literals: value(0.0, [Float]4)
                 return repr(v) if name in ("Float", "Int", "Bool") else f"value({v!r}, {name or t})"
-            case FunCall(f, (init, xs)) if isinstance(f, (Reduce, ReduceSeq)):
+            case FunCall(f, (init, xs)) if isinstance(f, (Reduce, ReduceSeq, ReduceAtomic)):
                 name = _NAMES[type(f)] + (f"[{f.label}]" if f.label else "")
                 return f"{name}({self.fun(f.f)}, {self.init(init)}) << {self.show(xs)}"
             case FunCall(Zip(), args):
@@ -108,7 +110,7 @@ class _Printer:
                 return name
             case MapGlb(g, d) | MapWrg(g, d) | MapLcl(g, d):
                 return f"{_NAMES[type(f)]}{lab}({self.fun(g)}{'' if d == 0 else f', dim={d}'})"
-            case Map(g) | MapSeq(g) | Reduce(g) | ReduceSeq(g) | Let(g) | OclKernel(g):
+            case Map(g) | MapSeq(g) | Reduce(g) | ReduceSeq(g) | ReduceAtomic(g) | Let(g) | OclKernel(g):
                 return f"{_NAMES[type(f)]}{lab}({self.fun(g)})"
             case ToGlobal(g) | ToLocal(g) | ToPrivate(g):
                 return f"{_NAMES[type(f)]}{lab}({self.fun(g)})"

@@ -1,0 +1,64 @@
+"""The default form of a program whose result is a full reduction: parallel chunks, atomic combine.
+
+`lift.compile(prog)` without choices (and without a tuned winner in the database) lowers a
+program whose body is `reduce(f, z) [<< map(g)] << x`, `f` a built-in commutative operator
+(`add`, `mult`, `max_`, `min_`) on 32-bit Float or Int, as the automatic `reduce_chunks` point
+with: chunks of `DEFAULT_CHUNK` scalars per work-item (vectors of 8 where `f` is `add` and `g` a
+scalar function), the atomic combine, and the tail step for the elements the chunks do not cover
+(so any length works, and a short array is all tail: one work-item, as before). Without this,
+the default is one work-item looping over the whole array.
+
+    prog = lift.compile(fun([Array(Float, N)], lambda x: reduce(add, 0.0) << x))
+    prog.choices   # auto_r0:combine=atomic,pad=False,skip=False,tail=True,width=8 ... T_auto_r0=256
+
+The choices name the automatic point, so `lift.compile(prog, choices=prog.choices)` places the
+automatic points again (`with_auto_points`) and rebuilds the same program.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lift.choices import Choices
+from lift.ir.nodes import FunCall, Lambda, Node
+
+from .apply import points
+from .auto import _Placer, auto_points, is_auto
+from .chunks import ReduceChunks, atomic_ok, reduce_parts
+
+DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per work-item is fastest)
+
+
+def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
+    """`(program with automatic points, choices)` for a program whose result is a full reduction
+    that the atomic combine supports, or None (see the module docstring)."""
+    if not isinstance(expr, Lambda) or points(expr):
+        return None
+    pointed = auto_points(expr, {})
+    body = pointed.body if isinstance(pointed, Lambda) else None
+    if not (isinstance(body, FunCall) and isinstance(body.f, ReduceChunks) and isinstance(body.f.f, Lambda)):
+        return None
+    parts = reduce_parts(body.f.f.body)
+    if parts is None or not atomic_ok(parts[0], parts[1]):
+        return None
+    f, _, g, x = parts
+    top = body.f.label
+    n = _Placer({}).length(x)
+    if n is not None and n < DEFAULT_CHUNK:
+        return None  # a known short array: one work-item is as good
+    w = 8 if 8 in _Placer({}).widths(f, g, x) else 1
+    chosen = {lab: {"skip": True} for lab in points(pointed)}
+    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": True, "pad": False}  # type: ignore[index]
+    return pointed, Choices(points=chosen, tuning={f"T_{top}": DEFAULT_CHUNK // w})
+
+
+def with_auto_points(expr: Node, choices: Any) -> Node:
+    """`expr` with its automatic points placed when `choices` name automatic points that `expr`
+    lacks (choices from `default_reduction` or a tune), else `expr`."""
+    named = getattr(choices, "points", None) or {}
+    if any(is_auto(lab) for lab in named) and not points(expr):
+        return auto_points(expr, {})
+    return expr
+
+
+__all__ = ["default_reduction", "with_auto_points", "DEFAULT_CHUNK"]
