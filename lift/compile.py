@@ -174,6 +174,8 @@ def _learnt(err: NotSynchronisableError, pointed: Node, profile: Any, choices: C
     """Whether `err` taught the solver's spaces a constraint (only for the solver's own mapping)."""
     if choices.mapping is not None or not is_high_level(pointed) or not mapped.choices.mapping:
         return False
+    if any(k in mapped.choices.mapping for k in choices.tuning):  # a map code given by label: explicit
+        return False
     from lift.constraints import mapping_space
     from lift.constraints.learn import learn
 
