@@ -142,28 +142,25 @@ def run(c: Case, repeat: int, precise: bool) -> None:
 
 def tune_matmul(budget: float) -> None:
     """`lift.tune` of examples/matmul.py's high-level program at 256^3: reference time, candidates."""
-    try:
-        from lift.explore.evaluate import Pipeline
-    except ImportError:  # before the rename of lift/explore/candidate.py
-        from lift.explore.candidate import Pipeline  # type: ignore[no-redef]
+    from lift.explore.evaluate import Evaluator
 
     spent: list[float] = []
-    compute = Pipeline.compute_reference
+    compute = Evaluator.compute_reference
 
-    def timed_reference(self: Pipeline) -> None:
+    def timed_reference(self: Evaluator) -> None:
         t0 = time.perf_counter()
         compute(self)
         spent.append(time.perf_counter() - t0)
 
     a, bt = matmul.inputs(256, 256, 256)
-    Pipeline.compute_reference = timed_reference  # type: ignore[method-assign]
+    Evaluator.compute_reference = timed_reference  # type: ignore[method-assign]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for every candidate
             t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False,
                                              progress=False))
     finally:
-        Pipeline.compute_reference = compute  # type: ignore[method-assign]
+        Evaluator.compute_reference = compute  # type: ignore[method-assign]
     ok = sum(1 for r in res.history if r.ok)
     best = res.best_record.time * 1e3 if res.best_record and res.best_record.time else float("nan")
     print(f"lift.tune matmul 256^3, budget {budget:g} s: {t:.1f} s in all, reference {sum(spent):.2f} s, "

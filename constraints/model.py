@@ -82,7 +82,9 @@ class Model:
         self.constraints.append(c)
 
     def domain_formulas(self) -> list[Any]:
-        """The domain of every variable, as z3 formulas."""
+        """The domain of every variable, as z3 formulas (kept until a variable is added)."""
+        if getattr(self, "_domain_f", (None, -1))[1] == len(self.domains):
+            return list(self._domain_f[0])
         out = []
         for name, dom in self.domains.items():
             v = self.vars[name]
@@ -91,7 +93,8 @@ class Model:
                 out.append(z3.And(v >= lo, v <= hi))
             else:
                 out.append(code_in(v, dom))
-        return out
+        self._domain_f = (out, len(self.domains))
+        return list(out)
 
     def solver(self, *, tracked: bool = False, seed: int = 0) -> tuple[Any, dict[str, Constraint]]:
         """A z3 solver holding the model (with a tracking literal per constraint if asked)."""
@@ -157,10 +160,55 @@ class Model:
     # --------------------------------------------------------------- sampling
 
     def sample(self, n: int, seed: int = 0, names: Iterable[str] | None = None) -> list[Choice]:
-        """Up to `n` distinct solutions, projected on `names`, drawn by random pivots."""
+        """Up to `n` distinct solutions, projected on `names`: drawn by the concrete sampler
+        (`constraints.sampling`, each confirmed by z3), then, for what it could not find,
+        by z3 random pivots with the solutions found blocked."""
         names = list(names if names is not None else self.vars)
         rng = random.Random(seed)
+        out: list[Choice] = []
+        seen: set[tuple[int, ...]] = set()
+        fast = self._sampler()
+        misses = 0
+        while fast is not None and len(out) < n and misses < max(8, n):
+            sol = fast.one(rng)
+            if sol is None or not self.is_valid(sol):
+                misses += 1
+                continue
+            key = tuple(sol[k] for k in names)
+            if key in seen:
+                misses += 1
+                continue
+            seen.add(key)
+            out.append({k: sol[k] for k in names})
+        if len(out) < n:
+            out += self._sample_z3(n - len(out), seed, names, out)
+        return out
+
+    def preferred(self, fixed: Mapping[str, int], prefer: Any, row_cost: Any) -> Choice | None:
+        """A solution extending `fixed`, found in preference order by the concrete sampler
+        (`constraints.sampling.Sampler.best`) and confirmed by z3; None when that search finds
+        none (the space may still have one: ask z3)."""
+        fast = self._sampler()
+        if fast is None or any(k not in self.vars for k in fixed):
+            return None
+        sol = fast.best(fixed, prefer, row_cost)
+        return sol if sol is not None and self.is_valid(sol) else None
+
+    def _sampler(self) -> Any:
+        """The concrete sampler of this model (rebuilt when constraints were added), or None."""
+        from .sampling import Sampler
+
+        key = len(self.constraints)
+        if getattr(self, "_fast", (None, -1))[1] != key:
+            ok = bool(self.vars) and Sampler.usable(self.domains)
+            self._fast = (Sampler(self.domains, [c.formula for c in self.constraints]) if ok else None, key)
+        return self._fast[0]
+
+    def _sample_z3(self, n: int, seed: int, names: list[str], found: list[Choice]) -> list[Choice]:
+        rng = random.Random(seed)
         s, _ = self.solver(seed=seed)
+        for sol in found:
+            s.add(z3.Or([self.vars[k] != v for k, v in sol.items()]))
         out: list[Choice] = []
         while len(out) < n:
             sol = _random_solution(s, self.vars, self.domains, names, rng)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import INVERTIBLE, invertible, is_layout_fun, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.types import ArrayType, TupleType, Type, VectorType, base_type, shape
 from lift.views import (
@@ -104,9 +105,6 @@ def _array(t: Type) -> ArrayType:
     return t
 
 
-INVERTIBLE = (n.Split, n.Join, n.Transpose, n.TransposeW, n.AsVector, n.AsScalar, n.Zip, n.MakeTuple)
-
-
 def dest_views(f: n.FunDecl, dest: View, types: list[Type]) -> list[View] | None:
     """Output views for the arguments of layout pattern `f` whose result is written to `dest`.
 
@@ -133,31 +131,6 @@ def dest_views(f: n.FunDecl, dest: View, types: list[Type]) -> list[View] | None
 # --------------------------------------------------------- layout functions
 
 
-def is_layout_fun(f: FunDecl) -> bool:
-    """Whether `f` only rearranges data: a layout pattern, a map of a layout function, or a
-    lambda whose body applies only layout functions to its parameters."""
-    match f:
-        case n.AbstractMap(f=g):
-            return is_layout_fun(g)
-        case Lambda(_, body):
-            return _layout_expr(body)
-    return isinstance(f, n.LAYOUT)
-
-
-def is_layout_map(f: FunDecl) -> bool:
-    """Whether `f` is a map (of any kind) of a layout function: a view, not a loop."""
-    return isinstance(f, n.AbstractMap) and is_layout_fun(f.f)
-
-
-def _layout_expr(e: Expr) -> bool:
-    match e:
-        case n.Param():
-            return True
-        case FunCall(f, args):
-            return is_layout_fun(f) and all(_layout_expr(a) for a in args)
-    return False
-
-
 def expr_view(e: Expr, env: dict[int, View]) -> View:
     """The view of an expression that computes nothing (layout functions of parameters and constants)."""
     match e:
@@ -181,25 +154,6 @@ def apply_view(f: FunDecl, args: list[View], types: list[Type], env: dict[int, V
     if isinstance(f, n.LAYOUT):
         return layout_view(f, args, types)
     raise UnsupportedError(f"{str(f)[:60]} computes; it is not a layout function", node=f)
-
-
-def invertible(f: FunDecl) -> bool:
-    """Whether the arguments of layout function `f` can be written through its destination
-    (`arg_dests` is not None): split, join, transpose, as_vector, as_scalar, zip, tuple,
-    maps of those, and lambdas chaining them on their one parameter."""
-    match f:
-        case n.AbstractMap(f=g):
-            return invertible(g)
-        case Lambda((p,), body):
-            return _invertible_chain(body, p)
-    return isinstance(f, INVERTIBLE)
-
-
-def _invertible_chain(e: Expr, p: n.Param) -> bool:
-    if e is p or e == p:
-        return True
-    return (isinstance(e, FunCall) and len(e.args) == 1 and invertible(e.f)
-            and _invertible_chain(e.args[0], p))
 
 
 def arg_dests(f: FunDecl, dest: View, types: list[Type]) -> list[View] | None:

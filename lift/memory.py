@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from lift.arith import Arith, Cst
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
+from lift.ir.registry import kernel_table
 from lift.types import ArrayType, Type, scalar_count
 
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
@@ -193,12 +195,6 @@ def verify_allocated(alloc: Allocated) -> None:
         raise LiftValueError("verify_allocated: " + "; ".join(problems))
 
 
-def is_layout_map(f: FunDecl) -> bool:
-    """A map of a layout function (`map(transpose)`): a view, whatever its kind."""
-    from lift.layout import is_layout_map as layout_map
-
-    return layout_map(f)
-
 
 def iterate_var(f: n.Iterate):
     """The length variable of `iterate`'s function (its parameter's outer length), if any."""
@@ -290,22 +286,12 @@ def _inlinable(a: Expr) -> bool:
 
 # ------------------------------------------------------------ the kernel traversal
 
-# What the kernel traversal does with each function node; memory allocation (`_Alloc.apply`)
-# and kernel generation (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case`
-# and descend with `body_path`, so they cannot take different cases or paths.
-KERNEL_CASES: dict[type, str] = {
-    Lambda: "lambda", n.UserFun: "userfun", n.Vectorise: "userfun",
-    n.MapGlb: "map", n.MapWrg: "map", n.MapLcl: "map", n.MapSeq: "map",
-    n.ReduceSeq: "reduce", n.ReduceAtomic: "atomic",
-    n.ToGlobal: "address", n.ToLocal: "address", n.ToPrivate: "address",
-    n.Let: "let", n.Iterate: "iterate", **{t: "layout" for t in n.LAYOUT},
-}
-# Rejected inside a kernel, with the reason (an `UnsupportedError` naming the node).
-KERNEL_REFUSED: dict[type, str] = {
-    n.Map: "map has no OpenCL mapping; lower the program first (lift.lower.lower)",
-    n.Reduce: "reduce has no OpenCL mapping; lower the program first (lift.lower.lower)",
-    n.OclKernel: "an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them",
-}
+# What the kernel traversal does with each function node, and what it rejects (an
+# `UnsupportedError` naming the node, with the reason): the `kernel` column of the per-pattern
+# registry (lift.ir.registry). Memory allocation (`_Alloc.apply`) and kernel generation
+# (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case` and descend with
+# `body_path`, so they cannot take different cases or paths.
+KERNEL_CASES, KERNEL_REFUSED = kernel_table()
 
 
 def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
@@ -494,8 +480,6 @@ class _Alloc:
 
     def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
         """A layout function: arguments written through its destination when it is invertible."""
-        from lift.layout import invertible
-
         through = dest if invertible(f) else None
         for a, p in args:
             if a is not None and p is not None:

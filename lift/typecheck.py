@@ -25,7 +25,7 @@ from lift.arith import (
     prove_nonneg,
     substitute,
 )
-from lift.errors import LiftTypeError, is_library_loc
+from lift.errors import LiftTypeError, UnsupportedError, is_library_loc
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -317,7 +317,8 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
             return VectorType(r, n)
     if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites): typed as its body `f`
         return infer(f.f, ts, call, conds)
-    raise _err(f"no type rule for {f!r}", call)
+    raise UnsupportedError(f"the type checker has no rule for {type(f).__name__} (see lift.ir.registry)",
+                           node=call)
 
 
 def _fname(f: FunDecl) -> str:

@@ -99,3 +99,15 @@ def test_every_public_submodule_is_an_attribute_after_a_bare_import() -> None:
             "else:\n    raise SystemExit('no error')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_candidate_evaluator_keeps_its_old_name_deprecated():
+    import pytest
+
+    import lift.explore
+    from lift.explore import evaluate
+
+    with pytest.warns(DeprecationWarning, match="Evaluator"):
+        assert lift.explore.Pipeline is lift.explore.Evaluator
+    with pytest.warns(DeprecationWarning, match="Evaluator"):
+        assert evaluate.Pipeline is evaluate.Evaluator

@@ -61,16 +61,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 # Back edges that are there on purpose: (importer, imported) -> why. All of them are lazy
 # (function-local) imports, so that importing the lower module does not import the higher one.
+# (memory -> layout is gone: which functions only rearrange data is an IR predicate,
+# lift/ir/layoutfun.py, that memory, layout and codegen all import from below.)
 ALLOWED: dict[tuple[str, str], str] = {
-    # `Expr.type`: a node's type, computed on demand by the type checker (one layer up).
+    # `expr.type` is public API (DESIGN.md) on every expression; the rules that compute it need
+    # the whole type system and size arithmetic of lift.typecheck, one layer up, and the types
+    # live in its side table, so the property asks it on demand.
     ("lift.ir.nodes", "lift.typecheck"): "Expr.type property calls typecheck lazily",
-    # The Deferred front end: `x + y` on expressions (`lift.ir.build.arith_op`) becomes a call of
-    # a built-in user function (`lift.userfun.builtins.OPERATORS`).
+    # The Deferred front end: `x + y` on expressions (`lift.ir.build.arith_op`) means a call of
+    # the built-in user function `add` (`lift.userfun.builtins.OPERATORS`), which the userfun
+    # translator (a layer up: it types and translates Python into C and numpy) builds.
     ("lift.ir.build", "lift.userfun.builtins"): "arith_op: operators on expressions call builtin user functions",
-    # The memory pass must agree with the view builder on which maps are layout functions
-    # (views that never materialise, lift/layout.py's docstring), so it asks layout.
-    ("lift.memory", "lift.layout"): "memory.is_layout_map and the layout case ask layout.is_layout_map / invertible",
-    # `lift.compile(expr)` uses the best known choices from the tuning database (issue 15 item 5).
+    # `lift.compile(expr)` with no choices uses the best known choices from the tuning database
+    # (DESIGN.md, issue 15 item 5); the database and its keys belong to the explorer, above compile.
     ("lift.compile", "lift.explore.reuse"): "compile asks the tuning database for a tuned winner",
 }
 

@@ -90,11 +90,11 @@ def test_vectorise_exposes_its_width_as_a_structural_parameter() -> None:
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_family_compiles_and_matches_the_interpreter(name: str) -> None:
     """Rewritten, mapped by a sampled valid choice of the joint constraint space, compiled."""
-    from lift.explore import Candidate, Pipeline
+    from lift.explore import Candidate, Evaluator
 
     make, choice, args, _ = CASES[name]
     prog = make()
-    pipe = Pipeline(prog, args, None, bind_sizes([p.ptype for p in prog.params], args, prog))
+    pipe = Evaluator(prog, args, None, bind_sizes([p.ptype for p in prog.params], args, prog))
     pipe.compute_reference()
     structural = {"P": {**choice.get("P", {}), "skip": False}}
     space = pipe.space(structural)

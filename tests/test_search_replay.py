@@ -74,3 +74,17 @@ def test_the_model_proposes_the_candidate_it_predicts_fastest() -> None:
     pool = [Candidate({}, {**slow, "T": 16}), Candidate({}, {**fast, "T": 16})]
     mb = ModelBased(lambda h: None, warmup=2, explore=0.0, pool=lambda: pool)
     assert mb.propose(hist) == pool[1]
+
+
+def test_the_model_finds_a_middle_optimum_and_reads_any_choice() -> None:
+    """Time is best at a middle tile size (log2 T = 4): the squared features let the model
+    propose the untried T nearest to it; a new kind of choice (a string) is one-hot."""
+    from lift.explore.surrogate import features, predict
+
+    hist = [Record(Candidate({"p": {"layout": "row"}}, {"T": 2 ** k}), True, time=1.0 + (k - 4) ** 2)
+            for k in (0, 1, 2, 6, 7, 8)]
+    pool = [Candidate({"p": {"layout": "row"}}, {"T": 2 ** k}) for k in (3, 5, 9, 10)]
+    pred = predict(hist, pool)
+    assert min(zip(pred.tolist(), range(4)))[1] in (0, 1) and pred[3] > pred[0]
+    f = features(Candidate({"p": {"layout": "col", "skip": False}}, {"m1": 31, "local_size_0": 8}))
+    assert f["s.p.layout=col"] == 1.0 and f["s.p.skip"] == 0.0 and f["m.m1.dim"] == 1.0 and f["group_size"] == 3.0

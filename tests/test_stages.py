@@ -52,3 +52,27 @@ def test_the_kernel_stages_run_in_the_documented_order():
                                                           "assembled"]
     src = inspect.getsource(importlib.import_module("lift.compile").link)
     assert "allocated, probed, synchronised, emitted, assembled" in src
+
+
+def test_type_checking_runs_once_per_node_through_compile(monkeypatch):
+    """Every call node of every program `lift.compile` goes through (the user's, the mapped one)
+    is typed once: the stages read the side table afterwards."""
+    from lift.devices import profile
+    from lift.userfun.builtins import neg
+
+    table = importlib.import_module("lift.typecheck")._TYPES
+    seen: dict[int, int] = {}
+    alive: list = []  # no id is reused while counting
+    real = table.put
+
+    def counting(e, got):
+        seen[id(e)] = seen.get(id(e), 0) + 1
+        alive.append(e)
+        return real(e, got)
+
+    monkeypatch.setattr(table, "put", counting)
+    n_ = lift.Size("N")
+    prog = lift.fun([lift.Array(lift.Array(lift.Float, n_), n_)],
+                    lambda x: lift.map(lambda r: lift.reduce(lift.add, 0.0) << lift.map(neg) << r) << x)
+    lift.compile(prog, device=profile("nvidia"), choices={})
+    assert seen and max(seen.values()) == 1, {k: v for k, v in seen.items() if v > 1}

@@ -56,7 +56,7 @@ def test_tuning_gemv_explores_the_tile_size_and_the_mapping() -> None:
 
 @pytest.mark.device
 def test_a_wrong_candidate_is_rejected_with_the_reason_and_never_chosen(monkeypatch) -> None:
-    real = cand_mod.Pipeline.build
+    real = cand_mod.Evaluator.build
 
     class Wrong:
         def __init__(self, prog):
@@ -72,7 +72,7 @@ def test_a_wrong_candidate_is_rejected_with_the_reason_and_never_chosen(monkeypa
         prog = real(self, cand)
         return prog if cand.default else Wrong(prog)
 
-    monkeypatch.setattr(cand_mod.Pipeline, "build", build)
+    monkeypatch.setattr(cand_mod.Evaluator, "build", build)
     x, y = rand(1 << 10), rand(1 << 10, seed=1)
     res = tune(tiled_dot(), x, y, budget=1.5, db=False, progress=False, isolate=False)
     rejected = [r for r in res.history if not r.ok]
@@ -121,7 +121,7 @@ def test_trials_stop_the_tune_after_that_many_candidates_whatever_the_budget() -
 
 @pytest.mark.device
 def test_the_returned_program_is_the_one_the_worker_measured() -> None:
-    # the winner is measured in the worker from `Pipeline.plan` and rebuilt in the parent by
+    # the winner is measured in the worker from `Evaluator.plan` and rebuilt in the parent by
     # `lift.compile`: the same kernels, so its recorded time belongs to the returned program
     import hashlib
 

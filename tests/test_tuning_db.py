@@ -217,3 +217,23 @@ def test_compile_uses_the_tuned_winner_of_a_concrete_program(tmp_path, monkeypat
     assert prog.source == res.best.source and np.allclose(prog(x, y), np.dot(x, y), rtol=1e-3)
     assert not getattr(lift.compile(dot_program()).choices, "origin", "")  # symbolic: never from the database
     assert not getattr(lift.compile(concrete(), choices={}).choices, "origin", "")  # explicit choices win
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "0")
+    assert not getattr(lift.compile(concrete()).choices, "origin", "")  # turned off
+
+
+@pytest.mark.device
+def test_the_default_candidate_records_the_choices_compile_reports() -> None:
+    """A tune whose winner is the default lowering stores choices that `lift.compile` reports back
+    unchanged (the skipped automatic point's open width was filled by compile, not by the tuner)."""
+    from lift.explore.evaluate import Candidate, Evaluator, all_skipped
+    from lift.explore.tune import _device, _search_space, _sizes
+
+    prog = fun([Array(Float, 1024), Array(Float, 1024)], lambda x, y: reduce(lift.add, 0.0) << map(mult) << zip(x, y))
+    args = (rand(1024), rand(1024, seed=1))
+    sizes = _sizes(prog, args)
+    expr, structural, _ = _search_space(prog, sizes, True)
+    pipe = Evaluator(expr, args, _device(None), sizes)
+    default = Candidate(all_skipped(structural), default=True)
+    plan, recorded = pipe.plan(default)
+    built = pipe.compile(recorded)
+    assert built.choices == recorded and built.source == plan.source

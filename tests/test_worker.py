@@ -57,7 +57,7 @@ def test_a_candidate_that_segfaults_the_runtime_is_rejected_and_the_tune_finishe
 
 @pytest.mark.device
 def test_a_hanging_candidate_times_out_and_the_budget_is_kept(monkeypatch) -> None:
-    monkeypatch.setattr(cand_mod.Pipeline, "__init__", _short_timeout(cand_mod.Pipeline.__init__))
+    monkeypatch.setattr(cand_mod.Evaluator, "__init__", _short_timeout(cand_mod.Evaluator.__init__))
     res, wall = _tune_with_fault(monkeypatch, "hang", budget=6)
     hung = [r for r in res.history if "timed out" in r.reason]
     assert hung and not any(r.ok for r in hung)
@@ -74,7 +74,7 @@ def _short_timeout(init):
 
 @pytest.mark.device
 def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
-    real = cand_mod.Pipeline.plan
+    real = cand_mod.Evaluator.plan
 
     def plan(self, cand):
         p, used = real(self, cand)
@@ -82,7 +82,7 @@ def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
             return p, used
         return dataclasses.replace(p, source=p.source.replace("0.0f", "1.0f")), used
 
-    monkeypatch.setattr(cand_mod.Pipeline, "plan", plan)
+    monkeypatch.setattr(cand_mod.Evaluator, "plan", plan)
     x, y = rand(1 << 10), rand(1 << 10, seed=1)
     res = tune(tiled_dot(), x, y, budget=5, db=False, progress=False)
     wrong = [r for r in res.history if "wrong result" in r.reason]
@@ -117,7 +117,7 @@ def _slow_default_tune(monkeypatch, timeout_s: float, **kw):
     from lift.explore import worker as worker_mod
 
     monkeypatch.setattr(worker_mod, "MIN_TIMEOUT_S", 0.05)
-    real_init = cand_mod.Pipeline.__init__
+    real_init = cand_mod.Evaluator.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
@@ -129,7 +129,7 @@ def _slow_default_tune(monkeypatch, timeout_s: float, **kw):
         w.inject = lambda plan: "slow"
         return w
 
-    monkeypatch.setattr(cand_mod.Pipeline, "__init__", init)
+    monkeypatch.setattr(cand_mod.Evaluator, "__init__", init)
     monkeypatch.setattr(tune_mod, "shared_worker", slow_worker)
     x, y = rand(1 << 10), rand(1 << 10, seed=1)
     return tune(tiled_dot(), x, y, db=False, progress=False, **kw), (x, y)

@@ -78,13 +78,12 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
     `verify_allocated` per kernel, `verify_generated`); `stages`: what each kernel goes through."""
     if not isinstance(program, Lambda):
         raise UnsupportedError("code generation needs a program made with lift.fun", node=program)
-    typecheck(program)
-    if is_high_level(program):
-        lowered = lower(program)
+    typecheck(program)  # the type errors of a direct caller's program, before anything else
+    if is_high_level(program):  # a direct caller's high-level program: the default lowering
+        lowered = lower(program)  # (lift.compile hands over a mapped program, typed here once)
         if verify:
             verify_lowered(lowered, program)
-        program = lowered
-        typecheck(program)
+        program = lowered  # typed on demand by the kernel stages, once (types live in a side table)
     gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify, stages=stages)
     gen.wide = wide
     gen = gen.run()

@@ -10,15 +10,26 @@ and a persistent tuning database (database.py).
 
 from .database import TuningDatabaseWarning, TuningDB
 from .dbkeys import measure_key, program_hash, shapes_key, tuning_key
-from .evaluate import Candidate, Pipeline, Record, mismatch
+from .evaluate import Candidate, Evaluator, Record, mismatch
 from .pareto import dominates, front, pareto_front
 from .search import Evolution, LocalSearch, RandomSearch, RandomThenLocal, Strategy, Table, replay
 from .seeds import Seeded
 from .tune import TuneResult, tune
 
 __all__ = [
-    "tune", "TuneResult", "Candidate", "Record", "Pipeline", "mismatch",
+    "tune", "TuneResult", "Candidate", "Record", "Evaluator", "mismatch",
     "TuningDB", "TuningDatabaseWarning", "program_hash", "shapes_key", "tuning_key", "measure_key",
     "dominates", "front", "pareto_front",
     "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Evolution", "Seeded", "Table", "replay",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
+    if name == "Pipeline":
+        import warnings
+
+        warnings.warn("lift.explore.Pipeline is deprecated; use lift.explore.Evaluator", DeprecationWarning,
+                      stacklevel=2)
+        return Evaluator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

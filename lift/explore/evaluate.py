@@ -1,10 +1,10 @@
-"""One point of the exploration space and the pipeline that turns it into a measured program.
+"""One point of the exploration space and the evaluator that turns it into a measured program.
 
 A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
 mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
-maps to vectorise. `Pipeline.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
+maps to vectorise. `Evaluator.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
 candidate's constraint space) and compiles it with `lift.compile` itself, so the program's
-`.choices` rebuild it exactly; `Pipeline.measure` runs it, checks it against the interpreter's result (computed
+`.choices` rebuild it exactly; `Evaluator.measure` runs it, checks it against the interpreter's result (computed
 once) and records time and memory. The default candidate is `lift.compile` of the program
 with every point skipped (the default lowering), so the search never does worse than it.
 """
@@ -84,8 +84,10 @@ def all_skipped(structural: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[s
     return {k: {"skip": True} for k in structural}
 
 
-class Pipeline:
-    """Builds and measures candidates of one program on one device for fixed arguments."""
+class Evaluator:
+    """Builds and measures candidates of one program on one device for fixed arguments (through
+    `lift.compile`, the one pipeline). Named `Pipeline` before issue 16; that name still works,
+    with a DeprecationWarning."""
 
     def __init__(self, expr: Node, arrays: Sequence[Any], device: Any, sizes: Mapping[str, int],
                  *, repeat: int = 3, rtol: float = 1e-3) -> None:
@@ -96,17 +98,41 @@ class Pipeline:
         self.deadline = float("inf")  # past it (the budget), candidates are timed once
         self.worker: Any = None  # a lift.explore.worker.Worker: candidates are built and run there
         self.timeout_s = 30.0  # the most one worker call of a candidate may take
-        self.reference: Any = None
-        self.precise: Any = None  # the interpreter's result with Float carried in float64
+        self._ref: Any = None  # a lift.explore.reference.Reference, started by `start_reference`
+        self.reference_grace_s = 10.0  # how long past the deadline a candidate waits for the reference
         self._spaces: dict[Any, Any] = {}  # `lift.compile`'s rewritten programs and spaces of this program
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
 
-    def compute_reference(self) -> None:
-        """The interpreter's result, computed once for every check."""
-        from lift.interpret import interpret
+    def start_reference(self) -> None:
+        """Start computing the interpreter's result (once, in a child process: see reference.py)."""
+        if self._ref is None:
+            from .reference import Reference
 
-        self.reference = interpret(self.expr, *self.arrays)
-        self.precise = interpret(self.expr, *self.arrays, precise=True)
+            self._ref = Reference(self.expr, self.arrays)
+
+    def compute_reference(self) -> None:
+        """The interpreter's result, computed once for every check (waits for it)."""
+        self.start_reference()
+        self._ref.get(0)
+
+    def close_reference(self) -> None:
+        """Stop an unfinished reference interpretation."""
+        if self._ref is not None:
+            self._ref.close()
+
+    @property
+    def reference(self) -> Any:
+        """The interpreter's result (waiting for it until the budget's end plus `reference_grace_s`,
+        the grace a worker call gets past the budget), None if not there by then."""
+        return None if self._ref is None else self._ref.get(0, self.deadline + self.reference_grace_s)
+
+    @property
+    def precise(self) -> Any:
+        """The interpreter's result with Float carried in float64 (computed when first asked for,
+        given about as long as the result took), None if not there in time."""
+        if self._ref is None or self._ref.seconds is None:
+            return None
+        return self._ref.get(1, max(self.deadline, time.perf_counter() + 2 * self._ref.seconds + 1.0))
 
     def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
         """The program with its rewrite points applied by `structural` (kept as `lift.compile` keeps it)."""
@@ -166,15 +192,24 @@ class Pipeline:
             return self._plan(choices.replace(vectorise={}))
 
     def _plan(self, choices: Choices) -> tuple[Any, Choices]:
-        from lift.compile import device_widths, generate_first, profile_of, rewritten
+        """`lift.compile`'s own stages up to the generated source (what it leaves open, such as
+        the parameters of a skipped point or the default's tile sizes, is chosen as it chooses),
+        so the choices recorded are those `lift.compile` reports for the same program."""
+        from lift.compile import _open_choices, device_widths, generate_first, profile_of, rewritten
+        from lift.rewrites.choose import complete_points
 
         profile = profile_of(self.device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RewritePointSkipped)
             wanted = device_widths(self.expr, choices, profile)
-            pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
-            plan, used = generate_first(pointed, profile, wanted, None, None, self._spaces)
-        return plan, used.choices
+            if choices.mapping is None and not choices.tuning:  # the default: compile chooses the rest
+                pointed, wanted, chosen = _open_choices(self.expr, wanted, profile, self._spaces)
+            else:  # a candidate sets mapping and tuning; only a skipped point's parameters are open
+                wanted, chosen = complete_points(self.expr, wanted), {}
+                pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
+            plan, used = generate_first(pointed, profile, wanted, None, None, None if chosen else self._spaces)
+        done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
+        return plan, done
 
     def compile(self, choices: Choices) -> Any:
         """`lift.compile` of the program with `choices`, sharing this pipeline's constraint spaces."""
@@ -209,13 +244,16 @@ class Pipeline:
         return rec
 
     def _run(self, cand: Candidate, prog: Any, build_s: float, digest: str) -> Record:
+        reference = self.reference  # waited for before the run, so that it does not share the CPU
         t0 = time.perf_counter()
         try:
             out = prog(*self.arrays)
         except Exception as err:  # noqa: BLE001 - a crashing candidate is rejected
             return Record(cand, False, f"run: {_why(err)}", build_s=build_s, source_hash=digest)
-        bad = mismatch(out, self.reference, self.rtol)
-        if bad and self.precise is not None and _as_accurate(out, self.reference, self.precise):
+        if reference is None:
+            return unchecked(cand, build_s, digest, time.perf_counter() - t0, None)
+        bad = mismatch(out, reference, self.rtol)
+        if bad and self.precise is not None and _as_accurate(out, reference, self.precise):
             bad = ""  # another summation order: rounds differently from the sequential semantics, not worse
         if bad:
             return Record(cand, False, f"wrong result: {bad}", checked=True, build_s=build_s, source_hash=digest)
@@ -226,6 +264,17 @@ class Pipeline:
         except Exception as err:  # noqa: BLE001
             return Record(cand, False, f"timing: {_why(err)}", checked=True, build_s=build_s, source_hash=digest)
         return Record(cand, True, "", t, mem, True, build_s, digest, program=prog)
+
+
+NO_REFERENCE = "the interpreter's reference did not finish within the budget"
+
+
+def unchecked(cand: Candidate, build_s: float, digest: str, seconds: float, memory: int | None) -> Record:
+    """The record of a candidate run when the reference is not there: the default lowering
+    (`lift.compile`'s own program) is kept, not checked; any other candidate is rejected."""
+    if cand.default:
+        return Record(cand, True, f"not checked: {NO_REFERENCE}", seconds, memory, False, build_s, digest)
+    return Record(cand, False, f"check: {NO_REFERENCE}", build_s=build_s, source_hash=digest)
 
 
 def mismatch(got: Any, want: Any, rtol: float) -> str:
@@ -262,3 +311,12 @@ def _as_accurate(got: Any, semantics: Any, precise: Any) -> bool:
 def _why(err: BaseException) -> str:
     msg = getattr(err, "message", None) or str(err)
     return f"{type(err).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
+
+
+def __getattr__(name: str) -> Any:
+    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
+    if name == "Pipeline":
+        warnings.warn("lift.explore.evaluate.Pipeline is deprecated; use Evaluator", DeprecationWarning,
+                      stacklevel=2)
+        return Evaluator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

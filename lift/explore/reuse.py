@@ -9,12 +9,14 @@ tuned for `N = 4096` is never used for a program over a symbolic `N`, since its 
 specialised to that size. The objective "time" is preferred, then "pareto". The program is
 rebuilt from the stored `lift.Choices`; its `choices` are a `TunedChoices` (equal to them, the
 same JSON) whose `origin` says where they came from. The
-lookup is off while `tune` runs (its candidates are compiled with their own choices).
+lookup is off while `tune` runs (its candidates are compiled with their own choices), and
+when the environment sets `LIFTCL_USE_TUNED=0`.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -54,7 +56,9 @@ def symbolic_sizes(expr: Lambda) -> set[str]:
 
 def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any | None:
     """The compiled winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes)."""
-    if _OFF.get() or not isinstance(expr, Lambda) or symbolic_sizes(expr):
+    if _OFF.get() or os.environ.get("LIFTCL_USE_TUNED", "1") == "0":
+        return None
+    if not isinstance(expr, Lambda) or symbolic_sizes(expr):
         return None
     path = default_path()
     if not path.is_file():
@@ -103,9 +107,9 @@ class TunedChoices(Choices):
 def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any) -> Any:
     from lift.rewrites import auto_points
 
-    from .evaluate import Pipeline
+    from .evaluate import Evaluator
 
     search = auto_points(expr, {}) if auto else expr
-    pipe = Pipeline(search, (), device, {})
+    pipe = Evaluator(search, (), device, {})
     pipe.cache_dir = cache_dir
     return pipe.compile(choices)

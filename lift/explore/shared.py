@@ -2,7 +2,7 @@
 
 `SharedWork.measure(candidate)` returns the candidate's record from the database when some tune
 (this one before it was stopped, or another running now) has finished it; otherwise it claims
-the candidate, measures it through the `Pipeline` (computing the interpreter's reference result
+the candidate, measures it through the `Evaluator` (computing the interpreter's reference result
 only when the first candidate is measured here) and writes the record at once. A candidate that
 another live process is measuring is skipped (None) and its record collected later
 (`collect`). Without a database it simply measures.
@@ -16,7 +16,7 @@ from typing import Any
 
 from .database import TuningDB
 from .dbkeys import decode_choices
-from .evaluate import Candidate, Pipeline, Record
+from .evaluate import Candidate, Evaluator, Record
 
 
 def record_from_json(d: dict[str, Any]) -> Record:
@@ -28,7 +28,7 @@ def record_from_json(d: dict[str, Any]) -> Record:
 class SharedWork:
     """Measure candidates of one problem (`mkey`), sharing records through `database`."""
 
-    def __init__(self, pipe: Pipeline, database: TuningDB | None, mkey: str, *, reuse: bool = True) -> None:
+    def __init__(self, pipe: Evaluator, database: TuningDB | None, mkey: str, *, reuse: bool = True) -> None:
         self.pipe, self.db, self.mkey, self.reuse = pipe, database, mkey, reuse
         self.known: dict[str, dict[str, Any]] = database.finished(mkey) if database and reuse else {}
         self.pending: set[str] = set()
@@ -49,8 +49,7 @@ class SharedWork:
             elif state == "busy":
                 self.pending.add(k)
                 return None
-        if self.pipe.reference is None:
-            self.pipe.compute_reference()
+        self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
         rec = self.pipe.measure(cand)
         self.measured += 1
         if self.db is not None:

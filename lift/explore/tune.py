@@ -35,7 +35,7 @@ from lift.ir.nodes import Lambda, Node
 
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
-from .evaluate import Candidate, Pipeline, Record, all_skipped
+from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
@@ -107,6 +107,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     the wall time. With `trials`, the switch from random sampling to local search also
     follows the count (after 40% of the trials) instead of the clock, so which candidates are
     tried does not depend on the machine's speed (tests use a generous budget and a count)."""
+    start = time.perf_counter()  # the budget counts from the call: the reference interpretation is inside it
     rank = score(objective)
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 1):
         raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
@@ -127,9 +128,21 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         hit = _from_database(expr, arrays, device, database.lookup(key))
         if hit is not None:
             return hit
-    pipe = Pipeline(expr, arrays, device, sizes, repeat=repeat)
-    start = time.perf_counter()
+    pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
     pipe.deadline = start + budget
+    try:
+        return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
+                       rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
+                       isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey)
+    finally:
+        pipe.close_reference()
+
+
+def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
+            database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
+            objective: str, seed: int, progress: bool, refresh: bool, isolate: bool, strategy: str | None,
+            trials: int | None, dev: Any, mkey: str) -> TuneResult:
+    """The search of `tune` (its arguments are tune's), from the default lowering to the result."""
     if isolate:
         pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
@@ -164,12 +177,12 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         _confirm(history, pipe, rank)
     result = _result(history, rank, pipe, time.perf_counter() - start)
     result.stats.update(measured=work.measured, from_database=work.reused)
-    if database is not None:
+    if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
     return result
 
 
-def _rescue_default(history: list[Record], pipe: Pipeline) -> None:
+def _rescue_default(history: list[Record], pipe: Evaluator) -> None:
     """When nothing is correct and the default lowering was only too slow for the worker's
     timeout, measure it here, in-process and without a timeout (run, check, one timed run):
     a correct default lowering is always a result."""
@@ -208,7 +221,7 @@ def _reserve(history: list[Record], rank: Any) -> float:
     return sum(min(r.time, 0.05) * 11 + 0.3 for r in ok) + (0.5 if ok else 0.0)
 
 
-def _confirm(history: list[Record], pipe: Pipeline, rank: Any, top: int = 3, repeat: int = 10,
+def _confirm(history: list[Record], pipe: Evaluator, rank: Any, top: int = 3, repeat: int = 10,
              limit_s: float = 0.05) -> None:
     """Time the `top` fastest correct candidates again, `repeat` times each, and keep the fastest
     of all their runs (one lucky or unlucky run of the search does not decide the winner).
@@ -253,7 +266,7 @@ def _release(history: list[Record], rank: Any) -> None:
             r.program = None
 
 
-def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) -> TuneResult:
+def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float) -> TuneResult:
     ok = [r for r in history if r.ok]
     if not ok:
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
@@ -266,7 +279,7 @@ def _result(history: list[Record], rank: Any, pipe: Pipeline, elapsed: float) ->
     front = pareto_front(history)
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
              "default_time": next((r.time for r in history if r.candidate.default), None)}
-    return TuneResult(best.program, front, history, best, stats=stats)
+    return TuneResult(best.program, front, history, best, reference_checked=best.checked, stats=stats)
 
 
 def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
@@ -274,7 +287,7 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
     run), or None."""
     if entry is None:
         return None
-    pipe = Pipeline(expr, arrays, device, _sizes(expr, arrays))
+    pipe = Evaluator(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
     try:
         choices = Choices.from_json(entry["choices"])

@@ -9,7 +9,7 @@ builds it with OpenCL, runs it on the arrays it was given once at start, and tim
 candidate that kills the worker (PoCL's 8 MiB worker-thread stack overflowed by private
 arrays: SIGSEGV) or hangs past its timeout is an `Outcome` with the reason
 ("crashed: SIGSEGV", "timed out after 5.0 s"); the worker is killed and started again at the
-next call, so the search goes on. `measure_isolated` is `Pipeline.measure` through a worker.
+next call, so the search goes on. `measure_isolated` is `Evaluator.measure` through a worker.
 
 Test hook: `Worker.inject(plan) -> "segv" | "hang" | "slow" | None` (a callable, None by default)
 makes the worker really die or hang on that plan's build, as a faulty OpenCL runtime would, or
@@ -239,7 +239,7 @@ def _why(err: BaseException) -> str:
 
 
 def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
-    """`Pipeline.measure` with the OpenCL build, run and timing in `worker`; never raises.
+    """`Evaluator.measure` with the OpenCL build, run and timing in `worker`; never raises.
 
     The plan (rewriting, solving, code generation) is made here; `Record.build_s` is that
     compile time, `Record.wall_s` the whole evaluation."""
@@ -276,7 +276,7 @@ def _limit(pipe: Any, cand: Any) -> float:
 
 
 def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, digest: str) -> Any:
-    from .evaluate import Record, _as_accurate, mismatch
+    from .evaluate import Record, _as_accurate, mismatch, unchecked
 
     def reject(stage: str, why: str, checked: bool = False) -> Record:
         return Record(cand, False, f"{stage}: {why}", checked=checked, build_s=build_s, source_hash=digest)
@@ -284,13 +284,18 @@ def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, d
     got = worker.call(("build", plan), _limit(pipe, cand))
     if not got.ok:
         return reject("opencl build", got.reason)
+    reference = pipe.reference  # waited for before the run, so that the run does not share the CPU with it
+    if reference is None and not cand.default:
+        return unchecked(cand, build_s, digest, 0.0, None)
     t_run = time.perf_counter()
     got = worker.call(("run",), _limit(pipe, cand))
     if not got.ok:
         return reject("run", got.reason)
     out, kernel_s, mem = got.value
-    bad = mismatch(out, pipe.reference, pipe.rtol)
-    if bad and pipe.precise is not None and _as_accurate(out, pipe.reference, pipe.precise):
+    if reference is None:
+        return unchecked(cand, build_s, digest, kernel_s, mem)
+    bad = mismatch(out, reference, pipe.rtol)
+    if bad and pipe.precise is not None and _as_accurate(out, reference, pipe.precise):
         bad = ""
     if bad:
         return reject("wrong result", bad, checked=True)

@@ -8,7 +8,9 @@ Layout patterns act on the axes after the batch axes and are numpy views; user f
 through their numpy twins (lift.interpret.twins); a reduce is a left-to-right loop over its axis,
 each step vectorised over the batch, or a built-in operator's numpy fold (lift.interpret.fold),
 and a `reduce << map(g)` evaluates `g` a chunk of the reduced axis at a time, so the mapped array
-is never materialised whole. What this evaluator cannot handle raises `NotBatchable`; the
+is never materialised whole; a sum of products (`reduce(add) << map(mult) << zip(xs, ys)`) is a
+contraction over the batch axes (lift.interpret.contract: BLAS in the precise mode, blocks in the
+exact float32 order otherwise). What this evaluator cannot handle raises `NotBatchable`; the
 element-wise evaluator (lift.interpret.element) then takes over, visibly (`Stats`).
 """
 
@@ -22,7 +24,8 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
-from lift.interpret.element import NotBatchable, iterate_sizes
+from lift.interpret.contract import contract, contract_sequential, is_product
+from lift.interpret.element import Element, NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
 from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
@@ -32,6 +35,7 @@ from lift.types import ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
 CHUNK = 1 << 16  # elements of a mapped array a fused `reduce << map` materialises at once
+LOOP_CHUNK = 1 << 20  # the same when the fold loops over the reduced axis, across a large batch
 
 
 @dataclass
@@ -192,17 +196,24 @@ class Batched:
         if op is None:
             op, h = accumulating(g)
         fns = pre + ([h] if h is not None else [])
-        owned = bool(fns) and isinstance(unwrap(fns[-1]), n.UserFun)  # chunks are twin results
+        owned = bool(fns) and _twin_result(unwrap(fns[-1]))  # chunks are fresh twin results
         m = axis_len(ys, d)
         if m == 0:
             if fns:
                 raise NotBatchable("map over an empty array")
             return acc
+        if op == "add" and len(fns) == 1 and is_product(unwrap(fns[0])):  # a sum of products
+            # precise: the order of a float64 sum is free, one matrix product; else in the fold's order
+            r = contract(acc, ys, d) if self.precise else contract_sequential(acc, ys, d)
+            if r is not None:
+                return r
         batch = int(np.prod(bs, dtype=np.int64))
         step = max(1, CHUNK // max(1, batch))
         if batch >= LOOP_BATCH and 8 * _stored(ys) <= batch * m:
-            # the fold loops over the reduced axis and reads ys many times: contiguous slices
+            # the fold loops over the reduced axis and reads ys many times: contiguous slices,
+            # a few steps' worth of mapped elements at once (fewer, larger calls)
             ys = on_axes(ys, lambda a: _outer_first(a, d), 0)
+            step = max(step, LOOP_CHUNK // batch)
         elif batch >= LOOP_BATCH:
             step = max(step, 16)  # as stored: inner loops along the reduced axis, not too short
         for k0 in range(0, m, step):
@@ -212,9 +223,29 @@ class Batched:
             if op is not None and isinstance(part, np.ndarray) and isinstance(acc, np.ndarray | np.generic):
                 acc = fold(op, np.asarray(acc), part, d, precise=self.precise, owned=owned)
                 continue
-            for j in range(axis_len(part, d)):
-                acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
+            acc = self.steps(g, acc, part, env, bs)
         return acc
+
+    def steps(self, g: FunDecl, acc: Any, part: Any, env: Env, bs: tuple[int, ...]) -> Any:
+        """`acc = g(acc, x)` for each element of `part` along axis `len(bs)`, in order. At the top
+        level (no batch) a step is one element: the element-wise evaluator's Python functions are
+        several times cheaper there than numpy twins on single values (the same semantics)."""
+        d = len(bs)
+        if d == 0:
+            ev, plain = Element(self.sizes, self.wide), {k: v for k, (v, _) in env.items()}
+            for j in range(axis_len(part, 0)):
+                acc = ev.call(g, [acc, take(part, 0, j)], None, plain)
+            return acc
+        for j in range(axis_len(part, d)):
+            acc = self.call(g, [acc, take(part, d, j)], None, env, bs)
+        return acc
+
+
+def _twin_result(f: FunDecl) -> bool:
+    """`f`'s value is what a user function's twin returned (a fresh array): `f` is a user function
+    or a lambda whose body calls one."""
+    return isinstance(f, n.UserFun) or (isinstance(f, Lambda) and isinstance(f.body, FunCall)
+                                        and isinstance(unwrap(f.body.f), n.UserFun))
 
 
 def unwrap(f: FunDecl) -> FunDecl:

@@ -28,9 +28,7 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
     if batch >= LOOP_BATCH or n <= 2:  # a step per slice, each vectorised over the batch
         if op in ("max_", "min_"):
             return _loop_extreme(op, acc, xs, ax)
-        for j in range(n):
-            acc = ufunc(acc, _take(xs, ax, j))
-        return acc
+        return _loop(ufunc, acc, xs, ax)
     if xs.dtype.kind in "iu" or (precise and op in ("add", "mult")):  # the order does not matter
         return ufunc(acc, ufunc.reduce(xs, axis=ax, dtype=xs.dtype), dtype=xs.dtype)
     if op in ("max_", "min_"):
@@ -44,6 +42,22 @@ def fold(op: str, acc: np.ndarray, xs: np.ndarray, ax: int, *, precise: bool = F
     cat = _with_acc(acc, xs, ax)
     ufunc.accumulate(cat, axis=-1, out=cat)
     return cat[..., -1]
+
+
+def _loop(ufunc: np.ufunc, acc: np.ndarray, xs: np.ndarray, ax: int) -> np.ndarray:
+    """`acc = ufunc(acc, x_j)` for each slice, in place from the second step on (the first makes
+    a fresh accumulator of the broadcast shape)."""
+    acc = ufunc(acc, _take(xs, ax, 0))
+    x = _take(xs, ax, 0)
+    same = isinstance(acc, np.ndarray) and acc.dtype == xs.dtype and \
+        np.broadcast_shapes(acc.shape, x.shape) == acc.shape
+    for j in range(1, xs.shape[ax]):
+        x = _take(xs, ax, j)
+        if same:
+            ufunc(acc, x, out=acc)
+        else:
+            acc = ufunc(acc, x)
+    return acc
 
 
 def _take(xs: np.ndarray, ax: int, j: int) -> np.ndarray:

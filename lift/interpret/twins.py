@@ -8,6 +8,7 @@ arguments to its declared dtypes, so it is rebuilt from its own source with Floa
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import numpy as np
@@ -107,4 +108,52 @@ def _monoid(f: UserFun) -> str | None:
                 return name
         except Exception:  # noqa: BLE001 - a type the built-in does not take
             continue
+    return _binary_op(f)
+
+
+_OPS = {ast.Add: "add", ast.Mult: "mult"}
+
+
+def _binary_op(f: UserFun) -> str | None:
+    """`add` or `mult` when `f`'s numpy twin computes just `a + b` or `a * b` (either order: both
+    are commutative in IEEE arithmetic) of its two parameters, as a user's own `lambda x, y: x * y`
+    does: the same operation on the same dtype as the built-in's."""
+    source = getattr(f.np_fn, "__liftcl_source__", None)
+    if source is None or len(f.in_types) != 2:
+        return None
+    fn = ast.parse(source).body[0]
+    if not (isinstance(fn, ast.FunctionDef) and len(fn.body) == 1 and isinstance(fn.body[0], ast.With)):
+        return None
+    params = {a.arg for a in fn.args.args}
+    names: dict[str, ast.expr] = {}
+    for st in fn.body[0].body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            if st.targets[0].id in names:
+                return None  # assigned twice: keep the recognition simple
+            if not _is_arg_conversion(st):
+                names[st.targets[0].id] = st.value
+        elif isinstance(st, ast.Return) and isinstance(st.value, ast.Call) and st.value.args:
+            v = _resolve(st.value.args[0], names)
+            if (isinstance(v, ast.BinOp) and type(v.op) in _OPS
+                    and {getattr(_resolve(v.left, names), "id", None),
+                         getattr(_resolve(v.right, names), "id", None)} == params):
+                return _OPS[type(v.op)]
+            return None
+        else:
+            return None
     return None
+
+
+def _resolve(e: ast.expr, names: dict[str, ast.expr]) -> ast.expr:
+    """`e` with the twin's (single-assignment) names replaced by what they were assigned."""
+    seen: set[str] = set()
+    while isinstance(e, ast.Name) and e.id in names and e.id not in seen:
+        seen.add(e.id)
+        e = names[e.id]
+    return e
+
+
+def _is_arg_conversion(s: ast.Assign) -> bool:
+    """`p = _h.arg(p, _IN[i])`, the twin's conversion of a parameter."""
+    v = s.value
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "arg"

@@ -84,16 +84,38 @@ def shape_of(args: Sequence[Any], types: Sequence[Type]) -> tuple[int, ...]:
     return np.broadcast_shapes(*shapes) if shapes else ()
 
 
-def finish(value: Any, t: Type, shape: tuple[int, ...]) -> Any:
-    """The result as fresh arrays of the output type, broadcast to the element shape."""
+def finish(value: Any, t: Type, shape: tuple[int, ...], inputs: tuple = ()) -> Any:
+    """The result as fresh arrays of the output type, broadcast to the element shape. An array the
+    function computed itself (it owns its memory, which no input shares) is returned as it is."""
     if isinstance(t, TupleType):
-        return tuple(finish(v, et, shape) for v, et in zip(value, t.elems))
+        parts: list[Any] = []
+        for v, et in zip(value, t.elems):  # a component may not share memory with another either
+            parts.append(finish(v, et, shape, (inputs, tuple(parts))))
+        return tuple(parts)
     if isinstance(t, VectorType):
         dtype, full = t.scalar.dtype, (*shape, t.n)
     else:
         dtype, full = t.dtype, shape  # type: ignore[attr-defined]
+    if _fresh(value, dtype, full, inputs):
+        return value
     out = np.array(value, dtype=dtype)
     return out if out.shape == full else np.broadcast_to(out, full).copy()
+
+
+def _fresh(value: Any, dtype: np.dtype, full: tuple[int, ...], inputs: tuple) -> bool:
+    """`value` is a writeable array of `dtype` and shape `full` that owns its memory and shares
+    none with the arrays in `inputs` (nested tuples)."""
+    if not (type(value) is np.ndarray and value.base is None and value.flags.writeable
+            and value.dtype == dtype and value.shape == full):
+        return False
+    stack = list(inputs)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple):
+            stack.extend(x)
+        elif x is value or (isinstance(x, np.ndarray) and np.may_share_memory(x, value)):
+            return False
+    return True
 
 
 def build(name: str, params: Sequence[str], in_types: Sequence[Type], out_type: Type,
@@ -103,7 +125,8 @@ def build(name: str, params: Sequence[str], in_types: Sequence[Type], out_type: 
     head += [f"        {p} = _h.arg({p}, _IN[{i}])" for i, p in enumerate(params)]
     body = [f"        {line}" for line in lines]
     shape = f"_h.shape_of(({''.join(p + ', ' for p in params)}), _IN)"
-    tail = [f"        return _h.finish({result}, _OUT, {shape})"]
+    inputs = f"({''.join(p + ', ' for p in params)})"
+    tail = [f"        return _h.finish({result}, _OUT, {shape}, {inputs})"]
     source = "\n".join(head + body + tail) + "\n"
     helpers = sys.modules[__name__]
     namespace: dict[str, Any] = {"_np": np, "_h": helpers, "_IN": tuple(in_types), "_OUT": out_type,
