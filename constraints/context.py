@@ -58,6 +58,7 @@ class MapSite:
     stride: Arith | None  # input stride between iterations (elements), None if unknown
     scalar_elems: bool
     in_type: Type
+    in_iterate: bool = False  # inside an `iterate` that a map encloses (one launch cannot sync iterations)
 
     @property
     def parent(self) -> str | None:
@@ -136,7 +137,9 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
 
 
 def _has_userfun(node: Node) -> bool:
-    return any(isinstance(x, n.UserFun) for _, x in walk(node))
+    """Whether `node` computes: a user function or a constant (`map(row => 1.0)` writes memory too;
+    the same test as `lift.lower.computes`, so no map is left for the back end's default lowering)."""
+    return any(isinstance(x, n.UserFun | n.Literal) for _, x in walk(node))
 
 
 def _concrete_maps(expr: Node) -> list[Path]:
@@ -166,6 +169,7 @@ class _Ctx:
     kernel: int = 0
     env: dict = field(default_factory=dict)
     top: bool = False  # at the top level of the program (staging into kernels)
+    in_iterate: bool = False  # inside an `iterate` nested in a concrete map
 
 
 class _Walker:
@@ -201,6 +205,8 @@ class _Walker:
                     self.free.setdefault(m, set()).update(s for s, _ in v.mems)
                 return v
             case n.Literal():
+                if ctx.chain:  # a map that makes a constant writes it like a user function would
+                    self.chains.append((ctx.kernel, ctx.chain))
                 return Val(e.type)
             case FunCall(f, args) if ctx.top and fused_tuple(e):
                 return self.components(e, path, ctx)
@@ -265,6 +271,8 @@ class _Walker:
                 inner = replace(ctx, space="global", origin=path, chain=(), kernel=self.kernels[-1])
                 return self.fun(g, path + (0,), args, inner, call)
             case n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _):
+                if isinstance(f, n.Iterate) and ctx.chain:
+                    ctx = replace(ctx, in_iterate=True)
                 r = self.fun(g, path + (0,), args, ctx, call)
                 return replace(r, type=infer(f, [a.type for a in args], call))
         return _layout(f, args, infer(f, [a.type for a in args], call))
@@ -295,6 +303,7 @@ class _Walker:
             perfect=bool(ctx.chain) and self._perfect(path), length=_length(x.type),
             reads=frozenset(s for s, _ in _all_mems(x)), writes=frozenset(s for s, _ in r.mems),
             free=frozenset(), stride=_stride(x), scalar_elems=_scalar_elems(x.type), in_type=x.type,
+            in_iterate=ctx.in_iterate,
         )
         return Val(t, r.mems, _fresh_dims(t))
 

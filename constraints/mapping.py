@@ -39,6 +39,7 @@ EXHAUSTIVE = "exhaustive thread indexing"  # 5.7-5.9
 FUSION = "sequential map fusion"  # 5.10 (a heuristic, off by default)
 PERFECT = "fusion needs perfect nesting"  # 5.3.1
 EXCLUSIVE = "global/work-group exclusivity"
+ITERATE = "sequential stage in a nested iterate"
 
 
 def describe(code: int) -> str:
@@ -58,7 +59,7 @@ def add_mapping(model: Model, ctx: Context, *, fusion_heuristic: bool = False) -
     codes = {m: model.var(m, CODES) for m in ctx.maps}
     eff = _effective(ctx, codes)
     for fam in (_perfect, _private, _shared, _scope, _duplicate, _dimensionality, _hierarchy,
-                _exhaustive, _exclusive):
+                _exhaustive, _exclusive, _iterate):
         for c in fam(ctx, codes, eff):
             model.add(c)
     if fusion_heuristic:
@@ -185,6 +186,14 @@ def _exclusive(ctx: Context, codes: dict, eff: dict):
         yield _mk(EXCLUSIVE, tuple(maps), "a kernel indexes work with global ids or with group and "
                   "local ids, not both (map_glb(0) around map_wrg(0) distributes work twice; the "
                   "code generator's ND-range takes one of the two forms)", z3.Not(z3.And(glb, grp)))
+
+
+def _iterate(ctx: Context, codes: dict, eff: dict):
+    for m in ctx.maps.values():
+        if m.in_iterate:
+            yield _mk(ITERATE, (m.label,), f"{m.label} is inside an iterate that a map encloses: each "
+                      "iteration reads what all work-items wrote in the one before, which needs a barrier "
+                      "no loop of one kernel can place, so it runs sequentially", eff[m.label] < 10)
 
 
 def _fusion(ctx: Context, codes: dict):

@@ -13,6 +13,7 @@ consecutive scalars (thesis 5.2.1), else `RewriteError`.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Mapping
 
 from lift.arith import Arith, Cst, prove_divides, substitute
@@ -22,6 +23,7 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
+from .boundary import apply_boundary, needs_boundary, result_chain
 from .context import Context, MapSite
 from .mapping import FUSED, SEQ, describe
 
@@ -35,7 +37,11 @@ def realise(expr: Node, ctx: Context, choice: Mapping[str, int],
     if missing:
         raise KeyError(f"the choice has no code for map(s) {', '.join(missing)}")
     low = _Lowering(expr, ctx, choice, dict(vectorise or {}), dict(sizes or {}))
-    return low.expr_or_fun(expr, ())
+    out = low.expr_or_fun(expr, ())
+    chain = result_chain(expr)
+    if needs_boundary(ctx, choice, chain):  # the "kernel boundary" constraint (constraints/boundary.py)
+        out = apply_boundary(out, chain, _kernel)
+    return out
 
 
 class _Lowering:
@@ -116,7 +122,7 @@ class _Lowering:
             raise RewriteError(f"map {site.label} is fused but its parent does not absorb it", node=m)
         lens, inner, inner_path = self._fused_chain(site)
         g = self.fun(inner.f, inner_path + (0,))
-        new = _lowered(m, code, g)
+        new = remember(_lowered(m, code, g), site.label)
         if site.label in self.vec:
             new = self._vectorised(site, code, g, self.vec[site.label])
         if not lens:
@@ -154,11 +160,28 @@ class _Lowering:
         check_vectorisable(site, code, g, width, self.sizes)
         p = Param(site.in_type, "x")
         vec_f = _vector_fun(g, width)
-        body = FunCall(n.AsScalar(), (FunCall(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
+        body = FunCall(n.AsScalar(), (FunCall(remember(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
+                                                       site.label),
                                               (FunCall(n.AsVector(width), (p,)),)),))
         lam = Lambda((p,), body, label=site.node.label, loc=site.node.loc)
         self.made.add(id(lam))
         return lam
+
+
+_ORIGIN: dict[int, tuple[weakref.ref, str]] = {}  # id of a lowered map -> (the map, its site's label)
+
+
+def remember(m: n.AbstractMap, label: str) -> n.AbstractMap:
+    """Record that the lowered map `m` realises the map site `label` (see `origin`)."""
+    key = id(m)
+    _ORIGIN[key] = (weakref.ref(m, lambda _r, k=key: _ORIGIN.pop(k, None)), label)
+    return m
+
+
+def origin(m: Node) -> str | None:
+    """The label of the map site that `realise` lowered to the node `m` (this very object), or None."""
+    got = _ORIGIN.get(id(m))
+    return got[1] if got is not None and got[0]() is m else None
 
 
 def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:

@@ -31,6 +31,7 @@ from lift.typecheck import typecheck
 from . import launch as ln
 from . import mapping as mp
 from . import tuning as tn
+from .boundary import add_boundary, result_chain
 from .context import Context, analyse
 from .model import Choice, Constraint, Model
 from .realise import realise, substitute_sizes
@@ -230,6 +231,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
     fixed_map = None
     if want_map:
         codes = mp.add_mapping(model, ctx, fusion_heuristic=fusion_heuristic)
+        add_boundary(model, ctx, codes, result_chain(expr))
         names = list(ctx.maps) + names
     else:
         fixed_map = dict(mapping) if mapping is not None else {k: code_of(m.node) for k, m in ctx.maps.items()}

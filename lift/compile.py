@@ -9,21 +9,21 @@
     Program(linked)                                      built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
-without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when that mapping
-cannot be compiled, the next mapping choice is the empty one, the default lowering (`lift.lower`),
-with a `MappingFallback` warning. `Program.choices` is the `Choices` actually used, so
+without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
+cannot synchronise that mapping, the model learns a named constraint and the solver chooses again
+(`generate_first`). There is no fallback to the default lowering (`MappingFallback` is never
+warned). `Program.choices` is the `Choices` actually used, so
 `compile(expr, choices=prog.choices)` rebuilds the same program.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lift.choices import Choices, as_choices
-from lift.errors import LiftError, LiftTypeError, LiftValueError, MappingFallback
+from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
@@ -83,7 +83,8 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
-    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options)
+    wide = (lambda: link(used, local_size, global_size, wide=True)) if plan.index_limits else None
+    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide)
 
 
 def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | None:
@@ -188,36 +189,51 @@ def rewritten(expr: Node, choices: Choices, spaces: Spaces | None = None, *, war
 
 def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
                    spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
-    """Stages "mapped" and "generated" for each mapping choice in turn, until one compiles: the
-    given mapping, or the solver's and then the empty one (the default lowering)."""
-    attempts = [choices]
-    if choices.mapping is None and is_high_level(pointed) and not (choices.tuning or choices.launch
-                                                                   or choices.vectorise):
-        attempts.append(choices.replace(mapping={}))
-    first: LiftError | None = None
-    for attempt in attempts:
+    """Stages "mapped" and "generated". With the solver's mapping (no mapping in `choices`), a
+    mapping the barrier pass cannot synchronise teaches the model a named constraint
+    (`lift.constraints.learn`: "no barrier placement") and the solver chooses again, at most
+    `LEARN_ROUNDS` times; there is no fallback to another lowering."""
+    for _ in range(LEARN_ROUNDS):
+        mapped = map_program(pointed, profile, choices, spaces)
         try:
-            mapped = map_program(pointed, profile, attempt, spaces)
-            plan = link(mapped, local_size, global_size)
-        except LiftError as err:
-            first = first or err
-            continue
-        if first is not None:
-            _fallback(first)
-        return plan, mapped
-    assert first is not None
-    raise first from None
+            return link(mapped, local_size, global_size), mapped
+        except NotSynchronisableError as err:
+            if not _learnt(err, pointed, profile, choices, mapped, spaces):
+                raise
+    mapped = map_program(pointed, profile, choices, spaces)
+    return link(mapped, local_size, global_size), mapped
 
 
-def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None) -> KernelSource:
+LEARN_ROUNDS = 8
+
+
+def _learnt(err: NotSynchronisableError, pointed: Node, profile: Any, choices: Choices, mapped: Mapped,
+            spaces: Spaces | None) -> bool:
+    """Whether `err` taught the solver's spaces a constraint (only for the solver's own mapping)."""
+    if choices.mapping is not None or not is_high_level(pointed) or not mapped.choices.mapping:
+        return False
+    if any(k in mapped.choices.mapping for k in choices.tuning):  # a map code given by label: explicit
+        return False
+    from lift.constraints import mapping_space
+    from lift.constraints.learn import learn
+
+    joint = joint_space_of(pointed, profile, choices, spaces)
+    solver = mapping_space(pointed, profile)  # the space `choose_mapping` solves
+    return learn(err, mapped.program, [joint, solver], dict(mapped.choices.mapping)) is not None
+
+
+def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None, *,
+         wide: bool = False) -> KernelSource:
     """Stage "linked": each kernel through the kernel stages, then the host plan (buffers,
-    launches in order, sizes). Explicit sizes override the choices' launch sizes."""
+    launches in order, sizes). Explicit sizes override the choices' launch sizes. `wide`: 64-bit
+    indices wherever the symbolic sizes could need them (the plan a `Program` switches to when a
+    call's sizes pass its 32-bit limits)."""
     from lift.codegen import generate  # lazily: the runtime imports without the code generator
     from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
 
     return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
                     local_size=local_size if local_size is not None else mapped.local_size,
-                    global_size=global_size if global_size is not None else mapped.global_size)
+                    global_size=global_size if global_size is not None else mapped.global_size, wide=wide)
 
 
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:
@@ -283,11 +299,6 @@ def _kept(spaces: Spaces | None, key: Any, make: Any) -> Any:
     if isinstance(got, LiftError):
         raise got
     return got
-
-
-def _fallback(err: LiftError) -> None:
-    warnings.warn(MappingFallback(f"the solver's mapping failed ({type(err).__name__}: "
-                                  f"{str(err).splitlines()[0]}); using the default lowering"), stacklevel=4)
 
 
 def profile_of(device: Any) -> Any:

@@ -171,7 +171,9 @@ class RewritePointSkipped(LiftWarning):
 
 
 class MappingFallback(LiftWarning):
-    """The solver's mapping could not be compiled; `lift.compile` used the default lowering."""
+    """Kept for the public API: `lift.compile` once used the default lowering when the solver's
+    mapping could not be compiled. It no longer does (issue 14): what needed the fallback is a
+    named constraint of the mapping model, so this warning is never raised."""
 
 
 class DeviceSkipped(LiftWarning):

@@ -411,9 +411,12 @@ class _Alloc:
             dest: str | None, node: n.Node, key: Path) -> None:
         (x, xp), = args
         self.arg(x, xp, loops)
-        if dest is None:
-            dest = self.own(key, out, None, loops, node)
         kind = LOOP_KINDS[type(f)]
+        if dest is None:
+            space = default_space(node) if isinstance(node, FunCall) else None
+            if kind != "seq" and space == "private" and not any(isinstance(x, n.ToPrivate) for _, x in walk(f)):
+                space = "global"  # a parallel map of reductions: private accumulators, a shared result
+            dest = self.own(key, out, space, loops, node)
         if kind != "seq" and (dest == "private" or (dest == "local" and kind != "lcl")):
             raise UnsupportedError(f"{type(f).__name__} cannot write {dest} memory: other work-items "
                                    "would not see the result", node=f)

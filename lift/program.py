@@ -10,6 +10,7 @@ scalar for a scalar result, and a tuple for a tuple result or an array of tuples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,21 +46,28 @@ class Program:
 
     def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
-                 options: tuple[str, ...] = ()) -> None:
-        self.plan = plan
+                 options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None) -> None:
         self.choices = choices
         self.node = node
+        self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
+        self._dc, self.offline = _attach(device)
+        self._target = self._dc.device if self._dc is not None else device
+        self._build = (tuple(options), cache_dir)
+        self._wide = wide  # the same program with 64-bit indices, for sizes past `plan.index_limits`
+        self._load(plan)
+
+    def _load(self, plan: KernelSource) -> None:
+        """Take `plan` as the program's code and build it for the attached device."""
+        self.plan = plan
         self._specs = {b.name: b for b in plan.buffers}
         self._inputs = _inputs_by_param(plan)
         self._held: dict[str, np.ndarray] = {}
-        self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
-        self._dc, self.offline = _attach(device)
-        target = self._dc.device if self._dc is not None else device
-        check_limits(plan, target, allocations=False)  # allocations: when a call binds the sizes
+        check_limits(plan, self._target, allocations=False)  # allocations: when a call binds the sizes
         if self._dc is None:  # compiled for a profile whose device is not attached: describe only
             self.build_info, self._kernels, self._pool = None, {}, None
             return
-        self.build_info = runtime.build(self._dc, plan.source, options=tuple(options), cache_dir=cache_dir)
+        options, cache_dir = self._build
+        self.build_info = runtime.build(self._dc, plan.source, options=options, cache_dir=cache_dir)
         self._kernels = runtime.kernels(self.build_info, plan.kernels)
         self._pool = runtime.BufferPool(self._dc)
 
@@ -189,6 +197,10 @@ class Program:
                 raise LiftValueError(f"{c.reason}, which fails for {shown}", node=c.node)
         for limit in self.plan.index_limits:
             v = try_evaluate(limit, sizes)
+            if v is not None and v > INT32_MAX and self._wide is not None:
+                wide, self._wide = self._wide, None
+                self._load(wide())  # regenerated with 64-bit indices: no limits left
+                return self._check(sizes)
             if v is not None and v > INT32_MAX:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
                 raise LiftValueError(

@@ -26,7 +26,11 @@ CONCRETE = (*MAPS, *REDUCES, UserFun)
 
 
 def _writer(g: object) -> bool:
-    return isinstance(g, CONCRETE)
+    """A map, reduction or user function that writes memory (a map of layouts, `map(pad(1, 0, 0))`,
+    is a view: an address space on it means nothing and the code generator cannot read it)."""
+    from lift.ir.paths import walk
+
+    return isinstance(g, CONCRETE) and any(isinstance(x, UserFun | Literal) for _, x in walk(g))
 
 
 def _to_memory(cls: type, name: str, what: str) -> Rule:

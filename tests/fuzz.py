@@ -3,12 +3,16 @@
     python tests/fuzz.py --minutes 15 [--seed 1] [--timeout 120] [--show 5]
 
 Programs come from `lift.testing`'s building blocks (`prefix_1d`, `prefix_2d`, `suffix`) over
-inputs of up to 2^12 elements per dimension (`large_programs`), so the solver's mapping uses
-work-groups and barriers at real sizes. Each program runs in a worker process; one that does
+inputs of up to 2^12 elements per dimension (`large_programs`), with result layouts that need
+a kernel boundary (pad, slide) and nested stages that need barriers or a sequential stage
+(`_tail`), and, for a quarter of them, small programs rewritten by a random rule of `lift.rules.ALL`
+(`rewritten_programs`), compiled with the compiler's work-group size or one of `LOCAL_SIZES`, so mappings,
+work-groups and barriers meet real sizes. Each program runs in a worker process; one that does
 not finish within `--timeout` seconds is a hang (the worker is killed and replaced). Every
 program lands in one row: ok, wrong (the kernel disagrees with the interpreter), raw crash
 (an exception that is not a `LiftError`), hang, refused (a `LiftError` from compiling or
-running a program the interpreter accepts), fallback (a `MappingFallback` warning), or
+running a program the interpreter accepts), fallback (a `MappingFallback` warning: compile no
+longer has that path, so the row stays 0 unless it comes back), or
 invalid (the interpreter rejects it: not a program to judge). The table is printed per size
 class (the largest input dimension) at the end.
 """
@@ -27,6 +31,7 @@ from typing import Any
 ROWS = ("ok", "wrong", "raw crash", "hang", "refused", "fallback", "invalid")
 DIMS = (1, 3, 4, 7, 16, 17, 64, 100, 128, 255, 256, 512, 1000, 1024, 2048, 4095, 4096)
 MAX_ELEMENTS = 1 << 20  # per input: keeps the interpreter (the oracle) fast
+LOCAL_SIZES = (None, None, 1, 7, 16, 64, 256)  # work-group sizes asked of lift.compile (None: its own)
 
 
 def large_programs(max_elements: int = MAX_ELEMENTS) -> Any:
@@ -56,22 +61,62 @@ def large_programs(max_elements: int = MAX_ELEMENTS) -> Any:
     return make()
 
 
-def _tail(draw: Any, e: Any) -> Any:
-    """Sometimes a slide of the result (the layout after a computation that once never compiled)."""
+def rewritten_programs() -> Any:
+    """Programs of `lift.testing.programs_for(rule)` (small sizes) with a random rule of
+    `lift.rules.ALL` applied at one of its matches: the rewritten forms the search compiles (fissions,
+    interchanges, half-mapped programs), as in the issue's rule-based fuzzing."""
     from hypothesis import strategies as st
 
-    from lift import slide
-    from lift.types import ArrayType
+    import lift
+    from lift.errors import LiftError
+    from lift.testing import Case, programs_for
+
+    @st.composite
+    def make(draw: Any) -> Case:
+        rule = draw(st.sampled_from(list(lift.rules.ALL)))
+        case = draw(programs_for(rule))
+        paths = rule.matches(case.program)
+        if not paths:
+            return case
+        try:
+            return Case(rule.apply(case.program, at=draw(st.sampled_from(paths))), case.inputs)
+        except LiftError:
+            return case
+
+    return make()
+
+
+def _tail(draw: Any, e: Any) -> Any:
+    """Sometimes a layout of the result that cannot be written in place (a slide or a pad: the
+    kernel boundary or fused recomputation), or, over rows, a nested stage whose windows read what
+    other work-items of the row wrote (the barrier pass's "no barrier placement")."""
+    from hypothesis import strategies as st
+
+    from lift import map, pad, reduce, slide
+    from lift.testing import monoids, unary_funs
+    from lift.types import ArrayType, ScalarType
 
     t = e.type
-    if not isinstance(t, ArrayType) or int(t.size) < 4 or not draw(st.integers(0, 3)) == 0:
+    if not isinstance(t, ArrayType) or int(t.size) < 4:
         return e
-    size = draw(st.sampled_from((2, 3)))
-    return slide(size, draw(st.integers(1, size))) << e
+    kind = draw(st.sampled_from(("none", "none", "none", "none", "none", "slide", "pad", "rows")))
+    if kind == "slide":
+        size = draw(st.sampled_from((2, 3)))
+        return slide(size, draw(st.integers(1, size))) << e
+    if kind == "pad":
+        return pad(draw(st.integers(0, 2)), draw(st.integers(1, 2)), 0) << e
+    if kind == "rows" and isinstance(t.elem, ArrayType) and isinstance(t.elem.elem, ScalarType):
+        s = t.elem.elem
+        f = draw(unary_funs(s))
+        op, z = draw(monoids(s))
+        return map(lambda row: map(lambda w: reduce(op, z) << w) << slide(3, 1) << pad(1, 1, 0)
+                   << map(f) << row) << e
+    return e
 
 
-def judge(program: Any, inputs: tuple) -> tuple[str, str]:
-    """The row of one program and a one-line detail."""
+def judge(program: Any, inputs: tuple, local_size: int | None = None) -> tuple[str, str]:
+    """The row of one program and a one-line detail (`local_size`: the work-group size asked of
+    `lift.compile`, for the kernels it fits; None: the compiler's)."""
     import lift
     from lift.errors import LiftError, MappingFallback
     from lift.testing import assert_same
@@ -85,7 +130,7 @@ def judge(program: Any, inputs: tuple) -> tuple[str, str]:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            got = lift.compile(program)(*inputs)
+            got = lift.compile(program, local_size=local_size)(*inputs)
         fell = [w for w in caught if issubclass(w.category, MappingFallback)]
     except LiftError as err:
         return "refused", f"{type(err).__name__}: {str(err).splitlines()[0]}"
@@ -109,16 +154,19 @@ def _worker(conn: Any, seed: int) -> None:
     """Generate programs from `seed` and report each (its text first, so a hang is attributed)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
+    from hypothesis import strategies as st
 
     from lift.ir.printer import show
 
     @settings(max_examples=10**9, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
-    @given(case=large_programs())
-    def run(case: Any) -> None:
+    @given(case=st.one_of(large_programs(), large_programs(), large_programs(), rewritten_programs()),
+           local=st.sampled_from(LOCAL_SIZES))
+    def run(case: Any, local: int | None) -> None:
         sizes = [tuple(int(d) for d in _dims(p.ptype)) for p in case.program.params]
-        conn.send(("start", show(case.program), sizes[0]))
-        conn.send(("done",) + judge(case.program, case.inputs))
+        text = show(case.program) + (f"  local_size={local}" if local else "")
+        conn.send(("start", text, sizes[0]))
+        conn.send(("done",) + judge(case.program, case.inputs, local))
 
     hseed(seed)(run)()
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import lift
-from lift import Array, Float, Size, fun, map, map_glb, map_seq, pad, reduce, zip
+from lift import Array, Float, Size, fun, map, map_glb, map_seq, pad, reduce, slide, zip
 from lift.codegen import generate
-from lift.errors import DeviceError, LiftValueError
+from lift.errors import DeviceError
 
 N, M = Size("N"), Size("M")
 
@@ -55,16 +55,34 @@ def test_small_kernels_stay_32_bit() -> None:
     assert {a.ctype for ln in plan.launches for a in ln.args if a.kind == "size"} == {"int"}
 
 
-def test_symbolic_product_past_int_max_is_a_clear_error_at_call() -> None:
+def test_symbolic_product_past_int_max_is_regenerated_with_long_at_call() -> None:
     prog = fun([Array(Array(Float, M), N)], lambda a: map_glb(map_seq(lift.id)) << a)
     k = lift.compile(prog)
     assert any(str(x) in ("M*N - 1", "M*N") for x in k.plan.index_limits)
     ok = np.ones((4, 3), np.float32)
     np.testing.assert_array_equal(k(ok), ok)
+    assert "long" not in k.source  # small sizes: the 32-bit kernel
     huge = np.broadcast_to(np.float32(1.0), (2**16, 2**16))  # zero strides: no memory
-    with pytest.raises(LiftValueError, match="32-bit indices") as info:
+    with pytest.raises(DeviceError, match="allocation"):  # 16 GiB: past the device, not past the indices
         k(huge)
-    assert info.value.hint and "constant sizes" in info.value.hint
+    assert "long N" in k.source and k.plan.index_limits == ()
+    np.testing.assert_array_equal(k(ok), ok)  # the 64-bit kernel runs small sizes too
+
+
+def test_symbolic_sizes_past_int_max_run_with_long_indices() -> None:
+    # 2^11 windows of a padded input whose indices pass 2^31 - 1 once N > 2^20: no 8 GiB argument needed
+    prog = fun([Array(Float, N)], lambda x: map(reduce(lift.add, 0.0)) << slide(2, 2**20)
+               << pad(0, 2**31 - 2**20, 0.0) << x)
+    k = lift.compile(prog)
+    want = np.zeros(2048, np.float32)  # (the interpreter would materialise the 8 GiB padded array)
+    want[0] = 2.0
+    np.testing.assert_array_equal(k(np.ones(2**20, np.float32)), want)
+    assert "long" not in k.source
+    got = k(np.ones(2**21, np.float32))  # the last index is 2^31 + 2^20 - 1
+    assert "long" in k.source
+    want = np.zeros(2049, np.float32)
+    want[:2] = 2.0
+    np.testing.assert_array_equal(got, want)
 
 
 def test_huge_zero_stride_argument_is_checked_before_it_is_copied() -> None:

@@ -65,13 +65,18 @@ def test_rewrite_point_choices_reach_apply_all():
     np.testing.assert_allclose(tiled(x, y), np.dot(x, y), rtol=1e-4)
 
 
-def test_an_uncompilable_solver_mapping_falls_back_to_the_default_lowering_with_a_warning():
-    # the solver maps the map inside `iterate` to map_glb, which a work-item's iterate cannot hold
+def test_a_map_inside_a_nested_iterate_is_sequential_by_a_named_constraint_not_a_fallback():
+    # the solver once mapped the map inside `iterate` to map_glb, which a work-item's iterate cannot
+    # hold, and compile fell back to the default lowering; the model now states it
     prog = fun([Array(Array(Float, 8), N)],
                lambda a: map(lambda row: lift.iterate(2, lambda r: map(lambda v: v * 2.0) << r) << row) << a)
     x = rand(5, 8)
-    with pytest.warns(lift.MappingFallback, match="default lowering"):
+    space = lift.constraints.mapping_space(prog)
+    assert any(c.kind == "sequential stage in a nested iterate" and c.labels == ("m1",) for c in space.constraints)
+    assert not space.is_valid({"m1": 30})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", lift.MappingFallback)
         k = lift.compile(prog)
-    assert k.choices.mapping == {}  # the empty mapping choice: the default lowering, and it rebuilds
+    assert k.choices.mapping == {"m0": 30, "m1": 0}  # the solver's mapping: the outer map stays parallel
     assert lift.compile(prog, choices=k.choices).source == k.source
     np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)

@@ -50,7 +50,7 @@ def test_seed_matches_numpy(seed: Seed, tmp_path: Path) -> None:
     arrays = seed.inputs(seed.tiny)
     want = seed.reference(*(np.float64(a) if np.ndim(a) == 0 else a.astype(np.float64) for a in arrays))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MappingFallback)  # the fallback is the default lowering: still checked
+        warnings.simplefilter("error", MappingFallback)  # the solver's mapping, never a fallback (issue 14)
         prog = compile(seed.build(), cache_dir=tmp_path)
     got = prog(*arrays)
     ok, err = seeds.judge(seed, got, want, seed.tiny)
@@ -112,7 +112,7 @@ def test_maxpool_2d_local_nest_fits_the_device(tmp_path: Path) -> None:
     any size was known. Now each dimension is capped at 16 and the 112 x 112 images run."""
     seed = next(s for s in SEEDS if s.name == "maxpool")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MappingFallback)
+        warnings.simplefilter("error", MappingFallback)
         prog = compile(seed.build(), cache_dir=tmp_path)
     sizes = {"N": 1, "C": 2, "H": 112, "W": 112}
     for nd in prog.ndrange:

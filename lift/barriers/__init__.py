@@ -80,7 +80,8 @@ class Analysis:
             points, usable = self.placer.candidates(p)
             if not usable:
                 loop, why, fix = self.reach.explain(points or (p.first,))
-                raise unreachable(root, self.probe, self.flat, loop, str(dep), why, fix)
+                err = unreachable(root, self.probe, self.flat, loop, str(dep), why, fix)
+                raise self._located(err, p, "unreachable")
             out.append(Critical(p, dep, frozenset(usable)))
         return out
 
@@ -90,10 +91,19 @@ class Analysis:
             if p.backward or not self.deps.across_groups(p.first, p.second):
                 continue
             dep = self.deps.describe(p)
-            raise NotSynchronisableError(
+            raise self._located(NotSynchronisableError(
                 f"{dep.first} and {dep.second} touch the same elements of {dep.buffer} ({dep.space}) "
                 "from different work-groups, and work-groups cannot synchronise",
-                hint="put the producer and the consumer in separate ocl_kernel stages")
+                hint="put the producer and the consumer in separate ocl_kernel stages"), p, "groups")
+
+    def _located(self, err: NotSynchronisableError, p: Pair, why: str) -> NotSynchronisableError:
+        """`err` with `loops`: (why, the IR paths of the maps around the first access, and around the
+        second), so that the mapping model can learn which maps must not be parallel
+        (`lift.constraints.learn`)."""
+        paths = [tuple((info.kind, info.path) for info in (self.flat.loops[k] for k in self.flat.leaves[a].loops)
+                       if info.path is not None) for a in (p.first, p.second)]
+        err.loops = (why, paths[0], paths[1])
+        return err
 
 
 __all__ = ["insert_barriers", "insert_barriers_conservative", "Synchronised", "Placement", "Uniform", "Dependence",

@@ -55,7 +55,7 @@ class Generated:
 
 
 def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
-             stages: tuple[Stage, ...] = KERNEL_STAGES) -> KernelSource:
+             stages: tuple[Stage, ...] = KERNEL_STAGES, wide: bool = False) -> KernelSource:
     """The OpenCL program and host plan for `program` (a lowered or high-level `fun`).
 
     Example: `generate(fun([Array(Float, N)], lambda x: map_glb(id) << x)).source` is one
@@ -64,13 +64,15 @@ def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg 
     A size (an int or a tuple) applies to the kernels it fits: those with work-groups
     (map_wrg/map_lcl), or every parallel kernel when none has work-groups; the others keep
     their default ND-range. A dict gives sizes per kernel, keyed by kernel name (an
-    `ocl_kernel`'s label): `local_size={"partial": 64}`."""
-    return build(program, local_size=local_size, global_size=global_size, stages=stages).source
+    `ocl_kernel`'s label): `local_size={"partial": 64}`. `wide`: 64-bit indices in every kernel
+    whose indices the symbolic ranges cannot bound (`lift.codegen.width`; `Program` asks for it
+    when a call's sizes pass the 32-bit limits)."""
+    return build(program, local_size=local_size, global_size=global_size, stages=stages, wide=wide).source
 
 
 def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
           barrier_pass=insert_barriers, verify: bool = False,
-          stages: tuple[Stage, ...] = KERNEL_STAGES) -> Generated:
+          stages: tuple[Stage, ...] = KERNEL_STAGES, wide: bool = False) -> Generated:
     """Like `generate`, keeping the C AST; `barrier_pass` (a `lift.barriers` entry point) places
     barriers; with `verify`, every stage's checker runs on its output (`verify_lowered`,
     `verify_allocated` per kernel, `verify_generated`); `stages`: what each kernel goes through."""
@@ -82,7 +84,9 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
         if verify:
             verify_lowered(lowered, program)
         program = lowered  # typed on demand by the kernel stages, once (types live in a side table)
-    gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify, stages=stages).run()
+    gen = _Program(program, _dims(local_size), _dims(global_size), barrier_pass, verify=verify, stages=stages)
+    gen.wide = wide
+    gen = gen.run()
     if verify:
         verify_generated(gen)
     return gen
@@ -125,6 +129,7 @@ class _Program:
         self.funs = Funs(self.names)
         self.buffers: list[BufferSpec] = []
         self.kernels: list[_Kernel] = []
+        self.wide = False  # 64-bit indices wherever symbolic sizes could need them (generate(wide=))
 
     def run(self) -> Generated:
         p = self.program
@@ -242,7 +247,7 @@ class _Program:
         barriers = [BarrierInfo(name, fence, after, reason, bufs) for fence, after, reason, bufs in st.barriers]
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),
-                                          self.sizes)
+                                          self.sizes, self.wide)
         if st.fills:  # reduce_atomic's result, pre-filled by a launch of its own before the kernel
             self.kernels.append(self.fill(name, kdef, args, st.fills))
         return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers, limits)
@@ -267,6 +272,9 @@ class _Program:
                                    "local ids)", node=node,
                                    hint="use one form in the kernel, or split it into ocl_kernel stages")
         ndim = max((d for _, d in par), default=0) + 1
+        if self.lsize is not None and self.gsize is None:  # one size per dimension the kernel uses
+            ndim = max(ndim, len(self.lsize))
+            self.lsize = tuple(self.lsize) + (1,) * (ndim - len(self.lsize))
         if self.gsize is not None:
             g = tuple(Cst(x) for x in self.gsize)
             return g, (tuple(Cst(x) for x in self.lsize) if self.lsize is not None else None)
@@ -324,10 +332,12 @@ class _Program:
 # ----------------------------------------------------------------------- helpers
 
 
-def _index_width(kdef: KernelDef, args: list[KernelArg], extents: tuple[Arith, ...], sizes) -> tuple:
-    """`kdef` and its launch arguments with 64-bit indices where needed, and the run-time limits."""
+def _index_width(kdef: KernelDef, args: list[KernelArg], extents: tuple[Arith, ...], sizes,
+                 wide: bool = False) -> tuple:
+    """`kdef` and its launch arguments with 64-bit indices where needed (`wide`: also where only
+    unbounded symbolic sizes could need them), and the run-time limits."""
     w = decide(kdef, extents, sizes)
-    if not w.wide:
+    if not w.wide and not (wide and w.limits):
         return kdef, args, w.limits
     return widen(kdef), [KernelArg(a.kind, a.name, "long") if a.kind == "size" else a for a in args], ()
 

@@ -6,8 +6,10 @@ kernel's variables within their ranges (known from constant sizes): its loop var
 size arguments become `long`, and the floor-division helpers take `long`. Other kernels keep
 `int` (so small kernels and the golden files stay as they are); where a bound depends on
 unbounded symbolic sizes (`N * M`), it is recorded as a *limit* that the program checks against
-2^31 - 1 when a call binds the sizes (`lift.program.Program`), so a call that needs 64-bit
-indices is a clear `LiftValueError`, never a hang or a wrong index.
+2^31 - 1 when a call binds the sizes (`lift.program.Program`): a call that passes it switches the
+program to the same code generated with 64-bit indices (`generate(wide=True)`, built once, on the
+first such call), so small sizes keep 32-bit kernels and large ones never hang or index wrongly. A
+`Program` made without `lift.compile` (no way to regenerate) raises `LiftValueError` instead.
 
 Example: `reduce_seq(add, 0.0) << pad(0, 2**31, 0.0) << x` loops `for (long i = 0; i < 2147483664; i++)`.
 """
