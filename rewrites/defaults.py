@@ -47,9 +47,13 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     if n is not None and n < DEFAULT_CHUNK:
         return None  # a known short array: one work-item is as good
     w = 8 if 8 in _Placer({}).widths(f, g, x) else 1
+    chunk = DEFAULT_CHUNK // w
+    # the tail step only where the chunks may not cover the array: a tail of a length the chunks
+    # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
+    tail = n is None or n % (chunk * w) != 0
     chosen = {lab: {"skip": True} for lab in points(pointed)}
-    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": True, "pad": False}  # type: ignore[index]
-    return pointed, Choices(points=chosen, tuning={f"T_{top}": DEFAULT_CHUNK // w})
+    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": tail, "pad": False}  # type: ignore[index]
+    return pointed, Choices(points=chosen, tuning={f"T_{top}": chunk})
 
 
 def with_auto_points(expr: Node, choices: Any) -> Node:

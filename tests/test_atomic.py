@@ -219,3 +219,15 @@ def test_no_default_chunking_where_it_does_not_apply() -> None:
     assert "atomic" not in lift.compile(double).source
     rows = fun([Array(Array(Float, N), 4)], lambda m: map(lambda r: reduce(lift.add, 0.0) << r) << m)
     assert "atomic" not in lift.compile(rows).source  # nested reductions keep their form
+
+
+@pytest.mark.parametrize("n", [2048, 4096, 2176, 6000])
+def test_the_default_of_a_concrete_length_has_a_tail_only_where_the_chunks_leave_one(n: int) -> None:
+    """Regression (found by the fuzzer): for a concrete length the chunks divide, the default's tail
+    step was an empty array (`pad(-n, 0)`), which the type checker refused."""
+    total = fun([Array(Float, n)], lambda a: reduce(lift.add, 0.0) << a)
+    prog = lift.compile(total)
+    assert prog.choices.points["auto_r0"]["tail"] == (n % 2048 != 0)
+    assert lift.compile(total, choices=prog.choices).source == prog.source
+    x = _data(Float, n, seed=3)
+    _close(prog(x), float(x.astype(np.float64).sum()), x)
