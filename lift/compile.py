@@ -18,6 +18,7 @@ warned). `Program.choices` is the `Choices` actually used, so
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
