@@ -44,6 +44,16 @@ def test_assert_same_tolerates_reassociation_only() -> None:
         assert_same(np.ones(3), np.ones(4))
 
 
+def test_assert_same_checks_the_finite_elements_beside_an_infinity() -> None:
+    """An infinity in the expected values made the tolerance infinite (every other element passed)."""
+    expected = np.array([np.inf, 1.0, 2.0], dtype=np.float32)
+    assert_same(expected, expected.copy())
+    with pytest.raises(AssertionError):
+        assert_same(expected, np.array([np.inf, 1.0, 7.0], dtype=np.float32))
+    with pytest.raises(AssertionError):
+        assert_same(expected, np.array([5.0, 1.0, 2.0], dtype=np.float32))
+
+
 @settings(max_examples=10)
 @given(inputs_for(fun([Array(Array(Float, 3), 2)], lambda x: x)))
 def test_inputs_have_the_parameter_shapes(args: tuple) -> None:
