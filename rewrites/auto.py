@@ -61,33 +61,26 @@ def is_auto(label: str | None) -> bool:
 def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_length: int = MIN_LENGTH) -> Node:
     """`expr` with automatic points at its natural places (see the module docstring); arrays shorter
     than `min_length` are left as written."""
-    try:
-        typecheck(expr)
-    except LiftError:
-        return expr
     placer = _Placer(dict(sizes or {}))
     placer.min_length = min_length
-    placer.inputs = {p.id for p in getattr(expr, "params", ())}
-    out = placer.go(expr, top=True)
-    if out is expr:
-        return expr
-    try:
-        typecheck(out)
-    except LiftError:
-        return expr
-    return out
+    return _place(expr, placer)
 
 
 def default_points(expr: Node) -> Node:
     """`expr` with the automatic points `lift.compile` applies by default: `block_nest` around the
     nested map-reduces whose sizes are all constants (so that the default blocks are known to divide
     them; with symbolic sizes the program is left as written)."""
+    placer = _Placer({})
+    placer.defaults = True
+    return _place(expr, placer)
+
+
+def _place(expr: Node, placer: _Placer) -> Node:
+    """`expr` with `placer`'s points, or `expr` itself where it or the result does not type-check."""
     try:
         typecheck(expr)
     except LiftError:
         return expr
-    placer = _Placer({})
-    placer.defaults = True
     placer.inputs = {p.id for p in getattr(expr, "params", ())}
     out = placer.go(expr, top=True)
     if out is expr:
