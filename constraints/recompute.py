@@ -27,6 +27,7 @@ the stencil with the rewrite point `lift.rewrites.recompute_producer` so that th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from lift.ir import nodes as n
@@ -49,12 +50,8 @@ def recompute_layouts(expr: Node) -> Node:
 
 
 def _push(e: Expr) -> Expr:
-    chain: list[FunCall] = []  # the result-position layouts, outermost first
-    cur = e
-    while isinstance(cur, FunCall) and len(cur.args) == 1 and _layout(cur.f):
-        chain.append(cur)
-        cur = cur.args[0]
-    if not any(_has_slide(c.f) for c in chain):
+    chain, cur = _slide_chain(e, _layout)  # the result-position layouts, outermost first
+    if not chain:
         return e
     if isinstance(cur, FunCall) and isinstance(cur.f, n.Let) and len(cur.args) == 1 \
             and isinstance(cur.args[0], n.Param) and _let_map(cur.f.f) is not None:
@@ -135,12 +132,8 @@ def _constant(t) -> bool:
 def _pull(e: Expr) -> tuple[n.Map, Expr] | None:
     """(`m2`, `layouts << x`) with `m2 << layouts << x == e`, for `e = layouts << map(f) << x` whose
     layouts hold a slide and whose `f` computes elementwise (no reduction, no address space)."""
-    chain: list[FunCall] = []
-    cur = e
-    while isinstance(cur, FunCall) and len(cur.args) == 1 and _movable(cur.f):
-        chain.append(cur)
-        cur = cur.args[0]
-    if not any(_has_slide(c.f) for c in chain):
+    chain, cur = _slide_chain(e, _movable)
+    if not chain:
         return None
     if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1 and _computes(cur.f.f)):
         return None
@@ -156,6 +149,17 @@ def _pull(e: Expr) -> tuple[n.Map, Expr] | None:
         below = FunCall(c.f, (below,), loc=c.loc)
         mf = moved
     return mf, below
+
+
+def _slide_chain(e: Expr, keep: Callable[[n.FunDecl], bool]) -> tuple[list[FunCall], Expr]:
+    """`(chain, rest)`: the one-argument calls of functions `keep` accepts at the top of `e`,
+    outermost first, and what they apply to; `chain` is empty unless one of them holds a slide."""
+    chain: list[FunCall] = []
+    cur = e
+    while isinstance(cur, FunCall) and len(cur.args) == 1 and keep(cur.f):
+        chain.append(cur)
+        cur = cur.args[0]
+    return (chain if any(_has_slide(c.f) for c in chain) else []), cur
 
 
 def _computes(f: n.FunDecl) -> bool:

@@ -66,7 +66,7 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
 
 from .chunks import _zip_fun, lane_sum
-from .nested import _nest, _reduction
+from .nested import nest_reduction
 from .point import Nested, RewritePoint, constructor
 
 LAYOUTS = ("copy", "keep", "gather")
@@ -78,14 +78,10 @@ ALONG = ("output", "reduced")
 
 def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
     """`(outer lambda, A, B, reduce call, f, user function g)` of a map-map-reduce nest, or why not."""
-    found = _nest(call)
+    found = nest_reduction(call)
     if isinstance(found, str):
         return found
-    fa, a, h, b = found
-    red = _reduction(h, fa.params[0])
-    if isinstance(red, str):
-        return red
-    r_call, xs = red
+    fa, a, _, b, r_call, xs = found
     f, z = r_call.f.f, r_call.args[0]
     if not is_monoid(f, z) or not isinstance(z, Literal):
         return f"{f} is not a known associative operator with a constant neutral {z}"

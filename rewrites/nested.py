@@ -169,6 +169,19 @@ def _nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
     return fa, call.args[0], fa.body.f.f, b
 
 
+def nest_reduction(call: Any) -> tuple[Lambda, Any, FunDecl, Any, Any, Any] | str:
+    """`(outer lambda, A, inner function, B, reduce call, zip)` for
+    `map(ra => map(rb => reduce(f, z) << [map(g) <<] zip(ra, rb)) << B) << A`, or why not."""
+    found = _nest(call)
+    if isinstance(found, str):
+        return found
+    fa, a, h, b = found
+    red = _reduction(h, fa.params[0])
+    if isinstance(red, str):
+        return red
+    return (fa, a, h, b, *red)
+
+
 def _reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
     """`(reduce call, zip)` for `rb => reduce(f, z) << [map(g) <<] zip(ra, rb)`, or why not."""
     h = eta(h)
@@ -201,14 +214,10 @@ class TileNestedMapReduce(RewritePoint):
         return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        found = _nest(call)
+        found = nest_reduction(call)
         if isinstance(found, str):
             return found
-        fa, a, h, b = found
-        red = _reduction(h, fa.params[0])
-        if isinstance(red, str):
-            return red
-        r_call, _ = red
+        fa, a, h, b, r_call, _ = found
         z = r_call.args[0]
         s_t = type_of(z)
         final = params.get("final", self.final)
