@@ -50,14 +50,15 @@ PAD_SEEDS = ({"rows": 2, "cols": 4, "width": 8, "along": "output", "layout": "pa
              {"rows": 4, "cols": 2, "width": 8, "along": "output", "layout": "pad"})
 
 
-def _has(f: FunDecl, cls: type) -> bool:
+def _has(f: FunDecl, cls: type | tuple[type, ...]) -> bool:
     return any(isinstance(m, cls) for _, m in walk(f))
 
 
 def window_source(x: Any) -> tuple[tuple[FunCall, ...], Any, Param] | None:
     """`(calls, y, X)` when `x` is a view chain `calls[0] << .. << calls[-1] << y` over the input
     `X`, `calls[-1]` the lowest call whose function holds a `slide` and `y` (its argument) a view of
-    `X` other than `X` itself (a pad, a transpose): what `layout="pad"` materialises; else None."""
+    `X` that pads or transposes it (its elements are not `X`'s as they lie in memory): what
+    `layout="pad"` materialises; else None."""
     chain, cur = [], x
     while isinstance(cur, FunCall) and len(cur.args) == 1 and is_layout_fun(cur.f):
         chain.append(cur)
@@ -65,8 +66,8 @@ def window_source(x: Any) -> tuple[tuple[FunCall, ...], Any, Param] | None:
     if not isinstance(cur, Param):
         return None
     lowest = max((i for i, c in enumerate(chain) if _has(c.f, n.Slide)), default=None)
-    if lowest is None or lowest == len(chain) - 1:
-        return None  # no window, or the windows of the input itself: nothing to copy
+    if lowest is None or not any(_has(c.f, (n.Pad, n.Transpose)) for c in chain[lowest + 1:]):
+        return None  # no window, or windows of the input as it lies in memory: nothing to copy
     return tuple(chain[:lowest + 1]), chain[lowest].args[0], cur
 
 
