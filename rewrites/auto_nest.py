@@ -35,9 +35,11 @@ accumulator: no global `tmp`), each loaded value reused BN (or BM) times.
 Layout (the reduced form): when A or B is `transpose << X` (a strided read of the reduced
 dimension), `layout="copy"` materialises the transposed array first, in its own kernel
 (`ocl_kernel(split << map(to_global(id)) << join << transpose) << X`), so that the block reads
-contiguous rows (`"keep"`: read through the transposed view).
+contiguous rows (`"keep"`: read through the transposed view). Where A's rows are windows of a
+padded input (conv), `layout="pad"` copies the padded input once and the blocks read their windows
+from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselves (im2col).
 
-Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep"),
+Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
 `along` ("output", "reduced"); their first values are the default choice. No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
