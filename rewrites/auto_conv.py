@@ -25,12 +25,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from lift.arith import as_arith, evaluate, prove_divides
+from lift.arith import Cst, as_arith, evaluate, prove_divides
 from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.alpha import substitute
 from lift.ir.layoutfun import is_layout_fun
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Param
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.rules.reduce import builtin
 from lift.rules.terms import free_ids
@@ -114,10 +114,58 @@ def _known_divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
         return prove_divides(k, as_arith(size))
 
 
+def chunk_lengths(a: Any, known: Mapping[str, int]) -> tuple[int, ...]:
+    """The lengths offered to split the reduction of layout "pad" into (`chunk`): the multiples of
+    the copied source's innermost dimension that divide the reduced length (a window's row is whole
+    rows of the source: with such chunks its index needs no division per element), the longest
+    two below the reduced length first, then the reduced length itself (one loop); () if unknown."""
+    from .auto_nest import _rows
+
+    found, rows = window_source(a), _rows(a)
+    t = type_of(found[1]) if found is not None else None
+    while isinstance(t, ArrayType) and isinstance(t.elem, ArrayType):
+        t = t.elem
+    if rows is None or not isinstance(t, ArrayType):
+        return ()
+    try:
+        k, inner = int(evaluate(as_arith(rows[0]), dict(known))), int(evaluate(as_arith(t.size), dict(known)))
+    except Exception:  # noqa: BLE001 - symbolic
+        return ()
+    below = [d for d in range(k - inner, 0, -inner) if k % d == 0] if inner > 0 else []
+    return (*below[:2], k)
+
+
+def split_reduction(body: Any, length: int) -> Any:
+    """`body` with its accumulating `reduce_seq(op, value(..)) << xs` (the blocks' loop over the
+    reduced dimension) split into chunks of `length`: `reduce_seq((acc, part) => reduce_seq(op, acc)
+    << part, value(..)) << split(length) << xs`, the same sequence of steps (any `op`), nested loops."""
+    def go(e: Any) -> Any:
+        if isinstance(e, FunCall) and isinstance(e.f, n.ReduceSeq) and isinstance(e.args[0], Literal):
+            init, xs = e.args
+            acc = Param(type_of(init), "acc")
+            part = Param(ArrayType(type_of(xs).elem, Cst(length)), "part")
+            inner = FunCall(n.ReduceSeq(e.f.f), (acc, part))
+            return FunCall(n.ReduceSeq(Lambda((acc, part), inner)), (init, FunCall(n.Split(Cst(length)), (xs,))),
+                           loc=e.loc)
+        if isinstance(e, FunCall):
+            return dataclasses.replace(e, f=go_fun(e.f), args=tuple(go(x) for x in e.args))
+        return e
+
+    def go_fun(f: Any) -> Any:
+        if isinstance(f, Lambda):
+            return dataclasses.replace(f, body=go(f.body))
+        if isinstance(f, (n.AbstractMap, n.OclKernel, n.ToGlobal)):
+            return dataclasses.replace(f, f=go_fun(f.f))
+        return f
+
+    return go(body)
+
+
 def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[int, int, int], along: str,
-                  nested: Any, known: Mapping[str, int]) -> Any:
+                  nested: Any, known: Mapping[str, int], chunk: int | None = None) -> Any:
     """The blocked nest of `point` (a `BlockNest`) reading A's windows from a copy of their padded
-    source (see the module), or why not."""
+    source (see the module), its reduction split into chunks of `chunk` elements (None or the
+    reduced length: one loop), or why not."""
     from .auto_nest import _divides, _rows, copied
 
     fa, a, b, r_call, f, g = parts
@@ -146,6 +194,7 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
             px, arg = Param(type_of(moved), "tx"), moved
             tx = px
         body = point.output_blocks(call, rows, tx, r_call, f, g, sizes)
+        body = _chunked(body, chunk, 1, a, known)
         if not isinstance(body, str):
             params, args = ((pp, *qs), (staged, *b_inputs)) if arg is None else ((pp, px), (staged, arg))
             return FunCall(n.OclKernel(Lambda(params, body)), args)
@@ -156,8 +205,29 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     ra = _rows(a)
     if ra is None or not _divides(w, ra[0], known):
         return f"width {w} does not divide the reduced dimension"
-    body = point.blocks(rows, cols, call, fa, r_call, f, g, nested, sizes)
+    body = _chunked(point.blocks(rows, cols, call, fa, r_call, f, g, nested, sizes), chunk, w, a, known)
+    if isinstance(body, str):
+        return body
     return FunCall(n.OclKernel(Lambda((pp, *qs), body)), (staged, *b_inputs))
 
 
-__all__ = ["window_source", "offered", "padded_blocks", "COPY_WIDTH", "PAD_SEEDS"]
+def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Any:
+    """`body` with its reduction split into chunks of `chunk` elements (`chunk / w` vectors of `w`
+    lanes), unchanged for no chunk or the whole reduced length, or why not."""
+    from .auto_nest import _divides, _rows
+
+    if isinstance(body, str) or not chunk:
+        return body
+    k = _rows(a)[0]  # type: ignore[index]
+    try:
+        whole = int(evaluate(as_arith(k), dict(known))) == int(chunk)
+    except Exception:  # noqa: BLE001 - symbolic
+        whole = False
+    if whole:
+        return body
+    if int(chunk) % w or not _divides(int(chunk), k, known):
+        return f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}"
+    return split_reduction(body, int(chunk) // w)
+
+
+__all__ = ["chunk_lengths", "split_reduction", "window_source", "offered", "padded_blocks", "COPY_WIDTH", "PAD_SEEDS"]

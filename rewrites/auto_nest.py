@@ -222,6 +222,7 @@ class BlockNest(RewritePoint):
     width: Any = None
     layout: Any = None
     along: Any = None
+    chunk: Any = None  # layout "pad": the reduction's chunk length (rewrites/auto_conv.py)
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     kind: ClassVar[str] = "block_nest"
@@ -253,7 +254,8 @@ class BlockNest(RewritePoint):
             return f"along must be one of {', '.join(ALONG)}, got {along!r}"
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
             from .auto_conv import padded_blocks
-            return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()))
+            return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
+                                 params.get("chunk") or self.chunk)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
             out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout)
             if not isinstance(out, str) or "does not divide" in out:
@@ -330,7 +332,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
     from lift.arith import evaluate
 
-    from .auto_conv import offered
+    from .auto_conv import chunk_lengths, offered
 
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
     if isinstance(parts, str):
@@ -367,6 +369,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
             if kernels else ("keep",)
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
+        out["chunk"] = chunk_lengths(a, sizes) or (None,)
     return out
 
 

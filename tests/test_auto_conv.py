@@ -74,6 +74,8 @@ def test_the_windows_of_a_padded_input_are_offered_the_pad_layout_first() -> Non
     assert x is point.f.params[0] and any(isinstance(m, Slide) for _, m in walk(calls[-1].f))
     space = rw.auto_space(prog, sizes)["auto_b0"]
     assert space["layout"][0] == "pad" and set(space["layout"]) == {"pad", "copy", "keep", "gather"}
+    # the reduction (9C = 72) split into whole rows of the padded input (C = 8): 3C first, C, then one loop
+    assert space["chunk"] == (24, 8, 72)
     mm = {"M": 64, "N": 64, "K": 512}
     assert "pad" not in rw.auto_space(rw.auto_points(matmul(), mm), mm)["auto_b0"]["layout"]  # no windows
     valid = {"M": 64, "N": 8}
@@ -122,13 +124,14 @@ def _kernel_sources(source: str) -> list[str]:
 
 
 @pytest.mark.device
-@pytest.mark.parametrize("along,rows,cols", [("output", 2, 2), ("reduced", 2, 4)])
-def test_the_compiled_conv_reads_its_windows_from_one_padded_copy(along: str, rows: int, cols: int) -> None:
+@pytest.mark.parametrize("along,rows,cols,chunk", [("output", 2, 2, 24), ("reduced", 2, 4, 24), ("output", 1, 2, 72)])
+def test_the_compiled_conv_reads_its_windows_from_one_padded_copy(along: str, rows: int, cols: int,
+                                                                   chunk: int) -> None:
     h, c, m = 8, 8, 16
     sizes = _sizes(h, c, m)
     prog = rw.auto_points(conv2d(), sizes, min_length=1)
     inp, wts = _inputs(h, c, m, 3)
-    point = {"rows": rows, "cols": cols, "width": 8, "layout": "pad", "along": along}
+    point = {"rows": rows, "cols": cols, "width": 8, "layout": "pad", "along": along, "chunk": chunk}
     compiled = lift.compile(prog, choices=lift.Choices(points={"auto_b0": point}, sizes=sizes))  # as the tuner does
     assert compiled.choices.points["auto_b0"]["layout"] == "pad"
     want = lift.interpret(conv2d(), inp, wts)
@@ -143,6 +146,12 @@ def test_the_compiled_conv_reads_its_windows_from_one_padded_copy(along: str, ro
     assert "?" not in kernels[-1]  # the blocks read the windows with no pad condition
     if along == "reduced":
         assert "(global float8*)" in kernels[-1]  # aligned vector loads of the windows along the channels
+    loops = re.findall(r"for \(int \w+ = 0; \w+ < (\d+);", kernels[-1])
+    steps = 9 * c // (8 if along == "reduced" else 1)  # the reduction's steps: scalars, or float8 vectors
+    if chunk < 9 * c:  # nested loops over whole rows of the padded input
+        assert str(9 * c // chunk) in loops and str(steps * chunk // (9 * c)) in loops, loops
+    else:
+        assert str(steps) in loops, loops
 
 
 def test_the_tuners_seeds_try_the_pad_layout_first() -> None:
@@ -152,5 +161,5 @@ def test_the_tuners_seeds_try_the_pad_layout_first() -> None:
     args = _inputs(8, 8, 16, 4)
     seeded = Seeded(Evaluator(prog, args, None, sizes), structural, ["auto_b0"], inner=None)
     first = next(seeded.seeds())
-    assert first.structural["auto_b0"] == {"skip": False, **PAD_SEEDS[0]}
+    assert first.structural["auto_b0"] == {"skip": False, **PAD_SEEDS[0], "chunk": structural["auto_b0"]["chunk"][0]}
     assert first.joint  # a valid mapping of the blocks, completed by the solver
