@@ -9,12 +9,14 @@ the float64 reference that tuning and kernel checks compare against. `--tune S` 
 `lift.tune` of the high-level matmul at 256^3 with a budget of S seconds and prints how long its
 reference (the float32 and the float64 interpretation) took and how many candidates it tried. Each result is checked
 against numpy in float64, within Higham's bound for a recursive float32 sum of n products,
-(n + 1) u sum |x_i y_i| (u = 2^-24), and the element-wise fallbacks are counted (`Stats`).
+(n + 1) u sum |x_i y_i| (u = 2^-24), and the element-wise fallbacks are counted (`Stats`). The
+load average is printed before and after (the machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -177,12 +179,22 @@ def main(argv: list[str] | None = None) -> None:
                     help="also run lift.tune of matmul 256^3 with this budget")
     args = ap.parse_args(argv)
     wide = f"{'precise':>11}" if args.precise else ""
+    print(f"load average {_load()}")
     print(f"{'case':18} {'interpret':>11} {wide} {'numpy':>13} {'ratio':>10}   check")
     for c in cases(args.quick):
         if not args.names or any(c.name.startswith(n) for n in args.names):
             run(c, args.repeat, args.precise)
     if args.tune:
         tune_matmul(args.tune)
+    print(f"load average {_load()}")
+
+
+def _load() -> str:
+    """The 1, 5 and 15-minute load averages (the machine is shared), or "n/a"."""
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "n/a"
 
 
 if __name__ == "__main__":
