@@ -6,7 +6,9 @@ einsum `bik,bkj->bij` keeps the sequential order when its inner loop runs along 
 more than one column): for each k it does `out[b, i, :] += x[b, i, k] * y[b, k, :]`, which reads
 and writes every output once per k but never reorders a sum (the loop along k would use partial
 sums). Whether this numpy build's loop rounds the product before the add (no FMA contraction) and
-keeps the order is checked once, on values where either would change the bits (`in_order`).
+keeps the order is checked once, on values where either would change the bits (`in_order`). The
+longer of the output's axes is the inner loop: when it is i, the transposed product is summed
+(out^T = y^T x^T, a float product commutes); large sums are cut into blocks of rows on every core.
 
 Three things are outside what einsum reproduces bit for bit, and decline (None, the caller folds in
 blocks): a start that is -0.0 somewhere or varies along both i and j (einsum starts from +0.0, so
@@ -26,7 +28,8 @@ import numpy as np
 
 log = logging.getLogger("lift.interpret")
 
-MIN_INNER = 16  # below this many outputs along the inner loop (i or j), decline
+MIN_INNER = 64  # below this many outputs along the inner loop (i or j), decline: numpy's cost per
+# inner loop would dominate (the threshold the block fold had for its columns)
 TILE = 16  # columns copied at once by `contiguous` (16 float32: a cache line)
 PARALLEL_WORK = 1 << 22  # from this many products on, blocks of outputs are summed on every core
 
@@ -54,11 +57,9 @@ def contiguous(a: np.ndarray) -> np.ndarray:
     line per step, several times faster than numpy's copy of a large transposed view."""
     if a.flags.c_contiguous or abs(a.strides[1]) >= abs(a.strides[2]):
         return np.ascontiguousarray(a)
-    nb, m, nj = a.shape
-    out = np.empty((nb, m, nj), a.dtype)
-    for b in range(nb):
-        for j0 in range(0, nj, TILE):
-            out[b, :, j0:j0 + TILE] = a[b, :, j0:j0 + TILE]
+    out = np.empty(a.shape, a.dtype)
+    for j0 in range(0, a.shape[2], TILE):
+        out[:, :, j0:j0 + TILE] = a[:, :, j0:j0 + TILE]
     return out
 
 
