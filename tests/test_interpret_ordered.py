@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lift
-from lift import Array, Float, Size, fun, get, map, reduce
+from lift import Array, Float, Size, fun, get, map, reduce, reduce_seq, transpose
 from lift import zip as lzip
-from programs import matmul_program, mult
+from lift.userfun.builtins import neg
+from programs import gemv_program, matmul_program, mult
 
 ordered = importlib.import_module("lift.interpret.ordered")
 contract = importlib.import_module("lift.interpret.contract")
@@ -204,3 +205,60 @@ def monkeypatch_module():
     mp.setattr(ordered, "MIN_INNER", 16)
     yield mp
     mp.undo()
+
+
+
+def mm_transpose():
+    """map(row => map(col => reduce(add) << map(mult) << zip(row, col)) << transpose(B)) << A."""
+    return fun([Array(Array(Float, Size("K")), M), Array(Array(Float, N), Size("K"))],
+               lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(mult) << lzip(r, c))
+                                << transpose(b)) << a)
+
+
+def mm_lambda():
+    """matmul with the accumulating lambda `(acc, p) => acc + p[0] * p[1]`, and a start of 0.5."""
+    return fun([Array(Array(Float, Size("K")), M), Array(Array(Float, Size("K")), N)],
+               lambda a, bt: map(lambda r: map(lambda c: reduce_seq(lambda acc, p: acc + p[0] * p[1], 0.5)
+                                               << lzip(r, c)) << bt) << a)
+
+
+def mm_batched():
+    """A matmul per pair of a batch, negated: inside two more maps."""
+    b = Size("B")
+    return fun([Array(Array(Array(Float, Size("K")), M), b), Array(Array(Array(Float, Size("K")), N), b)],
+               lambda xs, ys: map(lambda p: map(map(neg)) << map(lambda r: map(
+                   lambda c: reduce(lift.add, 0.0) << map(mult) << lzip(r, c)) << get(1, p)) << get(0, p))
+               << lzip(xs, ys))
+
+
+CONTEXTS = {  # a program and the shapes of its inputs for (m, n, k)
+    "matmul": (matmul_program, lambda m, n, k: [(m, k), (n, k)]),
+    "transpose << B": (mm_transpose, lambda m, n, k: [(m, k), (k, n)]),
+    "accumulating lambda": (mm_lambda, lambda m, n, k: [(m, k), (n, k)]),
+    "batched, negated": (mm_batched, lambda m, n, k: [(2, m, k), (2, n, k)]),
+    "gemv": (gemv_program, lambda m, n, k: [(m, k), (k,)]),
+    "start per row": (with_init, lambda m, n, k: [(m, k), (n, k), (m,)]),
+}
+
+
+@settings(max_examples=max(12, settings().max_examples // 2))
+@given(context=st.sampled_from(sorted(CONTEXTS)), m=st.integers(1, 20), n=st.integers(1, 20),
+       k=st.integers(1, 24), zeros=st.sampled_from([0.0, 0.3, 0.9]),
+       special=st.sampled_from([(), (np.inf,), (np.nan,), (-np.inf, np.inf)]), seed=st.integers(0, 2**16))
+def test_sums_of_products_in_context_keep_the_bits(monkeypatch_module, context, m, n, k, zeros, special, seed):
+    """Matmul written several ways, gemv, inside other maps, with a start per row: with the one-pass
+    path from two outputs on and every core, the bits of the element-wise semantics; taken
+    whenever the operands are finite (the start here has no -0.0)."""
+    build, shapes = CONTEXTS[context]
+    rng = np.random.default_rng(seed)
+    args = [values(rng, s, zeros=zeros if len(s) > 1 else 0.0, special=special if len(s) > 1 else ())
+            for s in shapes(m, n, k)]
+    taken: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ordered, "MIN_INNER", 1)
+        one = contract.ordered_sum
+        mp.setattr(contract, "ordered_sum", lambda *a: taken.append(one(*a)) or taken[-1])
+        got = lift.interpret(build(), *args)
+    same_bits(lift.interpret(build(), *args, batched=False), got, any_nan=bool(special))
+    wide = max(m, 1 if context == "gemv" else n) >= 2
+    assert [r is not None for r in taken] == ([wide and not special] if wide or taken else [])

@@ -38,7 +38,7 @@ def ordered_sum(start: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray |
     """`start + sum_k x[:, :, k, None] * y[:, k, None, :]` in the sequential float32 order, shape
     (B, I, J) for `x` (B, I, K), `y` (B, K, J) and `start` (B, I, J), or None (see the module)."""
     (nb, ni, m), nj = x.shape, y.shape[2]
-    if max(ni, nj) < MIN_INNER or min(nb, ni, nj, m) == 0 or not in_order():
+    if max(ni, nj) < max(2, MIN_INNER) or min(nb, ni, nj, m) == 0 or not in_order():  # 1: a loop along k
         return None
     if not (_finite(x) and _finite(y) and _finite(start)):
         return None
