@@ -6,6 +6,9 @@ conditions (the code relies on them: `as_vector(8)` of `[Float]N` reads aligned 
 uploads the inputs into device buffers that are reused across calls, runs the launches in
 order and returns the outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
 scalar for a scalar result, and a tuple for a tuple result or an array of tuples.
+A program compiled by `lift.compile(expr)` from a program with symbolic sizes may carry a
+specialiser (`lift.specialise`): after the checks, a call runs the program specialised to its
+sizes when there is one for them, and this (generic) program otherwise or when that one fails.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ class Program:
 
     def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
-                 options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None) -> None:
+                 options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None,
+                 specialiser: Any = None) -> None:
         self.choices = choices
         self.node = node
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
@@ -54,6 +58,7 @@ class Program:
         self._target = self._dc.device if self._dc is not None else device
         self._build = (tuple(options), cache_dir)
         self._wide = wide  # the same program with 64-bit indices, for sizes past `plan.index_limits`
+        self._specialiser = specialiser  # a lift.specialise.Specialiser: calls specialise to their sizes
         self._load(plan)
 
     def _load(self, plan: KernelSource) -> None:
@@ -132,6 +137,27 @@ class Program:
         """The size variables bound from the shapes of `arrays`."""
         return self._bind(arrays)[0]
 
+    @property
+    def specialises(self) -> bool:
+        """Whether calls run the program specialised to their sizes where that gains something
+        (`lift.compile(expr)` of a program with symbolic sizes; see `lift.specialise`)."""
+        return self._specialiser is not None
+
+    def specialised(self, *arrays: Any) -> Program:
+        """The program a call with `arrays` runs: the one specialised to their sizes (compiled here
+        at the first call with them; its `.source` and `.choices` are its own), or this one."""
+        sizes, _ = self._bind(arrays)
+        return self._routed(sizes) or self
+
+    @property
+    def specialisations(self) -> tuple[Any, ...]:
+        """Per size tuple of the recent calls, what runs them and why (`lift.specialise.Specialisation`:
+        `.sizes`, `.program` (None: this generic program), `.reason`, `.seconds` it took)."""
+        return self._specialiser.records if self._specialiser is not None else ()
+
+    def _routed(self, sizes: dict[str, int]) -> Program | None:
+        return self._specialiser.get(sizes).program if self._specialiser is not None else None
+
     def __repr__(self) -> str:
         where = "on" if self.attached else "compiled offline for"
         return f"<lift.Program {', '.join(self.kernels)} {where} {self.device.name}>"
@@ -141,7 +167,13 @@ class Program:
     def __call__(self, *arrays: Any) -> Any:
         """Run on numpy arguments and return numpy results."""
         self._require_device()
-        sizes, leaves = self._bind(arrays)
+        sizes, leaves = self._bind(arrays)  # the arguments checked as ever, before any specialisation
+        special = self._routed(sizes)
+        if special is not None:
+            try:
+                return special(*arrays)
+            except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
+                self._specialiser.refuse(sizes, err)
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         return self._download(sizes)
@@ -152,6 +184,12 @@ class Program:
             raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
         self._require_device()
         sizes, leaves = self._bind(arrays)
+        special = self._routed(sizes)
+        if special is not None:
+            try:
+                return special.time(*arrays, repeat=repeat)
+            except Exception as err:  # noqa: BLE001 - the generic program runs instead
+                self._specialiser.refuse(sizes, err)
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         runs = [self._launch(sizes, args) for _ in range(repeat)]
