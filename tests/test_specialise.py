@@ -4,14 +4,22 @@ result matches the interpreter, and the generic program runs whatever is refused
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lift
 from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift.errors import DeviceError, LiftTypeError
 from lift.specialise import Specialiser
 from lift.testing import assert_same
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import conv  # noqa: E402
 
 M, N, K = Size("M"), Size("N"), Size("K")
 
@@ -65,6 +73,31 @@ def test_shapes_the_blocks_do_not_divide_or_do_not_need_still_run() -> None:
     assert prog.specialised(a, b) is prog
     rec = prog.specialisations[-1]
     assert rec.program is None and "nothing to specialise" in rec.reason
+
+
+_ONE: dict[str, lift.Program] = {}  # one specialising program across the examples (its shapes accumulate)
+
+
+@pytest.mark.device
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(1, 24), n=st.integers(1, 40), k=st.sampled_from([256, 260, 300, 512]))
+def test_any_shape_matches_the_interpreter(m: int, n: int, k: int) -> None:
+    expr = matmul()
+    prog = _ONE.setdefault("matmul", lift.compile(expr))
+    a, b = args(m, n, k, seed=m * n + k)
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    rec = prog.specialisations[-1]
+    assert rec.sizes == {"K": k, "M": m, "N": n} and (rec.program is None) == (prog.specialised(a, b) is prog)
+
+
+@pytest.mark.device
+def test_the_conv_layer_specialises_at_two_sizes() -> None:
+    expr = conv.listing_4_1()
+    prog = lift.compile(expr)
+    for size, cout in ((8, 16), (4, 8)):
+        inp, wts = conv.inputs(size, 32, cout)  # 3x3x32 = 288 products per output: the default blocks apply
+        assert_same(lift.interpret(expr, inp, wts), prog(inp, wts))
+        assert blocked(prog.specialised(inp, wts))
 
 
 @pytest.mark.device
