@@ -129,6 +129,18 @@ def test_the_tuned_winner_for_the_shape_is_used(tmp_path, monkeypatch) -> None:
 
 
 @pytest.mark.device
+def test_specialised_binaries_use_the_programs_disk_cache(tmp_path) -> None:
+    expr = matmul()
+    a, b = args(16, 32, 256)
+    first = lift.compile(expr, cache_dir=tmp_path).specialised(a, b)
+    assert first.build_info.status == "miss" and first.build_info.path.parent.parent == tmp_path
+    again = lift.compile(expr, cache_dir=tmp_path).specialised(a, b)
+    assert again.build_info.status == "hit" and again.build_info.key == first.build_info.key
+    assert_same(lift.interpret(expr, a, b), again(a, b))
+    assert lift.compile(expr, cache_dir=False).specialised(a, b).build_info.status == "uncached"
+
+
+@pytest.mark.device
 def test_a_specialised_program_that_fails_leaves_the_call_to_the_generic_one() -> None:
     expr = matmul()
     prog = lift.compile(expr)
