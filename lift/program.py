@@ -59,6 +59,7 @@ class Program:
         self._build = (tuple(options), cache_dir)
         self._wide = wide  # the same program with 64-bit indices, for sizes past `plan.index_limits`
         self._specialiser = specialiser  # a lift.specialise.Specialiser: calls specialise to their sizes
+        self._last: Program | None = None  # with a specialiser: the program that ran the last call
         self._load(plan)
 
     def _load(self, plan: KernelSource) -> None:
@@ -168,12 +169,9 @@ class Program:
         """Run on numpy arguments and return numpy results."""
         self._require_device()
         sizes, leaves = self._bind(arrays)  # the arguments checked as ever, before any specialisation
-        special = self._routed(sizes)
-        if special is not None:
-            try:
-                return special(*arrays)
-            except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
-                self._specialiser.refuse(sizes, err)
+        done, out = self._delegated(sizes, lambda special: special(*arrays))
+        if done:
+            return out
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         return self._download(sizes)
@@ -184,17 +182,37 @@ class Program:
             raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
         self._require_device()
         sizes, leaves = self._bind(arrays)
-        special = self._routed(sizes)
-        if special is not None:
-            try:
-                return special.time(*arrays, repeat=repeat)
-            except Exception as err:  # noqa: BLE001 - the generic program runs instead
-                self._specialiser.refuse(sizes, err)
+        done, out = self._delegated(sizes, lambda special: special.time(*arrays, repeat=repeat))
+        if done:
+            return out
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         runs = [self._launch(sizes, args) for _ in range(repeat)]
         runtime.finish(self._dc)
         return [runtime.seconds(events) for events in runs]
+
+    def _delegated(self, sizes: dict[str, int], run: Callable[[Program], Any]) -> tuple[bool, Any]:
+        """(True, `run(p)`) with `p` the program specialised to `sizes`, or (False, None) when this
+        program runs the call: none for `sizes`, or it failed (`lift.specialise`: then refused)."""
+        if self._specialiser is None:
+            return False, None
+        special = self._routed(sizes)
+        self._runs(special or self)
+        if special is None:
+            return False, None
+        try:
+            return True, run(special)
+        except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
+            self._specialiser.refuse(sizes, err)
+            self._runs(self)
+            return False, None
+
+    def _runs(self, target: Program) -> None:
+        """`target` runs this call: the program that ran the last one (this or a specialised one)
+        drops its device buffers, so that, as without specialisation, one shape's are held."""
+        last, self._last = self._last, target
+        if isinstance(last, Program) and last is not target and last._pool is not None:
+            last._pool = runtime.BufferPool(last._dc)
 
     def _require_device(self) -> None:
         if self.offline is not None:

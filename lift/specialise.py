@@ -16,10 +16,11 @@ carries a `Specialiser`, and a call with sizes it has not seen before decides, o
 A specialisation that is refused (the default points do not compile for these sizes) or fails
 (its compile, or later its run, raises) leaves the generic program to run the call: never an error
 the generic program would not give. Every decision is kept, with its reason and the seconds it
-took, for the `LIMIT` most recent size tuples (`Program.specialisations`; an evicted program drops
-its device buffers), and logged at debug level on the "lift.specialise" logger (a specialised
-program that fails to run is a compiler bug: logged as a warning). Specialised binaries go to the
-disk cache under their own source, as any program's.
+took, for the `LIMIT` most recent size tuples (`Program.specialisations`), and logged at debug
+level on the "lift.specialise" logger (a specialised program that fails to run is a compiler bug:
+logged as a warning). Only the program that ran the
+last call holds device buffers (as a generic program holds those of one shape: `Program._runs`).
+Specialised binaries go to the disk cache under their own source, as any program's.
 """
 
 from __future__ import annotations

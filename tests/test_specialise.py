@@ -129,6 +129,20 @@ def test_the_tuned_winner_for_the_shape_is_used(tmp_path, monkeypatch) -> None:
 
 
 @pytest.mark.device
+def test_only_the_program_of_the_last_call_holds_device_buffers() -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    shapes = [args(16, 32, 256), args(24, 16, 512), args(8, 8, 8)]  # two specialised, then the generic program
+    runs = []
+    for a, b in shapes:
+        assert_same(lift.interpret(expr, a, b), prog(a, b))
+        runs.append(prog.specialised(a, b))
+        holding = {id(p) for p in (prog, *runs) if p.device_buffers}
+        assert holding == {id(runs[-1])}
+    assert runs[-1] is prog
+
+
+@pytest.mark.device
 def test_specialised_binaries_use_the_programs_disk_cache(tmp_path) -> None:
     expr = matmul()
     a, b = args(16, 32, 256)
