@@ -13,7 +13,7 @@ sizes when there is one for them, and this (generic) program otherwise or when t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,11 +144,23 @@ class Program:
         (`lift.compile(expr)` of a program with symbolic sizes; see `lift.specialise`)."""
         return self._specialiser is not None
 
-    def specialised(self, *arrays: Any) -> Program:
-        """The program a call with `arrays` runs: the one specialised to their sizes (compiled here
-        at the first call with them; its `.source` and `.choices` are its own), or this one."""
-        sizes, _ = self._bind(arrays)
-        return self._routed(sizes) or self
+    def specialised(self, *arrays: Any, sizes: Mapping[str, int] | None = None) -> Program:
+        """The program a call with `arrays` (or, without arrays, with the size bindings `sizes`:
+        `prog.specialised(sizes={"M": 1024, "N": 1024, "K": 1024})`) runs: the one specialised to
+        their sizes (compiled here at the first call with them; its `.source` and `.choices` are its
+        own), or this one."""
+        if sizes is None:
+            bound, _ = self._bind(arrays)
+        else:
+            if arrays:
+                raise LiftTypeError("specialised takes the arguments or sizes=, not both", node=self.node)
+            bound = {str(k): int(v) for k, v in sizes.items()}
+            missing = sorted(set(self.plan.size_vars) - set(bound))
+            if missing:
+                raise LiftTypeError(f"sizes= gives no value for {', '.join(missing)}", node=self.node,
+                                    expected=sorted(self.plan.size_vars), got=sorted(bound))
+            self._check(bound)
+        return self._routed(bound) or self
 
     @property
     def specialisations(self) -> tuple[Any, ...]:

@@ -72,6 +72,9 @@ class Specialiser:
 
     def get(self, sizes: Mapping[str, int]) -> Specialisation:
         """The decision for `sizes` (the bindings of a call), made at its first call."""
+        unbound = [n for n in self.names if sizes.get(n) is None]
+        if unbound:  # e.g. only `N * M` is a length: the generic program binds what it needs
+            return Specialisation(dict(sizes), None, f"the call binds no value of {', '.join(unbound)}; generic", 0.0)
         key = tuple(int(sizes[n]) for n in self.names)
         rec = self._done.get(key)
         if rec is not None:

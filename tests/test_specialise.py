@@ -106,6 +106,10 @@ def test_the_specialised_choices_rebuild_it() -> None:
     a, b = args(16, 32, 256)
     special = lift.compile(expr).specialised(a, b)
     assert special.choices.sizes == {"K": 256, "M": 16, "N": 32}
+    by_sizes = lift.compile(expr).specialised(sizes={"K": 256, "M": 16, "N": 32})  # no arrays needed
+    assert by_sizes.source == special.source
+    with pytest.raises(LiftTypeError, match="no value for N"):
+        lift.compile(expr).specialised(sizes={"K": 256, "M": 16})
     again = lift.compile(expr, choices=special.choices)
     assert again.source == special.source and not again.specialises
     assert_same(lift.interpret(expr, a, b), again(a, b))
@@ -188,6 +192,12 @@ def test_off_and_explicit_compilations_do_not_specialise() -> None:
     assert not lift.compile(fun([Array(Float, 64)], lambda x: map(lift.id) << x)).specialises  # constant sizes
     with pytest.raises(LiftTypeError):
         lift.compile(expr, specialise="yes")
+
+
+def test_an_offline_program_specialises_for_inspection() -> None:
+    prog = lift.compile(matmul(), device=lift.devices.profile("mali-g72"))  # a profile, not attached here
+    special = prog.specialised(sizes={"K": 256, "M": 16, "N": 32})
+    assert not special.attached and special is not prog and blocked(special)
 
 
 def test_decisions_are_kept_for_the_most_recent_shapes() -> None:
