@@ -121,7 +121,8 @@ class Specialiser:
         if blocked is None:
             return None, "the default points do not compile for these sizes; generic"
         blocked.choices = blocked.choices.replace(sizes=bound)  # `compile(expr, choices=...)` rebuilds it
-        shown = ", ".join(sorted(lab for lab, c in blocked.choices.points.items() if not c.get("skip")))
+        shown = "; ".join(f"{lab} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'skip')})"
+                          for lab, c in sorted(blocked.choices.points.items()) if not c.get("skip"))
         return blocked, f"default points {shown or '(all skipped)'} with these sizes fixed"
 
 
