@@ -177,6 +177,19 @@ def test_a_specialised_program_that_fails_leaves_the_call_to_the_generic_one() -
 
 
 @pytest.mark.device
+@pytest.mark.parametrize("blocks, why", [(lambda *a: None, "do not compile for these sizes"),
+                                         (lambda *a: 1 // 0, "specialisation failed (ZeroDivisionError")])
+def test_refused_or_failing_specialisations_leave_the_call_to_the_generic_program(monkeypatch, blocks, why) -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    monkeypatch.setattr(sys.modules["lift.compile"], "_default_blocks", blocks)  # refuse, or raise
+    a, b = args(16, 32, 256)
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    rec = prog.specialisations[-1]
+    assert rec.program is None and why in rec.reason and prog.specialised(a, b) is prog
+
+
+@pytest.mark.device
 def test_argument_errors_are_the_generic_programs_and_decide_nothing() -> None:
     prog = lift.compile(matmul())
     a, _ = args(16, 32, 256)
