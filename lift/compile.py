@@ -93,7 +93,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     wide = (lambda: link(used, local_size, global_size, wide=True)) if plan.index_limits else None
     special = _specialiser(expr, device, cache_dir) if specialise and plain else None
     return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide,
-                   specialiser=special)
+                   specialiser=special, checks=used.program)
 
 
 def _specialiser(expr: Node, device: Any, cache_dir: CacheDir) -> Any:

@@ -50,10 +50,16 @@ class Program:
     def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
                  options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None,
-                 specialiser: Any = None) -> None:
+                 specialiser: Any = None, checks: Node | None = None) -> None:
         self.choices = choices
         self.node = node
+        # the size conditions a call must meet: the program's own and, with `checks` (the rewritten
+        # program the plan was generated from), the divisibility its rewrites added (blocks, vectors:
+        # a block that does not divide would read past the arrays); its other conditions can be
+        # stricter than its kernels (a tail pad of length 0 is refused by typing, computed right)
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
+        if isinstance(checks, Lambda) and checks is not node:
+            self._conditions += [c for c in size_conditions(checks) if c.kind == "divides"]
         self._dc, self.offline = _attach(device)
         self._target = self._dc.device if self._dc is not None else device
         self._build = (tuple(options), cache_dir)
