@@ -11,10 +11,13 @@ uniform and the informed strategy over each table with `lift.explore.search.repl
 each seed and prints how many evaluations each needed to reach the uniform strategy's best
 time; the informed strategy should need at most half as many.
 
-Recorded tables (a uniform tune each, db=False, on the 2-vCPU machine shared by seven
-developers, so timings are noisy) are kept in benchmarks/tables/: matmul256.json (219
-candidates, 300 s), conv24.json (314, 480 s), conv32.json (44, 300 s). Rows hold each candidate's
-choices as JSON, so a table recorded later with new kinds of choices replays the same way.
+Tables (benchmarks/tables/): matmul512.json (257 candidates, `transpose << B`) and conv32.json
+(525, the conv layer 32x32, 32 -> 32 channels), recorded with benchmarks/strategy_record.py
+(the automatic block_nest points active, each candidate timed 7 times, three passes over the
+table in different orders, time = the median of the passes' medians); matmul256.json and
+conv24.json (session 3: `record` below, one time per candidate, no block_nest point) are kept
+for comparison. Rows hold each candidate's choices as JSON, so a table recorded later with new
+kinds of choices replays the same way.
 """
 
 from __future__ import annotations
