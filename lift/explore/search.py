@@ -309,7 +309,7 @@ class ModelBased:
     in a replay."""
 
     def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
-                 warmup: int = 10, explore: float = 0.1, pool_size: int = 64, refill: int = 8,
+                 warmup: int = 10, explore: float = 0.1, pool_size: int = 64, refill: int = 3,
                  model: str = "forest", pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
         self.random_, self.rng, self.seed = random_, random.Random(seed + 11), seed
         self.warmup, self.explore, self.pool_size, self.model = warmup, explore, pool_size, model
