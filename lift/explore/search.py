@@ -23,7 +23,9 @@ recorded with the automatic block_nest points (benchmarks/tables: matmul 512^3, 
 and the conv layer 32x32, 32 -> 32 channels, 525 candidates; each time the median of three
 passes of seven runs; 20 seeds, 5% tolerance), the informed strategy reached uniform sampling's
 best in 26.9 evaluations where uniform needed 52.3 (matmul) and 30.9 where it needed 98.0
-(conv); the ridge model of before needed 34.9 and 54.2 (benchmarks/strategies.py).
+(conv); the ridge model of before needed 34.9 and 54.2 (benchmarks/strategies.py). On session 3's
+tables, where no structural point varied and launch noise decided the best, it did worse than
+uniform (65.8 vs 43.5, 138.9 vs 85.9): it pays where structure decides the time.
 `replay(table, name, seed)` re-runs a strategy over recorded measurements (`Table`, from a
 tune's history: candidate -> time), so strategies are compared over many seeds without
 running a kernel (benchmarks/strategies.py).
