@@ -80,14 +80,15 @@ def test_reference_in_a_child_process_matches_the_interpreter() -> None:
 
 @pytest.mark.device
 def test_tune_with_the_informed_strategy_past_its_warmup(monkeypatch) -> None:
-    """The ridge model proposes once ten candidates are measured; the result is checked."""
+    """The forest proposes once ten candidates are measured (the informed strategy is tune's
+    default); the result is checked."""
     from lift.explore import surrogate
 
     calls = []
-    plain = surrogate.predict
-    monkeypatch.setattr(surrogate, "predict", lambda m, p: calls.append(len(p)) or plain(m, p))
+    plain = surrogate.improvement
+    monkeypatch.setattr(surrogate, "improvement", lambda m, p, **k: calls.append(len(p)) or plain(m, p, **k))
     x, y = rand(4096), rand(4096, seed=1)
-    res = tune(tiled_dot(), x, y, budget=120, trials=14, strategy="informed", db=False, progress=False)
+    res = tune(tiled_dot(), x, y, budget=120, trials=14, db=False, progress=False)
     assert calls and all(n >= 1 for n in calls) and len(res.history) == 14
     assert res.reference_checked and np.allclose(res.best(x, y), np.dot(x, y), rtol=1e-3)
 

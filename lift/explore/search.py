@@ -10,19 +10,22 @@ A strategy proposes `Candidate`s one at a time from what has been measured so fa
   changed; only neighbours the constraint model accepts (`Space.is_valid`) are proposed.
 - `RandomThenLocal`: random sampling for the first part of the budget, then local search
   around the best, falling back to random samples when the neighbourhood is exhausted.
-- `ModelBased` ("informed"): a ridge model of log time over the choices' features
-  (`lift.explore.surrogate`: log2 sizes and their squares, map kind and dimension, work-items),
-  refitted to what was measured; proposes the untried pool candidate it predicts fastest.
+- `ModelBased` ("informed"): a random forest of log time over the choices' features
+  (`lift.explore.forest`, `lift.explore.surrogate`: block rows/cols/width, layout, along, a
+  skipped point, map kind and dimension, launch sizes), refitted to what was measured; proposes
+  the untried pool candidate with the largest expected improvement (a tenth stay random).
 - `Evolution` ("evolution"): after a few random candidates, mostly mutations (one value
   changed) of a parent drawn by tournament from the fastest few, some random ones kept.
 
-`make_strategy(name, ...)` builds "random-local" (`tune`'s default), "uniform" (random
-sampling), "informed" or "evolution". Replayed over tables recorded on this code
-(benchmarks/tables, 5% tolerance, 10 seeds), the informed strategy came within 5% of uniform
-sampling's best in 27.5 evaluations where uniform needed 43.5 on matmul 256^3, but not within
-half on every seed, and no better than uniform on the conv layer (24x24, 24 channels: 89 vs 86,
-where the best candidate stands alone 28% ahead of the next); evolution did worse than uniform
-on both. So the default stays random-then-local.
+`make_strategy(name, ...)` builds "informed" (`tune`'s default), "uniform" (random sampling),
+"evolution" or "random-local" (random sampling, then hill climbing). Replayed over tables
+recorded with the automatic block_nest points (benchmarks/tables: matmul 512^3, 257 candidates,
+and the conv layer 32x32, 32 -> 32 channels, 525 candidates; each time the median of three
+passes of seven runs; 20 seeds, 5% tolerance), the informed strategy reached uniform sampling's
+best in 26.9 evaluations where uniform needed 52.3 (matmul) and 30.9 where it needed 98.0
+(conv); the ridge model of before needed 34.9 and 54.2 (benchmarks/strategies.py). On session 3's
+tables, where no structural point varied and launch noise decided the best, it did worse than
+uniform (65.8 vs 43.5, 138.9 vs 85.9): it pays where structure decides the time.
 `replay(table, name, seed)` re-runs a strategy over recorded measurements (`Table`, from a
 tune's history: candidate -> time), so strategies are compared over many seeds without
 running a kernel (benchmarks/strategies.py).
@@ -199,6 +202,7 @@ class RandomThenLocal:
 
 
 STRATEGIES = ("informed", "uniform", "evolution", "random-local")
+DEFAULT = "informed"
 
 
 def make_strategy(name: str, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
@@ -296,23 +300,27 @@ class Evolution:
 
 
 class ModelBased:
-    """The informed strategy: a ridge model of log time over the choices' features
-    (`lift.explore.surrogate`), refitted after each measurement; after `warmup` random
-    candidates each proposal is the untried pool candidate with the best predicted time
-    (a fraction `explore` of proposals stay random). The pool is `pool_size` random valid
-    candidates kept topped up (drawn by the concrete sampler: milliseconds each), or a
-    recorded table itself in a replay."""
+    """The informed strategy: a model of log time over the choices' features, refitted after each
+    measurement; after `warmup` random candidates each proposal is the untried pool candidate
+    the model rates best (a fraction `explore` of proposals stay random). `model`: "forest"
+    (a random forest, `lift.explore.forest`; the candidate with the largest expected
+    improvement) or "ridge" (`lift.explore.surrogate.predict`; the best predicted time). The
+    pool is up to `pool_size` random valid candidates, topped up by at most `refill` at each
+    proposal (a candidate of a structural choice not drawn before costs its constraint space,
+    0.1-0.3 s: a pool drawn whole at once took half of a 25 s tune), or a recorded table itself
+    in a replay."""
 
     def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
-                 warmup: int = 10, explore: float = 0.1, pool_size: int = 64,
-                 pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
-        self.random_, self.rng = random_, random.Random(seed + 11)
-        self.warmup, self.explore, self.pool_size = warmup, explore, pool_size
+                 warmup: int = 10, explore: float = 0.1, pool_size: int = 64, refill: int = 3,
+                 model: str = "forest", pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
+        self.random_, self.rng, self.seed = random_, random.Random(seed + 11), seed
+        self.warmup, self.explore, self.pool_size, self.model = warmup, explore, pool_size, model
+        self.refill = refill
         self._fixed_pool = pool
         self._pool: list[Candidate] = []
 
     def propose(self, history: Sequence[Record]) -> Candidate | None:
-        from .surrogate import predict
+        from .surrogate import improvement, predict
 
         measured = [r for r in history if not r.candidate.default]
         if len(measured) < self.warmup or self.rng.random() < self.explore:
@@ -321,14 +329,17 @@ class ModelBased:
         pool = self._candidates(history, tried)
         if not pool:
             return self.random_(history)
-        predicted = predict(measured, pool)
-        return min(zip(predicted.tolist(), (c.key() for c in pool), pool))[2]
+        if self.model == "ridge":
+            rated = (-predict(measured, pool)).tolist()
+        else:
+            rated = improvement(measured, pool, seed=self.seed * 7919 + len(measured)).tolist()
+        return max(zip(rated, (c.key() for c in pool), pool))[2]
 
     def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Candidate]:
         if self._fixed_pool is not None:
             return [c for c in self._fixed_pool() if c.key() not in tried]
         self._pool = [c for c in self._pool if c.key() not in tried]
-        for _ in range(self.pool_size - len(self._pool)):
+        for _ in range(min(self.refill, self.pool_size - len(self._pool))):
             c = self.random_([*history, *(Record(p, False) for p in self._pool)])
             if c is None:
                 break
@@ -386,9 +397,14 @@ class Replayed:
         return None
 
 
-def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None) -> Replayed:
-    """Run `strategy` ("uniform" or "informed") over recorded measurements: a proposal is
-    "measured" by looking it up (the proposals are drawn from the table itself)."""
+def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None, *,
+           stop: float | None = None, pool: int | None = None, **options: Any) -> Replayed:
+    """Run `strategy` ("uniform", "informed" or "evolution") over recorded measurements: a
+    proposal is "measured" by looking it up (the proposals are drawn from the table itself).
+    With `stop`, the replay ends at the first time at most `stop` (what follows it cannot change
+    `evaluations_to(stop)`). The informed strategy chooses among every untried row, or with
+    `pool`, among that many rows drawn at random for each proposal (as `tune`'s pool of random
+    candidates); `options` go to it (`ModelBased`)."""
     rng = random.Random(seed)
     order = list(table.rows)
     rng.shuffle(order)
@@ -404,9 +420,14 @@ def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None)
         return r.time if r.time is not None else float("inf")
 
     cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    draw = random.Random(seed + 1)
+
+    def candidates() -> list[Candidate]:
+        return cands if pool is None else draw.sample(cands, min(pool, len(cands)))
+
     chooser: Any = {"uniform": uniform,
                     "evolution": Evolution(uniform, _table_neighbours(table), score, seed=seed).propose,
-                    "informed": ModelBased(uniform, seed=seed, pool=lambda: cands).propose}[strategy]
+                    "informed": ModelBased(uniform, seed=seed, pool=candidates, **options).propose}[strategy]
     history: list[Record] = []
     for _ in range(limit or len(order)):
         cand = chooser(history)
@@ -414,4 +435,6 @@ def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None)
             break
         row = table.rows[cand.key()]
         history.append(Record(cand, bool(row["ok"]), "" if row["ok"] else "rejected", row["time"]))
+        if stop is not None and row["ok"] and row["time"] <= stop * (1 + 1e-9):
+            break
     return Replayed([r.candidate.key() for r in history], [r.time if r.ok else None for r in history])

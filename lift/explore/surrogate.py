@@ -1,22 +1,28 @@
-"""The informed strategy's model of time: ridge regression of log time on the choices' features.
+"""The informed strategy's models of time over the choices' features: a random forest (the
+default, `improvement`) and ridge regression (`predict`).
 
 A candidate's features are read from whatever choices it holds, so recorded tables and new
 kinds of choices (structural parameters added later) need no schema:
 
-- a number (tile size, vector width, work-group size, group count, chunk) as its log2, a
-  flag as 0/1, anything else one-hot (`name=value`);
+- a number (tile size, block rows/cols, vector width, work-group size, group count, chunk) as
+  its log2, a flag as 0/1, anything else one-hot (`layout=copy`, `along=output`);
+- a skipped point as its skip flag alone (its other parameters change nothing);
+- a register block's size (log2 of rows x cols x width: accumulators per work-item);
 - a map's Table 5.2 code (joint variables named like the solver's `m<k>`) as three features:
   parallel or not, the kind (local, work-group, global) and the dimension;
 - derived: log2 of the work-items in all and of the work-group size (sums of the launch logs).
 
-`predict(measured, pool)` scales the features by their spread, adds their squares (a time is
-often best at a middle value: a tile neither tiny nor huge), solves the ridge system on what
-was measured (rejected candidates count as twice the slowest time) and predicts the pool.
+`improvement(measured, pool)` fits a random forest (`lift.explore.forest`) to the log times
+measured (rejected candidates count as twice the slowest time) and rates each pool candidate
+by its expected improvement over the fastest. `predict(measured, pool)` is the earlier ridge
+model: features scaled by their spread, their squares added, the predicted log time.
 
-Chosen from recorded tables (benchmarks/strategies.py, benchmarks/tables): on matmul 256^3
-it came within 5% of uniform sampling's best in about 0.63 of uniform's evaluations (mean of 10
-seeds); an additive per-value model and nearest neighbours did not beat uniform there. On the
-conv layer it did not beat uniform sampling either (see lift.explore.search).
+Chosen from tables recorded with the automatic block_nest points (benchmarks/strategies.py,
+benchmarks/tables, 20 seeds): to reach uniform sampling's best (5% tolerance) the forest needed
+26.9 evaluations on matmul 512^3 and 30.9 on the conv layer where uniform needed 52.3 and 98.0,
+the ridge model 34.9 and 54.2: the time is decided by interactions of structural choices (a
+vector width pays along the output, not along the reduction; a block's rows and columns
+together), which an additive model cannot express.
 """
 
 from __future__ import annotations
@@ -34,12 +40,31 @@ RIDGE = 1.0
 _MAP = re.compile(r"m\d+$")
 
 
+_CACHE: dict[str, dict[str, float]] = {}
+
+
 def features(c: Candidate) -> dict[str, float]:
-    """The numeric features of a candidate (see the module docstring)."""
+    """The numeric features of a candidate (see the module docstring); kept by the candidate's key
+    (a replay or a tune asks for the same candidates at every proposal)."""
+    key = c.key()
+    if key not in _CACHE:
+        if len(_CACHE) > 8192:
+            _CACHE.clear()
+        _CACHE[key] = _features(c)
+    return dict(_CACHE[key])
+
+
+def _features(c: Candidate) -> dict[str, float]:
     out: dict[str, float] = {}
     for lab, ps in c.structural.items():
+        if ps.get("skip") is True:  # a skipped point's other parameters change nothing
+            out[f"s.{lab}.skip"] = 1.0
+            continue
         for p, v in ps.items():
             _put(out, f"s.{lab}.{p}", v)
+        block = [out[f"s.{lab}.{p}"] for p in ("rows", "cols", "width") if f"s.{lab}.{p}" in out]
+        if len(block) > 1:  # a register block's size: accumulators per work-item
+            out[f"s.{lab}.block"] = sum(block)
     for k, v in c.joint.items():
         if _MAP.match(k):
             out[f"m.{k}.parallel"] = float(v >= 10)
@@ -85,8 +110,29 @@ def predict(measured: Sequence[Record], pool: Sequence[Candidate], ridge: float 
     return design(q) @ coef
 
 
-def _matrix(rows: Sequence[Mapping[str, float]], keys: Sequence[str]) -> np.ndarray:
-    return np.array([[f.get(k, 0.0) for k in keys] for f in rows], dtype=np.float64).reshape(len(rows), len(keys))
+def improvement(measured: Sequence[Record], pool: Sequence[Candidate], seed: int = 0,
+                trees: int = 24) -> np.ndarray:
+    """Expected improvement in log time of each `pool` candidate over the fastest measured, by a
+    random forest (`lift.explore.forest`) fitted to `measured` (rejected candidates count as twice
+    the slowest time); higher is more promising."""
+    from .forest import Forest, expected_improvement
+
+    ok = [r.time for r in measured if r.ok and r.time]
+    worst = math.log(2 * max(ok)) if ok else 0.0
+    y = np.array([math.log(r.time) if r.ok and r.time else worst for r in measured])
+    rows = [features(r.candidate) for r in measured]
+    todo = [features(c) for c in pool]
+    keys = sorted({k for f in rows + todo for k in f})
+    forest = Forest(trees=trees, seed=seed).fit(_matrix(rows, keys, -1.0), y)
+    mean, sd = forest.predict(_matrix(todo, keys, -1.0))
+    return expected_improvement(mean, sd, float(y.min()))
 
 
-__all__ = ["features", "predict"]
+def _matrix(rows: Sequence[Mapping[str, float]], keys: Sequence[str], missing: float = 0.0) -> np.ndarray:
+    """Feature rows as a matrix; an absent feature is `missing` (the forest splits it apart: -1, below
+    every log2 of a size)."""
+    return np.array([[f.get(k, missing) for k in keys] for f in rows],
+                    dtype=np.float64).reshape(len(rows), len(keys))
+
+
+__all__ = ["features", "improvement", "predict"]

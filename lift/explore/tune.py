@@ -39,6 +39,7 @@ from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
+from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
@@ -99,8 +100,9 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first.
     With `isolate` (the default) candidates are built and run in a worker process
     (`lift.explore.worker`): one that crashes or hangs is rejected with the reason.
-    `strategy`: "random-local" (the default: random sampling, then hill climbing), "uniform",
-    "informed" (`lift.explore.search.ModelBased`) or "evolution" (see benchmarks/strategies.py
+    `strategy`: "informed" (the default: a random forest's expected improvement,
+    `lift.explore.search.ModelBased`), "random-local" (random sampling, then hill climbing),
+    "uniform" or "evolution" (see benchmarks/strategies.py
     for how they compare on recorded measurements).
     `trials` (keyword-only; None: no limit): stop after that many candidates (the default
     lowering included, rejected ones too) even when budget is left; the budget still bounds
@@ -151,7 +153,7 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
     first = work.measure(Candidate(all_skipped(structural), default=True))
     history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
-    search = make_strategy(strategy or "random-local", pipe, structural, rank, seed,
+    search = make_strategy(strategy or DEFAULT_STRATEGY, pipe, structural, rank, seed,
                            switch=_switch(start, budget, trials, history))
     if auto_labels:
         search = Seeded(pipe, structural, auto_labels, search)
