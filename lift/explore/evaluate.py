@@ -73,6 +73,7 @@ class Record:
     wall_s: float = 0.0  # the whole evaluation: build, run, check, timing
     program: Any = field(default=None, repr=False, compare=False)
     choices: Choices | None = None  # what `lift.compile` was given to build it (None: not built)
+    confirmed: float | None = None  # median seconds per run in tune's confirmation round (confirm.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"choices": self.candidate.to_json(), "ok": self.ok, "reason": self.reason,
