@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lift.explore import tune
-from lift.explore.confirm import confirm, contenders, reserve
+from lift.explore.confirm import TOP, confirm, contenders, reserve
 from lift.explore.evaluate import Candidate, Record
 from lift.explore.pareto import score
 from tests.programs import dot_program, rand
@@ -59,11 +59,10 @@ def test_a_lucky_first_timing_does_not_win() -> None:
 def test_the_default_wins_when_the_others_were_lucky() -> None:
     """Every candidate but the default looked faster in the search; in truth the default is the
     fastest: it is chosen (the tune never returns a kernel measured slower than the default)."""
-    history = [_rec("default", 5e-3, default=True), _rec("a", 1e-3), _rec("b", 2e-3), _rec("c", 3e-3),
-               _rec("d", 4e-3)]
-    truth = {"default": 4e-3, "a": 6e-3, "b": 4.5e-3, "c": 5e-3, "d": 4e-3}
+    history = [_rec("default", 5e-3, default=True)] + [_rec(f"c{i}", (i + 1) * 1e-3) for i in range(TOP + 1)]
+    truth = {"default": 4e-3, **{f"c{i}": 4.5e-3 + i * 1e-4 for i in range(TOP + 1)}}
     cands = contenders(history, RANK)
-    assert cands[-1].candidate.default and len(cands) == 4  # the top three and the default
+    assert cands[-1].candidate.default and len(cands) == TOP + 1  # the fastest TOP and the default
     winner, _ = confirm(cands, _timers(truth), deadline=time.perf_counter() + 60)
     assert winner is not None and winner.candidate.default
 

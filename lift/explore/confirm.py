@@ -26,7 +26,7 @@ from .evaluate import Record
 
 ROUNDS = 5
 REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
-TOP = 3  # the fastest distinct candidates of the search that are confirmed (besides the default)
+TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
 DROP = 1.5  # a contender this much slower than the best after a round is not timed again
 BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
 
