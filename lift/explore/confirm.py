@@ -9,6 +9,7 @@ rotated from round to round, so load changes hit them alike; the winner is the c
 the smallest median over the rounds. The default is always a contender, so the tune never
 returns a kernel measured slower than the default in the same rounds. A contender whose median
 after a round is more than `DROP` times the best one's is not timed again (it cannot win),
+(after the first round, with one timing each, twice that: a load spike doubles a time),
 which bounds the cost of a slow default lowering. The round stops at `deadline`; what was
 measured by then decides (a contender with no measurement is out).
 
@@ -101,7 +102,8 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
         done += 1
         medians = [statistics.median(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]
         best = min((m for m in medians if m is not None), default=None)
-        alive = [a and m is not None and m <= drop * best for a, m in zip(alive, medians)]  # type: ignore[operator]
+        limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing: a load spike is 2x
+        alive = [a and m is not None and m <= limit for a, m in zip(alive, medians)]
     medians = [statistics.median(ts) if ts else None for ts in runs]
     for r, m in zip(cands, medians):
         r.confirmed = m
