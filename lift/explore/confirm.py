@@ -7,11 +7,11 @@ program `lift.compile` gives by default) are timed again round-robin on the same
 `ROUNDS` rounds, each round every contender once (`repeat` runs, their median), the order
 rotated from round to round, so load changes hit them alike; the winner is the contender with
 the smallest median over the rounds. The default is always a contender, so the tune never
-returns a kernel measured slower than the default in the same rounds. A contender whose median
-after a round is more than `DROP` times the best one's is not timed again (it cannot win),
-(after the first round, with one timing each, twice that: a load spike doubles a time),
-which bounds the cost of a slow default lowering. The round stops at `deadline`; what was
-measured by then decides (a contender with no measurement is out).
+returns a kernel measured slower than the default in the same rounds. A contender whose
+fastest timing so far is more than `DROP` times the best median (twice that after the first
+round, one timing each) is not timed again (it cannot win; its fastest, not its median, so that
+one load spike does not drop it), which bounds the cost of a slow default lowering. The round
+stops at `deadline`; what was measured by then decides (a contender with no measurement is out).
 
     winner = confirm(contenders(history, rank), timer_for, deadline=t_end)
 """
@@ -28,7 +28,7 @@ from .evaluate import Record
 ROUNDS = 5
 REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
 TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
-DROP = 1.5  # a contender this much slower than the best after a round is not timed again
+DROP = 1.5  # a contender whose fastest timing is this much slower than the best median is dropped
 BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
 
 Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per run, None if it failed
@@ -102,8 +102,9 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
         done += 1
         medians = [statistics.median(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]
         best = min((m for m in medians if m is not None), default=None)
-        limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing: a load spike is 2x
-        alive = [a and m is not None and m <= limit for a, m in zip(alive, medians)]
+        fastest = [min(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]  # a load spike only slows
+        limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing each: spikes double it
+        alive = [a and f is not None and f <= limit for a, f in zip(alive, fastest)]
     medians = [statistics.median(ts) if ts else None for ts in runs]
     for r, m in zip(cands, medians):
         r.confirmed = m
