@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+import lift
 from lift.explore import tune
 from lift.explore.confirm import TOP, confirm, contenders, reserve
 from lift.explore.evaluate import Candidate, Record
@@ -130,3 +131,18 @@ def test_one_load_spike_in_the_first_round_does_not_drop_the_best() -> None:
 
     winner, _ = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
     assert winner is not None and winner.candidate.structural["p"]["name"] == "b"
+
+
+@pytest.mark.device
+def test_the_default_contender_is_what_lift_compile_gives() -> None:
+    """With automatic points placed, the default candidate is `lift.compile` of the program as
+    written (for dot: main's default parallel chunks), not the pointed program with its points
+    skipped (one sequential loop, 10x slower): the confirmation compares against the real default."""
+    x, y = rand(1 << 14), rand(1 << 14, seed=1)
+    prog = dot_program()
+    want = lift.compile(prog)
+    res = tune(prog, x, y, budget=30, trials=3, db=False, progress=False)
+    first = res.history[0]
+    assert first.candidate.default and first.choices == want.choices
+    if res.best_record.candidate.default:
+        assert res.best.source == want.source

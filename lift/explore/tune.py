@@ -118,7 +118,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     dev = _device(device)
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)
-    user_hash, symbolic = program_hash(expr), symbolic_sizes(expr)
+    user_hash, symbolic, user = program_hash(expr), symbolic_sizes(expr), expr
     expr, structural, auto_labels = _search_space(expr, sizes, auto)
     mkey = measure_key(expr, arrays, dev.key)
     key = objective_key(mkey, objective)
@@ -126,11 +126,13 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
             "sizes": json.dumps({k: int(v) for k, v in sizes.items() if k in symbolic}, sort_keys=True),
             "device": dev.key, "device_name": dev.name, "version": liftcl_version(), "objective": objective,
             "auto": auto}
+    plain = user if expr is not user else None  # the default candidate: lift.compile of the user's program
     if database is not None and not refresh:
-        hit = _from_database(expr, arrays, device, database.lookup(key))
+        hit = _from_database(expr, arrays, device, database.lookup(key), plain)
         if hit is not None:
             return hit
     pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
+    pipe.plain = plain
     pipe.deadline = start + budget
     try:
         return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
@@ -286,16 +288,19 @@ def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float,
     return TuneResult(best.program, front, history, best, reference_checked=best.checked, stats=stats)
 
 
-def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
+def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None,
+                   plain: Node | None = None) -> TuneResult | None:
     """The stored winner rebuilt by `lift.compile` from its `Choices` (no search, no interpreter
-    run), or None."""
+    run), or None. A default winner of a tune with automatic points is `lift.compile(plain)`."""
     if entry is None:
         return None
     pipe = Evaluator(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
+    pipe.plain = plain
     try:
         choices = Choices.from_json(entry["choices"])
-        prog = pipe.compile(choices)
+        default = plain is not None and Candidate.from_json(entry.get("candidate") or {}).default
+        prog = pipe.default_program() if default else pipe.compile(choices)
     except Exception:  # noqa: BLE001 - a stale entry (older format, the compiler changed): search again
         return None
     cand = Candidate(dict(choices.points), {**(choices.mapping or {}), **choices.tuning, **choices.launch},
