@@ -10,6 +10,7 @@ import pytest
 import lift
 from lift import Array, Float, Size, fun, map, pad, reduce, slide, user_fun, zip
 from lift.choices import Choices
+from lift.compile import apply_points
 from lift.interpret import interpret
 from lift.rewrites import auto_points, auto_space
 from lift.rewrites.vectorise import VectorisePoint
@@ -67,10 +68,14 @@ def test_every_width_matches_the_interpreter(make, width: int) -> None:
     pointed = auto_points(prog, {"N": n})
     label = _label(pointed)
     assert width in auto_space(pointed, {"N": n})[label]["width"]
-    compiled = lift.compile(pointed, choices=Choices(points={label: {"skip": False, "width": width}}))
+    chosen = {label: {"skip": False, "width": width}}
+    want = np.asarray(interpret(prog, *args)).reshape(-1)
+    rewritten = apply_points(pointed, chosen, warn=False)  # the rewrite means the program (interpreter)
+    assert "vectorise(" in str(rewritten) and "as_scalar" in str(rewritten)  # lifted to vectors
+    np.testing.assert_allclose(np.asarray(interpret(rewritten, *args)).reshape(-1), want, rtol=1e-6)
+    compiled = lift.compile(pointed, choices=Choices(points=chosen))
     assert f"float{width}" in compiled.source  # the point applied, not skipped
-    np.testing.assert_allclose(np.asarray(compiled(*args)).reshape(-1),
-                               np.asarray(interpret(prog, *args)).reshape(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(compiled(*args)).reshape(-1), want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.device

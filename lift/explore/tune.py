@@ -241,7 +241,7 @@ def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record 
     try:
         winner, got = confirm(cands, timer_for, deadline=pipe.deadline)
     finally:
-        if pipe.worker is not None:
+        if pipe.worker is not None and pipe.worker.running():  # free the kept programs (not restart it)
             pipe.worker.call(("drop",))
     _release(history, rank, keep=winner)
     return winner, {"confirmed": [{"candidate": str(r.candidate), "search_s": r.time, "median_s": m}

@@ -111,6 +111,10 @@ class Worker:
                 return f"crashed: the worker died with signal {-code}"
         return f"crashed: the worker exited with status {code}"
 
+    def running(self) -> bool:
+        """Whether the worker process is alive (a call to a dead one starts it again)."""
+        return self._proc is not None and self._proc.is_alive()
+
     def use(self, arrays: Sequence[Any]) -> None:
         """Run the next candidates on `arrays` (sent to the worker with the next call)."""
         self.arrays = tuple(arrays)
