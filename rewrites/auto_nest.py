@@ -35,9 +35,11 @@ accumulator: no global `tmp`), each loaded value reused BN (or BM) times.
 Layout (the reduced form): when A or B is `transpose << X` (a strided read of the reduced
 dimension), `layout="copy"` materialises the transposed array first, in its own kernel
 (`ocl_kernel(split << map(to_global(id)) << join << transpose) << X`), so that the block reads
-contiguous rows (`"keep"`: read through the transposed view).
+contiguous rows (`"keep"`: read through the transposed view). Where A's rows are windows of a
+padded input (conv), `layout="pad"` copies the padded input once and the blocks read their windows
+from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselves (im2col).
 
-Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep"),
+Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
 `along` ("output", "reduced"); their first values are the default choice. No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
@@ -69,7 +71,7 @@ from .chunks import _zip_fun, lane_sum
 from .nested import nest_reduction
 from .point import Nested, RewritePoint, constructor
 
-LAYOUTS = ("copy", "keep", "gather")
+LAYOUTS = ("copy", "keep", "gather", "pad")  # "pad": rewrites/auto_conv.py
 ROWS = (8, 4, 2, 1)  # first values: the default choice (8 x 2 blocks of float8 along the output)
 COLS = (2, 4, 8, 1)
 WIDTHS = (8, 16, 4, 1)
@@ -220,6 +222,7 @@ class BlockNest(RewritePoint):
     width: Any = None
     layout: Any = None
     along: Any = None
+    chunk: Any = None  # layout "pad": the reduction's chunk length (rewrites/auto_conv.py)
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     kind: ClassVar[str] = "block_nest"
@@ -249,6 +252,10 @@ class BlockNest(RewritePoint):
         along = params.get("along") or self.along or "output"
         if along not in ALONG:
             return f"along must be one of {', '.join(ALONG)}, got {along!r}"
+        if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
+            from .auto_conv import padded_blocks
+            return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
+                                 params.get("chunk") or self.chunk)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
             out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout)
             if not isinstance(out, str) or "does not divide" in out:
@@ -325,6 +332,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
     from lift.arith import evaluate
 
+    from .auto_conv import chunk_lengths, offered
+
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
     if isinstance(parts, str):
         return {}
@@ -346,7 +355,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
                                                            and isinstance(x.args[0], Param)) for x in (a, b))
-    layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views))
+    layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views)
+                    or (x == "pad" and kernels and offered(a)))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
            "along": ("reduced",)}
     cols, v = out["cols"][0], known(nn)
@@ -355,7 +365,11 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
-        out["layout"] = tuple(x for x in LAYOUTS if x != "gather" or views) if kernels else ("keep",)
+        out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
+            if kernels else ("keep",)
+    if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
+        out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
+        out["chunk"] = chunk_lengths(a, sizes) or (None,)
     return out
 
 
