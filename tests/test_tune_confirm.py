@@ -140,7 +140,7 @@ def test_the_default_contender_is_what_lift_compile_gives() -> None:
     skipped (one sequential loop, 10x slower): the confirmation compares against the real default."""
     x, y = rand(1 << 14), rand(1 << 14, seed=1)
     prog = dot_program()
-    want = lift.compile(prog)
+    want = lift.compile(prog).specialised(x, y)  # what a call with these arrays runs
     res = tune(prog, x, y, budget=30, trials=3, db=False, progress=False)
     first = res.history[0]
     assert first.candidate.default and first.choices == want.choices

@@ -201,15 +201,18 @@ class Evaluator:
             return self._plan(choices.replace(vectorise={}))
 
     def default_program(self) -> Any:
-        """`lift.compile` of the user's program (`plain`) with no choices: what a user gets without
-        tuning (its default points, e.g. a full reduction's parallel chunks, which the program with
-        automatic points placed and all skipped does not get). Built here, once."""
+        """`lift.compile` of the user's program (`plain`) with no choices, as a call with this
+        evaluator's arrays runs it (`Program.specialised`: specialised to their sizes where compile
+        does that): what a user gets without tuning (its default points, e.g. a full reduction's
+        parallel chunks, which the program with automatic points placed and all skipped does not
+        get). Built here, once."""
         if self._default is None:
             from lift.compile import compile as lift_compile
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RewritePointSkipped)
-                self._default = lift_compile(self.plain, device=self.device, cache_dir=self.cache_dir)
+                prog = lift_compile(self.plain, device=self.device, cache_dir=self.cache_dir)
+                self._default = prog.specialised(*self.arrays) if self.arrays else prog
         return self._default
 
     def _plan(self, choices: Choices) -> tuple[Any, Choices]:
