@@ -176,6 +176,8 @@ def contenders(k: Kernel, budget: float) -> dict[str, tuple[Any, str, str]]:
         try:
             res = lift.tune(k.program, *k.args, budget=budget, db=False, progress=False)
             prog, note = res.best, f"{len(res.history)} candidates, {time.perf_counter() - t0:.0f} s"
+            won = str(res.best_record.candidate) if res.best_record is not None else ""
+            note += "; " + (" ".join(p for p in won.split() if ":" in p) or won)[:70]  # the winner's points
             out["liftcl tuned"] = (prog, _check(prog(*k.args), k.want, k.rtol), note)
         except Exception as e:  # noqa: BLE001 - the table reports failures and goes on
             out["liftcl tuned"] = (None, "FAILED", f"{type(e).__name__}: {str(e).splitlines()[0][:90]}")

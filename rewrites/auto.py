@@ -14,9 +14,11 @@
   `max_`, `min_`) with neutral `z`, over an array of at least `MIN_LENGTH` elements (or of
   symbolic length), becomes a `reduce_chunks` point (chunk size `T_auto_rN`, a tuning
   variable; width 8, 16, 4 or 1 where the length allows it and the operator is `add`);
-- a `map(uf) << x` (or `map(q => uf(q.0, ..)) << zip(..)`) of a scalar user function over
-  long scalar arrays that computes the program's result (the outermost call of its body)
-  becomes a `vectorise` point (width 8 or 4), when that family can vectorise its shape.
+- a `map(uf) << x` (or `map(q => uf(q.0, ..)) << zip(..)`, or any element function of scalar
+  user functions, e.g. one reading a scalar argument, or a stencil's `map(g) << slide(n, 1) <<
+  pad(..) << x`) over long scalar arrays that computes the program's result (the outermost call
+  of its body) becomes a `vectorise` point (width 8, 16 or 4), when that family can vectorise
+  its shape (rewrites/vectorise.py, rewrites/lanes.py).
 
 User points stay authoritative: nothing is placed inside a user point or around one, and a
 program position is never wrapped twice. The points mean their bodies (the interpreter's
@@ -35,7 +37,7 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Param, Split, Zip
+from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Pad, Param, Slide, Split, UserFun, Zip
 from lift.ir.paths import children, walk, with_children
 from lift.rules.reduce import builtin, is_monoid
 from lift.rules.terms import free_ids, substitute
@@ -49,7 +51,7 @@ from .point import RewritePoint
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
-MAP_WIDTHS = (8, 4)
+MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's length
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
 
@@ -100,7 +102,7 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
         if isinstance(n, BlockNest) and is_auto(n.label):
             out[n.label] = {"skip": (False, True), **nest_space(n, sizes or {})}  # type: ignore[index]
         elif isinstance(n, RewritePoint) and is_auto(n.label):
-            widths = MAP_WIDTHS
+            widths = _map_widths(n, sizes or {})
             parts = reduce_parts(n.f.body) if isinstance(n, ReduceChunks) else None  # type: ignore[attr-defined]
             if parts is not None:
                 widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
@@ -108,6 +110,18 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
             if isinstance(n, ReduceChunks):
                 out[n.label].update(_Placer(dict(sizes or {})).reduce_choices(n))  # type: ignore[index]
     return out
+
+
+def _map_widths(point: RewritePoint, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """The widths of a map's `vectorise` point: `MAP_WIDTHS` that divide the map's length (when
+    known), 16 only where the user functions are safe at that width on PoCL (`safe_widths`)."""
+    body = point.f.body if isinstance(point.f, Lambda) else None  # type: ignore[attr-defined]
+    if not (isinstance(body, FunCall) and len(body.args) == 1):
+        return MAP_WIDTHS
+    n = _Placer(dict(sizes)).length(body.args[0])
+    funs = [m for _, m in walk(body) if isinstance(m, UserFun)]
+    safe = safe_widths(funs)
+    return tuple(w for w in MAP_WIDTHS if (w != 16 or 16 in safe) and (n is None or n % w == 0)) or MAP_WIDTHS
 
 
 class _Placer:
@@ -217,15 +231,12 @@ class _Placer:
         return out
 
     def map(self, call: FunCall) -> Node | None:
-        if not (type(call.f) is Map and len(call.args) == 1):
-            return None
-        found = _zip_fun(call.f.f, call.args[0])
-        if found is None or found[0] is None or not self.long(call.args[0]):
+        if not (type(call.f) is Map and len(call.args) == 1) or not self.long(call.args[0]):
             return None
         n = self.length(call.args[0])
         if n is not None and n % MAP_WIDTHS[-1]:
             return None
-        ps, data, args = _abstract(call.args[0])
+        ps, data, args = _abstract_layouts(call.args[0])
         body = dataclasses.replace(call, args=(data,))
         if isinstance(VectorisePoint(body).rewrite(body, {"width": MAP_WIDTHS[-1]}, lambda f: f), str):
             return None  # a shape the vectorise point does not handle
@@ -257,6 +268,15 @@ def _expanded(call: FunCall) -> FunCall:
     t = type_of(call.args[0])
     row = Param(t.elem, "row")  # type: ignore[union-attr]
     return dataclasses.replace(call, f=dataclasses.replace(call.f, f=Lambda((row,), FunCall(call.f.f, (row,)))))
+
+
+def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
+    """`_abstract` with a stencil's `slide` and `pad`s kept inside the point (its rewrite reads
+    the windows from the array: rewrites/lanes.py)."""
+    if isinstance(x, FunCall) and isinstance(x.f, (Slide, Pad)) and len(x.args) == 1:
+        ps, data, args = _abstract_layouts(x.args[0])
+        return ps, dataclasses.replace(x, args=(data,)), args
+    return _abstract(x)
 
 
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:

@@ -4,7 +4,10 @@
     map(f) << zip(a, b, ..)  ->  as_scalar << map(q => vectorise(f, w)(q.0, q.1, ..))
                                  << zip(as_vector(w) << a, as_vector(w) << b, ..)
 
-`f` a scalar user function; the structural parameter is the width `w` (2, 4, 8 or 16).
+`f` a scalar user function; the structural parameter is the width `w` (2, 4, 8 or 16). Other
+element functions (a lambda of scalar user functions reading scalars from outside, a zip's
+components, or a stencil's window `map(g) << slide(n, 1) << x`) are lifted lane by lane
+(rewrites/lanes.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.types import ArrayType, VectorType
 
+from .lanes import lifted_map
 from .point import Nested, RewritePoint, constructor
 
 
@@ -57,7 +61,10 @@ class VectorisePoint(RewritePoint):
         zipped = _zip_userfun(f, x)
         if zipped is None:
             out = vectorise_rule(call, n=w)
-            return out if out is not None else f"map({eta(f)}) cannot be vectorised by {w}"
+            if out is not None:
+                return out
+            lifted = lifted_map(call, w)  # a lambda of user functions, broadcast scalars, a window
+            return lifted if not isinstance(lifted, str) else f"map({eta(f)}) cannot be vectorised by {w}: {lifted}"
         uf, arrays = zipped
         if any(not (isinstance(a.type, ArrayType) and a.type.elem in VECTOR_SCALARS) for a in arrays) or \
                 uf.out_type not in VECTOR_SCALARS:

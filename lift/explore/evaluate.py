@@ -6,7 +6,8 @@ maps to vectorise. `Evaluator.build` turns a candidate into a `lift.Choices` (it
 candidate's constraint space) and compiles it with `lift.compile` itself, so the program's
 `.choices` rebuild it exactly; `Evaluator.measure` runs it, checks it against the interpreter's result (computed
 once) and records time and memory. The default candidate is `lift.compile` of the program
-with every point skipped (the default lowering), so the search never does worse than it.
+with every point skipped (the default lowering), or, when `plain` is set (tune placed automatic
+points), `lift.compile` of the user's program itself, so the search never does worse than it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Record:
     wall_s: float = 0.0  # the whole evaluation: build, run, check, timing
     program: Any = field(default=None, repr=False, compare=False)
     choices: Choices | None = None  # what `lift.compile` was given to build it (None: not built)
+    confirmed: float | None = None  # median seconds per run in tune's confirmation round (confirm.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"choices": self.candidate.to_json(), "ok": self.ok, "reason": self.reason,
@@ -102,6 +104,8 @@ class Evaluator:
         self.reference_grace_s = 10.0  # how long past the deadline a candidate waits for the reference
         self._spaces: dict[Any, Any] = {}  # `lift.compile`'s rewritten programs and spaces of this program
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
+        self.plain: Node | None = None  # the user's program (set by tune when it placed automatic points)
+        self._default: Any = None  # `lift.compile(plain)`, built once
 
     def start_reference(self) -> None:
         """Start computing the interpreter's result (once, in a child process: see reference.py)."""
@@ -170,6 +174,8 @@ class Evaluator:
         be built); its `.choices` rebuild it."""
         from lift.errors import RewriteError
 
+        if cand.default and self.plain is not None:
+            return self.default_program()
         choices = self.choices(cand)
         try:
             return self.compile(choices)
@@ -183,6 +189,9 @@ class Evaluator:
         but without the OpenCL build (which the worker does)."""
         from lift.errors import RewriteError
 
+        if cand.default and self.plain is not None:
+            prog = self.default_program()
+            return prog.plan, prog.choices
         choices = self.choices(cand)
         try:
             return self._plan(choices)
@@ -190,6 +199,21 @@ class Evaluator:
             if not cand.vectorise:
                 raise
             return self._plan(choices.replace(vectorise={}))
+
+    def default_program(self) -> Any:
+        """`lift.compile` of the user's program (`plain`) with no choices, as a call with this
+        evaluator's arrays runs it (`Program.specialised`: specialised to their sizes where compile
+        does that): what a user gets without tuning (its default points, e.g. a full reduction's
+        parallel chunks, which the program with automatic points placed and all skipped does not
+        get). Built here, once."""
+        if self._default is None:
+            from lift.compile import compile as lift_compile
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RewritePointSkipped)
+                prog = lift_compile(self.plain, device=self.device, cache_dir=self.cache_dir)
+                self._default = prog.specialised(*self.arrays) if self.arrays else prog
+        return self._default
 
     def _plan(self, choices: Choices) -> tuple[Any, Choices]:
         """`lift.compile`'s own stages up to the generated source (what it leaves open, such as

@@ -81,10 +81,17 @@ def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,
     if found is None:
         return None
     info, entry = found
+    # a default winner of a tune with automatic points is compile's own default of the program as written
+    default = bool(info.get("auto", True)) and bool((entry.get("candidate") or {}).get("default"))
     token = _OFF.set(True)
     try:
         choices = Choices.from_json(entry["choices"])
-        prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir, bound)
+        if default:
+            from lift.compile import compile as lift_compile
+
+            prog = lift_compile(expr, device, cache_dir=cache_dir)  # runs on any sizes, these too
+        else:
+            prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir, bound)
     except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
         warnings.warn(TuningDatabaseWarning(f"the tuned choices stored in {path} no longer build "
                                             f"({type(err).__name__}: {err}); compiling without them"), stacklevel=3)

@@ -11,8 +11,10 @@ of `lift.compile`, so the result is never worse than it. With `auto=True` (the d
 the program also gets automatic rewrite points at its natural places
 (`lift.rewrites.auto_points`: chunked, fused, vectorised reductions; vectorised maps),
 whose seed candidates (seeds.py) are tried before random sampling; the user's own points
-are kept as written. The few fastest candidates are timed again at the end, so one noisy
-run does not pick the winner. Every finished candidate is written to the tuning database
+are kept as written. Before choosing, the few fastest candidates and the default lowering
+are timed again, interleaved, and the winner is chosen by those medians (confirm.py), so
+one lucky run does not pick the winner and the result is never measured slower than the
+default. Every finished candidate is written to the tuning database
 (database.py, shared.py) as it finishes, and candidates already there are not measured
 again: a stopped tune resumes, concurrent tunes of one problem share their work. The winner
 is stored too; a later `tune` of the same program, shapes, device and objective returns it
@@ -33,6 +35,7 @@ from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 
+from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
 from .evaluate import Candidate, Evaluator, Record, all_skipped
@@ -43,7 +46,6 @@ from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
-from .worker import retime
 from .worker import shared as shared_worker
 
 
@@ -118,7 +120,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     dev = _device(device)
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)
-    user_hash, symbolic = program_hash(expr), symbolic_sizes(expr)
+    user_hash, symbolic, user = program_hash(expr), symbolic_sizes(expr), expr
     expr, structural, auto_labels = _search_space(expr, sizes, auto)
     mkey = measure_key(expr, arrays, dev.key)
     key = objective_key(mkey, objective)
@@ -126,11 +128,13 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
             "sizes": json.dumps({k: int(v) for k, v in sizes.items() if k in symbolic}, sort_keys=True),
             "device": dev.key, "device_name": dev.name, "version": liftcl_version(), "objective": objective,
             "auto": auto}
+    plain = user if expr is not user else None  # the default candidate: lift.compile of the user's program
     if database is not None and not refresh:
-        hit = _from_database(expr, arrays, device, database.lookup(key))
+        hit = _from_database(expr, arrays, device, database.lookup(key), plain)
         if hit is not None:
             return hit
     pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
+    pipe.plain = plain
     pipe.deadline = start + budget
     try:
         return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
@@ -157,7 +161,7 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
                            switch=_switch(start, budget, trials, history))
     if auto_labels:
         search = Seeded(pipe, structural, auto_labels, search)
-    while (time.perf_counter() - start < budget - min(0.1 * budget, _reserve(history, rank))
+    while (time.perf_counter() - start < budget - _reserve(history, rank, objective, budget)
            and (trials is None or len(history) < trials)):
         cand = search.propose(history)
         if cand is None:
@@ -175,9 +179,9 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
         work.wait_pending(history, time.perf_counter() + budget + 60)
     _rescue_default(history, pipe)
     bar.close()
-    if objective == "time":
-        _confirm(history, pipe, rank)
-    result = _result(history, rank, pipe, time.perf_counter() - start)
+    winner, confirmed = _confirm(history, pipe, rank) if objective == "time" else (None, {})
+    result = _result(history, rank, pipe, time.perf_counter() - start, winner)
+    result.stats.update(confirmed)
     result.stats.update(measured=work.measured, from_database=work.reused)
     if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
@@ -217,34 +221,33 @@ def _entry(result: TuneResult) -> dict[str, Any]:
             "pareto": [r.to_json() for r in result.pareto]}
 
 
-def _reserve(history: list[Record], rank: Any) -> float:
-    """Seconds kept at the end of the budget: confirming the best three and building the winner."""
-    ok = sorted((r for r in history if r.ok and r.time is not None), key=rank)[:3]
-    return sum(min(r.time, 0.05) * 11 + 0.3 for r in ok) + (0.5 if ok else 0.0)
+def _reserve(history: list[Record], rank: Any, objective: str, budget: float) -> float:
+    """Seconds kept at the end of the budget: the confirmation round (confirm.py) of the
+    contenders so far and building the winner (at most a quarter of the budget)."""
+    if objective == "time":
+        return min(0.25 * budget, reserve(history, rank))
+    return min(0.1 * budget, 0.5 if any(r.ok for r in history) else 0.0)
 
 
-def _confirm(history: list[Record], pipe: Evaluator, rank: Any, top: int = 3, repeat: int = 10,
-             limit_s: float = 0.05) -> None:
-    """Time the `top` fastest correct candidates again, `repeat` times each, and keep the fastest
-    of all their runs (one lucky or unlucky run of the search does not decide the winner).
-    Candidates slower than `limit_s` a run keep their first measurement."""
-    ok = sorted((r for r in history if r.ok and r.time is not None and r.time < limit_s), key=rank)
-    for r in ok[:top]:
-        if time.perf_counter() > pipe.deadline:
-            break
-        if pipe.worker is not None:
-            t = retime(pipe, r.candidate, pipe.worker, repeat)
-            r.time = min(r.time, t) if t is not None else r.time
-            continue
-        prog = r.program
-        try:
-            if prog is None:
-                prog = pipe.build(r.candidate)
-            r.time = min(r.time, *prog.time(*pipe.arrays, repeat=repeat))  # type: ignore[type-var]
-            r.program = prog
-        except Exception:  # noqa: BLE001 - keep the search's measurement
-            continue
-    _release(history, rank)
+def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record | None, dict[str, Any]]:
+    """The winner of the confirmation round (confirm.py) among the fastest distinct candidates and
+    the default lowering, timed interleaved until the budget's end; (None, {}) when there was
+    nothing to confirm or no time left. The figures go into `TuneResult.stats`."""
+    cands = contenders(history, rank)
+    if len(cands) < 2:
+        return None, {}
+    if pipe.worker is not None:
+        timer_for = worker_timer(pipe, pipe.worker)
+    else:
+        timer_for = process_timer(pipe)
+    try:
+        winner, got = confirm(cands, timer_for, deadline=pipe.deadline)
+    finally:
+        if pipe.worker is not None and pipe.worker.running():  # free the kept programs (not restart it)
+            pipe.worker.call(("drop",))
+    _release(history, rank, keep=winner)
+    return winner, {"confirmed": [{"candidate": str(r.candidate), "search_s": r.time, "median_s": m}
+                                  for r, m in zip(cands, got["medians"])], "confirm_rounds": got["rounds"]}
 
 
 def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool) -> tuple[Any, dict[str, Any], list[str]]:
@@ -259,21 +262,24 @@ def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool) -> tuple[Any,
     return expr, structural, [lab for lab in structural if is_auto(lab)]
 
 
-def _release(history: list[Record], rank: Any) -> None:
-    """Drop the compiled programs (and their device buffers) of every record but the best."""
+def _release(history: list[Record], rank: Any, keep: Record | None = None) -> None:
+    """Drop the compiled programs (and their device buffers) of every record but the best
+    (or `keep`)."""
     ok = [r for r in history if r.ok]
-    best = min(ok, key=rank) if ok else None
+    best = keep if keep is not None else min(ok, key=rank) if ok else None
     for r in history:
         if r is not best:
             r.program = None
 
 
-def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float) -> TuneResult:
+def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float,
+            winner: Record | None = None) -> TuneResult:
+    """The result: `winner` (the confirmation round's), else the best correct record by `rank`."""
     ok = [r for r in history if r.ok]
     if not ok:
         reasons = "; ".join(sorted({r.reason for r in history}))[:500]
         raise LiftValueError(f"no candidate compiled and matched the interpreter: {reasons}")
-    best = min(ok, key=rank)
+    best = winner if winner is not None else min(ok, key=rank)
     if best.program is None:  # measured in the worker, or by an earlier or concurrent tune: build it here
         best.program = pipe.build(best.candidate)
     if best.choices is None:
@@ -284,16 +290,19 @@ def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float) -
     return TuneResult(best.program, front, history, best, reference_checked=best.checked, stats=stats)
 
 
-def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None) -> TuneResult | None:
+def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict | None,
+                   plain: Node | None = None) -> TuneResult | None:
     """The stored winner rebuilt by `lift.compile` from its `Choices` (no search, no interpreter
-    run), or None."""
+    run), or None. A default winner of a tune with automatic points is `lift.compile(plain)`."""
     if entry is None:
         return None
     pipe = Evaluator(expr, arrays, device, _sizes(expr, arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
+    pipe.plain = plain
     try:
         choices = Choices.from_json(entry["choices"])
-        prog = pipe.compile(choices)
+        default = plain is not None and Candidate.from_json(entry.get("candidate") or {}).default
+        prog = pipe.default_program() if default else pipe.compile(choices)
     except Exception:  # noqa: BLE001 - a stale entry (older format, the compiler changed): search again
         return None
     cand = Candidate(dict(choices.points), {**(choices.mapping or {}), **choices.tuning, **choices.launch},

@@ -1,0 +1,166 @@
+"""The confirmation round of `lift.tune`: the winner is chosen by interleaved re-measurement.
+
+During the search each candidate is timed once (the fastest of a few runs, right after its
+build), at whatever load the machine had then: a lucky moment can make a slower kernel look
+fastest. Before choosing, the few fastest distinct candidates *and the default lowering* (the
+program `lift.compile` gives by default) are timed again round-robin on the same arrays, in
+`ROUNDS` rounds, each round every contender once (`repeat` runs, their median), the order
+rotated from round to round, so load changes hit them alike; the winner is the contender with
+the smallest median over the rounds. The default is always a contender, so the tune never
+returns a kernel measured slower than the default in the same rounds. A contender whose
+fastest timing so far is more than `DROP` times the best median (twice that after the first
+round, one timing each) is not timed again (it cannot win; its fastest, not its median, so that
+one load spike does not drop it), which bounds the cost of a slow default lowering. The round
+stops at `deadline`; what was measured by then decides (a contender with no measurement is out).
+
+    winner = confirm(contenders(history, rank), timer_for, deadline=t_end)
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .evaluate import Record
+
+ROUNDS = 5
+REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
+TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
+DROP = 1.5  # a contender whose fastest timing is this much slower than the best median is dropped
+BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
+
+Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per run, None if it failed
+
+
+def contenders(history: Sequence[Record], rank: Any, top: int = TOP) -> list[Record]:
+    """The `top` fastest correct candidates of `history`, one per distinct kernel (source and
+    launch sizes), and the default lowering's record when it is correct (always included)."""
+    ok = sorted((r for r in history if r.ok and r.time is not None), key=rank)
+    out: list[Record] = []
+    seen: set[tuple[str, str]] = set()
+    for r in ok:
+        k = _kernel_key(r)
+        if k not in seen and len(out) < top:
+            seen.add(k)
+            out.append(r)
+    default = next((r for r in ok if r.candidate.default), None)
+    if default is not None and _kernel_key(default) not in seen:  # else the same kernel is there
+        out.append(default)
+    return out
+
+
+def _kernel_key(r: Record) -> tuple[str, str]:
+    """What makes two records the same kernel: the source hash and the launch sizes (records
+    without a source hash, from another tune, count as distinct)."""
+    if not r.source_hash:
+        return (f"#{id(r)}", "")
+    launch = r.choices.launch if r.choices is not None else {}
+    return (r.source_hash, repr(sorted(launch.items())))
+
+
+def reserve(history: Sequence[Record], rank: Any, rounds: int = ROUNDS, repeat: int = REPEAT) -> float:
+    """Seconds to keep at the end of the budget for the confirmation round of the contenders
+    `history` gives now (preparing each, `rounds` timings of `repeat` + 1 runs, and building
+    the winner)."""
+    cs = contenders(history, rank)
+    if not cs:
+        return 0.0
+    best = min(float(r.time) for r in cs)  # type: ignore[arg-type]
+    # a contender slower than DROP x the best is timed in one round only
+    runs = sum((repeat + 1) * float(r.time) * (rounds if r.time <= DROP * best else 1)  # type: ignore[operator]
+               for r in cs)
+    return len(cs) * BUILD_S + runs + 0.05 * rounds * len(cs) + BUILD_S
+
+
+def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None], *, deadline: float,
+            rounds: int = ROUNDS, drop: float = DROP) -> tuple[Record | None, dict[str, Any]]:
+    """Time `cands` round-robin (see the module docstring); `timer_for(record)` prepares a
+    contender and gives its timer (None: it cannot be prepared, it is out). Returns the
+    contender with the smallest median (None when nothing was measured) and what was measured:
+    {"medians": [seconds or None per contender], "rounds": rounds done}. Each record's
+    `confirmed` is set to its median."""
+    timers: list[Timer | None] = []
+    for r in cands:
+        timers.append(timer_for(r) if time.perf_counter() < deadline else None)
+    runs: list[list[float]] = [[] for _ in cands]
+    alive = [t is not None for t in timers]
+    done = 0
+    for k in range(rounds):
+        order = [(k + i) % len(cands) for i in range(len(cands))]  # rotated: no contender always first
+        for i in order:
+            if not alive[i] or time.perf_counter() > deadline:
+                continue
+            t = timers[i]()  # type: ignore[misc]
+            if t is None:
+                alive[i] = False
+            else:
+                runs[i].append(t)
+        if time.perf_counter() > deadline:
+            break
+        done += 1
+        medians = [statistics.median(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]
+        best = min((m for m in medians if m is not None), default=None)
+        fastest = [min(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]  # a load spike only slows
+        limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing each: spikes double it
+        alive = [a and f is not None and f <= limit for a, f in zip(alive, fastest)]
+    medians = [statistics.median(ts) if ts else None for ts in runs]
+    for r, m in zip(cands, medians):
+        r.confirmed = m
+    measured = [(m, i) for i, m in enumerate(medians) if m is not None]
+    winner = cands[min(measured)[1]] if measured else None
+    return winner, {"medians": medians, "rounds": done}
+
+
+def worker_timer(pipe: Any, worker: Any, repeat: int = REPEAT) -> Callable[[Record], Timer | None]:
+    """`timer_for` of a candidate measured in `worker` (lift.explore.worker): its plan is made here
+    and built there into a slot of its own, kept while the rounds alternate between contenders
+    (`worker.call(("drop",))` frees them)."""
+    from itertools import count
+
+    from .worker import MIN_TIMEOUT_S
+
+    slots = count()
+
+    def prepare(r: Record) -> Timer | None:
+        try:
+            plan, _ = pipe.plan(r.candidate)
+        except Exception:  # noqa: BLE001 - it was built before; now it is out
+            return None
+        k = next(slots)
+        limit = max(MIN_TIMEOUT_S, pipe.timeout_s)
+        if not worker.call(("load", k, plan), limit).ok:
+            return None
+
+        def timed() -> float | None:
+            got = worker.call(("time", repeat, k), limit)
+            return statistics.median(got.value[0]) if got.ok else None
+
+        return timed
+
+    return prepare
+
+
+def process_timer(pipe: Any, repeat: int = REPEAT) -> Callable[[Record], Timer | None]:
+    """`timer_for` of a candidate built and timed in this process (`tune(isolate=False)`)."""
+
+    def prepare(r: Record) -> Timer | None:
+        try:
+            prog = r.program if r.program is not None else pipe.build(r.candidate)
+        except Exception:  # noqa: BLE001
+            return None
+        r.program = prog
+
+        def timed() -> float | None:
+            try:
+                return statistics.median(prog.time(*pipe.arrays, repeat=repeat))
+            except Exception:  # noqa: BLE001
+                return None
+
+        return timed
+
+    return prepare
+
+
+__all__ = ["confirm", "contenders", "reserve", "worker_timer", "process_timer", "ROUNDS", "TOP", "DROP"]

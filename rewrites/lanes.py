@@ -1,0 +1,189 @@
+"""Lane-wise lifting of a map's element function, for the `vectorise` point (rewrites/vectorise.py).
+
+A map computes each output element by a function of its element (or of a tuple of zipped
+elements, or of a window of a `slide`); computing `w` consecutive outputs at once lifts that
+function to `w` lanes: every scalar user function `uf` becomes `vectorise(uf, w)`, a scalar
+literal becomes a vector literal, a scalar the function reads from outside (`a` in
+`p => axpy(a, p.0, p.1)`) is broadcast into all lanes, and the element itself becomes a vector
+(a tuple of vectors, or an array of vectors for a window). The lanes compute exactly what the
+scalar function computes for each of the `w` elements (the same operations in the same order).
+
+Windows: `map(g) << slide(n, 1) << x` (a stencil) groups `w` consecutive windows and transposes
+them (`join << map(as_vector(w)) << transpose << split(w)`), so that window element `j` of the
+group is the vector of `x[i + j .. i + j + w - 1]` (contiguous: one aligned load where
+`i + j` is a multiple of `w`). Inside `g` the window may be indexed (`win[j]`), reduced
+(`reduce(f, z) << win`, `reduce(f, z) << map(h) << win`) or mapped element-wise; a reduction over
+a window of constant length (at most `UNROLL` elements) is unrolled into nested calls of the
+lifted `f` (`f(f(f(z, win[0]), win[1]), win[2])`: the sequential order), so every window element
+is read at a constant offset and the code generator can prove the offsets aligned or in bounds.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from lift.arith import Cst
+from lift.ir.nodes import (
+    AsVector,
+    At,
+    FunCall,
+    Get,
+    Join,
+    Lambda,
+    Literal,
+    Map,
+    MapSeq,
+    Param,
+    Reduce,
+    ReduceSeq,
+    Slide,
+    Split,
+    Transpose,
+    UserFun,
+    Vectorise,
+)
+from lift.rules.terms import eta
+from lift.rules.vector import VECTOR_SCALARS
+from lift.typecheck import type_of
+from lift.types import ArrayType, ScalarType, TupleType, VectorType
+from lift.userfun import user_fun
+from lift.userfun.ctypes import c_type
+
+UNROLL = 16  # the longest window reduction unrolled
+
+
+@functools.cache
+def broadcast(t: Any, w: int) -> UserFun:
+    """`a => <a, .., a>`: a scalar in all `w` lanes of a vector."""
+    return user_fun.c(f"bcast{w}_{c_type(t)}", ["a"], f"return ({c_type(VectorType(t, w))})(a);", [t],
+                      VectorType(t, w), py=lambda a: np.full(w, a, dtype=np.asarray(a).dtype))
+
+
+class _Lift:
+    """Lifts an element function's body to `w` lanes; `elem` is the element parameter's id and
+    `vec` its lifted replacement; `window` when the element is a slide's window."""
+
+    def __init__(self, w: int, elem: Param, vec: Param, window: bool) -> None:
+        self.w, self.elem, self.vec, self.window = w, elem, vec, window
+
+    def go(self, e: Any) -> Any:
+        """The lifted expression, or a string saying why `e` cannot be lifted."""
+        if isinstance(e, Param):
+            if e.id == self.elem.id:
+                return "the window is used whole" if self.window else self.vec
+            t = type_of(e)
+            if t in VECTOR_SCALARS:
+                return FunCall(broadcast(t, self.w), (e,))
+            return f"{e} of type {t} is read by the element function"
+        if isinstance(e, Literal):
+            return Literal(e.value, VectorType(e.ltype, self.w)) if e.ltype in VECTOR_SCALARS else \
+                f"literal {e} is not a scalar"
+        if not isinstance(e, FunCall):
+            return f"{e} cannot be computed lane-wise"
+        f = eta(e.f)
+        if isinstance(f, UserFun):
+            if f.out_type not in VECTOR_SCALARS or any(t not in VECTOR_SCALARS for t in f.in_types):
+                return f"{f.name} is not a function of scalars"
+            return self.call(Vectorise(f, self.w), e.args)
+        if isinstance(f, Get):
+            return self.call(f, e.args)
+        if isinstance(f, At) and self.window and _is(e.args[0], self.elem):
+            return FunCall(At(f.index), (self.vec,))
+        if isinstance(f, (Reduce, ReduceSeq)) and self.window:
+            return self.reduction(f, e.args)
+        return f"{e.f} cannot be computed lane-wise"
+
+    def call(self, f: Any, args: tuple[Any, ...]) -> Any:
+        got = [self.go(a) for a in args]
+        bad = next((g for g in got if isinstance(g, str)), None)
+        return bad if bad is not None else FunCall(f, tuple(got))
+
+    def reduction(self, red: Any, args: tuple[Any, ...]) -> Any:
+        """`reduce(f, z) [<< map(h)] << window`, unrolled in the sequential order."""
+        z, xs = args
+        h = None
+        if isinstance(xs, FunCall) and type(xs.f) in (Map, MapSeq) and len(xs.args) == 1:
+            h, xs = eta(xs.f.f), xs.args[0]
+        if not _is(xs, self.elem):
+            return "a reduction of something other than the window"
+        n = type_of(self.vec).size  # type: ignore[attr-defined]
+        if not (isinstance(n, Cst) and n.value <= UNROLL):
+            return f"a window of {n} elements is not unrolled"
+        f = eta(red.f)
+        if not isinstance(f, UserFun) or (h is not None and not isinstance(h, UserFun)):
+            return "the reduction's functions are not user functions"
+        acc = self.go(z)
+        if isinstance(acc, str):
+            return acc
+        for j in range(n.value):
+            item: Any = FunCall(At(Cst(j)), (self.vec,))
+            if h is not None:
+                if h.out_type not in VECTOR_SCALARS or any(t not in VECTOR_SCALARS for t in h.in_types):
+                    return f"{h.name} is not a function of scalars"
+                item = FunCall(Vectorise(h, self.w), (item,))
+            if f.out_type not in VECTOR_SCALARS or any(t not in VECTOR_SCALARS for t in f.in_types):
+                return f"{f.name} is not a function of scalars"
+            acc = FunCall(Vectorise(f, self.w), (acc, item))
+        return acc
+
+
+def _is(e: Any, p: Param) -> bool:
+    return isinstance(e, Param) and e.id == p.id
+
+
+def lifted_map(call: FunCall, w: int) -> Any:
+    """`map(g) << x` computed `w` elements at a time (see the module docstring), or why not:
+    `x` a scalar array, a zip of scalar arrays, or `slide(n, 1) << ..` of a scalar array."""
+    g, x = call.f.f, call.args[0]
+    if not (isinstance(g, Lambda) and len(g.params) == 1):
+        return f"map({g}) has no element parameter"
+    xt = type_of(x)
+    if not isinstance(xt, ArrayType):
+        return f"map over {xt}"
+    elem = g.params[0]
+    if isinstance(x, FunCall) and isinstance(x.f, Slide):
+        return _lifted_windows(call, g, x, w)
+    et = xt.elem
+    if et in VECTOR_SCALARS:
+        vt: Any = VectorType(et, w)
+        data: Any = FunCall(AsVector(w), (x,))
+    elif isinstance(et, TupleType) and isinstance(x, FunCall) and type(x.f).__name__ == "Zip" and \
+            all(t in VECTOR_SCALARS for t in et.elems):
+        vt = TupleType(tuple(VectorType(t, w) for t in et.elems))
+        data = FunCall(x.f, tuple(FunCall(AsVector(w), (a,)) for a in x.args))
+    else:
+        return f"elements of type {et} are not scalars or a zip of scalars"
+    return _rebuilt(call, g, elem, Param(vt, elem.name), data, w, window=False)
+
+
+def _lifted_windows(call: FunCall, g: Lambda, x: FunCall, w: int) -> Any:
+    size, step = x.f.size, x.f.step
+    if step != Cst(1) or not isinstance(size, Cst):
+        return f"slide({size}, {step}): only constant windows of step 1 are vectorised"
+    st = type_of(x.args[0])
+    if not (isinstance(st, ArrayType) and st.elem in VECTOR_SCALARS):
+        return f"slide over {st}: not a scalar array"
+    vec = Param(ArrayType(VectorType(st.elem, w), size), "ws")
+    grp = Param(ArrayType(ArrayType(st.elem, size), Cst(w)), "grp")
+    group = Lambda((grp,), FunCall(Join(), (FunCall(Map(AsVector(w)), (FunCall(Transpose(), (grp,)),)),)))
+    data = FunCall(Map(group), (FunCall(Split(Cst(w)), (x,)),))
+    return _rebuilt(call, g, g.params[0], vec, data, w, window=True)
+
+
+def _rebuilt(call: FunCall, g: Lambda, elem: Param, vec: Param, data: Any, w: int, window: bool) -> Any:
+    from lift.ir.nodes import AsScalar
+
+    body = _Lift(w, elem, vec, window).go(g.body)
+    if isinstance(body, str):
+        return body
+    out_t = type_of(g.body)
+    if not isinstance(out_t, ScalarType) or out_t not in VECTOR_SCALARS:
+        return f"the element function returns {out_t}, not a scalar"
+    mapped = FunCall(Map(Lambda((vec,), body), label=call.f.label, loc=call.f.loc), (data,), loc=call.loc)
+    return FunCall(AsScalar(), (mapped,), loc=call.loc)
+
+
+__all__ = ["lifted_map", "broadcast", "UNROLL"]
