@@ -106,7 +106,7 @@ class Specialiser:
 
         try:
             tuned = tuned_program(self.expr, self.device, self.cache_dir, sizes=bound)
-            if tuned is not None:
+            if tuned is not None and not tuned.specialises:  # one that does is compile's own default: below
                 return tuned, f"tuned for these sizes: {tuned.choices.origin}"
             fixed = substitute_sizes(self.expr, bound)
             tuned = tuned_program(fixed, self.device, self.cache_dir)

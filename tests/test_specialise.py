@@ -159,6 +159,19 @@ def test_specialised_binaries_use_the_programs_disk_cache(tmp_path) -> None:
 
 
 @pytest.mark.device
+def test_a_tuned_default_winner_is_compiles_own_specialisation(monkeypatch) -> None:
+    """A database winner that is compile's default (a generic, specialising program) does not recurse:
+    the call gets what compile's default gives at these sizes, the default blocks."""
+    expr = matmul()
+    prog = lift.compile(expr)
+    monkeypatch.setattr(sys.modules["lift.explore.reuse"], "tuned_program",
+                        lambda e, *a, sizes=None: lift.compile(e) if sizes else None)
+    a, b = args(16, 32, 256)
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    assert blocked(prog.specialised(a, b)) and "default points auto_b0" in prog.specialisations[-1].reason
+
+
+@pytest.mark.device
 def test_a_specialised_program_that_fails_leaves_the_call_to_the_generic_one() -> None:
     expr = matmul()
     prog = lift.compile(expr)
