@@ -71,6 +71,7 @@ from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
+from lift.userfun.compose import fused
 from lift.userfun.ctypes import c_type
 
 from .chunks import _zip_fun, lane_sum
@@ -155,9 +156,6 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
         rows = x if w == 1 else FunCall(n.Map(n.AsVector(w)), (x,))
         return FunCall(n.Transpose(), (rows,))
 
-    ff = eta(f)
-    big_f = n.Vectorise(ff, w) if w > 1 else ff
-    big_g = n.Vectorise(g, w) if w > 1 else g
     lane = VectorType(s_t, w) if w > 1 else s_t
     ta, tb = (VectorType(t.elem.elem, w) if w > 1 else t.elem.elem for t in (rows_a.ptype, rows_b.ptype))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
@@ -166,8 +164,7 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
     def step(acc: Param, ab: Param) -> Any:
         def per_row(ra: Param) -> Any:
             def per_col(c: Param) -> Any:
-                prod = FunCall(big_g, (FunCall(n.Get(1), (ra,)), FunCall(n.Get(1), (c,))))
-                return FunCall(big_f, (FunCall(n.Get(0), (c,)), prod))
+                return update(f, g, w, FunCall(n.Get(0), (c,)), FunCall(n.Get(1), (ra,)), FunCall(n.Get(1), (c,)))
 
             cols = FunCall(n.Zip(2), (FunCall(n.Get(0), (ra,)), FunCall(n.Get(1), (ab,))))
             return FunCall(n.MapSeq(lam([TupleType((lane, tb))], per_col, ["c"])), (cols,))
@@ -180,6 +177,18 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
     acc = FunCall(n.ReduceSeq(op), (init, FunCall(n.Zip(2), (vec(rows_a), vec(rows_b)))))
     post = lane_sum(s_t, w) if w > 1 else elaborate(copy, [s_t])
     return FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(post))), (acc,))
+
+
+def update(f: FunDecl, g: UserFun, w: int, acc: Any, x: Any, y: Any) -> Any:
+    """`f(acc, g(x, y))` on `w` lanes (w > 1: vectorised), as one fused user function where both
+    bodies are C expressions (lift/userfun/compose.py: the OpenCL compiler contracts a multiply-add
+    only within one expression)."""
+    ff = eta(f)
+    one = fused(ff, g, 1) if isinstance(ff, UserFun) else None
+    if one is not None:
+        return FunCall(n.Vectorise(one, w) if w > 1 else one, (acc, x, y))
+    big_f, big_g = (n.Vectorise(ff, w), n.Vectorise(g, w)) if w > 1 else (ff, g)
+    return FunCall(big_f, (acc, FunCall(big_g, (x, y))))
 
 
 @functools.cache
@@ -198,14 +207,14 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
     s_t = eta(f).in_types[0]  # type: ignore[union-attr]
     lane, ub = VectorType(s_t, w), ArrayType(VectorType(u, w), Cst(bn))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
-    big_f, big_g, spread = n.Vectorise(eta(f), w), n.Vectorise(g, w), broadcast(t, w)
+    spread = broadcast(t, w)
 
     def step(acc: Param, ab: Param) -> Any:
         def per_row(ra: Param) -> Any:
             a = FunCall(spread, (FunCall(n.Get(1), (ra,)),))
 
             def per_col(c: Param) -> Any:
-                return FunCall(big_f, (FunCall(n.Get(0), (c,)), FunCall(big_g, (a, FunCall(n.Get(1), (c,))))))
+                return update(f, g, w, FunCall(n.Get(0), (c,)), a, FunCall(n.Get(1), (c,)))
 
             cols = FunCall(n.Zip(2), (FunCall(n.Get(0), (ra,)), FunCall(n.Get(1), (ab,))))
             return FunCall(n.MapSeq(lam([TupleType((lane, VectorType(u, w)))], per_col, ["c"])), (cols,))

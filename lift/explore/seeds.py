@@ -8,8 +8,9 @@ Random sampling rarely hits the chunk sizes that matter (the solver's pivots spr
   as one chunk (a row per work-item in gemv);
 - `vectorise`: each width;
 - `block_nest` (register blocks of a nested map-reduce): a few block shapes and packings
-  (`BLOCK_SEEDS`, those of the point's space; packed 4 x 2 float8 first), each with the block maps as a 2-D ND-range (row blocks `map_glb(1)`,
-  column blocks `map_glb(0)`) and with the preferences below.
+  (`BLOCK_SEEDS`, those of the point's space; packed 4 x 2 float8 first), each with the block
+  maps as a 2-D ND-range (row blocks `map_glb(1)`, column blocks `map_glb(0)`) and with the
+  preferences below.
 
 The joint choice is completed by the solver with preferences: maps at the top of a kernel
 global (code 30), maps inside them sequential (0), work-groups of `LOCAL` work-items and as
