@@ -71,9 +71,9 @@ from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
-from lift.userfun.compose import fused
 from lift.userfun.ctypes import c_type
 
+from .blocking import update
 from .chunks import _zip_fun, lane_sum
 from .nested import nest_reduction
 from .packing import pack_a, pack_b
@@ -177,18 +177,6 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
     acc = FunCall(n.ReduceSeq(op), (init, FunCall(n.Zip(2), (vec(rows_a), vec(rows_b)))))
     post = lane_sum(s_t, w) if w > 1 else elaborate(copy, [s_t])
     return FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(post))), (acc,))
-
-
-def update(f: FunDecl, g: UserFun, w: int, acc: Any, x: Any, y: Any) -> Any:
-    """`f(acc, g(x, y))` on `w` lanes (w > 1: vectorised), as one fused user function where both
-    bodies are C expressions (lift/userfun/compose.py: the OpenCL compiler contracts a multiply-add
-    only within one expression)."""
-    ff = eta(f)
-    one = fused(ff, g, 1) if isinstance(ff, UserFun) else None
-    if one is not None:
-        return FunCall(n.Vectorise(one, w) if w > 1 else one, (acc, x, y))
-    big_f, big_g = (n.Vectorise(ff, w), n.Vectorise(g, w)) if w > 1 else (ff, g)
-    return FunCall(big_f, (acc, FunCall(big_g, (x, y))))
 
 
 @functools.cache
