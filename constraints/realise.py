@@ -49,7 +49,13 @@ class _Lowering:
                  sizes: dict[str, int]) -> None:
         self.root, self.ctx, self.choice, self.vec, self.sizes = root, ctx, choice, vec, sizes
         self.by_path = {m.path: m for m in ctx.maps.values()}
-        self.made: set[int] = set()  # ids of lambdas built here (beta-reduced when applied)
+        # lambdas built here (beta-reduced when applied), by id; the objects are kept so that an id
+        # freed and reused by another lambda is never taken for one of ours
+        self.made: dict[int, Lambda] = {}
+
+    def built(self, f: Lambda) -> bool:
+        """Whether `f` is this very lambda built by the lowering (not merely one with its id)."""
+        return self.made.get(id(f)) is f
 
     def expr_or_fun(self, e: Node, path: Path) -> Node:
         return self.expr(e, path) if isinstance(e, Expr) else self.fun(e, path)
@@ -63,7 +69,7 @@ class _Lowering:
         args = tuple(self.expr(a, path + (i + 1,)) for i, a in enumerate(e.args))
         if len(self.ctx.stages) > 1 and path in self.ctx.stages:
             return _kernel(dataclasses.replace(e, f=f, args=args))
-        if isinstance(f, Lambda) and id(f) in self.made and len(args) == 1:
+        if isinstance(f, Lambda) and self.built(f) and len(args) == 1:
             return _beta(f, args[0])
         return dataclasses.replace(e, f=f, args=args)
 
@@ -87,7 +93,7 @@ class _Lowering:
                 params.append(Param(a.type, f"k{len(params)}"))
                 args.append(params[-1])
             call: Expr = FunCall(f, tuple(args), label=c.label, loc=c.loc)
-            if isinstance(f, Lambda) and id(f) in self.made and len(args) == 1:
+            if isinstance(f, Lambda) and self.built(f) and len(args) == 1:
                 call = _beta(f, args[0])
             comps.append(call)
         body = FunCall(e.f, tuple(comps), label=e.label, loc=e.loc)
@@ -135,7 +141,7 @@ class _Lowering:
         for k in reversed(lens):
             out = FunCall(n.Split(k), (out,))
         lam = Lambda((p,), out, label=m.label, loc=m.loc)
-        self.made.add(id(lam))
+        self.made[id(lam)] = lam
         return lam
 
     def _fused_chain(self, site: MapSite) -> tuple[list[Arith], n.AbstractMap, Path]:
@@ -164,7 +170,7 @@ class _Lowering:
                                                        site.label),
                                               (FunCall(n.AsVector(width), (p,)),)),))
         lam = Lambda((p,), body, label=site.node.label, loc=site.node.loc)
-        self.made.add(id(lam))
+        self.made[id(lam)] = lam
         return lam
 
 
