@@ -180,6 +180,28 @@ def test_the_nest_inside_a_2d_map_is_found() -> None:
     assert not any(rw.is_point(n) for _, n in walk(out))
 
 
+def test_a_nest_inside_a_map_is_not_offered_packing() -> None:
+    """A nest over a batch element (not the program's input) cannot add kernels: no pack choice, and
+    a pack asked for is refused with the reason (the program as written)."""
+    prog = fun([Array(Array(Float, K), M), Array(Array(Array(Float, N), K), 2)], lambda a, bs: map(
+        lambda b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                      << (transpose << b)) << a) << bs)
+    sizes = {"M": 8, "N": 16, "K": 8}
+    placed = rw.auto_points(prog, sizes, min_length=1)
+    space = rw.auto_space(placed, sizes)["auto_b0"]
+    assert space["pack"] == ("none",) and "output" in space["along"]
+    args = _arrays(prog, sizes, 8)
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        kept = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 8, "pack": "ab"}}, outcomes=outcomes)
+    assert not outcomes[0].applied and "kernels of their own" in outcomes[0].reason
+    np.testing.assert_allclose(lift.interpret(kept, *args), lift.interpret(prog, *args), rtol=1e-5)
+    done = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 8, "pack": "none"}}, outcomes=outcomes)
+    assert outcomes[-1].applied
+    np.testing.assert_allclose(lift.interpret(done, *args), lift.interpret(prog, *args), rtol=1e-5)
+
+
 def test_a_view_argument_can_be_gathered_first() -> None:
     sizes = {"M": 16, "N": 8}
     prog = rw.auto_points(conv1d(), sizes, min_length=1)
