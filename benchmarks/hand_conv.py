@@ -1,5 +1,6 @@
 """A hand-written OpenCL 3x3 convolution (the baseline of shared/notes/pocl-performance.md) next to
-the direct and GEMM kernels that examples/vgg.py derives, and numpy's im2col + GEMM, in one run.
+the direct and GEMM kernels that examples/vgg.py derives, the plain Listing 4.1 (examples/conv.py)
+compiled by default with its sizes fixed (the automatic points), and numpy's im2col + GEMM, in one run.
 
     python benchmarks/hand_conv.py [--size 64] [--cin 64] [--cout 64] [--repeat 5] [--tune SECONDS]
 
@@ -21,11 +22,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+import conv  # noqa: E402
 import vgg  # noqa: E402
 
 import lift  # noqa: E402
@@ -102,6 +105,16 @@ def numpy_im2col_gemm(inp: np.ndarray, wts: np.ndarray) -> np.ndarray:
     return vgg.reference(inp, wts)
 
 
+def plain(inp: np.ndarray, wts: np.ndarray) -> Any:
+    """Listing 4.1 written plainly (examples/conv.py), its sizes fixed to the arguments': what
+    `lift.compile` does with it by default (the automatic `block_nest` point, rewrites/auto.py)."""
+    from lift.constraints.realise import substitute_sizes
+    from lift.interpret import bind_sizes
+
+    prog = conv.listing_4_1()
+    return substitute_sizes(prog, bind_sizes([p.ptype for p in prog.params], (inp, wts), prog))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=64)
@@ -116,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     hand, hand_args = run_hand(inp, wts)
     got = np.asarray(hand(*hand_args)).reshape(a.cout, a.size * a.size).T
     progs = {v: lift.compile(vgg.annotated(layer), choices=vgg.choices(layer, v)) for v in ("direct", "gemm")}
+    progs["plain (auto points)"] = lift.compile(plain(inp, wts))
     if a.tune > 0:
         tuned = lift.tune(vgg.annotated(layer, im2col=False), inp, wts, budget=a.tune, db=False, auto=False,
                           progress=False)
@@ -138,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
           f"device {lift.devices.current().name if hasattr(lift.devices.current(), 'name') else ''}")
     for k, ts in times.items():
         s = statistics.median(ts)
-        print(f"  {k:24s} {'ok' if checks[k] else 'WRONG':5s} {s * 1e3:9.3f} ms {layer.flops() / s / 1e9:8.2f} GFLOP/s")
+        print(f"  {k:32s} {'ok' if checks[k] else 'WRONG':5s} {s * 1e3:9.3f} ms {layer.flops() / s / 1e9:8.2f} GFLOP/s")
 
 
 if __name__ == "__main__":

@@ -366,10 +366,27 @@ def _stride(x: Val) -> Arith | None:
 
 
 def _each(v: Val, t: Type, fn) -> Val:
-    """Apply a layout function to the dims of `v` (of every component of a zip)."""
+    """Apply a layout function to the dims of `v` (of every component of a zip, each component
+    typed as the layout makes it: `split(m) << zip(a, b)` has components `split(m) << a`, ..)."""
     if v.parts is not None:
-        return Val(t, v.mems, None, tuple(_each(p, p.type, fn) for p in v.parts), v.level)
+        return Val(t, v.mems, None, tuple(_each(p, _component(t, i, p.type), fn) for i, p in enumerate(v.parts)),
+                   v.level)
     return Val(t, v.mems, fn(v.dims) if v.dims is not None else None, None, v.level)
+
+
+def _component(t: Type, i: int, otherwise: Type) -> Type:
+    """The type of component `i` of an array of tuples `t` ([..[(T0, T1, ..)]..] -> [..[Ti]..]),
+    `otherwise` when `t` holds no tuple."""
+    return _tuple_part(t, i) or otherwise
+
+
+def _tuple_part(t: Type, i: int) -> Type | None:
+    if isinstance(t, ArrayType):
+        inner = _tuple_part(t.elem, i)
+        return None if inner is None else ArrayType(inner, t.size)
+    if isinstance(t, TupleType) and i < len(t.elems):
+        return t.elems[i]
+    return None
 
 
 def _elem(v: Val) -> Val:

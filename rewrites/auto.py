@@ -6,7 +6,8 @@
 - a nested map-reduce `map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B) << A`
   (matmul, conv's windows x filters, batched dot products) over a reduction of at least
   `MIN_LENGTH` elements becomes a `block_nest` point (rewrites/auto_nest.py: register blocks,
-  vector widths, layout of B and A), placed over the nest's free variables so that its rewrite
+  vector widths, layout of B and A; conv's windows read from one copy of the padded input:
+  rewrites/auto_conv.py), placed over the nest's free variables so that its rewrite
   sees A and B whole; `map(map(..))` and `map(row => nest(row))` are first rewritten to a single
   nest (`split << nest(join << x)`) when that places one;
 - a `reduce(f, z) [<< map(g)] << x` with `f` a built-in associative operator (`add`, `mult`,

@@ -41,12 +41,14 @@ accumulator: no global `tmp`), each loaded value reused BN (or BM) times.
 Layout (the reduced form): when A or B is `transpose << X` (a strided read of the reduced
 dimension), `layout="copy"` materialises the transposed array first, in its own kernel
 (`ocl_kernel(split << map(to_global(id)) << join << transpose) << X`), so that the block reads
-contiguous rows (`"keep"`: read through the transposed view).
+contiguous rows (`"keep"`: read through the transposed view). Where A's rows are windows of a
+padded input (conv), `layout="pad"` copies the padded input once and the blocks read their windows
+from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselves (im2col).
 
-Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep"),
-`along` ("output", "reduced"), `pack` ("ab", "b", "a", "none"; only where kernels may be added);
-their first values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded vectors and
-a broadcast in the 16 AVX2 vector registers; 8 x 2 spills). No tuning variables:
+Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
+`along` ("output", "reduced"), `pack` ("ab", "b", "a", "none"; only where kernels may be added; not with
+"pad"); their first values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded
+vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills). No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -79,7 +81,7 @@ from .nested import nest_reduction
 from .packing import pack_a, pack_b
 from .point import Nested, RewritePoint, constructor
 
-LAYOUTS = ("copy", "keep", "gather")
+LAYOUTS = ("copy", "keep", "gather", "pad")  # "pad": rewrites/auto_conv.py
 ROWS = (4, 8, 2, 1)  # first values: the default choice (4 x 2 blocks of float8 along the output, packed)
 COLS = (2, 1, 4, 8)
 WIDTHS = (8, 16, 4, 1)
@@ -228,6 +230,7 @@ class BlockNest(RewritePoint):
     width: Any = None
     layout: Any = None
     along: Any = None
+    chunk: Any = None  # layout "pad": the reduction's chunk length (rewrites/auto_conv.py)
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     pack: Any = None
@@ -263,6 +266,10 @@ class BlockNest(RewritePoint):
             return f"pack must be one of {', '.join(PACKS)}, got {pack!r}"
         if pack != "none" and self.kernel is False:
             return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
+        if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
+            from .auto_conv import padded_blocks
+            return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
+                                 params.get("chunk") or self.chunk)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
             out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack)
             if not isinstance(out, str) or "does not divide" in out:
@@ -305,16 +312,18 @@ class BlockNest(RewritePoint):
             xa, xx = gathered(a) if layout == "gather" else a, copied(x)
         pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
         body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, "b" in pack))
-        return FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
+        return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
 
     def output_blocks(self, call: Any, a: Any, x: Any, r_call: Any, f: FunDecl, g: UserFun,
-                      sizes: tuple[int, int, int], packed: tuple[bool, bool]) -> Any:
+                      sizes: tuple[int, int, int], packed: tuple[bool, bool] = (False, False)) -> Any:
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
         X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py)."""
         bm, bn, w = sizes
         at, xt = type_of(a), type_of(x)
         if packed[1]:
             blk_x, cols = Param(xt.elem, "xs"), x  # type: ignore[union-attr]
+        elif not _divides(bn * w, xt.elem.size, dict(self.known or ())):  # type: ignore[union-attr]
+            return f"cols {bn} x width {w} does not divide {xt.elem.size}"  # type: ignore[union-attr]
         else:
             blk_x = Param(ArrayType(ArrayType(xt.elem.elem, Cst(bn * w)), xt.size), "xs")  # type: ignore[union-attr]
             cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
@@ -350,6 +359,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
     from lift.arith import evaluate
 
+    from .auto_conv import chunk_lengths, offered
+
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
     if isinstance(parts, str):
         return {}
@@ -371,7 +382,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
                                                            and isinstance(x.args[0], Param)) for x in (a, b))
-    layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views))
+    layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views)
+                    or (x == "pad" and kernels and offered(a)))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
            "along": ("reduced",), "pack": ("none",)}
     cols, v = out["cols"][0], known(nn)
@@ -380,8 +392,12 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
-        out["layout"] = tuple(x for x in LAYOUTS if x != "gather" or views) if kernels else ("keep",)
+        out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
+            if kernels else ("keep",)
         out["pack"] = PACKS if kernels else ("none",)  # panels copied by kernels of their own
+    if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
+        out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
+        out["chunk"] = chunk_lengths(a, sizes) or (None,)
     return out
 
 

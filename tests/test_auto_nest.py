@@ -206,7 +206,7 @@ def test_a_view_argument_can_be_gathered_first() -> None:
     sizes = {"M": 16, "N": 8}
     prog = rw.auto_points(conv1d(), sizes, min_length=1)
     space = rw.auto_space(prog, sizes)["auto_b0"]
-    assert space["layout"] == ("copy", "keep", "gather") and space["along"] == ("output", "reduced")
+    assert space["layout"] == ("pad", "copy", "keep", "gather") and space["along"] == ("output", "reduced")
     args = _arrays(prog, sizes, 5)
     out = rw.apply_all(prog, {"auto_b0": {"rows": 4, "cols": 1, "width": 8, "layout": "gather", "along": "output"}})
     kernels = [n for _, n in walk(out) if isinstance(n, lift.ir.nodes.OclKernel)]

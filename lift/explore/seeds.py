@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import z3
 
+from lift.rewrites.auto_conv import PAD_SEEDS
+
 from .evaluate import Candidate, Evaluator, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
@@ -95,9 +97,11 @@ class Seeded:
         2-D ND-range of blocks first, then with the usual preferences."""
         doms = self.structural[lab]
         for grid in (True, False):
-            for shape in BLOCK_SEEDS:
+            for shape in (*PAD_SEEDS, *BLOCK_SEEDS):  # PAD_SEEDS: only where layout "pad" is offered
                 if not all(v in doms.get(k, ()) for k, v in shape.items()):
                     continue
+                if shape.get("layout") == "pad" and "none" in doms.get("pack", ()):
+                    shape = {**shape, "pack": "none"}  # the padded copy replaces packing (not applied)
                 s = {**self.base(), lab: {**self.base()[lab], **shape}}
                 space = self.pipeline.space(s)
                 joint = None if isinstance(space, Exception) else complete(space, {}, grid=grid)
