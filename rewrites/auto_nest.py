@@ -297,6 +297,8 @@ class BlockNest(RewritePoint):
             return "along='output' needs a width above 1"
         transposed = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
         x = b.args[0] if transposed else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
+        if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
+            return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
         if not _divides(bn * w, type_of(x).elem.size, dict(self.known or ())):  # type: ignore[union-attr]
             return f"cols {bn} x width {w} does not divide {type_of(x).elem.size}"  # type: ignore[union-attr]
         if pack != "none":
@@ -306,8 +308,6 @@ class BlockNest(RewritePoint):
             if not (layout == "gather" and self.kernel is not False and not isinstance(a, Param)):
                 return self.output_blocks(call, a, x, r_call, f, g, sizes, (False, False))
             xa, xx = gathered(a), x
-        elif layout == "keep" or self.kernel is False:
-            return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
         else:
             xa, xx = gathered(a) if layout == "gather" else a, copied(x)
         pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
