@@ -1,20 +1,24 @@
 """The interpreter (the oracle) next to numpy: how long `lift.interpret` takes at real sizes.
 
-    python benchmarks/interp.py [--repeat N] [--precise] [--quick] [--tune SECONDS] [NAME ...]
+    python benchmarks/interp.py [--repeat N] [--best] [--precise] [--quick] [--tune SECONDS] [NAME ...]
 
 Not a test: it prints one table. For every case, interpret and numpy run interleaved, `repeat`
 times each (cases that interpret in over 5 s once), and the medians are shown with their ratio
-(interpret time over numpy time). `--precise` adds a column for `interpret(..., precise=True)`,
-the float64 reference that tuning and kernel checks compare against. `--tune S` runs
-`lift.tune` of the high-level matmul at 256^3 with a budget of S seconds and prints how long its
-reference (the float32 and the float64 interpretation) took and how many candidates it tried. Each result is checked
-against numpy in float64, within Higham's bound for a recursive float32 sum of n products,
-(n + 1) u sum |x_i y_i| (u = 2^-24), and the element-wise fallbacks are counted (`Stats`).
+(interpret time over numpy time); `--best`: the minima instead (on a shared machine, the runs that
+got the cores they asked for; numpy's two-thread BLAS suffers most from the others' load).
+`--precise` adds a column for `interpret(..., precise=True)`, the float64 reference that tuning and
+kernel checks compare against. `--tune S` runs `lift.tune` of the high-level matmul at 256^3 with a
+budget of S seconds and prints how long its reference (the float32 and the float64 interpretation)
+took and how many candidates it tried. Each result is checked against numpy in float64, within
+Higham's bound for a recursive float32 sum of n products, (n + 1) u sum |x_i y_i| (u = 2^-24), and
+the element-wise fallbacks are counted (`Stats`). The load average is printed before and after (the
+machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -122,7 +126,7 @@ def check(c: Case, got: Any) -> str:
     return "ok" if worst <= 1.0 else f"WRONG ({worst:.2g} x bound)"
 
 
-def run(c: Case, repeat: int, precise: bool) -> None:
+def run(c: Case, repeat: int, precise: bool, stat: Callable[[list[float]], float] = statistics.median) -> None:
     stats = Stats()
     t, out = timed(lambda: lift.interpret(c.program, *c.args, stats=stats))
     c.numpy()  # warm-up
@@ -134,8 +138,8 @@ def run(c: Case, repeat: int, precise: bool) -> None:
             ti.append(timed(lambda: lift.interpret(c.program, *c.args))[0])
         if precise:
             tp.append(timed(lambda: lift.interpret(c.program, *c.args, precise=True))[0])
-    mi, mn = statistics.median(ti), statistics.median(tn)
-    wide = f"{statistics.median(tp):9.3f} s" if precise else ""
+    mi, mn = stat(ti), stat(tn)
+    wide = f"{stat(tp):9.3f} s" if precise else ""
     print(f"{c.name:18} {mi:9.3f} s {wide} {mn * 1e3:10.2f} ms {mi / mn:9.1f}x   {check(c, out):10} "
           f"fallbacks: {len(stats.fallbacks)}", flush=True)
 
@@ -171,18 +175,29 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="cases whose name starts with one of these (default: all)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--best", action="store_true", help="minima instead of medians")
     ap.add_argument("--precise", action="store_true", help="also time interpret(..., precise=True)")
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--tune", type=float, default=0, metavar="SECONDS",
                     help="also run lift.tune of matmul 256^3 with this budget")
     args = ap.parse_args(argv)
     wide = f"{'precise':>11}" if args.precise else ""
+    print(f"load average {_load()}")
     print(f"{'case':18} {'interpret':>11} {wide} {'numpy':>13} {'ratio':>10}   check")
     for c in cases(args.quick):
         if not args.names or any(c.name.startswith(n) for n in args.names):
-            run(c, args.repeat, args.precise)
+            run(c, args.repeat, args.precise, min if args.best else statistics.median)
     if args.tune:
         tune_matmul(args.tune)
+    print(f"load average {_load()}")
+
+
+def _load() -> str:
+    """The 1, 5 and 15-minute load averages (the machine is shared), or "n/a"."""
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "n/a"
 
 
 if __name__ == "__main__":

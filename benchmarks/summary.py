@@ -195,7 +195,10 @@ def _fixed(k: Kernel) -> Any:
 def _built(make: Callable[[], Any], k: Kernel) -> tuple[Any, str, str]:
     try:
         prog = make()
-        return prog, _check(prog(*k.args), k.want, k.rtol), ""
+        verdict = _check(prog(*k.args), k.want, k.rtol)
+        special = getattr(prog, "specialisations", ())  # a program with symbolic sizes: what its call ran
+        note = f"call specialised in {special[-1].seconds:.2f} s: {special[-1].reason}"[:120] if special else ""
+        return prog, verdict, note
     except Exception as e:  # noqa: BLE001
         return None, "FAILED", f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
 

@@ -209,7 +209,28 @@ def cmd_show(opts: argparse.Namespace) -> int:
     print(_indent(report))
     print(f"\nOpenCL source ({', '.join(prog.kernels)}):")
     print(prog.source)
+    _show_specialised(prog, arrays, maps)
     return 0
+
+
+def _show_specialised(prog: Any, arrays: tuple[Any, ...], maps: set[str]) -> None:
+    """What a call with the file's inputs runs when the program specialises to their sizes (lift/specialise.py)."""
+    if not prog.specialises:
+        return
+    try:
+        special = prog.specialised(*arrays)
+    except LiftError:
+        return  # the inputs do not fit the program: calling it says why
+    rec = prog.specialisations[-1]
+    sizes = ", ".join(f"{k}={v}" for k, v in rec.sizes.items())
+    if special is prog:
+        print(f"\ncalls with these inputs ({sizes}) run the program above: {rec.reason}")
+        return
+    print(f"\ncalls with these inputs run it specialised to {sizes} ({rec.reason}; compiled in {rec.seconds:.2f} s);"
+          " its choices:")
+    print(_indent(_describe_choices(special.choices, maps)))
+    print(f"\nspecialised OpenCL source ({', '.join(special.kernels)}):")
+    print(special.source)
 
 
 def _json_arg(text: str, what: str) -> Any:

@@ -49,7 +49,7 @@ class Mapped:
 
 def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any] | None = None,
             local_size: SizeArg = None, global_size: SizeArg = None, *, cache_dir: CacheDir = None,
-            options: tuple[str, ...] = (), spaces: Spaces | None = None) -> Program:
+            options: tuple[str, ...] = (), spaces: Spaces | None = None, specialise: bool = True) -> Program:
     """Compile `expr` for `device` and build it: `lift.compile(dot)(x, y) == lift.interpret(dot, x, y)`.
 
     `choices`: a `lift.Choices`, or a dict from labels to decisions: a rewrite point's label to
@@ -57,10 +57,17 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     (`{"A": 30}`: map_glb(0)), a tuning parameter's name to its value (`{"T": 64}`). A high-level
     program without a mapping gets the z3 model's choice. `local_size` / `global_size`: one size
     for the kernels it fits, or a dict of sizes per kernel name (they override the choices' launch
-    sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`)."""
+    sizes). `spaces`: a dict in which constraint spaces are kept between calls (`lift.tune`).
+    `specialise` (with no choices, launch sizes or options, for a program with symbolic sizes): a
+    call with new sizes compiles the program specialised to them, when the tuning database or the
+    default points have something for those sizes, and runs it (`lift.specialise`;
+    `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program."""
     _check_args(expr, choices, local_size, global_size)
+    if not isinstance(specialise, bool):
+        raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
     typecheck(expr)
-    if choices is None and local_size is None and global_size is None and not options and spaces is None:
+    plain = choices is None and local_size is None and global_size is None and not options and spaces is None
+    if plain:
         from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile
 
         tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
@@ -69,8 +76,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     from lift.rewrites.defaults import default_reduction, with_auto_points
 
     default = default_reduction(expr) if choices is None and spaces is None else None
-    if default is None and choices is None and local_size is None and global_size is None and not options \
-            and spaces is None:
+    if default is None and plain:
         blocked = _default_blocks(expr, device, cache_dir)  # register blocks of nests (constant sizes)
         if blocked is not None:
             return blocked
@@ -85,7 +91,20 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
     wide = (lambda: link(used, local_size, global_size, wide=True)) if plan.index_limits else None
-    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide)
+    special = _specialiser(expr, device, cache_dir) if specialise and plain else None
+    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide,
+                   specialiser=special)
+
+
+def _specialiser(expr: Node, device: Any, cache_dir: CacheDir) -> Any:
+    """A `lift.specialise.Specialiser` for a program with symbolic sizes, else None."""
+    from lift.explore.reuse import symbolic_sizes
+    from lift.ir.nodes import Lambda
+    from lift.specialise import Specialiser
+
+    if not isinstance(expr, Lambda) or not symbolic_sizes(expr):
+        return None
+    return Specialiser(expr, device, cache_dir)
 
 
 def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | None:
@@ -109,14 +128,16 @@ def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | N
 
 def _with_default_points(expr: Node, choices: Choices) -> Node:
     """`expr` with its default automatic points when `choices` (a `Program.choices` of a default
-    compilation) name them, so that `compile(expr, choices=prog.choices)` rebuilds `prog`."""
+    compilation, or of one specialised to `choices.sizes`: `lift.specialise`) name them, so that
+    `compile(expr, choices=prog.choices)` rebuilds `prog`."""
+    from lift.constraints import substitute_sizes
     from lift.rewrites import is_auto, points
     from lift.rewrites.auto import default_points
 
     wanted = {lab for lab in choices.points if is_auto(lab)}
     if not wanted or wanted <= set(points(expr)):
         return expr
-    placed = default_points(expr)
+    placed = default_points(substitute_sizes(expr, dict(choices.sizes or {})))
     return placed if wanted <= set(points(placed)) else expr
 
 

@@ -6,11 +6,14 @@ conditions (the code relies on them: `as_vector(8)` of `[Float]N` reads aligned 
 uploads the inputs into device buffers that are reused across calls, runs the launches in
 order and returns the outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
 scalar for a scalar result, and a tuple for a tuple result or an array of tuples.
+A program compiled by `lift.compile(expr)` from a program with symbolic sizes may carry a
+specialiser (`lift.specialise`): after the checks, a call runs the program specialised to its
+sizes when there is one for them, and this (generic) program otherwise or when that one fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +49,8 @@ class Program:
 
     def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
-                 options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None) -> None:
+                 options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None,
+                 specialiser: Any = None) -> None:
         self.choices = choices
         self.node = node
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
@@ -54,6 +58,8 @@ class Program:
         self._target = self._dc.device if self._dc is not None else device
         self._build = (tuple(options), cache_dir)
         self._wide = wide  # the same program with 64-bit indices, for sizes past `plan.index_limits`
+        self._specialiser = specialiser  # a lift.specialise.Specialiser: calls specialise to their sizes
+        self._last: Program | None = None  # with a specialiser: the program that ran the last call
         self._load(plan)
 
     def _load(self, plan: KernelSource) -> None:
@@ -132,6 +138,39 @@ class Program:
         """The size variables bound from the shapes of `arrays`."""
         return self._bind(arrays)[0]
 
+    @property
+    def specialises(self) -> bool:
+        """Whether calls run the program specialised to their sizes where that gains something
+        (`lift.compile(expr)` of a program with symbolic sizes; see `lift.specialise`)."""
+        return self._specialiser is not None
+
+    def specialised(self, *arrays: Any, sizes: Mapping[str, int] | None = None) -> Program:
+        """The program a call with `arrays` (or, without arrays, with the size bindings `sizes`:
+        `prog.specialised(sizes={"M": 1024, "N": 1024, "K": 1024})`) runs: the one specialised to
+        their sizes (compiled here at the first call with them; its `.source` and `.choices` are its
+        own), or this one."""
+        if sizes is None:
+            bound, _ = self._bind(arrays)
+        else:
+            if arrays:
+                raise LiftTypeError("specialised takes the arguments or sizes=, not both", node=self.node)
+            bound = {str(k): int(v) for k, v in sizes.items()}
+            missing = sorted(set(self.plan.size_vars) - set(bound))
+            if missing:
+                raise LiftTypeError(f"sizes= gives no value for {', '.join(missing)}", node=self.node,
+                                    expected=sorted(self.plan.size_vars), got=sorted(bound))
+            self._check(bound)
+        return self._routed(bound) or self
+
+    @property
+    def specialisations(self) -> tuple[Any, ...]:
+        """Per size tuple of the recent calls, what runs them and why (`lift.specialise.Specialisation`:
+        `.sizes`, `.program` (None: this generic program), `.reason`, `.seconds` it took)."""
+        return self._specialiser.records if self._specialiser is not None else ()
+
+    def _routed(self, sizes: dict[str, int]) -> Program | None:
+        return self._specialiser.get(sizes).program if self._specialiser is not None else None
+
     def __repr__(self) -> str:
         where = "on" if self.attached else "compiled offline for"
         return f"<lift.Program {', '.join(self.kernels)} {where} {self.device.name}>"
@@ -141,7 +180,10 @@ class Program:
     def __call__(self, *arrays: Any) -> Any:
         """Run on numpy arguments and return numpy results."""
         self._require_device()
-        sizes, leaves = self._bind(arrays)
+        sizes, leaves = self._bind(arrays)  # the arguments checked as ever, before any specialisation
+        done, out = self._delegated(sizes, lambda special: special(*arrays))
+        if done:
+            return out
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         return self._download(sizes)
@@ -152,11 +194,37 @@ class Program:
             raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
         self._require_device()
         sizes, leaves = self._bind(arrays)
+        done, out = self._delegated(sizes, lambda special: special.time(*arrays, repeat=repeat))
+        if done:
+            return out
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         runs = [self._launch(sizes, args) for _ in range(repeat)]
         runtime.finish(self._dc)
         return [runtime.seconds(events) for events in runs]
+
+    def _delegated(self, sizes: dict[str, int], run: Callable[[Program], Any]) -> tuple[bool, Any]:
+        """(True, `run(p)`) with `p` the program specialised to `sizes`, or (False, None) when this
+        program runs the call: none for `sizes`, or it failed (`lift.specialise`: then refused)."""
+        if self._specialiser is None:
+            return False, None
+        special = self._routed(sizes)
+        self._runs(special or self)
+        if special is None:
+            return False, None
+        try:
+            return True, run(special)
+        except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
+            self._specialiser.refuse(sizes, err)
+            self._runs(self)
+            return False, None
+
+    def _runs(self, target: Program) -> None:
+        """`target` runs this call: the program that ran the last one (this or a specialised one)
+        drops its device buffers, so that, as without specialisation, one shape's are held."""
+        last, self._last = self._last, target
+        if isinstance(last, Program) and last is not target and last._pool is not None:
+            last._pool = runtime.BufferPool(last._dc)
 
     def _require_device(self) -> None:
         if self.offline is not None:

@@ -105,6 +105,32 @@ def test_show_prints_notation_type_choices_constraints_and_source(prog: Path) ->
     assert "map_glb" in lift_cmd("show", str(mapped)).stdout  # the solver's mapping
     bad = lift_cmd("show", str(prog), "--choices", "{nope")
     assert bad.returncode == 2 and "not JSON" in bad.stderr
+    assert "run the program above: nothing to specialise" in got.stdout  # a dot product: the generic program
+
+
+@pytest.mark.device
+def test_show_prints_what_a_call_with_the_inputs_runs(tmp_path: Path) -> None:
+    """A matmul with symbolic sizes specialises to the inputs' sizes (lift/specialise.py): show prints that program."""
+    path = tmp_path / "mm.py"
+    path.write_text(textwrap.dedent("""\
+        import numpy as np
+
+        import lift
+        from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+
+        M, N, K = Size("M"), Size("N"), Size("K")
+        program = fun([Array(Array(Float, K), M), Array(Array(Float, N), K)], lambda a, b: map(lambda r: map(
+            lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)) << a)
+
+
+        def inputs(m=16, n=32, k=256):
+            rng = np.random.default_rng(0)
+            return rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+        """))
+    got = lift_cmd("show", str(path))
+    assert got.returncode == 0, got.stderr
+    assert "run it specialised to K=256, M=16, N=32 (default points auto_b0" in got.stdout
+    assert got.stdout.count("kernel void") > 1 and "specialised OpenCL source" in got.stdout
 
 
 @pytest.mark.device

@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.barriers",),
     ("lift.codegen", "lift.plan"),
     ("lift.runtime", "lift.program"),
-    ("lift.compile",),
+    ("lift.compile", "lift.specialise"),
     ("lift.explore",),
     ("lift.testing", "lift.rules.instances", "lift.rules.instantiate"),
     ("lift", "lift.cli", "lift.cli_tune", "lift.__main__"),
@@ -75,6 +75,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # `lift.compile(expr)` with no choices uses the best known choices from the tuning database
     # (DESIGN.md, issue 15 item 5); the database and its keys belong to the explorer, above compile.
     ("lift.compile", "lift.explore.reuse"): "compile asks the tuning database for a tuned winner",
+    # A program with symbolic sizes specialises to a call's sizes (lift/specialise.py, issue 15), using the
+    # winner tuned for those sizes when the database has one.
+    ("lift.specialise", "lift.explore.reuse"): "a call's specialisation asks the tuning database",
 }
 
 

@@ -6,19 +6,21 @@ for the stored winner of `expr` on the device. The key is the program as the use
 no arguments, so only a program whose parameter types are concrete (no symbolic `Size`)
 can match, namely a tune of the same program, whose size bindings were `{}`; a winner
 tuned for `N = 4096` is never used for a program over a symbolic `N`, since its kernels are
-specialised to that size. The objective "time" is preferred, then "pareto". The program is
-rebuilt from the stored `lift.Choices`; its `choices` are a `TunedChoices` (equal to them, the
-same JSON) whose `origin` says where they came from. The
-lookup is off while `tune` runs (its candidates are compiled with their own choices), and
-when the environment sets `LIFTCL_USE_TUNED=0`.
+specialised to that size; a call of such a program with `N = 4096` asks again with those
+bindings (`lift.specialise`: the program specialises to the sizes of its calls). The
+objective "time" is preferred, then "pareto". The program is rebuilt from the stored
+`lift.Choices`; its `choices` are a `TunedChoices` (equal to them, the same JSON) whose
+`origin` says where they came from. The lookup is off while `tune` runs (its candidates are
+compiled with their own choices), and when the environment sets `LIFTCL_USE_TUNED=0`.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import fields
 from typing import Any, TypeVar
@@ -54,12 +56,18 @@ def symbolic_sizes(expr: Lambda) -> set[str]:
     return set(size_names(p.ptype for p in expr.params))
 
 
-def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any | None:
-    """The compiled winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes)."""
+def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,
+                  sizes: Mapping[str, int] | None = None) -> Any | None:
+    """The compiled winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes).
+    With `sizes` (the bindings of a call of a program with symbolic sizes: `lift.specialise`), the
+    winner a tune of `expr` found for those bindings (`lift.tune(expr, *arrays)` with arrays of
+    those sizes), specialised to them."""
     if _OFF.get() or os.environ.get("LIFTCL_USE_TUNED", "1") == "0":
         return None
-    if not isinstance(expr, Lambda) or symbolic_sizes(expr):
+    symbolic = symbolic_sizes(expr) if isinstance(expr, Lambda) else set()
+    if not isinstance(expr, Lambda) or not symbolic <= set(sizes or {}):
         return None
+    bound = {k: int(sizes[k]) for k in sorted(symbolic)} if sizes else {}
     path = default_path()
     if not path.is_file():
         return None
@@ -69,14 +77,14 @@ def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None) -> Any 
         dev = _device(device)
     except LiftError:
         return None
-    found = TuningDB(path).find(program_hash(expr), "{}", dev.key)
+    found = TuningDB(path).find(program_hash(expr), json.dumps(bound, sort_keys=True), dev.key)
     if found is None:
         return None
     info, entry = found
     token = _OFF.set(True)
     try:
         choices = Choices.from_json(entry["choices"])
-        prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir)
+        prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir, bound)
     except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
         warnings.warn(TuningDatabaseWarning(f"the tuned choices stored in {path} no longer build "
                                             f"({type(err).__name__}: {err}); compiling without them"), stacklevel=3)
@@ -104,12 +112,13 @@ class TunedChoices(Choices):
         return out
 
 
-def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any) -> Any:
+def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any,
+           sizes: dict[str, int]) -> Any:
     from lift.rewrites import auto_points
 
     from .evaluate import Evaluator
 
-    search = auto_points(expr, {}) if auto else expr
-    pipe = Evaluator(search, (), device, {})
+    search = auto_points(expr, sizes) if auto else expr  # placed as `tune` placed them for these sizes
+    pipe = Evaluator(search, (), device, sizes)
     pipe.cache_dir = cache_dir
     return pipe.compile(choices)

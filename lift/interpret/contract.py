@@ -1,4 +1,5 @@
-"""`reduce(add) << map(mult) << zip(xs, ys)` in the precise mode: one matrix product in numpy.
+"""`reduce(add) << map(mult) << zip(xs, ys)`: one matrix product in numpy (precise mode), or the
+exact-order float32 sum in one pass (lift.interpret.ordered) or in blocks (`contract_sequential`).
 
 In the precise (float64) mode the order of a float sum is free (the reference is compared within a
 tolerance derived from the reduction length), so summing the products of two arrays' elements along
@@ -10,13 +11,13 @@ reduction) all take this path; whatever does not match it takes the general fold
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from lift.interpret.ordered import cores, ordered_sum
 from lift.interpret.twins import monoid
 from lift.interpret.values import Zipped
 from lift.ir import nodes as n
@@ -91,50 +92,53 @@ def contract(acc: Any, ys: Any, d: int) -> np.ndarray | None:
     return np.add(acc, ops.back(r))
 
 
-BLOCK = 1 << 20  # products a sequential float32 contraction materialises at once
-MIN_COLUMNS = 64  # below this many columns (J), the general fold (at least 2: see below)
-PARALLEL_WORK = 1 << 24  # from this many products on, blocks of rows are folded on every core
+BLOCK = 1 << 20  # products the block fold of a float32 contraction materialises at once
+MIN_COLUMNS = 64  # below this many columns (J), the block fold declines (at least 2: see below)
+PARALLEL_WORK = 1 << 24  # from this many products on, the block fold uses every core
 
 
 def contract_sequential(acc: Any, ys: Any, d: int) -> np.ndarray | None:
     """The same in float32 and in the exact order of the fold, `acc = acc + x_k * y_k` for k = 0,
     1, ... (each product and each sum rounded to float32), or None when `ys` is not a float32 pair
-    of scalars with at least MIN_COLUMNS columns. For a block of rows, the products P[r, k, j] are
-    made at once; `P[:, 0] += acc` is the first step and numpy's reduction along the middle axis
-    (not the fastest-varying one, so it adds one k after the other for every (r, j), without
-    pairwise summation) the rest. Large contractions fold their blocks on all cores (threads:
-    each output element is still made by one sequence of float32 operations)."""
+    of scalars. One pass by numpy's einsum where it keeps the order (lift.interpret.ordered: a start
+    of at most one varying axis, finite operands), else in blocks (at least MIN_COLUMNS columns)."""
     ops = _operands(ys, d, np.float32)
     a = np.asarray(acc)
-    if ops is None or ops.y.shape[2] < max(2, MIN_COLUMNS) or a.dtype != np.float32:
+    if ops is None or a.dtype != np.float32:
         return None
-    (nb, ni, m), nj = ops.x.shape, ops.y.shape[2]
     start = ops.forward(a)
-    ys_ = np.ascontiguousarray(ops.y)  # rows of k contiguous along j: the products' inner loop
+    out = ordered_sum(start, ops.x, ops.y)
+    if out is None and ops.y.shape[2] >= max(2, MIN_COLUMNS):
+        out = _block_fold(start, ops.x, ops.y)
+    return None if out is None else ops.back(out)
+
+
+def _block_fold(start: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """For a block of rows, the products P[r, k, j] are made at once; `P[:, 0] += start` is the first
+    step and numpy's reduction along the middle axis (not the fastest-varying one, so it adds one k
+    after the other for every (r, j), without pairwise summation) the rest. Large contractions fold
+    their blocks on all cores (threads: each output element is still made by one sequence of
+    float32 operations)."""
+    (nb, ni, m), nj = x.shape, y.shape[2]
+    ys_ = np.ascontiguousarray(y)  # rows of k contiguous along j: the products' inner loop
     out = np.empty((nb, ni, nj), np.float32)
     rows = max(1, BLOCK // (m * nj))
     blocks = [(bi, r0, min(ni, r0 + rows)) for bi in range(nb) for r0 in range(0, ni, rows)]
 
     def run(part: list[tuple[int, int, int]]) -> None:
         prods = np.empty((min(rows, ni), m, nj), np.float32)
-        for bi, r0, r1 in part:
-            p = prods[: r1 - r0]
-            np.multiply(ops.x[bi, r0:r1, :, None], ys_[bi, None], out=p)
-            np.add(start[bi, r0:r1], p[:, 0], out=p[:, 0])
-            np.add.reduce(p, axis=1, out=out[bi, r0:r1])
+        with np.errstate(all="ignore"):  # and numpy's buffer no longer than a row of j (none copied)
+            np.setbufsize(max(16, min(nj, 8192) // 16 * 16))
+            for bi, r0, r1 in part:
+                p = prods[: r1 - r0]
+                np.multiply(x[bi, r0:r1, :, None], ys_[bi, None], out=p)
+                np.add(start[bi, r0:r1], p[:, 0], out=p[:, 0])
+                np.add.reduce(p, axis=1, out=out[bi, r0:r1])
 
-    workers = min(_cores(), len(blocks)) if nb * ni * nj * m >= PARALLEL_WORK else 1
+    workers = min(cores(), len(blocks)) if nb * ni * nj * m >= PARALLEL_WORK else 1
     if workers <= 1:
         run(blocks)
     else:  # the blocks write disjoint outputs; numpy releases the GIL in each call
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(run, [blocks[w::workers] for w in range(workers)]))
-    return ops.back(out)
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return out

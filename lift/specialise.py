@@ -1,0 +1,133 @@
+"""A program with symbolic sizes specialises to the sizes of its calls (`lift.compile(expr, specialise=True)`).
+
+`lift.compile(expr)` of a program over `Size("N")` compiles the generic program, correct for every
+size. Some of the compiler's best choices need constant sizes: the default register blocks of a
+nested map-reduce (`lift.rewrites.auto.default_points`) add size conditions (8 | M, 16 | N) that
+other sizes fail, and a tuned winner is stored for the sizes it was tuned at. So the `Program`
+carries a `Specialiser`, and a call with sizes it has not seen before decides, once per size tuple:
+
+1. the tuning database's winner for `expr` tuned at these sizes (`lift.tune(expr, *arrays)`;
+   `lift.explore.reuse.tuned_program` with the call's bindings), else
+2. the program with these sizes substituted, when that has what the generic one cannot have:
+   a tuned winner of the fixed-size program, or the default points (compiled with their first
+   valid choices, `lift.compile._default_blocks`), else
+3. the generic program (nothing compiled: nothing to gain at these sizes).
+
+A specialisation that is refused (the default points do not compile for these sizes) or fails
+(its compile, or later its run, raises) leaves the generic program to run the call: never an error
+the generic program would not give. Every decision is kept, with its reason and the seconds it
+took, for the `LIMIT` most recent size tuples (`Program.specialisations`), and logged at debug
+level on the "lift.specialise" logger (a specialised program that fails to run is a compiler bug:
+logged as a warning). Only the program that ran the
+last call holds device buffers (as a generic program holds those of one shape: `Program._runs`).
+Specialised binaries go to the disk cache under their own source, as any program's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lift.ir.nodes import Lambda
+
+log = logging.getLogger("lift.specialise")
+
+LIMIT = 8  # size tuples whose decision (and specialised program) a Program keeps
+
+
+@dataclass
+class Specialisation:
+    """What a `Program` runs for one size tuple: `program` (None: the generic program) and why."""
+
+    sizes: dict[str, int]
+    program: Any  # the specialised `lift.Program`, or None: the generic program runs
+    reason: str
+    seconds: float  # spent deciding and compiling (the OpenCL build included)
+
+    def __repr__(self) -> str:
+        what = "specialised" if self.program is not None else "generic"
+        return f"<Specialisation {self.sizes}: {what}, {self.seconds:.2f} s: {self.reason}>"
+
+
+class Specialiser:
+    """The specialised programs of one program with symbolic sizes, by size tuple (the last `limit`).
+
+    s = Specialiser(expr, device, cache_dir); s.get({"N": 1024}).program -> Program | None"""
+
+    def __init__(self, expr: Lambda, device: Any = None, cache_dir: Any = None, *, limit: int = LIMIT) -> None:
+        from lift.explore.reuse import symbolic_sizes
+
+        self.expr, self.device, self.cache_dir, self.limit = expr, device, cache_dir, limit
+        self.names = tuple(sorted(symbolic_sizes(expr)))
+        self._done: OrderedDict[tuple[int, ...], Specialisation] = OrderedDict()
+
+    @property
+    def records(self) -> tuple[Specialisation, ...]:
+        """The decisions kept, least recently used first."""
+        return tuple(self._done.values())
+
+    def get(self, sizes: Mapping[str, int]) -> Specialisation:
+        """The decision for `sizes` (the bindings of a call), made at its first call."""
+        unbound = [n for n in self.names if sizes.get(n) is None]
+        if unbound:  # e.g. only `N * M` is a length: the generic program binds what it needs
+            return Specialisation(dict(sizes), None, f"the call binds no value of {', '.join(unbound)}; generic", 0.0)
+        key = tuple(int(sizes[n]) for n in self.names)
+        rec = self._done.get(key)
+        if rec is not None:
+            self._done.move_to_end(key)
+            return rec
+        t0 = time.perf_counter()
+        bound = dict(zip(self.names, key))
+        program, reason = self._make(bound)
+        rec = Specialisation(bound, program, reason, time.perf_counter() - t0)
+        log.debug("%s", rec)
+        self._done[key] = rec
+        while len(self._done) > self.limit:
+            self._done.popitem(last=False)
+        return rec
+
+    def refuse(self, sizes: Mapping[str, int], err: BaseException) -> None:
+        """The specialised program for `sizes` failed to run: the generic program runs those sizes."""
+        rec = self.get(sizes)
+        rec.program = None
+        rec.reason = f"the specialised program failed to run ({type(err).__name__}: {_first_line(err)}); generic"
+        log.warning("%s", rec)
+
+    def _make(self, bound: dict[str, int]) -> tuple[Any, str]:
+        """The specialised program for `bound` and why, or None and why not (see the module docstring)."""
+        from lift.compile import _default_blocks
+        from lift.constraints import substitute_sizes
+        from lift.explore.reuse import tuned_program
+        from lift.rewrites.auto import default_points
+
+        try:
+            tuned = tuned_program(self.expr, self.device, self.cache_dir, sizes=bound)
+            if tuned is not None:
+                return tuned, f"tuned for these sizes: {tuned.choices.origin}"
+            fixed = substitute_sizes(self.expr, bound)
+            tuned = tuned_program(fixed, self.device, self.cache_dir)
+            if tuned is not None:
+                return tuned, f"the program with these sizes fixed was tuned: {tuned.choices.origin}"
+            placed = default_points(fixed)
+            if placed is fixed:
+                return None, "nothing to specialise: no tuned choice and no default point for these sizes; generic"
+            blocked = _default_blocks(fixed, self.device, self.cache_dir)
+        except Exception as err:  # noqa: BLE001 - a refusal: the generic program runs the call
+            return None, f"specialisation failed ({type(err).__name__}: {_first_line(err)}); generic"
+        if blocked is None:
+            return None, "the default points do not compile for these sizes; generic"
+        blocked.choices = blocked.choices.replace(sizes=bound)  # `compile(expr, choices=...)` rebuilds it
+        shown = "; ".join(f"{lab} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'skip')})"
+                          for lab, c in sorted(blocked.choices.points.items()) if not c.get("skip"))
+        return blocked, f"default points {shown or '(all skipped)'} with these sizes fixed"
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [""])[0][:200]
+
+
+__all__ = ["Specialiser", "Specialisation", "LIMIT"]

@@ -1,0 +1,220 @@
+"""`lift.compile` of a program with symbolic sizes specialises to the sizes of its calls (lift/specialise.py):
+each shape gets the default register blocks where they apply (or the tuned winner for that shape), every
+result matches the interpreter, and the generic program runs whatever is refused or fails."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+from lift.errors import DeviceError, LiftTypeError
+from lift.specialise import Specialiser
+from lift.testing import assert_same
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import conv  # noqa: E402
+
+M, N, K = Size("M"), Size("N"), Size("K")
+
+
+def matmul():
+    """C = A B with B [K][N] read through `transpose`, all sizes symbolic."""
+    return fun([Array(Array(Float, K), M), Array(Array(Float, N), K)], lambda a, b: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)) << a)
+
+
+def args(m: int, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+
+
+def blocked(prog: lift.Program) -> bool:
+    """Whether `prog` runs the default register blocks (a private accumulator array, no skipped block point)."""
+    points = prog.choices.points if prog.choices is not None else {}
+    return any(lab.startswith("auto_b") and not c.get("skip") for lab, c in points.items()) and " acc[" in prog.source
+
+
+@pytest.mark.device
+def test_two_shapes_specialise_to_blocks_and_match_the_interpreter() -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    assert prog.specialises and not blocked(prog)  # the generic program: no blocks (they need size conditions)
+    generic_source = prog.source
+    for shape in ((16, 32, 256), (24, 16, 512)):
+        a, b = args(*shape)
+        assert_same(lift.interpret(expr, a, b), prog(a, b))
+        special = prog.specialised(a, b)
+        assert special is not prog and blocked(special), special.source
+        assert special is prog.specialised(a, b)  # compiled once per shape
+    assert prog.source == generic_source
+    recs = prog.specialisations
+    assert [r.sizes for r in recs] == [{"K": 256, "M": 16, "N": 32}, {"K": 512, "M": 24, "N": 16}]
+    assert all(r.program is not None and "default points auto_b0" in r.reason and r.seconds > 0 for r in recs)
+    a, b = args(16, 32, 256, seed=1)  # the first shape again: its specialised program, new values
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    assert len(prog.specialisations) == 2
+
+
+@pytest.mark.device
+def test_shapes_the_blocks_do_not_divide_or_do_not_need_still_run() -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    a, b = args(7, 9, 257)  # prime sizes: no block of 8 rows or 16 columns divides them
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    a, b = args(8, 8, 8)  # too short a reduction for the default points: the generic program, nothing compiled
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    assert prog.specialised(a, b) is prog
+    rec = prog.specialisations[-1]
+    assert rec.program is None and "nothing to specialise" in rec.reason
+
+
+_ONE: dict[str, lift.Program] = {}  # one specialising program across the examples (its shapes accumulate)
+
+
+@pytest.mark.device
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(1, 24), n=st.integers(1, 40), k=st.sampled_from([256, 260, 300, 512]))
+def test_any_shape_matches_the_interpreter(m: int, n: int, k: int) -> None:
+    expr = matmul()
+    prog = _ONE.setdefault("matmul", lift.compile(expr))
+    a, b = args(m, n, k, seed=m * n + k)
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    rec = prog.specialisations[-1]
+    assert rec.sizes == {"K": k, "M": m, "N": n} and (rec.program is None) == (prog.specialised(a, b) is prog)
+
+
+@pytest.mark.device
+def test_the_conv_layer_specialises_at_two_sizes() -> None:
+    expr = conv.listing_4_1()
+    prog = lift.compile(expr)
+    for size, cout in ((8, 16), (4, 8)):
+        inp, wts = conv.inputs(size, 32, cout)  # 3x3x32 = 288 products per output: the default blocks apply
+        assert_same(lift.interpret(expr, inp, wts), prog(inp, wts))
+        assert blocked(prog.specialised(inp, wts))
+
+
+@pytest.mark.device
+def test_the_specialised_choices_rebuild_it() -> None:
+    expr = matmul()
+    a, b = args(16, 32, 256)
+    special = lift.compile(expr).specialised(a, b)
+    assert special.choices.sizes == {"K": 256, "M": 16, "N": 32}
+    by_sizes = lift.compile(expr).specialised(sizes={"K": 256, "M": 16, "N": 32})  # no arrays needed
+    assert by_sizes.source == special.source
+    with pytest.raises(LiftTypeError, match="no value for N"):
+        lift.compile(expr).specialised(sizes={"K": 256, "M": 16})
+    again = lift.compile(expr, choices=special.choices)
+    assert again.source == special.source and not again.specialises
+    assert_same(lift.interpret(expr, a, b), again(a, b))
+
+
+@pytest.mark.device
+def test_the_tuned_winner_for_the_shape_is_used(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("LIFTCL_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    expr = matmul()
+    a, b = args(16, 32, 256)
+    res = lift.tune(expr, a, b, budget=120, trials=4, progress=False)
+    prog = lift.compile(expr)
+    assert not getattr(prog.choices, "origin", "")  # the generic program is never a tuned one
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    special = prog.specialised(a, b)
+    assert "tuning database" in special.choices.origin and "tuned for these sizes" in prog.specialisations[-1].reason
+    assert special.source == res.best.source and special.choices == res.choices
+    c, d = args(24, 16, 512)  # another shape: not tuned, the default blocks
+    assert_same(lift.interpret(expr, c, d), prog(c, d))
+    assert blocked(prog.specialised(c, d)) and not getattr(prog.specialised(c, d).choices, "origin", "")
+
+
+@pytest.mark.device
+def test_only_the_program_of_the_last_call_holds_device_buffers() -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    shapes = [args(16, 32, 256), args(24, 16, 512), args(8, 8, 8)]  # two specialised, then the generic program
+    runs = []
+    for a, b in shapes:
+        assert_same(lift.interpret(expr, a, b), prog(a, b))
+        runs.append(prog.specialised(a, b))
+        holding = {id(p) for p in (prog, *runs) if p.device_buffers}
+        assert holding == {id(runs[-1])}
+    assert runs[-1] is prog
+
+
+@pytest.mark.device
+def test_specialised_binaries_use_the_programs_disk_cache(tmp_path) -> None:
+    expr = matmul()
+    a, b = args(16, 32, 256)
+    first = lift.compile(expr, cache_dir=tmp_path).specialised(a, b)
+    assert first.build_info.status == "miss" and first.build_info.path.parent.parent == tmp_path
+    again = lift.compile(expr, cache_dir=tmp_path).specialised(a, b)
+    assert again.build_info.status == "hit" and again.build_info.key == first.build_info.key
+    assert_same(lift.interpret(expr, a, b), again(a, b))
+    assert lift.compile(expr, cache_dir=False).specialised(a, b).build_info.status == "uncached"
+
+
+@pytest.mark.device
+def test_a_specialised_program_that_fails_leaves_the_call_to_the_generic_one() -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    a, b = args(16, 32, 256)
+    prog.specialised(a, b)
+
+    class Broken:  # a specialised program whose run raises (as a device failure would)
+        def __call__(self, *arrays):
+            raise DeviceError("simulated failure of a specialised kernel")
+
+    prog.specialisations[-1].program = Broken()
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    rec = prog.specialisations[-1]
+    assert rec.program is None and "failed to run" in rec.reason and "simulated" in rec.reason
+    assert prog.specialised(a, b) is prog
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("blocks, why", [(lambda *a: None, "do not compile for these sizes"),
+                                         (lambda *a: 1 // 0, "specialisation failed (ZeroDivisionError")])
+def test_refused_or_failing_specialisations_leave_the_call_to_the_generic_program(monkeypatch, blocks, why) -> None:
+    expr = matmul()
+    prog = lift.compile(expr)
+    monkeypatch.setattr(sys.modules["lift.compile"], "_default_blocks", blocks)  # refuse, or raise
+    a, b = args(16, 32, 256)
+    assert_same(lift.interpret(expr, a, b), prog(a, b))
+    rec = prog.specialisations[-1]
+    assert rec.program is None and why in rec.reason and prog.specialised(a, b) is prog
+
+
+@pytest.mark.device
+def test_argument_errors_are_the_generic_programs_and_decide_nothing() -> None:
+    prog = lift.compile(matmul())
+    a, _ = args(16, 32, 256)
+    with pytest.raises(LiftTypeError):
+        prog(a, np.ones((300, 32), np.float32))  # K disagrees: the error of before
+    assert prog.specialisations == ()
+
+
+def test_off_and_explicit_compilations_do_not_specialise() -> None:
+    expr = matmul()
+    assert not lift.compile(expr, specialise=False).specialises
+    assert not lift.compile(expr, choices={}).specialises
+    assert not lift.compile(fun([Array(Float, 64)], lambda x: map(lift.id) << x)).specialises  # constant sizes
+    with pytest.raises(LiftTypeError):
+        lift.compile(expr, specialise="yes")
+
+
+def test_an_offline_program_specialises_for_inspection() -> None:
+    prog = lift.compile(matmul(), device=lift.devices.profile("mali-g72"))  # a profile, not attached here
+    special = prog.specialised(sizes={"K": 256, "M": 16, "N": 32})
+    assert not special.attached and special is not prog and blocked(special)
+
+
+def test_decisions_are_kept_for_the_most_recent_shapes() -> None:
+    spec = Specialiser(matmul(), limit=2)
+    for k in (2, 3, 4, 3):  # short reductions: decided without compiling
+        assert spec.get({"M": 4, "N": 4, "K": k}).program is None
+    assert [r.sizes["K"] for r in spec.records] == [4, 3]
