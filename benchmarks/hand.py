@@ -6,6 +6,9 @@ axpy/dot/gemv. See ../shared/notes/pocl-performance.md for why these shapes are 
 matmul takes A [M][K] and B [K][N] row-major (the plain program `map(r => map(c => dot(r, c))
 << transpose << B) << A`); a work-item owns a BM x BN block of C, reads B's rows as float8
 through aligned pointer casts, broadcasts A's scalars, and keeps BM x BN/8 float8 accumulators.
+`packed_plan` first copies A's BM-row blocks and B's BN-column strips into contiguous panels (two
+small kernels), so each work-item reads two sequential streams: with power-of-two row strides
+(N = K = 1024: 4 KiB) the in-place reads land on a few cache sets and a new page at every step of k.
 """
 
 from __future__ import annotations
@@ -52,6 +55,54 @@ def matmul_plan(bm: int, bn: int) -> KernelSource:
                         ("M", "N", "K"), (Array(Array(Float, K), M), Array(Array(Float, N), K)))
 
 
+def packed_src(bm: int, bn: int) -> str:
+    """`matmul_src`'s block reading packed panels: A as [M/bm][K][bm], B as [N/bn][K][bn] (both
+    contiguous step after step of k), and the two copy kernels that pack them."""
+    v = bn // 8
+    accs = [f"c{i}_{j}" for i in range(bm) for j in range(v)]
+    lines = [f"kernel void pack_a{bm}(global const float* A, global float* P, int K) {{",
+             "  int k = get_global_id(0), rb = get_global_id(1);",
+             f"  for (int i = 0; i < {bm}; i++)",
+             f"    P[((size_t)rb * K + k) * {bm} + i] = A[((size_t)rb * {bm} + i) * K + k];",
+             "}",
+             f"kernel void pack_b{bn}(global const float* B, global float* P, int N, int K) {{",
+             "  int k = get_global_id(0), cb = get_global_id(1);",
+             f"  global const float8* b = (global const float8*)(B + (size_t)k * N + cb * {bn});",
+             f"  global float8* p = (global float8*)(P + ((size_t)cb * K + k) * {bn});",
+             "  " + " ".join(f"p[{j}] = b[{j}];" for j in range(v)),
+             "}",
+             f"kernel void mmp{bm}x{bn}(global const float* A, global const float* B, global float* C,",
+             "                  int M, int N, int K) {",
+             f"  int cb = get_global_id(0), rb = get_global_id(1), c = cb * {bn}, r = rb * {bm};",
+             f"  global const float* a = A + (size_t)rb * K * {bm};",
+             f"  global const float8* b = (global const float8*)(B + (size_t)cb * K * {bn});",
+             "  " + " ".join(f"float8 {x} = (float8)(0.0f);" for x in accs),
+             "  for (int k = 0; k < K; k++) {",
+             "    " + " ".join(f"float8 b{j} = b[k * {v} + {j}];" for j in range(v)),
+             "    " + " ".join(f"float a{i} = a[k * {bm} + {i}];" for i in range(bm))]
+    lines += ["    " + " ".join(f"c{i}_{j} += a{i} * b{j};" for j in range(v)) for i in range(bm)]
+    lines += ["  }"]
+    for i in range(bm):
+        lines.append(f"  {{ global float8* o = (global float8*)(C + (size_t)(r + {i}) * N + c); "
+                     + " ".join(f"o[{j}] = c{i}_{j};" for j in range(v)) + " }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def packed_plan(bm: int, bn: int) -> KernelSource:
+    """C = A B with A and B packed into panels first, then a bm x bn register block per work-item."""
+    name = f"mmp{bm}x{bn}"
+    bufs = (BufferSpec("A", Float, M * K, role="input", param=0), BufferSpec("B", Float, K * N, role="input", param=1),
+            BufferSpec("PA", Float, M * K), BufferSpec("PB", Float, K * N),
+            BufferSpec("C", Float, M * N, role="output"))
+    launches = (Launch(f"pack_a{bm}", _args("A", "PA", sizes=("K",)), (K, M // bm)),
+                Launch(f"pack_b{bn}", _args("B", "PB", sizes=("N", "K")), (K, N // bn)),
+                Launch(name, _args("PA", "PB", "C", sizes=("M", "N", "K")), (N // bn, M // bm)))
+    ins = (Array(Array(Float, K), M), Array(Array(Float, N), K))
+    return KernelSource(packed_src(bm, bn), (f"pack_a{bm}", f"pack_b{bn}", name), bufs, launches, ("C",),
+                        Array(Array(Float, N), M), ("M", "N", "K"), ins)
+
+
 STENCIL_SRC = """
 kernel void stencil3(global const float* x, global float* out, int N) {
   int i = get_global_id(0) * 8;
@@ -91,4 +142,4 @@ def triad_plan(w: int) -> KernelSource:
                         (Float, Array(Float, N), Array(Float, N)))
 
 
-__all__ = ["matmul_plan", "matmul_src", "stencil_plan", "triad_plan"]
+__all__ = ["matmul_plan", "matmul_src", "packed_plan", "packed_src", "stencil_plan", "triad_plan"]

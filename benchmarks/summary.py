@@ -104,7 +104,8 @@ def kernels(quick: bool) -> list[Kernel]:
                {"float8 row per work-item": lambda: Program(bench.gemv_plan())}, bytes=float(gm.nbytes)),
         Kernel("matmul", matmul_program(), (ma, mb), ma.astype(np.float64) @ mb, lambda: ma @ mb,
                {"4x16 block, float8": lambda: Program(hand.matmul_plan(4, 16)),
-                "8x8 block, float8": lambda: Program(hand.matmul_plan(8, 8))}, flops=2.0 * mm ** 3),
+                "8x8 block, float8": lambda: Program(hand.matmul_plan(8, 8)),
+                "4x16 packed, float8": lambda: Program(hand.packed_plan(4, 16))}, flops=2.0 * mm ** 3),
         Kernel("conv", conv.listing_4_1(), (ci, cw), im2col_conv(ci.astype(np.float64), cw.astype(np.float64)),
                lambda: im2col_conv(ci, cw), _hand_conv(ci, cw), flops=2.0 * cv * cv * cv * 9 * cv),
     ]

@@ -37,6 +37,7 @@ from lift.rules.terms import eta, lam, mentions
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
+from lift.userfun.compose import fused
 
 from .chunks import lane_sum
 from .nested import _nest, _reduction
@@ -134,6 +135,18 @@ def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayTy
     return fits[0] if fits else 1
 
 
+def update(f: FunDecl, g: UserFun, w: int, acc: Any, x: Any, y: Any) -> Any:
+    """`f(acc, g(x, y))` on `w` lanes (w > 1: vectorised), as one fused user function where both
+    bodies are C expressions (lift/userfun/compose.py: the OpenCL compiler contracts a multiply-add
+    only within one expression)."""
+    ff = eta(f)
+    one = fused(ff, g, 1) if isinstance(ff, UserFun) else None
+    if one is not None:
+        return FunCall(n.Vectorise(one, w) if w > 1 else one, (acc, x, y))
+    big_f, big_g = (n.Vectorise(ff, w), n.Vectorise(g, w)) if w > 1 else (ff, g)
+    return FunCall(big_f, (acc, FunCall(big_g, (x, y))))
+
+
 def _swapped(h: FunDecl, ra: Any) -> bool:
     """Whether `h` is `rb => reduce(f, z) << [map(g) <<] zip(rb, ra)` (the arrays the other way round)."""
     h = eta(h)
@@ -155,10 +168,9 @@ def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int,
     if w > 1:
         uf = _pair_fun(g)
         ea, eb, acc_t = VectorType(ea, w), VectorType(eb, w), VectorType(s_t, w)
-        vf, vg = n.Vectorise(eta(f), w), n.Vectorise(uf, w)
 
         def step(acc: Any, x: Any, y: Any) -> Any:
-            return FunCall(vf, (acc, FunCall(vg, (y, x) if swapped else (x, y))))
+            return update(f, uf, w, acc, *((y, x) if swapped else (x, y)))  # type: ignore[arg-type]
     else:
         acc_t = s_t
 
@@ -199,4 +211,4 @@ def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int,
 
 register_block = constructor(RegisterBlock, "register_block")
 
-__all__ = ["RegisterBlock", "register_block", "fitting"]
+__all__ = ["RegisterBlock", "register_block", "fitting", "update"]

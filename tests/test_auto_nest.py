@@ -61,13 +61,23 @@ def _arrays(prog, sizes: dict[str, int], seed: int) -> list[np.ndarray]:
     return out
 
 
+def _panels(compiled, sizes: dict[str, int]) -> bool:
+    """Whether the global temporaries of a compiled matmul are exactly A's and B's packed panels (M K
+    and K N elements: no partial sums in global memory)."""
+    (m, k), (_, n) = ([int(evaluate(s, sizes)) for s in (t.size, t.elem.size)] for t in compiled.plan.param_types)
+    temps = sorted(int(evaluate(b.count, sizes)) for b in compiled.plan.buffers if b.role == "temp")
+    return temps == sorted([m * k, k * n]) and all(b.space == "global" for b in compiled.plan.buffers
+                                                     if b.role == "temp")
+
+
 def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
     sizes = {"M": 64, "N": 48, "K": 512}
     prog = rw.auto_points(matmul(), sizes)
     assert _kinds(prog) == {"auto_b0": "block_nest"}
     space = rw.auto_space(prog, sizes)["auto_b0"]
     assert space["layout"] == ("copy", "keep")  # B is read through transpose: a layout change is offered
-    assert space["rows"] == (8, 4, 2, 1) and space["cols"] == (2, 4, 8, 1)
+    assert space["rows"] == (4, 8, 2, 1) and space["cols"] == (2, 1, 4, 8)
+    assert space["pack"] == ("ab", "b", "a", "none")  # panels of the output form packed by kernels of their own
     assert space["width"] == (8, 4, 16, 1)  # widths along the output first: 2 x 16 does not divide N = 48
     assert space["along"] == ("output", "reduced")  # vectors along B's contiguous columns, or along k
     odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
@@ -137,12 +147,15 @@ def test_the_default_blocks_of_matmul_compile_without_a_global_tmp_for_partial_s
     sizes = {"M": 16, "N": 16, "K": 64}
     prog = rw.auto_points(matmul())  # symbolic sizes: placed
     a, b = _arrays(prog, sizes, 2)
-    compiled = lift.compile(prog)  # the point's first choices: 8 x 2 blocks of float8 along the output
-    assert compiled.choices.points["auto_b0"] == {"skip": False, "rows": 8, "cols": 2, "width": 8,
-                                                  "layout": "copy", "along": "output"}
-    assert not [b for b in compiled.plan.buffers if b.role == "temp"]  # the partial sums stay in registers
-    assert "float8 acc[16]" in compiled.source
+    compiled = lift.compile(prog)  # the point's first choices: 4 x 2 blocks of float8 along the output, packed
+    assert compiled.choices.points["auto_b0"] == {"skip": False, "rows": 4, "cols": 2, "width": 8,
+                                                  "layout": "copy", "along": "output", "pack": "ab"}
+    assert _panels(compiled, sizes)  # the partial sums stay in registers, the temporaries are the panels
+    assert "float8 acc[8]" in compiled.source
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    unpacked = lift.compile(prog, choices={"auto_b0": {"rows": 8, "cols": 2, "width": 8, "pack": "none"}})
+    assert not [b for b in unpacked.plan.buffers if b.role == "temp"] and "float8 acc[16]" in unpacked.source
+    np.testing.assert_allclose(unpacked(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     copy = lift.compile(prog, choices={"auto_b0": {"rows": 4, "cols": 4, "width": 8, "along": "reduced"}})
     temps = [b for b in copy.plan.buffers if b.role == "temp"]
     # along k: the one global temporary is B's transposed copy (K x N), the accumulators are private
@@ -167,6 +180,28 @@ def test_the_nest_inside_a_2d_map_is_found() -> None:
     assert not any(rw.is_point(n) for _, n in walk(out))
 
 
+def test_a_nest_inside_a_map_is_not_offered_packing() -> None:
+    """A nest over a batch element (not the program's input) cannot add kernels: no pack choice, and
+    a pack asked for is refused with the reason (the program as written)."""
+    prog = fun([Array(Array(Float, K), M), Array(Array(Array(Float, N), K), 2)], lambda a, bs: map(
+        lambda b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                      << (transpose << b)) << a) << bs)
+    sizes = {"M": 8, "N": 16, "K": 8}
+    placed = rw.auto_points(prog, sizes, min_length=1)
+    space = rw.auto_space(placed, sizes)["auto_b0"]
+    assert space["pack"] == ("none",) and "output" in space["along"]
+    args = _arrays(prog, sizes, 8)
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        kept = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 8, "pack": "ab"}}, outcomes=outcomes)
+    assert not outcomes[0].applied and "kernels of their own" in outcomes[0].reason
+    np.testing.assert_allclose(lift.interpret(kept, *args), lift.interpret(prog, *args), rtol=1e-5)
+    done = rw.apply_all(placed, {"auto_b0": {"rows": 2, "cols": 2, "width": 8, "pack": "none"}}, outcomes=outcomes)
+    assert outcomes[-1].applied
+    np.testing.assert_allclose(lift.interpret(done, *args), lift.interpret(prog, *args), rtol=1e-5)
+
+
 def test_a_view_argument_can_be_gathered_first() -> None:
     sizes = {"M": 16, "N": 8}
     prog = rw.auto_points(conv1d(), sizes, min_length=1)
@@ -189,7 +224,35 @@ def test_the_default_compile_of_a_constant_size_matmul_uses_register_blocks() ->
     a, b = _arrays(prog, {}, 4)
     compiled = lift.compile(prog)
     assert compiled.choices.points["auto_b0"]["along"] == "output" and not compiled.choices.points["auto_b0"]["skip"]
-    assert not [x for x in compiled.plan.buffers if x.role == "temp"] and "bcast8_float" in compiled.source
+    assert _panels(compiled, {}) and "bcast8_float" in compiled.source
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     assert lift.compile(prog, choices=compiled.choices).source == compiled.source
     assert "auto_b0" not in lift.compile(matmul()).choices.points  # symbolic sizes: no default blocks
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("pack", ["ab", "b", "a"])
+def test_packed_panels_compile_and_match_numpy(pack: str) -> None:
+    """Every `pack` choice compiled on the device: the panels are kernels of their own and the result
+    is the interpreter's (matmul with `transpose << B`, sizes that leave several blocks each way)."""
+    sizes = {"M": 8, "N": 32, "K": 12}
+    prog = rw.auto_points(matmul(), sizes, min_length=1)
+    a, b = _arrays(prog, sizes, 6)
+    compiled = lift.compile(prog, choices={"auto_b0": {"rows": 2, "cols": 2, "width": 8, "pack": pack}})
+    temps = sorted(int(evaluate(x.count, sizes)) for x in compiled.plan.buffers if x.role == "temp")
+    assert temps == sorted([8 * 12] * ("a" in pack) + [12 * 32] * ("b" in pack))
+    assert len(compiled.plan.kernels) == 1 + len(pack)
+    np.testing.assert_allclose(compiled(a, b), lift.interpret(matmul(), a, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", ["matmul, B given transposed", "conv1d"])
+def test_packing_reads_through_views(name: str) -> None:
+    """The panels of B given as [N][K] (read through a transpose) and of conv1d's windows (a view of
+    the padded input, gathered while packing) compiled on the device."""
+    sizes = {"M": 16, "N": 8, "K": 16}
+    prog = rw.auto_points(NESTS[name](), sizes, min_length=1)
+    args = _arrays(prog, sizes, 7)
+    compiled = lift.compile(prog, choices={"auto_b0": {"rows": 4, "cols": 1, "width": 8, "pack": "ab"}})
+    assert len(compiled.plan.kernels) == 3
+    np.testing.assert_allclose(compiled(*args), lift.interpret(NESTS[name](), *args), rtol=1e-5, atol=1e-5)

@@ -7,9 +7,10 @@ Random sampling rarely hits the chunk sizes that matter (the solver's pivots spr
   work-item (512 .. 8192 scalars; the hand-written PoCL dot uses 2048), and the whole array
   as one chunk (a row per work-item in gemv);
 - `vectorise`: each width;
-- `block_nest` (register blocks of a nested map-reduce): a few block shapes (`BLOCK_SEEDS`, those
-  of the point's space), each with the block maps as a 2-D ND-range (row blocks `map_glb(1)`,
-  column blocks `map_glb(0)`) and with the preferences below.
+- `block_nest` (register blocks of a nested map-reduce): a few block shapes and packings
+  (`BLOCK_SEEDS`, those of the point's space; packed 4 x 2 float8 first), each with the block
+  maps as a 2-D ND-range (row blocks `map_glb(1)`, column blocks `map_glb(0)`) and with the
+  preferences below.
 
 The joint choice is completed by the solver with preferences: maps at the top of a kernel
 global (code 30), maps inside them sequential (0), work-groups of `LOCAL` work-items and as
@@ -30,14 +31,17 @@ from lift.rewrites.auto_conv import PAD_SEEDS
 from .evaluate import Candidate, Evaluator, Record
 
 TARGET_ELEMS = (2048, 512, 8192)
-BLOCK_SEEDS = ({"rows": 8, "cols": 2, "width": 8, "along": "output"},
-               {"rows": 8, "cols": 2, "width": 8, "along": "output", "layout": "gather"},
-               {"rows": 4, "cols": 4, "width": 8, "along": "output"},
-               {"rows": 4, "cols": 1, "width": 16, "along": "output"},
-               {"rows": 4, "cols": 2, "width": 8, "along": "output"},
-               {"rows": 2, "cols": 4, "width": 16, "along": "reduced", "layout": "copy"},
-               {"rows": 4, "cols": 4, "width": 8, "along": "reduced", "layout": "copy"},
-               {"rows": 4, "cols": 4, "width": 4, "along": "reduced", "layout": "copy"})
+BLOCK_SEEDS = ({"rows": 4, "cols": 2, "width": 8, "along": "output", "pack": "ab"},
+               {"rows": 8, "cols": 1, "width": 8, "along": "output", "pack": "ab"},
+               {"rows": 4, "cols": 2, "width": 8, "along": "output", "pack": "b"},
+               {"rows": 2, "cols": 4, "width": 8, "along": "output", "pack": "ab"},
+               {"rows": 8, "cols": 2, "width": 8, "along": "output", "pack": "none"},
+               {"rows": 8, "cols": 2, "width": 8, "along": "output", "layout": "gather", "pack": "none"},
+               {"rows": 4, "cols": 4, "width": 8, "along": "output", "pack": "none"},
+               {"rows": 4, "cols": 1, "width": 16, "along": "output", "pack": "ab"},
+               {"rows": 2, "cols": 4, "width": 16, "along": "reduced", "layout": "copy", "pack": "none"},
+               {"rows": 4, "cols": 4, "width": 8, "along": "reduced", "layout": "copy", "pack": "none"},
+               {"rows": 4, "cols": 4, "width": 4, "along": "reduced", "layout": "copy", "pack": "none"})
 WHOLE_MAX = 1 << 15
 SCAN_MAX = 4096  # `_largest` scans a domain up to this size
 LOCAL = 64  # preferred work-group size of a seed  # the whole array as one chunk only up to this many elements
@@ -96,6 +100,8 @@ class Seeded:
             for shape in (*PAD_SEEDS, *BLOCK_SEEDS):  # PAD_SEEDS: only where layout "pad" is offered
                 if not all(v in doms.get(k, ()) for k, v in shape.items()):
                     continue
+                if shape.get("layout") == "pad" and "none" in doms.get("pack", ()):
+                    shape = {**shape, "pack": "none"}  # the padded copy replaces packing (not applied)
                 s = {**self.base(), lab: {**self.base()[lab], **shape}}
                 space = self.pipeline.space(s)
                 joint = None if isinstance(space, Exception) else complete(space, {}, grid=grid)
