@@ -4,11 +4,11 @@ liftcl's default compile and liftcl tuned for S seconds, from the plain high-lev
     python benchmarks/bench.py --tune 120 [--json OUT] [--only axpy,dot,...] [--quick]
 
 Not a test. Every contender is checked against a float64 numpy result, then all contenders of
-a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, medians), so
-machine load hits them alike. Bandwidth kernels are also compared with the STREAM triad, timed in
-the same rounds as the kernel's contenders (the best of float8 and float16 per work-item each round),
-so a load spike during one kernel does not skew its ratio to a triad measured minutes before. The
-triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
+a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, the order rotated
+every round, medians), so machine load hits them alike. Bandwidth kernels are also compared with
+the STREAM triad, timed in the same rounds as the kernel's contenders (the best of float8 and
+float16 per work-item each round), so a load spike during one kernel does not skew its ratio to a
+triad measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
 """
 
 from __future__ import annotations
@@ -213,11 +213,18 @@ def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
 
     runs: dict[str, list[float]] = {"numpy": []}
     triad_bps: list[float] = []
-    for _ in range(ROUNDS):
-        runs["numpy"].append(numpy_seconds(k.numpy, repeat))
-        if k.bytes:
-            triad_bps.append(max(nb / statistics.median(p.time(*a, repeat=repeat)) for p, a, nb in triad))
-        for name, (prog, verdict, _) in progs.items():
+    names = ["numpy", *(["triad"] if k.bytes else []), *progs]
+    for rnd in range(ROUNDS):
+        # the order rotates every round, so no contender always runs right after another (on the
+        # shared VMs here a kernel's time after numpy's BLAS threads or a long kernel can double)
+        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+            if name == "numpy":
+                runs["numpy"].append(numpy_seconds(k.numpy, repeat))
+                continue
+            if name == "triad":
+                triad_bps.append(max(nb / statistics.median(p.time(*a, repeat=repeat)) for p, a, nb in triad))
+                continue
+            prog, verdict, _ = progs[name]
             if prog is not None and verdict != "WRONG":
                 try:
                     runs.setdefault(name, []).append(statistics.median(prog.time(*k.args, repeat=repeat)))
