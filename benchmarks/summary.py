@@ -8,7 +8,9 @@ a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, t
 every round, medians), so machine load hits them alike. Bandwidth kernels are also compared with
 the STREAM triad, timed in the same rounds as the kernel's contenders (the best of float8 and
 float16 per work-item each round), so a load spike during one kernel does not skew its ratio to a
-triad measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
+triad measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose
+data fits the last-level cache can beat it, and so can one whose results are written with
+streaming stores (lift/codegen/stream.py): the triad's plain stores read every line first.
 """
 
 from __future__ import annotations

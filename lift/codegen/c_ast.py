@@ -143,6 +143,19 @@ class VecStore(CStmt):
     offset: Arith
 
 
+@dataclass(frozen=True, slots=True)
+class StreamStore(CStmt):
+    """`LIFT_STREAM_STORE(&target, value)`: an aligned vector write of a program's result that
+    nothing in the program reads again, printed as a non-temporal store where the OpenCL C
+    compiler is clang for x86-64 (PoCL's CPU device: the line goes to memory without being read
+    first, as STREAM's fastest kernels write) and as a plain assignment elsewhere
+    (`lift.codegen.stream`)."""
+
+    target: CIndex
+    value: CExpr
+    comment: str = ""
+
+
 @dataclass(slots=True)
 class For(CStmt):
     """`for (int var = init; var < bound; var += step)`; `once`: a single trip, no loop.
@@ -246,7 +259,7 @@ def walk_stmts(s: CStmt):
 
 __all__ = [
     "CExpr", "CRaw", "CVar", "CInt", "CIndex", "CVecLoad", "CMember", "CLane", "CCall", "CCond",
-    "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "For", "If", "Barrier", "Comment",
+    "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "StreamStore", "For", "If", "Barrier", "Comment",
     "AtomicCombine",
     "KParam", "KernelDef", "Unit", "walk_stmts", "UNROLL", "unrolled",
 ]

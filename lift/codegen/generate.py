@@ -28,6 +28,8 @@ from lift.codegen.kernel import KernelGen, cap
 from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_unit
 from lift.codegen.stages import KERNEL_STAGES, KernelJob, Stage, run_stages
+from lift.codegen.stream import MACRO as STREAM_MACRO
+from lift.codegen.stream import streamed, uses_stream
 from lift.codegen.verify import verify_generated
 from lift.codegen.width import LONG_HELPERS, decide, widen
 from lift.errors import LiftValueError, UnsupportedError
@@ -248,6 +250,7 @@ class _Program:
         kdef, args, limits = _index_width(kdef, args, (*gsize, *(lsize or ()),
                                                        *(b.count for b in self.buffers if b.name in st.uses)),
                                           self.sizes, self.wide)
+        kdef = streamed(kdef, {b.name for b in self.buffers if b.role == "output"})
         if st.fills:  # reduce_atomic's result, pre-filled by a launch of its own before the kernel
             self.kernels.append(self.fill(name, kdef, args, st.fills))
         return _Kernel(kdef, Launch(name, tuple(args), gsize, lsize), barriers, limits)
@@ -316,7 +319,10 @@ class _Program:
         self.check_requests()
         structs = [struct_decl(t) for t in _tuples(self.program)]
         helpers = LONG_HELPERS if any(k.kdef.index_type == "long" for k in self.kernels) else C_HELPERS
-        unit = Unit(helpers if _needs_helpers(self.kernels) else "", structs, self.funs.sources,
+        helpers = helpers if _needs_helpers(self.kernels) else ""
+        if any(uses_stream(k.kdef) for k in self.kernels):
+            helpers = f"{STREAM_MACRO}\n\n{helpers}" if helpers else STREAM_MACRO
+        unit = Unit(helpers, structs, self.funs.sources,
                     [k.kdef for k in self.kernels])
         memory = _memory(self.buffers, self.kernels)
         src = KernelSource(

@@ -27,6 +27,7 @@ from lift.codegen.c_ast import (
     For,
     If,
     KernelDef,
+    StreamStore,
     Unit,
     VecStore,
 )
@@ -76,6 +77,9 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
         case Assign(lhs, rhs, comment):
             note = f"  // {comment}" if comment else ""
             out.append(f"{pad}{expr(lhs)} = {expr(rhs)};{note}")
+        case StreamStore(target, value, comment):
+            note = f"  // {comment}" if comment else ""
+            out.append(f"{pad}LIFT_STREAM_STORE(&{expr(target)}, {expr(value)});{note}")
         case VecStore(n, value, base, offset):
             out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
         case For():

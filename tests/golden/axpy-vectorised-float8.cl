@@ -1,3 +1,9 @@
+#if defined(__clang__) && defined(__x86_64__)
+#define LIFT_STREAM_STORE(p, v) __builtin_nontemporal_store((v), (p))
+#else
+#define LIFT_STREAM_STORE(p, v) (*(p) = (v))
+#endif
+
 typedef struct { float8 _0; float8 _1; } Tuple_float8_float8;
 
 float8 mult(float x, float8 y) {
@@ -16,6 +22,6 @@ kernel void lift_kernel(const global float* restrict a,
     int N) {
   {  // map_glb[vectors]((p) => add(mult(a, get(0) << p), get(1) << p)): one iteration per work-item
     int gl_vectors = get_global_id(0);
-    ((global float8*)out)[gl_vectors] = add(mult(a[0], ((global float8*)x)[gl_vectors]), ((global float8*)y)[gl_vectors]);  // add
+    LIFT_STREAM_STORE(&((global float8*)out)[gl_vectors], add(mult(a[0], ((global float8*)x)[gl_vectors]), ((global float8*)y)[gl_vectors]));  // add
   }
 }
