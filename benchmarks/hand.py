@@ -124,21 +124,29 @@ def stencil_plan() -> KernelSource:
                         (Array(Float, N),))
 
 
-def triad_src(w: int) -> str:
-    return (f"kernel void triad{w}(global const float* s, global const float* b, global const float* c,\n"
+def triad_src(w: int, stream: bool = False) -> str:
+    """The triad kernel; `stream`: its result written with non-temporal stores (the macro
+    of lift/codegen/stream.py: no read of the result's lines first, where clang targets x86-64)."""
+    from lift.codegen.stream import MACRO
+
+    value = f"((global const float{w}*)b)[i] + s[0] * ((global const float{w}*)c)[i]"
+    store = (f"  LIFT_STREAM_STORE(&((global float{w}*)a)[i], {value});\n" if stream
+             else f"  ((global float{w}*)a)[i] = {value};\n")
+    name = f"triad{w}{'_stream' if stream else ''}"
+    return ((MACRO + "\n" if stream else "") +
+            f"kernel void {name}(global const float* s, global const float* b, global const float* c,\n"
             f"                    global float* a, int N) {{\n"
-            f"  int i = get_global_id(0);\n"
-            f"  ((global float{w}*)a)[i] = ((global const float{w}*)b)[i] + s[0] * ((global const float{w}*)c)[i];\n"
-            f"}}\n")
+            f"  int i = get_global_id(0);\n" + store + "}\n")
 
 
-def triad_plan(w: int) -> KernelSource:
+def triad_plan(w: int, stream: bool = False) -> KernelSource:
     """STREAM triad a = b + s c, `w` floats per work-item (3 arrays of N floats move)."""
     bufs = (BufferSpec("s", Float, as_arith(1), role="input", param=0),
             BufferSpec("b", Float, N, role="input", param=1), BufferSpec("c", Float, N, role="input", param=2),
             BufferSpec("a", Float, N, role="output"))
-    launch = Launch(f"triad{w}", _args("s", "b", "c", "a", sizes=("N",)), (N // w,))
-    return KernelSource(triad_src(w), (f"triad{w}",), bufs, (launch,), ("a",), Array(Float, N), ("N",),
+    name = f"triad{w}{'_stream' if stream else ''}"
+    launch = Launch(name, _args("s", "b", "c", "a", sizes=("N",)), (N // w,))
+    return KernelSource(triad_src(w, stream), (name,), bufs, (launch,), ("a",), Array(Float, N), ("N",),
                         (Float, Array(Float, N), Array(Float, N)))
 
 

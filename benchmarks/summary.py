@@ -7,10 +7,9 @@ Not a test. Every contender is checked against a float64 numpy result, then all 
 a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, the order rotated
 every round, medians), so machine load hits them alike. Bandwidth kernels are also compared with
 the STREAM triad, timed in the same rounds as the kernel's contenders (the best of float8 and
-float16 per work-item each round), so a load spike during one kernel does not skew its ratio to a
-triad measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose
-data fits the last-level cache can beat it, and so can one whose results are written with
-streaming stores (lift/codegen/stream.py): the triad's plain stores read every line first.
+float16 per work-item, plain and streaming stores, each round), so a load spike during one
+kernel does not skew its ratio to a triad measured minutes before. The triad streams 48 MiB
+(--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
 """
 
 from __future__ import annotations
@@ -145,15 +144,16 @@ def _hand_conv(inp: np.ndarray, wts: np.ndarray) -> dict[str, Callable[[], Any]]
 
 
 def triads(quick: bool) -> list[tuple[Program, tuple[Any, ...], float]]:
-    """STREAM triad programs (float8 and float16 per work-item), checked, with their arguments and bytes moved."""
+    """STREAM triad programs (float8 and float16 per work-item, plain and streaming stores: the
+    best of them is the bandwidth a kernel can reach), checked, with their arguments and bytes moved."""
     n = 1 << (22 if quick else 24)
     rng = np.random.default_rng(1)
     s, b, c = np.float32(3.0), rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     out = []
-    for w in (8, 16):
-        p = Program(hand.triad_plan(w))
+    for w, stream in ((8, False), (16, False), (8, True), (16, True)):
+        p = Program(hand.triad_plan(w, stream))
         if not np.allclose(p(s, b, c), b + s * c, rtol=1e-5):
-            raise RuntimeError(f"the triad kernel (float{w}) is wrong")
+            raise RuntimeError(f"the triad kernel (float{w}, stream={stream}) is wrong")
         out.append((p, (s, b, c), 3.0 * 4 * n))
     return out
 
