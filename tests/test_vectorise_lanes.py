@@ -91,6 +91,38 @@ def test_the_stencil_reads_its_middle_window_as_one_aligned_vector() -> None:
     np.testing.assert_allclose(prog(x), xp[:-2] + xp[1:-1] + xp[2:], rtol=1e-5)
 
 
+@pytest.mark.device
+def test_shifted_windows_take_their_lanes_from_the_aligned_vectors() -> None:
+    """The windows one to the left and right are gathered (one lane is under the pad's
+    condition), but their other lanes come from the aligned centre vector
+    (codegen/access.py `_gathered`), never from a scalar load each."""
+    pointed = auto_points(stencil3(), {"N": 4096})
+    prog = lift.compile(pointed, choices=Choices(points={_label(pointed): {"skip": False, "width": 8}}))
+    src = prog.source.replace("const ", "")
+    assert "((global float8*)x)[gl].s0" in src and "((global float8*)x)[gl].s7" in src
+    assert "x[8*gl + 1]" not in src and "x[8*gl - 1]" in src  # only the guarded edge lanes are scalars
+    x = rand(4096)
+    xp = np.pad(x.astype(np.float64), 1)
+    np.testing.assert_allclose(prog(x), xp[:-2] + xp[1:-1] + xp[2:], rtol=1e-5)
+
+
+def test_a_gather_past_a_whole_vector_keeps_its_scalar_lanes() -> None:
+    """An array whose length is no multiple of the width: an aligned vector holding an element
+    read could reach past its end, so the lanes stay scalar loads."""
+    from lift.arith import Cst, Var
+    from lift.codegen.access import _gathered
+    from lift.codegen.c_ast import CLane, CRaw
+    from lift.types import ArrayType
+    from lift.views import Load, Mem
+
+    gl = Var("gl", Cst(0), None)
+    for n, lanes_ok in ((4096, True), (4100, False)):
+        m = Mem("x", ArrayType(Float, Cst(n)), "global")
+        parts = tuple(Load(m, (8 * gl + 1 + k,)) for k in range(8))
+        out = _gathered(parts, [CRaw(f"l{k}") for k in range(8)], {})
+        assert all(isinstance(e, CLane) for e in out) is lanes_ok, n
+
+
 def _rewrite(prog, width: int = 8):
     typecheck(prog)
     return VectorisePoint(prog.body).rewrite(prog.body, {"width": width}, lambda f: f)

@@ -31,7 +31,7 @@ from lift.codegen.c_ast import (
     VecStore,
 )
 from lift.errors import UnsupportedError
-from lift.types import ScalarType, TupleType, Type, VectorType, shape
+from lift.types import ScalarType, TupleType, Type, VectorType, scalar_count, shape
 from lift.userfun.ctypes import c_literal, c_type
 from lift.views import (
     ConstLeaf,
@@ -75,8 +75,38 @@ def leaf_expr(leaf, use: Callable[[Mem], None] | None = None, facts: Facts = NO_
         case StructLeaf(t, parts):
             return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts))
         case Gather(t, parts):
-            return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts), vector=True)
+            return CCompound(c_type(t), _gathered(parts, [leaf_expr(p, use, facts) for p in parts], facts),
+                             vector=True)
     raise TypeError(f"not a view leaf: {leaf!r}")
+
+
+def _gathered(parts: tuple, lanes: list[CExpr], facts: Facts) -> tuple[CExpr, ...]:
+    """The lanes of a gather, those that read consecutive scalars of one global array taken
+    from the aligned vectors holding them (`((global float16*)x)[q].s3`): the shifted windows of
+    a padded stencil, gathered because one lane is under the pad's condition, then share the
+    aligned loads of their neighbours instead of one scalar load per lane. Only where the
+    array's length is a multiple of the width, so an aligned vector holding an element read is
+    inside the array."""
+    w = len(parts)
+    plain = [(k, p) for k, p in enumerate(parts) if isinstance(p, Load) and not p.tail]
+    if w not in (4, 8, 16) or len(plain) < 2:
+        return tuple(lanes)
+    k0, p0 = plain[0]
+    st = storage_type(p0.mem.type)
+    if p0.mem.space != "global" or not isinstance(st, ScalarType):
+        return tuple(lanes)
+    base = p0.flat - k0  # the index lane 0 would read
+    if not all(p.mem == p0.mem and p.flat == base + k for k, p in plain):
+        return tuple(lanes)
+    if not aligned(w, scalar_count(p0.mem.type), facts):
+        return tuple(lanes)
+    j0 = next((j for j in range(w) if aligned(w, base - j, facts)), None)
+    if j0 is None:
+        return tuple(lanes)
+    vt = c_type(VectorType(st, w))
+    for k, _ in plain:
+        lanes[k] = CLane(CIndex(p0.mem.name, (base - j0) // w + (j0 + k) // w, "global", vt), (j0 + k) % w)
+    return tuple(lanes)
 
 
 def aligned(width: int, flat: Arith, facts: Facts = NO_FACTS) -> bool:
