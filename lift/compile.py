@@ -112,18 +112,36 @@ def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | N
     default_points`: register blocks of nested map-reduces with constant sizes) compiled with their
     first valid choices, or None (none placed, or they do not compile: the program as written)."""
     from lift.errors import RewritePointSkipped
+    from lift.rewrites import VectorisePoint, points
     from lift.rewrites.auto import auto_space, default_points
 
     placed = default_points(expr)
     if placed is expr:
         return None
     first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in auto_space(placed).items()}
+    for lab, p in points(placed).items():
+        if isinstance(p, VectorisePoint) and lab in first:
+            first[lab] = _map_width(first[lab], auto_space(placed)[lab]["width"], device)
+    if all(c.get("skip") for c in first.values()):
+        return None  # nothing the program as written lacks
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RewritePointSkipped)  # a point the user did not write
             return compile(placed, device, choices=first, cache_dir=cache_dir)
     except LiftError:
         return None
+
+
+def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], device: Any) -> dict[str, Any]:
+    """A default `vectorise` point's choice on `device`: on a CPU the widest offered width whose
+    vectors fit a cache line (float16: a line per work-item; on the 2-core Zen 1 here a padded
+    stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9 as written), skipped on a
+    GPU (consecutive work-items already read consecutive elements)."""
+    dev = profile_of(device)
+    if dev.kind != "cpu":
+        return {"skip": True}
+    fit = [w for w in widths if w * 4 <= max(dev.cache_line_bytes or 64, 16)]
+    return {**chosen, "width": max(fit)} if fit else {"skip": True}
 
 
 def _with_default_points(expr: Node, choices: Choices) -> Node:

@@ -23,8 +23,9 @@
 User points stay authoritative: nothing is placed inside a user point or around one, and a
 program position is never wrapped twice. The points mean their bodies (the interpreter's
 result is unchanged); `auto_space` gives their structural choices (`skip` first).
-`default_points` places the `block_nest` points only, and only over constant sizes: what
-`lift.compile` applies by default, with the first choices of `auto_space`.
+`default_points` places the `block_nest` points and the result's `vectorise` point, and only
+over constant sizes: what `lift.compile` applies by default (`lift.compile._default_blocks`:
+the first choices of `auto_space`; a map's width by the device).
 
     prog2 = auto_points(dot, {"N": 1 << 20})   # reduce_chunks[auto_r0](reduce(add, 0.0) << map(mult)) << zip(x, y)
 """
@@ -72,7 +73,8 @@ def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_lengt
 def default_points(expr: Node) -> Node:
     """`expr` with the automatic points `lift.compile` applies by default: `block_nest` around the
     nested map-reduces whose sizes are all constants (so that the default blocks are known to divide
-    them; with symbolic sizes the program is left as written)."""
+    them; with symbolic sizes the program is left as written), and a `vectorise` point on a map of
+    constant length computing the result."""
     placer = _Placer({})
     placer.defaults = True
     return _place(expr, placer)
@@ -165,7 +167,7 @@ class _Placer:
             out = self.go(n, top)
             return out if any(isinstance(x, RewritePoint) for _, x in walk(out)) else orig
         if isinstance(n, FunCall):
-            placed = self.nest(n) if self.defaults else \
+            placed = self.nest(n) or (self.map(n) if top else None) if self.defaults else \
                 self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
@@ -236,6 +238,8 @@ class _Placer:
         n = self.length(call.args[0])
         if n is not None and n % MAP_WIDTHS[-1]:
             return None
+        if self.defaults and n is None:
+            return None  # symbolic length: a default width might not divide it
         ps, data, args = _abstract_layouts(call.args[0])
         body = dataclasses.replace(call, args=(data,))
         if isinstance(VectorisePoint(body).rewrite(body, {"width": MAP_WIDTHS[-1]}, lambda f: f), str):

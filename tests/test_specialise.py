@@ -242,3 +242,35 @@ def test_decisions_are_kept_for_the_most_recent_shapes() -> None:
     for k in (2, 3, 4, 3):  # short reductions: decided without compiling
         assert spec.get({"M": 4, "N": 4, "K": k}).program is None
     assert [r.sizes["K"] for r in spec.records] == [4, 3]
+
+
+def stencil():
+    """out[i] = x[i-1] + x[i] + x[i+1], zero outside, over a symbolic length."""
+    return fun([Array(Float, N)], lambda x: map(lambda w: reduce(lift.add, 0.0) << w)
+               << lift.slide(3, 1) << lift.pad(1, 1, 0.0) << x)
+
+
+@pytest.mark.device
+def test_a_stencil_compiles_to_cache_line_vectors_by_default() -> None:
+    """A map computing the result gets the default `vectorise` point on a CPU: 16 floats (a
+    cache line) per work-item where they divide the length; the choices rebuild it."""
+    x = np.random.default_rng(3).random(4096, dtype=np.float32)
+    prog = lift.compile(stencil())
+    assert_same(lift.interpret(stencil(), x), prog(x))
+    special = prog.specialised(x)
+    assert "float16" in special.source and special.choices.points["auto_v0"] == {"skip": False, "width": 16}
+    again = lift.compile(stencil(), choices=special.choices)
+    assert again.source == special.source
+    odd = np.random.default_rng(4).random(4100, dtype=np.float32)  # 4 divides it, 16 does not
+    assert_same(lift.interpret(stencil(), odd), prog(odd))
+    assert prog.specialised(odd).choices.points["auto_v0"]["width"] == 4
+
+
+def test_default_map_points_are_skipped_on_a_gpu() -> None:
+    """On a GPU consecutive work-items already read consecutive elements: no default width,
+    the program as written (compiled offline for a profile)."""
+    fixed = lift.constraints.substitute_sizes(stencil(), {"N": 4096})
+    prog = lift.compile(fixed, device=lift.devices.profile("nvidia"))
+    assert "auto_v" not in str(prog.choices) and "float16" not in prog.source
+    cpu = lift.compile(fixed, device=lift.devices.profile("pocl-cpu"))
+    assert cpu.choices.points["auto_v0"]["width"] == 16
