@@ -23,9 +23,10 @@
 User points stay authoritative: nothing is placed inside a user point or around one, and a
 program position is never wrapped twice. The points mean their bodies (the interpreter's
 result is unchanged); `auto_space` gives their structural choices (`skip` first).
-`default_points` places the `block_nest` points and the result's `vectorise` point, and only
-over constant sizes: what `lift.compile` applies by default (`lift.compile._default_blocks`:
-the first choices of `auto_space`; a map's width by the device).
+`default_points` places the `block_nest` points, the result's `vectorise` point and
+`reduce_chunks` on reductions inside maps (gemv's rows), and only over constant sizes: what
+`lift.compile` applies by default (`lift.compile._default_blocks`: the first choices of
+`auto_space`; a map's width by the device).
 
     prog2 = auto_points(dot, {"N": 1 << 20})   # reduce_chunks[auto_r0](reduce(add, 0.0) << map(mult)) << zip(x, y)
 """
@@ -73,8 +74,9 @@ def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_lengt
 def default_points(expr: Node) -> Node:
     """`expr` with the automatic points `lift.compile` applies by default: `block_nest` around the
     nested map-reduces whose sizes are all constants (so that the default blocks are known to divide
-    them; with symbolic sizes the program is left as written), and a `vectorise` point on a map of
-    constant length computing the result."""
+    them; with symbolic sizes the program is left as written), a `vectorise` point on a map of
+    constant length computing the result, and `reduce_chunks` on reductions of constant length
+    inside maps (a top-level reduction has its own default: rewrites/defaults.py)."""
     placer = _Placer({})
     placer.defaults = True
     return _place(expr, placer)
@@ -167,7 +169,7 @@ class _Placer:
             out = self.go(n, top)
             return out if any(isinstance(x, RewritePoint) for _, x in walk(out)) else orig
         if isinstance(n, FunCall):
-            placed = self.nest(n) or (self.map(n) if top else None) if self.defaults else \
+            placed = self.nest(n) or (self.map(n) if top else self.reduce(n)) if self.defaults else \
                 self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
@@ -181,6 +183,8 @@ class _Placer:
         f, z, g, x = parts
         if not is_monoid(f, z) or not self.long(x):
             return None
+        if self.defaults and self.length(x) is None:
+            return None  # symbolic length: a default width might not divide it
         ps, data, args = _abstract(x)
         xs = call.args[1]
         body_arg = dataclasses.replace(xs, args=(data,)) if g is not None else data

@@ -274,3 +274,23 @@ def test_default_map_points_are_skipped_on_a_gpu() -> None:
     assert "auto_v" not in str(prog.choices) and "float16" not in prog.source
     cpu = lift.compile(fixed, device=lift.devices.profile("pocl-cpu"))
     assert cpu.choices.points["auto_v0"]["width"] == 16
+
+
+def gemv():
+    """y = A v: a reduction inside a map over the rows, all sizes symbolic."""
+    return fun([Array(Array(Float, N), M), Array(Float, N)],
+               lambda a, v: map(lambda r: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, v)) << a)
+
+
+@pytest.mark.device
+def test_row_reductions_are_chunked_by_default() -> None:
+    """A reduction inside a map gets the default `reduce_chunks` point at constant sizes (vector
+    lanes along the row); rows the widths do not divide keep a valid program."""
+    prog = lift.compile(gemv())
+    for m, n in ((64, 1024), (3, 1000)):
+        rng = np.random.default_rng(m)
+        a, v = rng.random((m, n), dtype=np.float32), rng.random(n, dtype=np.float32)
+        assert_same(lift.interpret(gemv(), a, v, precise=True), prog(a, v))
+    rng = np.random.default_rng(64)
+    special = prog.specialised(rng.random((64, 1024), dtype=np.float32), rng.random(1024, dtype=np.float32))
+    assert not special.choices.points["auto_r0"]["skip"]
