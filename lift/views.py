@@ -400,12 +400,15 @@ def _lane_free_cond(c: Arith, lo: bool, hi: Arith | None, lane: Var, width: int)
 
 
 def _contiguous(load: Load, lane: Var) -> bool:
-    """Whether the lanes are consecutive in the innermost dimension of the memory."""
+    """Whether the lanes are consecutive scalars of the memory: in its innermost dimension, or
+    across rows when the row-major flat index is `start + lane` (a vector written through
+    `split(4) << as_scalar`: two rows of 4 are 8 consecutive scalars)."""
     if not load.indices or isinstance(storage_type(load.mem.type), VectorType):
         return False
     *outer, last = load.indices
     if any(lane in _vars(x) for x in outer):
-        return False
+        flat = load.flat
+        return (flat - substitute(flat, {lane.name: 0})) == lane
     return (last - substitute(last, {lane.name: 0})) == lane
 
 
