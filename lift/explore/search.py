@@ -22,10 +22,12 @@ A strategy proposes `Candidate`s one at a time from what has been measured so fa
 recorded with the automatic block_nest points (benchmarks/tables: matmul 512^3, 257 candidates,
 and the conv layer 32x32, 32 -> 32 channels, 525 candidates; each time the median of three
 passes of seven runs; 20 seeds, 5% tolerance), the informed strategy reached uniform sampling's
-best in 26.9 evaluations where uniform needed 52.3 (matmul) and 30.9 where it needed 98.0
-(conv); the ridge model of before needed 34.9 and 54.2 (benchmarks/strategies.py). On session 3's
-tables, where no structural point varied and launch noise decided the best, it did worse than
-uniform (65.8 vs 43.5, 138.9 vs 85.9): it pays where structure decides the time.
+best in 21.5 evaluations where uniform needed 52.3 (matmul) and 26.9 where it needed 98.0
+(conv), with 6 random candidates before the first model (10 before: 26.9 and 30.9; the ridge
+model of before: 34.9 and 54.2; benchmarks/strategies.py). On session 3's tables, where no
+structural point varied and launch noise decided the best, it does worse than uniform (5 seeds:
+55.8 vs 44.6 on matmul 256, 99.4 vs 91.4 on conv 24; with a warm-up of 10: 73.0 and 120.8): it
+pays where structure decides the time.
 `replay(table, name, seed)` re-runs a strategy over recorded measurements (`Table`, from a
 tune's history: candidate -> time), so strategies are compared over many seeds without
 running a kernel (benchmarks/strategies.py).
@@ -311,7 +313,7 @@ class ModelBased:
     in a replay."""
 
     def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
-                 warmup: int = 10, explore: float = 0.1, pool_size: int = 64, refill: int = 3,
+                 warmup: int = 6, explore: float = 0.1, pool_size: int = 64, refill: int = 3,
                  model: str = "forest", pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
         self.random_, self.rng, self.seed = random_, random.Random(seed + 11), seed
         self.warmup, self.explore, self.pool_size, self.model = warmup, explore, pool_size, model

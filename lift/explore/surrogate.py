@@ -19,10 +19,11 @@ model: features scaled by their spread, their squares added, the predicted log t
 
 Chosen from tables recorded with the automatic block_nest points (benchmarks/strategies.py,
 benchmarks/tables, 20 seeds): to reach uniform sampling's best (5% tolerance) the forest needed
-26.9 evaluations on matmul 512^3 and 30.9 on the conv layer where uniform needed 52.3 and 98.0,
-the ridge model 34.9 and 54.2: the time is decided by interactions of structural choices (a
-vector width pays along the output, not along the reduction; a block's rows and columns
-together), which an additive model cannot express.
+21.5 evaluations on matmul 512^3 and 26.9 on the conv layer where uniform needed 52.3 and 98.0
+(after 6 random candidates; after 10: 26.9 and 30.9), the ridge model 34.9 and 54.2: the
+time is decided by interactions of structural choices (a vector width pays along the output,
+not along the reduction; a block's rows and columns together), which an additive model cannot
+express.
 """
 
 from __future__ import annotations
