@@ -4,17 +4,19 @@ liftcl's default compile and liftcl tuned for S seconds, from the plain high-lev
     python benchmarks/bench.py --tune 120 [--json OUT] [--only axpy,dot,...] [--quick]
 
 Not a test. Every contender is checked against a float64 numpy result, then all contenders of
-a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, the order rotated
-every round, medians), so machine load hits them alike. Bandwidth kernels are also compared with
-the STREAM triad, timed in the same rounds as the kernel's contenders (the best of float8 and
-float16 per work-item, plain and streaming stores, each round), so a load spike during one
-kernel does not skew its ratio to a triad measured minutes before. The triad streams 48 MiB
-(--quick) or 192 MiB; a kernel whose data fits the last-level cache can beat it.
+a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, in a new order
+every round, medians; numpy's BLAS threads let settle after its turn), so machine load hits them
+alike. Bandwidth kernels are also compared with the STREAM triad, timed in the same rounds as
+the kernel's contenders (the best of float8 and float16 per work-item, plain and streaming
+stores, each round), so a load spike during one kernel does not skew its ratio to a triad
+measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data
+fits the last-level cache can beat it.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import sys
 import time
@@ -39,6 +41,10 @@ from lift import Array, Float, Size, fun, map, pad, reduce, slide, transpose, zi
 from lift.program import Program  # noqa: E402
 
 ROUNDS = 5
+# After a call, numpy's BLAS threads spin for ~0.14 s before they sleep (measured with
+# time.process_time around a sleep): OpenCL kernels timed in that window on 2 cores ran at
+# half speed (the conv layer's kernels 9 ms instead of 4.7 right after numpy's im2col + GEMM)
+NUMPY_SETTLE = 0.3
 N, M, K = Size("N"), Size("M"), Size("K")
 
 
@@ -216,12 +222,13 @@ def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
     runs: dict[str, list[float]] = {"numpy": []}
     triad_bps: list[float] = []
     names = ["numpy", *(["triad"] if k.bytes else []), *progs]
-    for rnd in range(ROUNDS):
-        # the order rotates every round, so no contender always runs right after another (on the
-        # shared VMs here a kernel's time after numpy's BLAS threads or a long kernel can double)
-        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+    order = random.Random(0)
+    for _ in range(ROUNDS):
+        # a new order every round, so no contender always runs right after another
+        for name in order.sample(names, len(names)):
             if name == "numpy":
                 runs["numpy"].append(numpy_seconds(k.numpy, repeat))
+                time.sleep(NUMPY_SETTLE)
                 continue
             if name == "triad":
                 triad_bps.append(max(nb / statistics.median(p.time(*a, repeat=repeat)) for p, a, nb in triad))
