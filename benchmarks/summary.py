@@ -7,10 +7,11 @@ Not a test. Every contender is checked against a float64 numpy result, then all 
 a kernel are timed round-robin (`ROUNDS` rounds of `repeat` runs, interleaved, in a new order
 every round, medians; numpy's BLAS threads let settle after its turn), so machine load hits them
 alike. Bandwidth kernels are also compared with the STREAM triad, timed in the same rounds as
-the kernel's contenders (the best of float8 and float16 per work-item, plain and streaming
-stores, each round), so a load spike during one kernel does not skew its ratio to a triad
-measured minutes before. The triad streams 48 MiB (--quick) or 192 MiB; a kernel whose data
-fits the last-level cache can beat it.
+the kernel's contenders (the best of float8 and float16 per work-item each round: "x triad"
+with plain stores, STREAM's measure; "x strm" the best with streaming stores too, the
+bandwidth a kernel writing with them can reach), so a load spike during one kernel does not
+skew its ratio to a triad measured minutes before. The triad streams 48 MiB (--quick) or
+192 MiB; a kernel whose data fits the last-level cache can beat it.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def _hand_conv(inp: np.ndarray, wts: np.ndarray) -> dict[str, Callable[[], Any]]
     return {"2 float8 x 4 channels": make}
 
 
-def triads(quick: bool) -> list[tuple[Program, tuple[Any, ...], float]]:
+def triads(quick: bool) -> list[tuple[Program, tuple[Any, ...], float, bool]]:
     """STREAM triad programs (float8 and float16 per work-item, plain and streaming stores: the
     best of them is the bandwidth a kernel can reach), checked, with their arguments and bytes moved."""
     n = 1 << (22 if quick else 24)
@@ -160,7 +161,7 @@ def triads(quick: bool) -> list[tuple[Program, tuple[Any, ...], float]]:
         p = Program(hand.triad_plan(w, stream))
         if not np.allclose(p(s, b, c), b + s * c, rtol=1e-5):
             raise RuntimeError(f"the triad kernel (float{w}, stream={stream}) is wrong")
-        out.append((p, (s, b, c), 3.0 * 4 * n))
+        out.append((p, (s, b, c), 3.0 * 4 * n, stream))
     return out
 
 
@@ -214,13 +215,14 @@ def _built(make: Callable[[], Any], k: Kernel) -> tuple[Any, str, str]:
 
 
 def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
-          triad: list[tuple[Program, tuple[Any, ...], float]]) -> tuple[dict[str, float], float | None]:
+          triad: list[tuple[Program, tuple[Any, ...], float, bool]]) -> tuple[dict[str, float], tuple | None]:
     """Round-robin: every contender (and numpy, and for a bandwidth kernel the STREAM triad, the best
-    width each round) timed in each of ROUNDS rounds; medians, and the triad's bytes/s (or None)."""
+    width each round) timed in each of ROUNDS rounds; medians, and the triad's bytes/s with plain
+    stores (STREAM's measure) and the best with or without streaming stores (or None)."""
     from _common import numpy_seconds
 
     runs: dict[str, list[float]] = {"numpy": []}
-    triad_bps: list[float] = []
+    triad_bps: list[tuple[float, float]] = []
     names = ["numpy", *(["triad"] if k.bytes else []), *progs]
     order = random.Random(0)
     for _ in range(ROUNDS):
@@ -231,7 +233,8 @@ def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
                 time.sleep(NUMPY_SETTLE)
                 continue
             if name == "triad":
-                triad_bps.append(max(nb / statistics.median(p.time(*a, repeat=repeat)) for p, a, nb in triad))
+                bps = [(nb / statistics.median(p.time(*a, repeat=repeat)), stream) for p, a, nb, stream in triad]
+                triad_bps.append((max(b for b, st in bps if not st), max(b for b, _ in bps)))
                 continue
             prog, verdict, _ = progs[name]
             if prog is not None and verdict != "WRONG":
@@ -240,7 +243,9 @@ def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
                 except Exception:  # noqa: BLE001
                     continue
     times = {name: statistics.median(ts) for name, ts in runs.items() if ts}
-    return times, statistics.median(triad_bps) if triad_bps else None
+    if not triad_bps:
+        return times, None
+    return times, (statistics.median(b for b, _ in triad_bps), statistics.median(b for _, b in triad_bps))
 
 
 def rate(k: Kernel, seconds: float) -> float:
@@ -249,16 +254,17 @@ def rate(k: Kernel, seconds: float) -> float:
 
 
 def report(rows: list[dict[str, Any]]) -> None:
-    triad = ", ".join(f"{r['kernel']} {r['triad_gbs']:.1f} GB/s" for r in rows if r["triad_gbs"])
-    print(f"\nSTREAM triad, timed beside each bandwidth kernel: {triad or '-'}")
+    triad = ", ".join(f"{r['kernel']} {r['triad_gbs']:.1f} GB/s ({r['stream_gbs']:.1f} streaming)"
+                      for r in rows if r["triad_gbs"])
+    print(f"\nSTREAM triad (and with streaming stores), timed beside each bandwidth kernel: {triad or '-'}")
     print(f"{'kernel':8} {'contender':28} {'check':8} {'ms':>10} {'rate':>12}  {'x numpy':>8} {'x hand':>7} "
-          f"{'x triad':>7}  note")
+          f"{'x triad':>7} {'x strm':>7}  note")
     for r in rows:
         for c in r["contenders"]:
             ms = f"{c['seconds'] * 1e3:10.3f}" if c["seconds"] else f"{'-':>10}"
             rt = f"{c['rate']:7.1f} {r['unit']:4}" if c["rate"] else f"{'-':>12}"
             ratios = [f"{c[x]:{w}.2f}" if c.get(x) else f"{'-':>{w}}"
-                      for x, w in (("vs_numpy", 8), ("vs_hand", 7), ("vs_triad", 7))]
+                      for x, w in (("vs_numpy", 8), ("vs_hand", 7), ("vs_triad", 7), ("vs_stream", 7))]
             print(f"{r['kernel']:8} {c['name']:28} {c['check']:8} {ms} {rt}  {' '.join(ratios)}  {c['note']}")
 
 
@@ -283,9 +289,11 @@ def run(budget: float, quick: bool, repeat: int, only: list[str] | None, json_ou
                        "rate": rate(k, t) if t else None,
                        "vs_numpy": times["numpy"] / t if t else None,
                        "vs_hand": hand_best / t if t and hand_best else None,
-                       "vs_triad": rate(k, t) * 1e9 / triad_bps if t and triad_bps else None})
+                       "vs_triad": rate(k, t) * 1e9 / triad_bps[0] if t and triad_bps else None,
+                       "vs_stream": rate(k, t) * 1e9 / triad_bps[1] if t and triad_bps else None})
         rows.append({"kernel": k.name, "unit": unit, "contenders": cs,
-                     "triad_gbs": triad_bps / 1e9 if triad_bps else None})
+                     "triad_gbs": triad_bps[0] / 1e9 if triad_bps else None,
+                     "stream_gbs": triad_bps[1] / 1e9 if triad_bps else None})
         report(rows[-1:])
     print()
     report(rows)
