@@ -12,10 +12,12 @@ work-items.
 The kernel source stays device-independent: `LIFT_STREAM_STORE(p, v)` is a macro that is
 clang's `__builtin_nontemporal_store` where the OpenCL C compiler is clang for x86-64 (PoCL's
 CPU device) and `*p = v` on every other compiler or target (GPU drivers, ARM). Ordering: an
-x86 non-temporal store is ordered after the stores of its own work-item and made visible to
-other cores by the locked instructions that end a kernel on PoCL's worker threads; OpenCL
-orders nothing between work-groups within a kernel, and an output buffer is never read in the
-kernel that writes it (reads of it keep the plain store).
+x86 non-temporal store is weakly ordered (write-combining); it is made visible to other cores
+by the locked instructions with which PoCL's worker threads finish a kernel (Intel SDM vol. 3,
+8.2.5: a locked operation waits for all buffered writes to drain to memory; AMD's manual says
+the same of locked instructions and write-combining buffers), before the host reads the result;
+OpenCL orders nothing between work-groups within a kernel, and an output buffer the kernel
+also reads keeps its plain stores.
 """
 
 from __future__ import annotations
