@@ -36,13 +36,18 @@ def matmul_src(bm: int, bn: int) -> str:
              "    global const float8* b = (global const float8*)(B + (size_t)k * N + c);",
              "    " + " ".join(f"float8 b{j} = b[{j}];" for j in range(v)),
              "    " + " ".join(f"float a{i} = A[(size_t)(r + {i}) * K + k];" for i in range(bm))]
-    lines += ["    " + " ".join(f"c{i}_{j} += a{i} * b{j};" for j in range(v)) for i in range(bm)]
+    return "\n".join(lines + _block_tail(bm, v)) + "\n"
+
+
+def _block_tail(bm: int, v: int) -> list[str]:
+    """The block's multiply-adds (a_i times b_j into c_i_j), the end of the k loop, the stores of
+    the bm x v float8 accumulators into C and the end of the kernel."""
+    lines = ["    " + " ".join(f"c{i}_{j} += a{i} * b{j};" for j in range(v)) for i in range(bm)]
     lines += ["  }"]
     for i in range(bm):
         lines.append(f"  {{ global float8* o = (global float8*)(C + (size_t)(r + {i}) * N + c); "
                      + " ".join(f"o[{j}] = c{i}_{j};" for j in range(v)) + " }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return lines + ["}"]
 
 
 def matmul_plan(bm: int, bn: int) -> KernelSource:
@@ -80,13 +85,7 @@ def packed_src(bm: int, bn: int) -> str:
              "  for (int k = 0; k < K; k++) {",
              "    " + " ".join(f"float8 b{j} = b[k * {v} + {j}];" for j in range(v)),
              "    " + " ".join(f"float a{i} = a[k * {bm} + {i}];" for i in range(bm))]
-    lines += ["    " + " ".join(f"c{i}_{j} += a{i} * b{j};" for j in range(v)) for i in range(bm)]
-    lines += ["  }"]
-    for i in range(bm):
-        lines.append(f"  {{ global float8* o = (global float8*)(C + (size_t)(r + {i}) * N + c); "
-                     + " ".join(f"o[{j}] = c{i}_{j};" for j in range(v)) + " }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _block_tail(bm, v)) + "\n"
 
 
 def packed_plan(bm: int, bn: int) -> KernelSource:

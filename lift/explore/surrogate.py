@@ -89,15 +89,21 @@ def _put(out: dict[str, float], name: str, v: Any) -> None:
         out[f"{name}={v}"] = 1.0
 
 
-def predict(measured: Sequence[Record], pool: Sequence[Candidate], ridge: float = RIDGE) -> np.ndarray:
-    """Predicted log time (lower is faster) of each `pool` candidate, by the model fitted to
-    `measured`; features are scaled by their spread over the pool and the measured together."""
+def _training(measured: Sequence[Record], pool: Sequence[Candidate]) -> tuple[np.ndarray, list, list, list[str]]:
+    """The log times measured (rejected candidates: twice the slowest), the features of the
+    measured and of the pool candidates, and every feature name among them."""
     ok = [r.time for r in measured if r.ok and r.time]
     worst = math.log(2 * max(ok)) if ok else 0.0
     y = np.array([math.log(r.time) if r.ok and r.time else worst for r in measured])
     rows = [features(r.candidate) for r in measured]
     todo = [features(c) for c in pool]
-    keys = sorted({k for f in rows + todo for k in f})
+    return y, rows, todo, sorted({k for f in rows + todo for k in f})
+
+
+def predict(measured: Sequence[Record], pool: Sequence[Candidate], ridge: float = RIDGE) -> np.ndarray:
+    """Predicted log time (lower is faster) of each `pool` candidate, by the model fitted to
+    `measured`; features are scaled by their spread over the pool and the measured together."""
+    y, rows, todo, keys = _training(measured, pool)
     x, q = _matrix(rows, keys), _matrix(todo, keys)
     sd = np.vstack([x, q]).std(0)
     sd[sd == 0] = 1.0
@@ -118,12 +124,7 @@ def improvement(measured: Sequence[Record], pool: Sequence[Candidate], seed: int
     the slowest time); higher is more promising."""
     from .forest import Forest, expected_improvement
 
-    ok = [r.time for r in measured if r.ok and r.time]
-    worst = math.log(2 * max(ok)) if ok else 0.0
-    y = np.array([math.log(r.time) if r.ok and r.time else worst for r in measured])
-    rows = [features(r.candidate) for r in measured]
-    todo = [features(c) for c in pool]
-    keys = sorted({k for f in rows + todo for k in f})
+    y, rows, todo, keys = _training(measured, pool)
     forest = Forest(trees=trees, seed=seed).fit(_matrix(rows, keys, -1.0), y)
     mean, sd = forest.predict(_matrix(todo, keys, -1.0))
     return expected_improvement(mean, sd, float(y.min()))
