@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 import conv  # noqa: E402
 import vgg  # noqa: E402
+from _common import settle_blas  # noqa: E402
 
 import lift  # noqa: E402
 from lift.arith import as_arith  # noqa: E402
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         numpy_im2col_gemm(inp, wts)
         times["numpy im2col+GEMM"].append(time.perf_counter() - t0)
+        settle_blas()  # numpy's BLAS threads spin after a call: let them stop before the next kernel
     print(f"conv 3x3, {a.size}x{a.size}, {a.cin} -> {a.cout} channels; median of {a.repeat}, interleaved; "
           f"device {lift.devices.current().name if hasattr(lift.devices.current(), 'name') else ''}")
     for k, ts in times.items():

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from _common import close  # noqa: E402
+from _common import close, settle_blas  # noqa: E402
 from seed_programs import SEEDS, Seed  # noqa: E402
 
 import lift  # noqa: E402
@@ -78,6 +78,7 @@ def _interleaved(prog: Any, arrays: tuple, np_fn: Any, repeat: int) -> tuple[flo
         start = time.perf_counter()
         np_fn()
         numpy_.append(time.perf_counter() - start)
+        settle_blas()  # numpy's BLAS threads spin after a call: let them stop before the next kernel
     return statistics.median(kernel), statistics.median(numpy_)
 
 

@@ -42,10 +42,6 @@ from lift import Array, Float, Size, fun, map, pad, reduce, slide, transpose, zi
 from lift.program import Program  # noqa: E402
 
 ROUNDS = 5
-# After a call, numpy's BLAS threads spin for ~0.14 s before they sleep (measured with
-# time.process_time around a sleep): OpenCL kernels timed in that window on 2 cores ran at
-# half speed (the conv layer's kernels 9 ms instead of 4.7 right after numpy's im2col + GEMM)
-NUMPY_SETTLE = 0.3
 N, M, K = Size("N"), Size("M"), Size("K")
 
 
@@ -229,8 +225,7 @@ def timed(k: Kernel, progs: dict[str, tuple[Any, str, str]], repeat: int,
         # a new order every round, so no contender always runs right after another
         for name in order.sample(names, len(names)):
             if name == "numpy":
-                runs["numpy"].append(numpy_seconds(k.numpy, repeat))
-                time.sleep(NUMPY_SETTLE)
+                runs["numpy"].append(numpy_seconds(k.numpy, repeat))  # returns once BLAS has settled
                 continue
             if name == "triad":
                 bps = [(nb / statistics.median(p.time(*a, repeat=repeat)), stream) for p, a, nb, stream in triad]

@@ -47,14 +47,27 @@ def close(got: Any, want: Any, rtol: float = 1e-4, atol: float = 1e-4) -> tuple[
     return bool(np.allclose(got, want, rtol=rtol, atol=atol)), err
 
 
+# After a call, numpy's BLAS threads spin for ~0.14 s before they sleep (measured with
+# time.process_time around a sleep on the 2-core Zen 1 VM): OpenCL kernels timed in that window
+# ran at half speed (the conv layer's 4.7 ms kernels at 9 ms right after numpy's im2col + GEMM).
+NUMPY_SETTLE = 0.3
+
+
+def settle_blas() -> None:
+    """Wait until numpy's BLAS threads stop spinning, before an OpenCL kernel is timed."""
+    time.sleep(NUMPY_SETTLE)
+
+
 def numpy_seconds(fn: Callable[[], Any], repeat: int = 5) -> float:
-    """Median wall time of `fn()` after one warm-up."""
+    """Median wall time of `fn()` after one warm-up; returns after its BLAS threads have settled
+    (`settle_blas`), so a kernel timed next does not share the cores with them."""
     fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+    settle_blas()
     return statistics.median(times)
 
 
