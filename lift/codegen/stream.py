@@ -65,8 +65,8 @@ def _mentions(kdef: KernelDef, name: str) -> int:
 
 def _rewrite(block: Block, written: Set[str]) -> None:
     for k, s in enumerate(block.stmts):
-        if isinstance(s, Assign) and isinstance(s.lhs, CIndex) and s.lhs.base in written and s.lhs.cast:
-            block.stmts[k] = StreamStore(s.lhs, s.rhs, s.comment)
+        if _vector_store(s, written):
+            block.stmts[k] = StreamStore(s.lhs, s.rhs, s.comment)  # type: ignore[union-attr]
         elif isinstance(s, Block):
             _rewrite(s, written)
         elif isinstance(s, For | If):
