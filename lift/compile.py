@@ -118,10 +118,11 @@ def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | N
     placed = default_points(expr)
     if placed is expr:
         return None
-    first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in auto_space(placed).items()}
+    space = auto_space(placed)
+    first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in space.items()}
     for lab, p in points(placed).items():
         if isinstance(p, VectorisePoint) and lab in first:
-            first[lab] = _map_width(first[lab], auto_space(placed)[lab]["width"], device)
+            first[lab] = _map_width(first[lab], space[lab]["width"], _elem_bytes(p), device)
     if all(c.get("skip") for c in first.values()):
         return None  # nothing the program as written lacks
     try:
@@ -132,16 +133,25 @@ def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | N
         return None
 
 
-def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], device: Any) -> dict[str, Any]:
+def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int, device: Any) -> dict[str, Any]:
     """A default `vectorise` point's choice on `device`: on a CPU the widest offered width whose
-    vectors fit a cache line (float16: a line per work-item; on the 2-core Zen 1 here a padded
-    stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9 as written), skipped on a
-    GPU (consecutive work-items already read consecutive elements)."""
+    vectors of `elem_bytes`-byte scalars fit a cache line (float16: a line per work-item; on the
+    2-core Zen 1 here a padded stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9
+    as written), skipped on a GPU (consecutive work-items already read consecutive elements)."""
     dev = profile_of(device)
     if dev.kind != "cpu":
         return {"skip": True}
-    fit = [w for w in widths if w * 4 <= max(dev.cache_line_bytes or 64, 16)]
+    fit = [w for w in widths if w * elem_bytes <= max(dev.cache_line_bytes or 64, 16)]
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
+
+
+def _elem_bytes(point: Any) -> int:
+    """The size of a scalar the `vectorise` point's map computes (4 where it is not a scalar)."""
+    from lift.typecheck import type_of
+    from lift.types import ArrayType, ScalarType
+
+    t = type_of(point.f.body) if hasattr(point.f, "body") else None
+    return t.elem.dtype.itemsize if isinstance(t, ArrayType) and isinstance(t.elem, ScalarType) else 4
 
 
 def _with_default_points(expr: Node, choices: Choices) -> Node:

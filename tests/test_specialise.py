@@ -276,6 +276,14 @@ def test_default_map_points_are_skipped_on_a_gpu() -> None:
     assert cpu.choices.points["auto_v0"]["width"] == 16
 
 
+def test_default_map_width_fits_a_cache_line_of_its_scalars() -> None:
+    """16 floats or ints, but 8 doubles: 64 bytes per work-item."""
+    for t, width in ((Float, 16), (lift.Int, 16), (lift.Double, 8)):
+        add = fun([Array(t, 4096), Array(t, 4096)], lambda x, y: map(lift.add) << zip(x, y))
+        prog = lift.compile(add, device=lift.devices.profile("pocl-cpu"))
+        assert prog.choices.points["auto_v0"]["width"] == width, t
+
+
 def gemv():
     """y = A v: a reduction inside a map over the rows, all sizes symbolic."""
     return fun([Array(Array(Float, N), M), Array(Float, N)],
