@@ -154,3 +154,37 @@ def test_a_default_that_times_out_even_in_the_budget_is_measured_in_process(monk
     (first,) = res.history
     assert first.candidate.default and first.ok and first.checked and first.time > 0
     np.testing.assert_allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
+
+
+_UNGUARDED = """
+import numpy as np
+import lift
+from lift import Array, Float, Size, fun, map, reduce, zip
+
+N = Size("N")
+prog = fun([Array(Float, N), Array(Float, N)],
+           lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
+x, y = np.arange(256, dtype=np.float32), np.ones(256, dtype=np.float32)
+res = lift.tune(prog, x, y, budget=3, db=False, progress=False)
+print("tuned", sum(r.ok for r in res.history), float(res.best(x, y)))
+"""
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("how", ["path", "module"])
+def test_tune_works_in_a_script_without_a_main_guard(tmp_path, how: str) -> None:
+    """The worker is a 'spawn' process, which re-runs the main module first; a script with no
+    `if __name__ == "__main__":` guard (run as a file or with -m) still tunes."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "unguarded.py").write_text(_UNGUARDED)
+    cmd = [sys.executable, str(tmp_path / "unguarded.py")] if how == "path" else [sys.executable, "-m", "unguarded"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("tuned")]
+    assert line, done.stdout
+    ok, value = line[0].split()[1:]
+    assert int(ok) >= 1 and float(value) == float(sum(range(256)))

@@ -19,11 +19,13 @@ build it only after `SLOW_S` seconds, as a loaded machine would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing
 import signal
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +62,8 @@ class Worker:
             return
         parent, child = self._mp.Pipe()
         self._proc = self._mp.Process(target=_serve, args=(child, self.device), daemon=True)
-        self._proc.start()
+        with _main_hidden():
+            self._proc.start()
         child.close()
         self._conn = parent
         self._ready = False
@@ -143,6 +146,28 @@ class Worker:
             self.kill()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a process without the user's script. 'spawn' runs `__main__` again in the child
+    (by path, or by name under `python -m`) before the target; in a script without an
+    `if __name__ == "__main__":` guard that re-runs the whole script, whose `lift.tune` then
+    fails in the half-started child and the worker never starts. The worker runs lift code only
+    (`_serve`, plans of generated source, numpy arrays), so the main module is hidden while the
+    process is started: multiprocessing reads `__spec__` and `__file__` in `Process.start`."""
+    main = sys.modules.get("__main__")
+    saved = {k: getattr(main, k) for k in ("__spec__", "__file__") if main is not None and hasattr(main, k)}
+    try:
+        for k in saved:
+            if k == "__spec__":
+                main.__spec__ = None
+            else:
+                delattr(main, k)
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(main, k, v)
 
 
 _SHARED: dict[str, Worker] = {}
