@@ -46,8 +46,21 @@ def pack_a(a: Any, bm: int) -> Any:
 
 def pack_b(x: Any, cols: int) -> Any:
     """X ([[U]N]K) as N/cols panels of `cols` columns ([[[U]cols]K]N/cols): a block's strip of
-    X contiguous, step after step of k."""
-    return _kernel(x, lambda q: FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(cols))), (q,)),)), "pb")
+    X contiguous, step after step of k.
+
+    The copy runs in X's order (a row of X after another, each row's vectors side by side) and
+    writes through `transpose_w`: every read is sequential, and each work-item's write is a run
+    of `cols` scalars (whole cache lines for 16 floats). Run in the panels' order instead, each
+    step of k reads the next row of X, N scalars away: on PoCL/AVX2 at 1024^3 that copy took
+    0.7-1.2 ms, the one in X's order 0.36 ms (a plain 4 MiB copy: 0.35 ms)."""
+    q = Param(type_of(x), "pb")
+    row = Param(type_of(x).elem, "row")  # type: ignore[union-attr]
+    copied = copy_into("global", row, width=COPY_WIDTH)
+    if isinstance(copied, str):
+        raise AssertionError(f"packing a {type_of(x)}: {copied}")  # arrays of scalars only (nest_parts)
+    per_row = Lambda((row,), FunCall(n.Split(Cst(cols)), (copied,)))
+    body = FunCall(n.TransposeW(), (FunCall(n.Map(per_row), (q,)),))
+    return FunCall(n.OclKernel(Lambda((q,), body)), (x,))
 
 
 __all__ = ["pack_a", "pack_b", "COPY_WIDTH"]

@@ -1,0 +1,39 @@
+"""The packing kernels of block_nest's output form (rewrites/packing.py): same values as the
+panels' view, and pack_b copies in X's own order (sequential reads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, fun
+from lift.constraints.context import analyse
+from rewrites.packing import pack_a, pack_b
+
+
+@pytest.mark.parametrize("rows,cols,panel", [(8, 64, 16), (5, 32, 8), (3, 24, 24)])
+def test_pack_b_is_the_panels_view_of_x(rows: int, cols: int, panel: int) -> None:
+    prog = fun([Array(Array(Float, cols), rows)], lambda q: pack_b(q, panel))
+    x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    want = x.reshape(rows, cols // panel, panel).transpose(1, 0, 2)
+    assert np.array_equal(np.asarray(lift.interpret(prog, x)), want)
+    assert np.array_equal(np.asarray(lift.compile(prog)(x)), want)
+
+
+def test_pack_b_reads_x_row_after_row() -> None:
+    """Every map of the copy reads X at a known stride, the innermost one at stride 1 (the next
+    vector of the same row): run in the panels' order, the copy read X through a transposed
+    view (no affine stride) and each step of k jumped a row of X."""
+    prog = fun([Array(Array(Float, 64), 8)], lambda q: pack_b(q, 16))
+    maps = analyse(prog).maps.values()
+    inner = [m for m in maps if not any(m.label in o.outer for o in maps)]
+    assert inner and all(m.stride is not None for m in maps)
+    assert all(m.stride == 1 for m in inner)
+
+
+def test_pack_a_is_the_transposed_row_blocks_of_a() -> None:
+    prog = fun([Array(Array(Float, 16), 8)], lambda q: pack_a(q, 4))
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    want = a.reshape(2, 4, 16).transpose(0, 2, 1)
+    assert np.array_equal(np.asarray(lift.compile(prog)(a)), want)
