@@ -299,6 +299,7 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
     _check_mapping(choices.mapping, maps, expr)
+    _check_launch(choices, space, expr)
     mapping = {k: v for k, v in given.items() if k in maps}
     missing = sorted(set(maps) - set(mapping)) if mapping else []
     if missing:
@@ -321,6 +322,29 @@ def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], e
     if unknown:
         raise LiftValueError(f"the mapping names {', '.join(unknown)}, which are not maps of the program; "
                              f"its maps are {', '.join(sorted(maps)) or 'none'}", node=expr)
+
+
+def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
+    """`LiftValueError` for launch variables the space does not have (no sizes, or a program of
+    several kernels: one thread configuration cannot fit them all) or gives only in part."""
+    if not choices.launch:
+        return
+    have = sorted(k for k in space.model.vars if k not in space.context.maps and _is_launch(k))
+    unknown = sorted(set(choices.launch) - set(have))
+    if unknown:
+        why = ("the program has no sizes (give Choices(sizes=...))" if not choices.sizes
+               else "launch variables exist for single-kernel programs only; this one has several kernels")
+        raise LiftValueError(f"the launch choices {', '.join(unknown)} are not variables of this program's space: "
+                             f"{why}", node=expr, hint="pass local_size= / global_size= to lift.compile, "
+                             "one size or a dict of sizes per kernel name")
+    missing = sorted(set(have) - set(choices.launch))
+    if missing:
+        raise LiftValueError(f"the launch choices give no value for {', '.join(missing)}", node=expr,
+                             hint=f"give all of {', '.join(have)} (global size = local_size_d x groups_d)")
+
+
+def _is_launch(name: str) -> bool:
+    return name.startswith(("local_size_", "groups_"))
 
 
 def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:

@@ -80,3 +80,32 @@ def test_a_map_inside_a_nested_iterate_is_sequential_by_a_named_constraint_not_a
     assert k.choices.mapping == {"m0": 30, "m1": 0}  # the solver's mapping: the outer map stays parallel
     assert lift.compile(prog, choices=k.choices).source == k.source
     np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)
+
+
+def _rows_sum():
+    return fun([Array(Array(Float, N), lift.Size("M"))],
+               lambda a: map(lambda row: reduce(lift.add, 0.0) << row, label="rows") << a)
+
+
+def test_launch_choices_without_sizes_are_a_clear_error():
+    with pytest.raises(lift.LiftValueError, match="no sizes"):
+        lift.compile(_rows_sum(), choices=lift.Choices(mapping={"rows": 30}, launch={"local_size_0": 4}))
+
+
+def test_partial_launch_choices_name_what_is_missing():
+    sizes = {"M": 8, "N": 5}
+    with pytest.raises(lift.LiftValueError, match="no value for .*groups_0"):
+        lift.compile(_rows_sum(), choices=lift.Choices(mapping={"rows": 30}, launch={"local_size_0": 4}, sizes=sizes))
+    launch = {"local_size_0": 4, "groups_0": 2, "local_size_1": 1, "groups_1": 1, "local_size_2": 1, "groups_2": 1}
+    prog = lift.compile(_rows_sum(), choices=lift.Choices(mapping={"rows": 30}, launch=launch, sizes=sizes))
+    x = rand(8, 5)
+    np.testing.assert_allclose(prog(x), x.sum(axis=1), rtol=1e-5)
+    assert [r.local_size for r in prog.ndrange] == [(4,)]
+
+
+def test_launch_choices_for_a_program_of_several_kernels_are_a_clear_error():
+    """One thread configuration cannot fit kernels of different shapes: the error says to give
+    local sizes per kernel instead."""
+    two = fun([Array(Float, N)], lambda x: map(lift.id) << lift.ocl_kernel(map(lift.id)) << x)
+    with pytest.raises(lift.LiftValueError, match="several kernels"):
+        lift.compile(two, choices=lift.Choices(launch={"local_size_0": 4, "groups_0": 2}, sizes={"N": 8}))
