@@ -1,7 +1,8 @@
 """Thread configuration as tuning parameters: local sizes and group counts per dimension.
 
-For a single-kernel program with known sizes, `add_launch` declares `local_size_d` (powers
-of two within the device's per-dimension limit) and `groups_d` for d = 0, 1, 2, and the
+For a program with known sizes (its one kernel, or the kernel `kernel` of several),
+`add_launch` declares `local_size_d` (powers of two within the device's per-dimension
+limit) and `groups_d` for d = 0, 1, 2, and the
 constraints tying them to the mapping: an unused dimension has one work-item and one
 group; the work-group fits the device (hardware); a dimension used by `map_glb` launches at
 most about twice as many work-items as its largest map has iterations; one used by
@@ -36,8 +37,9 @@ def groups_name(d: int) -> str:
 
 
 def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, Any],
-               sizes: Mapping[str, int]) -> list[str]:
-    """Declare the launch variables and constraints; their names."""
+               sizes: Mapping[str, int], *, kernel: int | None = None) -> list[str]:
+    """Declare the launch variables and constraints; their names. `kernel`: the context's kernel
+    they size, in a program of several (its maps alone tie them to the mapping)."""
     names = []
     ls, ng = [], []
     for d in DIMS:
@@ -48,7 +50,7 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
     model.add(Constraint(WORK_GROUP, (), f"a work-group has at most {device.max_work_group_size} work-items",
                          ls[0] * ls[1] * ls[2] <= device.max_work_group_size, family="hardware"))
     _private_per_group(model, ctx, device, ls, sizes)
-    maps = list(ctx.maps.values())
+    maps = [m for m in ctx.maps.values() if kernel is None or m.kernel == kernel]
     for d in DIMS:
         lens = {m.label: _z3(m.length, sizes) for m in maps}
         glb = [(codes[m.label] == 30 + d, lens[m.label]) for m in maps]

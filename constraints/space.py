@@ -5,6 +5,11 @@ codes) in a mapping space, tuning parameters in a tuning space, both (plus the t
 configuration `local_size_d`/`groups_d` when sizes are known) in a joint space. A choice is
 a dict from those names to ints; `realise(choice)` is the program with it applied.
 
+The thread configuration is that of the program's one kernel, or, in a program of several
+`ocl_kernel`s (block_nest's packing kernels before its blocks, a layout copy), that of the kernel
+whose maps nest deepest (where the work is; `Space.launch_kernel` names it, the others keep
+their default launch).
+
     space = mapping_space(prog, lift.devices.profile("mali-g72"))
     for choice in space.sample(50, seed=1):
         low = space.realise(choice)       # maps lowered, fused maps as split/join (5.3.1)
@@ -53,6 +58,8 @@ class Space:
     mapping: dict[str, int] | None = None  # the fixed mapping of a tuning space
     sizes: dict[str, int] | None = None  # known problem sizes
     lower: bool = True  # realise lowers maps (False: a tuning space of the program as written)
+    launch_kernel: str | None = None  # the kernel the launch variables size, when not the only one
+    launch_path: tuple[int, ...] | None = None  # the path of its ocl_kernel call (named when launched)
 
     @property
     def constraints(self) -> tuple[Constraint, ...]:
@@ -90,8 +97,10 @@ class Space:
         env.update({k: int(v) for k, v in choice.items() if k in self.params})
         codes = self.mapping if self.mapping is not None else {k: int(choice[k]) for k in self.context.maps}
         out = self.expr
+        if self.launch_path is not None and ln.ndrange(choice) is not None:  # sized by name: named
+            out = _named_kernel(out, self.launch_path)[0]
         if self.lower or vectorise:
-            out = realise(self.expr, self.context, codes, vectorise, {**(self.sizes or {}), **env})
+            out = realise(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
         return substitute_sizes(out, env)
 
     def ndrange(self, choice: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -236,14 +245,66 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
     else:
         fixed_map = dict(mapping) if mapping is not None else {k: code_of(m.node) for k, m in ctx.maps.items()}
         codes = {k: z3.IntVal(v) for k, v in fixed_map.items()}
+    launched, path = None, None
     if launch and _single_kernel(ctx):
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})
+    elif launch and (main := _main_kernel(ctx, expr)) is not None:
+        kernel, path = main
+        launched = _named_kernel(expr, path)[1]
+        names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed}, kernel=kernel)
     lower = want_map or mapping is not None
-    return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower)
+    return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower, launched,
+                 path)
 
 
 def _single_kernel(ctx: Context) -> bool:
     return len({k for k, _ in ctx.chains}) <= 1
+
+
+LAUNCH_KERNEL = "lift_main"  # the name given to the launch variables' kernel when it has no label
+
+
+def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None:
+    """`(kernel, path of its ocl_kernel call)` of the kernel whose maps nest deepest (ties: the
+    later kernel, which consumes the others), or None when that kernel is no `ocl_kernel` of
+    its own (a staged top-level call) or is launched together with others."""
+    from lift.ir.paths import at
+
+    depth: dict[int, int] = {}
+    for m in ctx.maps.values():
+        depth[m.kernel] = max(depth.get(m.kernel, 0), len(m.outer) + 1)
+    if not depth:
+        return None
+    k = max(depth, key=lambda j: (depth[j], j))
+    if len(ctx.launch_of(k)) > 1:
+        return None
+    paths = [m.path for m in ctx.maps.values() if m.kernel == k]
+    prefix = paths[0][:min(len(q) for q in paths)]
+    for q in paths[1:]:
+        i = 0
+        while i < len(prefix) and q[i] == prefix[i]:
+            i += 1
+        prefix = prefix[:i]
+    for i in range(len(prefix) - 1, -1, -1):  # the nearest enclosing ocl_kernel call, its maps in its function
+        node = at(expr, prefix[:i])
+        if isinstance(node, n.FunCall) and isinstance(node.f, n.OclKernel) and prefix[i] == 0:
+            return k, prefix[:i]
+    return None
+
+
+def _named_kernel(expr: Node, path: tuple[int, ...]) -> tuple[Node, str]:
+    """`expr` with the `ocl_kernel` call at `path` named (its label, else `LAUNCH_KERNEL`), and the
+    name. Only a program launched with launch choices is named: the others keep their kernels' names."""
+    from dataclasses import replace
+
+    from lift.ir.paths import at, replace_at
+
+    call = at(expr, path)
+    kernel = call.f  # type: ignore[attr-defined]
+    name = kernel.label or getattr(kernel.f, "label", None)
+    if name:
+        return expr, name
+    return replace_at(expr, path, replace(call, f=replace(kernel, label=LAUNCH_KERNEL))), LAUNCH_KERNEL
 
 
 def code_of(m: n.AbstractMap) -> int:

@@ -313,6 +313,8 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     low = space.realise(joint, vectorise=dict(used.vectorise) or None)
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
+    if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name
+        nd = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1]})
     return Mapped(low, used, *(nd or (None, None)))
 
 
@@ -333,7 +335,7 @@ def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
     unknown = sorted(set(choices.launch) - set(have))
     if unknown:
         why = ("the program has no sizes (give Choices(sizes=...))" if not choices.sizes
-               else "launch variables exist for single-kernel programs only; this one has several kernels")
+               else "of its several kernels, none is an ocl_kernel of its own that launch variables can size")
         raise LiftValueError(f"the launch choices {', '.join(unknown)} are not variables of this program's space: "
                              f"{why}", node=expr, hint="pass local_size= / global_size= to lift.compile, "
                              "one size or a dict of sizes per kernel name")

@@ -103,9 +103,35 @@ def test_partial_launch_choices_name_what_is_missing():
     assert [r.local_size for r in prog.ndrange] == [(4,)]
 
 
-def test_launch_choices_for_a_program_of_several_kernels_are_a_clear_error():
-    """One thread configuration cannot fit kernels of different shapes: the error says to give
-    local sizes per kernel instead."""
-    two = fun([Array(Float, N)], lambda x: map(lift.id) << lift.ocl_kernel(map(lift.id)) << x)
-    with pytest.raises(lift.LiftValueError, match="several kernels"):
-        lift.compile(two, choices=lift.Choices(launch={"local_size_0": 4, "groups_0": 2}, sizes={"N": 8}))
+def test_launch_choices_size_the_deepest_ocl_kernel_of_several():
+    """In a program of several kernels (block_nest's packing kernels, then its blocks), the launch
+    variables size the kernel whose maps nest deepest, by name; the others keep their default."""
+    from lift.compile import apply_points
+    from lift.constraints import joint_space
+    from lift.rewrites.auto import default_points
+
+    m = lift.Size("M")
+    sizes = {"M": 256, "N": 256, "K": 256}  # the default points block nests of this size, not of 64
+    mm = fun([Array(Array(Float, lift.Size("K")), m), Array(Array(Float, N), lift.Size("K"))],
+             lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                              << (lift.transpose << b)) << a)
+    points = {"auto_b0": {"pack": "ab", "rows": 4, "cols": 2, "width": 8, "layout": "copy", "along": "output"}}
+    placed = default_points(lift.constraints.substitute_sizes(mm, sizes))
+    space = joint_space(apply_points(placed, points), sizes=sizes)
+    assert space.launch_kernel and "local_size_0" in space.variables
+    # 16 column blocks (dimension 0) x 64 row blocks (dimension 1): groups of 1 x 8 blocks
+    launch = {"local_size_0": 1, "groups_0": 16, "local_size_1": 8, "groups_1": 8, "local_size_2": 1, "groups_2": 1}
+    prog = lift.compile(mm, choices=lift.Choices(points=points, launch=launch, sizes=sizes))
+    sized = {r.kernel: r.local_size for r in prog.ndrange}
+    assert sized[space.launch_kernel] == (1, 8) and sum(v is not None for v in sized.values()) == 1
+    a, b = rand(256, 256), rand(256, 256, seed=1)
+    np.testing.assert_allclose(prog(a, b), a.astype(np.float64) @ b, rtol=1e-4)
+    again = lift.compile(mm, choices=prog.choices)
+    assert {r.kernel: r.local_size for r in again.ndrange} == sized
+
+
+def test_launch_choices_for_a_staged_kernel_of_several_are_a_clear_error():
+    """The deepest kernel is a staged top-level call, not an ocl_kernel that launch sizes can name."""
+    two = fun([Array(Float, N)], lambda x: map(map(lift.id)) << lift.split(4) << lift.ocl_kernel(map(lift.id)) << x)
+    with pytest.raises(lift.LiftValueError, match="none is an ocl_kernel"):
+        lift.compile(two, choices=lift.Choices(launch={"local_size_0": 4, "groups_0": 2}, sizes={"N": 16}))

@@ -9,7 +9,7 @@ import pytest
 import lift
 from lift import Array, Float, fun
 from lift.constraints.context import analyse
-from rewrites.packing import pack_a, pack_b
+from lift.rewrites.packing import pack_a, pack_b
 
 
 @pytest.mark.parametrize("rows,cols,panel", [(8, 64, 16), (5, 32, 8), (3, 24, 24)])
