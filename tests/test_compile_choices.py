@@ -135,3 +135,32 @@ def test_launch_choices_for_a_staged_kernel_of_several_are_a_clear_error():
     two = fun([Array(Float, N)], lambda x: map(map(lift.id)) << lift.split(4) << lift.ocl_kernel(map(lift.id)) << x)
     with pytest.raises(lift.LiftValueError, match="none is an ocl_kernel"):
         lift.compile(two, choices=lift.Choices(launch={"local_size_0": 4, "groups_0": 2}, sizes={"N": 16}))
+
+
+def test_sampled_launches_of_a_packed_matmul_compute_the_product():
+    """Launch choices drawn from the joint space of a program of several kernels (with the
+    mapping drawn with them) compile, size the named kernel as drawn, and compute A B."""
+    from lift.compile import apply_points
+    from lift.constraints import joint_space
+    from lift.rewrites.auto import default_points
+
+    sizes = {"M": 256, "N": 256, "K": 256}
+    mm = fun([Array(Array(Float, lift.Size("K")), lift.Size("M")), Array(Array(Float, N), lift.Size("K"))],
+             lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                              << (lift.transpose << b)) << a)
+    points = {"auto_b0": {"pack": "b", "rows": 4, "cols": 2, "width": 8, "layout": "copy", "along": "output"}}
+    space = joint_space(apply_points(default_points(lift.constraints.substitute_sizes(mm, sizes)), points),
+                        sizes=sizes)
+    a, b = rand(256, 256), rand(256, 256, seed=1)
+    want = a.astype(np.float64) @ b
+    drawn = space.sample(4, seed=3)
+    assert len(drawn) == 4
+    for choice in drawn:
+        maps = set(space.context.maps)
+        launch = {k: v for k, v in choice.items() if k.startswith(("local_size_", "groups_"))}
+        rest = {k: v for k, v in choice.items() if k not in maps and k not in launch}
+        prog = lift.compile(mm, choices=lift.Choices(points=points, sizes=sizes, launch=launch, tuning=rest,
+                                                     mapping={k: v for k, v in choice.items() if k in maps}))
+        sized = {r.kernel: (r.global_size, r.local_size) for r in prog.ndrange}
+        assert sized[space.launch_kernel] == space.ndrange(choice)  # the others: their own launch
+        np.testing.assert_allclose(prog(a, b), want, rtol=1e-4)
