@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lift.choices import Choices, as_choices
+from lift.choices import Choices, as_choices, is_launch
 from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
@@ -328,10 +328,10 @@ def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], e
 
 def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
     """`LiftValueError` for launch variables the space does not have (no sizes, or a program of
-    several kernels: one thread configuration cannot fit them all) or gives only in part."""
+    several kernels whose deepest is no ocl_kernel of its own) or gives only in part."""
     if not choices.launch:
         return
-    have = sorted(k for k in space.model.vars if k not in space.context.maps and _is_launch(k))
+    have = sorted(k for k in space.model.vars if k not in space.context.maps and is_launch(k))
     unknown = sorted(set(choices.launch) - set(have))
     if unknown:
         why = ("the program has no sizes (give Choices(sizes=...))" if not choices.sizes
@@ -343,10 +343,6 @@ def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
     if missing:
         raise LiftValueError(f"the launch choices give no value for {', '.join(missing)}", node=expr,
                              hint=f"give all of {', '.join(have)} (global size = local_size_d x groups_d)")
-
-
-def _is_launch(name: str) -> bool:
-    return name.startswith(("local_size_", "groups_"))
 
 
 def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:
