@@ -322,7 +322,7 @@ def tuning_space(expr: Node, device: Device | str | None = None, *, sizes: Mappi
                  mapping: Mapping[str, int] | None = None, launch: bool = False) -> Space:
     """The tuning parameters of `expr` (4.3) with the mapping as written or as given."""
     return _space(expr, device, sizes=sizes, tuning=None, mapping=mapping, want_map=False,
-                  want_tune=True, launch=launch and bool(sizes), fusion_heuristic=False)
+                  want_tune=True, launch=launch and sizes is not None, fusion_heuristic=False)
 
 
 def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
@@ -334,9 +334,10 @@ def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapp
 
 def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                 fusion_heuristic: bool = False, launch: bool = True) -> Space:
-    """Mapping, tuning values and (with sizes) thread configuration, chosen together."""
+    """Mapping, tuning values and (with sizes; `{}` for a program whose sizes are all constants)
+    thread configuration, chosen together."""
     return _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
-                  launch=launch and bool(sizes), fusion_heuristic=fusion_heuristic)
+                  launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic)
 
 
 # ------------------------------------------------------------------- objective

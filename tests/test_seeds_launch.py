@@ -38,3 +38,13 @@ def test_grid_seeds_of_a_packed_matmul_group_row_blocks_of_one_column_block() ->
     assert (joint["local_size_0"], joint["groups_0"]) == (1, 16)
     assert (joint["local_size_1"], joint["groups_1"]) == (64, 1)
     assert space.ndrange(joint) == ((16, 64), (1, 64))
+
+
+def test_a_program_of_constant_sizes_has_launch_variables_when_its_sizes_are_known() -> None:
+    """`sizes={}` (every size a constant, as `lift.tune` binds them) is known sizes: the thread
+    configuration is a choice, as for a program with symbolic sizes; without `sizes` it is not."""
+    prog = fun([Array(Float, 1000)], lambda x: map(lift.id) << x)
+    assert "local_size_0" in joint_space(prog, sizes={}).variables
+    assert not any(v.startswith("local_size_") for v in joint_space(prog).variables)
+    joint = complete(joint_space(prog, sizes={}), {})
+    assert joint is not None and 1000 <= joint["local_size_0"] * joint["groups_0"] < 1000 + joint["local_size_0"]
