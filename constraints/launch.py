@@ -21,7 +21,7 @@ from lift.arith import Arith, substitute, to_z3
 from lift.devices import Device
 
 from .context import Context
-from .mapping import DIMS
+from .mapping import DIMS, _uses
 from .model import Constraint, Model
 
 LAUNCH, WORK_GROUP = "launch configuration", "work-group size"
@@ -51,19 +51,19 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
                          ls[0] * ls[1] * ls[2] <= device.max_work_group_size, family="hardware"))
     _private_per_group(model, ctx, device, ls, sizes)
     maps = [m for m in ctx.maps.values() if kernel is None or m.kernel == kernel]
+    labels = [m.label for m in maps]
     lens = {m.label: _z3(m.length, sizes) for m in maps}
     for d in DIMS:
         glb = [(codes[m.label] == 30 + d, lens[m.label]) for m in maps]
         wrg = [(codes[m.label] == 20 + d, lens[m.label]) for m in maps]
         lcl = [(codes[m.label] == 10 + d, lens[m.label]) for m in maps]
-        used = z3.Or([c for c, _ in glb + wrg + lcl]) if maps else z3.BoolVal(False)
+        g_used, w_used = _uses(labels, codes, 30 + d), _uses(labels, codes, 20 + d)  # shared with the mapping
+        used = z3.Or(g_used, w_used, _uses(labels, codes, 10 + d))
         model.add(_c(f"dimension {d} is unused: one work-item, one group",
                      z3.Implies(z3.Not(used), z3.And(ls[d] == 1, ng[d] == 1))))
-        g_used = z3.Or([c for c, _ in glb]) if maps else z3.BoolVal(False)
         work = ls[d] * ng[d]  # one term shared by every map's bound
         model.add(_c(f"dimension {d} of map_glb launches at most twice its iterations",
                      z3.Implies(g_used, z3.Or([z3.And(c, work < 2 * n) for c, n in glb]))))
-        w_used = z3.Or([c for c, _ in wrg]) if maps else z3.BoolVal(False)
         model.add(_c(f"dimension {d}: groups no more than map_wrg iterations, local size below twice "
                      "map_lcl iterations",
                      z3.Implies(w_used, z3.And(z3.Or([z3.And(c, ng[d] <= n) for c, n in wrg]),

@@ -56,7 +56,7 @@ def describe(code: int) -> str:
 
 def add_mapping(model: Model, ctx: Context, *, fusion_heuristic: bool = False) -> dict[str, Any]:
     """Declare one variable per concrete map and add the constraint families; the variables."""
-    codes = {m: model.var(m, CODES) for m in ctx.maps}
+    codes = _Codes({m: model.var(m, CODES) for m in ctx.maps})
     eff = _effective(ctx, codes)
     for fam in (_perfect, _private, _shared, _scope, _duplicate, _dimensionality, _hierarchy,
                 _exhaustive, _exclusive, _iterate):
@@ -134,8 +134,25 @@ def _duplicate(ctx: Context, codes: dict, eff: dict):
                       "level and dimension (5.3)", z3.Or(codes[m] < 10, codes[m] != codes[i]))
 
 
+class _Codes(dict):
+    """The map variables, with the `_uses` formulas built so far (the families ask for the same
+    chain and code many times: `_exhaustive` for every pair of chains)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.memo: dict[tuple[tuple[str, ...], int], Any] = {}
+
+
 def _uses(chain: tuple[str, ...] | list[str], codes: dict, code: int) -> Any:
-    return z3.Or([codes[x] == code for x in chain]) if chain else z3.BoolVal(False)
+    """Some map of `chain` has `code`."""
+    memo = getattr(codes, "memo", None)
+    key = (tuple(chain), code)
+    if memo is not None and key in memo:
+        return memo[key]
+    f = z3.Or([codes[x] == code for x in chain]) if chain else z3.BoolVal(False)
+    if memo is not None:
+        memo[key] = f
+    return f
 
 
 def _dimensionality(ctx: Context, codes: dict, eff: dict):
