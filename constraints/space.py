@@ -17,6 +17,7 @@ their default launch).
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from . import launch as ln
 from . import mapping as mp
 from . import tuning as tn
 from .boundary import add_boundary, result_chain
-from .context import Context, analyse
+from .context import Context, MapSite, analyse
 from .model import Choice, Constraint, Model
 from .realise import realise, substitute_sizes
 from .recompute import recompute_layouts
@@ -98,10 +99,15 @@ class Space:
         codes = self.mapping if self.mapping is not None else {k: int(choice[k]) for k in self.context.maps}
         out = self.expr
         if self.launch_path is not None and ln.ndrange(choice) is not None:  # sized by name: named
-            out = _named_kernel(out, self.launch_path)[0]
+            out = _named_kernel(out, self.launch_path)
         if self.lower or vectorise:
             out = realise(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
         return substitute_sizes(out, env)
+
+    def launch_maps(self) -> list[MapSite]:
+        """The maps whose kernel the launch variables size (every map in a one-kernel program)."""
+        p = self.launch_path
+        return [m for m in self.context.maps.values() if p is None or m.path[:len(p) + 1] == (*p, 0)]
 
     def ndrange(self, choice: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """(global_size, local_size) when the space has launch variables."""
@@ -250,7 +256,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})
     elif launch and (main := _main_kernel(ctx, expr)) is not None:
         kernel, path = main
-        launched = _named_kernel(expr, path)[1]
+        launched = _kernel_name(expr, path)
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed}, kernel=kernel)
     lower = want_map or mapping is not None
     return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower, launched,
@@ -278,13 +284,7 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
     k = max(depth, key=lambda j: (depth[j], j))
     if len(ctx.launch_of(k)) > 1:
         return None
-    paths = [m.path for m in ctx.maps.values() if m.kernel == k]
-    prefix = paths[0][:min(len(q) for q in paths)]
-    for q in paths[1:]:
-        i = 0
-        while i < len(prefix) and q[i] == prefix[i]:
-            i += 1
-        prefix = prefix[:i]
+    prefix = tuple(os.path.commonprefix([m.path for m in ctx.maps.values() if m.kernel == k]))
     for i in range(len(prefix) - 1, -1, -1):  # the nearest enclosing ocl_kernel call, its maps in its function
         node = at(expr, prefix[:i])
         if isinstance(node, n.FunCall) and isinstance(node.f, n.OclKernel) and prefix[i] == 0:
@@ -292,19 +292,26 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
     return None
 
 
-def _named_kernel(expr: Node, path: tuple[int, ...]) -> tuple[Node, str]:
-    """`expr` with the `ocl_kernel` call at `path` named (its label, else `LAUNCH_KERNEL`), and the
-    name. Only a program launched with launch choices is named: the others keep their kernels' names."""
+def _kernel_name(expr: Node, path: tuple[int, ...]) -> str:
+    """The name of the `ocl_kernel` call at `path`: its label, else `LAUNCH_KERNEL`."""
+    from lift.ir.paths import at
+
+    kernel = at(expr, path).f  # type: ignore[attr-defined]
+    return kernel.label or getattr(kernel.f, "label", None) or LAUNCH_KERNEL
+
+
+def _named_kernel(expr: Node, path: tuple[int, ...]) -> Node:
+    """`expr` with the `ocl_kernel` call at `path` labelled `_kernel_name` (a program launched with
+    launch choices only: the others keep their kernels' names)."""
     from dataclasses import replace
 
     from lift.ir.paths import at, replace_at
 
     call = at(expr, path)
-    kernel = call.f  # type: ignore[attr-defined]
-    name = kernel.label or getattr(kernel.f, "label", None)
-    if name:
-        return expr, name
-    return replace_at(expr, path, replace(call, f=replace(kernel, label=LAUNCH_KERNEL))), LAUNCH_KERNEL
+    name = _kernel_name(expr, path)
+    if call.f.label == name:  # type: ignore[attr-defined]
+        return expr
+    return replace_at(expr, path, replace(call, f=replace(call.f, label=name)))  # type: ignore[attr-defined]
 
 
 def code_of(m: n.AbstractMap) -> int:

@@ -331,7 +331,7 @@ def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
     several kernels whose deepest is no ocl_kernel of its own) or gives only in part."""
     if not choices.launch:
         return
-    have = sorted(k for k in space.model.vars if k not in space.context.maps and is_launch(k))
+    have = sorted(k for k in space.variables if is_launch(k))
     unknown = sorted(set(choices.launch) - set(have))
     if unknown:
         why = ("the program has no sizes (give Choices(sizes=...))" if not choices.sizes

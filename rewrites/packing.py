@@ -29,19 +29,24 @@ from .memory_points import copy_into
 COPY_WIDTH = 8  # vectors of the copy (the widest of 8, 4, 2 dividing the element count is used)
 
 
-def _kernel(x: Any, view: Any, name: str) -> Any:
-    """`view(q)` of `x` copied into global memory by a kernel of its own."""
+def _kernel(x: Any, body: Any, name: str) -> Any:
+    """`body(q)` (copies of parts of `x`, made by `_copied`) computed by a kernel of its own."""
     q = Param(type_of(x), name)
-    body = copy_into("global", view(q), width=COPY_WIDTH)
-    if isinstance(body, str):
-        raise AssertionError(f"packing a {type_of(x)}: {body}")  # arrays of scalars only (nest_parts)
-    return FunCall(n.OclKernel(Lambda((q,), body)), (x,))
+    return FunCall(n.OclKernel(Lambda((q,), body(q))), (x,))
+
+
+def _copied(view: Any) -> Any:
+    """`view` (an array of scalars) copied into global memory, `COPY_WIDTH` scalars at a time."""
+    out = copy_into("global", view, width=COPY_WIDTH)
+    if isinstance(out, str):
+        raise AssertionError(f"packing a {type_of(view)}: {out}")  # arrays of scalars only (nest_parts)
+    return out
 
 
 def pack_a(a: Any, bm: int) -> Any:
     """A ([[T]K]M) as M/BM panels of its BM rows transposed ([[[T]BM]K]M/BM): a block's scalars of
     one step of k side by side."""
-    return _kernel(a, lambda q: FunCall(n.Map(n.Transpose()), (FunCall(n.Split(Cst(bm)), (q,)),)), "pa")
+    return _kernel(a, lambda q: _copied(FunCall(n.Map(n.Transpose()), (FunCall(n.Split(Cst(bm)), (q,)),))), "pa")
 
 
 def pack_b(x: Any, cols: int) -> Any:
@@ -53,14 +58,9 @@ def pack_b(x: Any, cols: int) -> Any:
     of `cols` scalars (whole cache lines for 16 floats). Run in the panels' order instead, each
     step of k reads the next row of X, N scalars away: on PoCL/AVX2 at 1024^3 that copy took
     0.7-1.2 ms, the one in X's order 0.36 ms (a plain 4 MiB copy: 0.35 ms)."""
-    q = Param(type_of(x), "pb")
     row = Param(type_of(x).elem, "row")  # type: ignore[union-attr]
-    copied = copy_into("global", row, width=COPY_WIDTH)
-    if isinstance(copied, str):
-        raise AssertionError(f"packing a {type_of(x)}: {copied}")  # arrays of scalars only (nest_parts)
-    per_row = Lambda((row,), FunCall(n.Split(Cst(cols)), (copied,)))
-    body = FunCall(n.TransposeW(), (FunCall(n.Map(per_row), (q,)),))
-    return FunCall(n.OclKernel(Lambda((q,), body)), (x,))
+    per_row = Lambda((row,), FunCall(n.Split(Cst(cols)), (_copied(row),)))
+    return _kernel(x, lambda q: FunCall(n.TransposeW(), (FunCall(n.Map(per_row), (q,)),)), "pb")
 
 
 __all__ = ["pack_a", "pack_b", "COPY_WIDTH"]

@@ -147,14 +147,13 @@ def _exact_groups(space: Any, joint: dict[str, int]) -> dict[str, int]:
     them idle behind the bounds check)."""
     from lift.arith import evaluate, substitute
 
-    path = getattr(space, "launch_path", None)
     out = dict(joint)
     for d in range(3):
         local, groups = f"local_size_{d}", f"groups_{d}"
         if local not in joint or groups not in joint:
             continue
-        lengths = [evaluate(substitute(m.length, space.sizes or {})) for lab, m in space.context.maps.items()
-                   if joint.get(lab) == 30 + d and (path is None or m.path[:len(path) + 1] == (*path, 0))]
+        lengths = [evaluate(substitute(m.length, space.sizes or {})) for m in space.launch_maps()
+                   if joint.get(m.label) == 30 + d]
         if not lengths:
             continue
         exact = -(-max(lengths) // joint[local])
