@@ -185,7 +185,7 @@ def _build_source(dc: DeviceContext, source: str, options: tuple[str, ...]) -> A
 def build_error(device: Device, source: str, log: str) -> DeviceError:
     """A DeviceError with the build log and the source lines the log points at."""
     lines = source.splitlines()
-    cited = sorted({int(m.group(1)) for m in re.finditer(r"\.cl:(\d+):\d+:", log)})
+    cited = sorted({int(m.group(1)) for m in re.finditer(r"(?:\.cl|<[\w ]+>):(\d+):\d+:", log)})
     shown = [f"  {n:4d} | {lines[n - 1]}" for n in cited if 0 < n <= len(lines)]
     first = next((ln.strip() for ln in log.splitlines() if "error:" in ln), "see the build log")
     text = f"OpenCL build failed on {device.name}: {first.split('error:', 1)[-1].strip()}"

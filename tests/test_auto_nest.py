@@ -61,13 +61,13 @@ def _arrays(prog, sizes: dict[str, int], seed: int) -> list[np.ndarray]:
     return out
 
 
-def _panels(compiled, sizes: dict[str, int]) -> bool:
-    """Whether the global temporaries of a compiled matmul are exactly A's and B's packed panels (M K
-    and K N elements: no partial sums in global memory)."""
+def _panels(compiled, sizes: dict[str, int], pack: str = "b") -> bool:
+    """Whether the global temporaries of a compiled matmul are exactly the packed panels of `pack` (B's:
+    K N elements, A's: M K; no partial sums in global memory)."""
     (m, k), (_, n) = ([int(evaluate(s, sizes)) for s in (t.size, t.elem.size)] for t in compiled.plan.param_types)
     temps = sorted(int(evaluate(b.count, sizes)) for b in compiled.plan.buffers if b.role == "temp")
-    return temps == sorted([m * k, k * n]) and all(b.space == "global" for b in compiled.plan.buffers
-                                                     if b.role == "temp")
+    want = sorted([m * k] * ("a" in pack) + [k * n] * ("b" in pack))
+    return temps == want and all(b.space == "global" for b in compiled.plan.buffers if b.role == "temp")
 
 
 def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
@@ -77,7 +77,7 @@ def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
     space = rw.auto_space(prog, sizes)["auto_b0"]
     assert space["layout"] == ("copy", "keep")  # B is read through transpose: a layout change is offered
     assert space["rows"] == (4, 8, 2, 1) and space["cols"] == (2, 1, 4, 8)
-    assert space["pack"] == ("ab", "b", "a", "none")  # panels of the output form packed by kernels of their own
+    assert space["pack"] == ("b", "ab", "a", "none")  # panels of the output form packed by kernels of their own
     assert space["width"] == (8, 4, 16, 1)  # widths along the output first: 2 x 16 does not divide N = 48
     assert space["along"] == ("output", "reduced")  # vectors along B's contiguous columns, or along k
     odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
@@ -147,9 +147,9 @@ def test_the_default_blocks_of_matmul_compile_without_a_global_tmp_for_partial_s
     sizes = {"M": 16, "N": 16, "K": 64}
     prog = rw.auto_points(matmul())  # symbolic sizes: placed
     a, b = _arrays(prog, sizes, 2)
-    compiled = lift.compile(prog)  # the point's first choices: 4 x 2 blocks of float8 along the output, packed
+    compiled = lift.compile(prog)  # the point's first choices: 4 x 2 blocks of float8 along the output, B packed
     assert compiled.choices.points["auto_b0"] == {"skip": False, "rows": 4, "cols": 2, "width": 8,
-                                                  "layout": "copy", "along": "output", "pack": "ab"}
+                                                  "layout": "copy", "along": "output", "pack": "b"}
     assert _panels(compiled, sizes)  # the partial sums stay in registers, the temporaries are the panels
     assert "float8 acc[8]" in compiled.source
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
@@ -228,6 +228,38 @@ def test_the_default_compile_of_a_constant_size_matmul_uses_register_blocks() ->
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     assert lift.compile(prog, choices=compiled.choices).source == compiled.source
     assert "auto_b0" not in lift.compile(matmul()).choices.points  # symbolic sizes: no default blocks
+
+
+def _constant_matmul(m: int, n: int, k: int):
+    return fun([Array(Array(Float, k), m), Array(Array(Float, n), k)], lambda a, b: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << (transpose << b)) << a)
+
+
+@pytest.mark.device
+def test_the_default_blocks_launch_in_groups_one_column_block_wide_on_a_cpu() -> None:
+    """On a CPU the default register blocks are launched as the tuner's first seed launches them
+    (lift.compile._grid_launch): column blocks in dimension 0, row blocks in dimension 1, groups of
+    1 x 64 blocks; `Program.choices` hold the launch and rebuild the program."""
+    prog = _constant_matmul(256, 256, 256)
+    compiled = lift.compile(prog)
+    if compiled.device.kind != "cpu":
+        pytest.skip("the grid launch is the default on CPU devices")
+    launch = compiled.choices.launch
+    assert (launch["local_size_0"], launch["local_size_1"]) == (1, 64), launch
+    (main,) = [nd for nd in compiled.ndrange if nd.kernel == "lift_main"]
+    assert tuple(int(evaluate(g, {})) for g in main.global_size) == (256 // 16, 256 // 4)  # a work-item per block
+    assert tuple(int(evaluate(s, {})) for s in main.local_size) == (1, 64)
+    a, b = _arrays(prog, {}, 7)
+    np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert lift.compile(prog, choices=compiled.choices).source == compiled.source
+
+
+def test_the_default_blocks_on_a_gpu_profile_leave_the_launch_to_the_runtime() -> None:
+    """Groups one column block wide suit a CPU's work-items, which run one after another; a GPU's
+    run side by side (no launch choice: the default mapping's)."""
+    compiled = lift.compile(_constant_matmul(32, 64, 256), device=lift.devices.profile("nvidia"))
+    assert not compiled.attached and compiled.choices.points["auto_b0"]["along"] == "output"
+    assert not compiled.choices.launch
 
 
 @pytest.mark.device

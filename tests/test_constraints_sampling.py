@@ -11,8 +11,8 @@ import z3.z3util
 
 from lift.constraints import joint_space
 from lift.constraints.model import Constraint, Model
+from lift.constraints.prefer import _complete_fast, complete
 from lift.constraints.sampling import Sampler, compile_formula
-from lift.explore.seeds import _complete_fast, complete
 from tests.programs import conv_program, matmul_program
 
 X, Y = z3.Ints("x y")

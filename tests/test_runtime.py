@@ -387,3 +387,16 @@ def test_int_parameters(cache: Path) -> None:
         outputs=("y",), result_type=Array(Int, N), size_vars=("N",), param_types=(Array(Int, N),))
     x = np.arange(6, dtype=np.int32)
     np.testing.assert_array_equal(Program(plan, cache_dir=cache)(x), x + 1)
+
+
+@pytest.mark.parametrize("where", ["/tmp/pocl_build.cl", "<kernel>", "<source>"])
+def test_build_error_cites_the_source_line_of_pocl_and_nvidia_logs(where: str) -> None:
+    """PoCL's clang names the file (`/tmp/...cl:3:5:`), NVIDIA's compiler `<kernel>:3:5:` (seen on an H100,
+    driver 580): either way the error shows the line the log points at."""
+    from lift.devices import profile
+    from lift.runtime import build_error
+
+    source = "kernel void k(global float* out) {\n  int i = get_global_id(0);\n  out[i] = 2.0f * undefined_name;\n}"
+    err = build_error(profile("nvidia"), source, f"{where}:3:19: error: use of undeclared identifier 'undefined_name'")
+    assert "offending source lines" in str(err) and "   3 |   out[i] = 2.0f * undefined_name;" in str(err)
+    assert "undeclared identifier" in str(err).splitlines()[0]

@@ -1,4 +1,4 @@
-"""The launch sizes of the tuner's seed candidates (lift.explore.seeds.complete): one work-item
+"""The launch sizes of the tuner's seed candidates (lift.constraints.prefer.complete): one work-item
 per iteration, and column-block groups for a 2-D grid of register blocks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import lift
 from lift import Array, Float, Size, fun, map, reduce, zip
 from lift.compile import apply_points
 from lift.constraints import joint_space, substitute_sizes
-from lift.explore.seeds import complete
+from lift.constraints.prefer import complete
 from lift.rewrites.auto import default_points
 
 

@@ -58,7 +58,7 @@ def test_temporaries_between_kernels_keep_plain_stores():
     mm = fun([Array(Array(Float, m), m), Array(Array(Float, m), m)],
              lambda x, y: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
                               << (transpose << y)) << x)
-    prog = lift.compile(mm)  # default register blocks: packing kernels write temporaries in vectors
+    prog = lift.compile(mm, choices={"auto_b0": {"pack": "ab"}})  # register blocks, A and B packed by kernels
     lines = prog.source.splitlines()
     packed = [ln for ln in lines if ln.strip().startswith("((global float8*)tmp") and " = " in ln]
     assert len(packed) == 2  # A's and B's panels, each one vector store (A's across rows of 4: views._contiguous)
