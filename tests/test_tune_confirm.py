@@ -146,3 +146,18 @@ def test_the_default_contender_is_what_lift_compile_gives() -> None:
     assert first.candidate.default and first.choices == want.choices
     if res.best_record.candidate.default:
         assert res.best.source == want.source
+
+
+@pytest.mark.parametrize(("lead", "wins"), [(0.01, "default"), (0.05, "fast")])
+def test_a_lead_within_the_margin_keeps_the_default(lead: float, wins: str) -> None:
+    """A contender 1% faster than the default is within the noise of two builds of one kernel
+    (confirm.MARGIN, 2%): the default is kept; 5% faster, the contender wins."""
+    history = [_rec("default", 2e-3, default=True), _rec("fast", 1.5e-3)]
+    truth = {"default": 2e-3, "fast": 2e-3 * (1.0 - lead)}
+
+    def timer_for(r: Record):
+        return lambda: truth[r.candidate.structural["p"]["name"]]
+
+    winner, got = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
+    assert winner is not None and winner.candidate.structural["p"]["name"] == wins
+    assert got["medians"] == [pytest.approx(truth["fast"]), pytest.approx(truth["default"])]

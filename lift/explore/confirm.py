@@ -6,8 +6,13 @@ fastest. Before choosing, the few fastest distinct candidates *and the default l
 program `lift.compile` gives by default) are timed again round-robin on the same arrays, in
 `ROUNDS` rounds, each round every contender once (`repeat` runs, their median), the order
 rotated from round to round, so load changes hit them alike; the winner is the contender with
-the smallest median over the rounds. The default is always a contender, so the tune never
-returns a kernel measured slower than the default in the same rounds. A contender whose
+the smallest median over the rounds, unless that median is within `MARGIN` of the default's:
+then the default wins (two builds of one kernel, timed as two programs, differ by up to ~2%
+here: matmul 1024^3 on Zen 1, liftcl's default against the same kernel with its sizes fixed,
+0.3-1.8% in four bench runs; a smaller lead is not evidence, and the default is what
+`lift.compile` gives, so a tune that finds nothing clearly faster agrees with it). The default
+is always a contender, so the tune never returns a kernel measured slower than the default in
+the same rounds. A contender whose
 fastest timing so far is more than `DROP` times the best median (twice that after the first
 round, one timing each) is not timed again (it cannot win; its fastest, not its median, so that
 one load spike does not drop it), which bounds the cost of a slow default lowering. The round
@@ -29,6 +34,7 @@ ROUNDS = 5
 REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
 TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
 DROP = 1.5  # a contender whose fastest timing is this much slower than the best median is dropped
+MARGIN = 0.02  # a contender must beat the default's median by more than this share to replace it
 BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
 
 Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per run, None if it failed
@@ -75,10 +81,11 @@ def reserve(history: Sequence[Record], rank: Any, rounds: int = ROUNDS, repeat: 
 
 
 def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None], *, deadline: float,
-            rounds: int = ROUNDS, drop: float = DROP) -> tuple[Record | None, dict[str, Any]]:
+            rounds: int = ROUNDS, drop: float = DROP, margin: float = MARGIN) -> tuple[Record | None, dict[str, Any]]:
     """Time `cands` round-robin (see the module docstring); `timer_for(record)` prepares a
     contender and gives its timer (None: it cannot be prepared, it is out). Returns the
-    contender with the smallest median (None when nothing was measured) and what was measured:
+    contender with the smallest median, or the default lowering where that is within `margin`
+    of the default's median (None when nothing was measured) and what was measured:
     {"medians": [seconds or None per contender], "rounds": rounds done}. Each record's
     `confirmed` is set to its median."""
     timers: list[Timer | None] = []
@@ -109,8 +116,13 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     for r, m in zip(cands, medians):
         r.confirmed = m
     measured = [(m, i) for i, m in enumerate(medians) if m is not None]
-    winner = cands[min(measured)[1]] if measured else None
-    return winner, {"medians": medians, "rounds": done}
+    if not measured:
+        return None, {"medians": medians, "rounds": done}
+    best, i = min(measured)
+    default = next((j for j, r in enumerate(cands) if r.candidate.default and medians[j] is not None), None)
+    if default is not None and best > (1.0 - margin) * medians[default]:  # type: ignore[operator]
+        i = default  # no clear lead over the default: it is kept
+    return cands[i], {"medians": medians, "rounds": done}
 
 
 def worker_timer(pipe: Any, worker: Any, repeat: int = REPEAT) -> Callable[[Record], Timer | None]:

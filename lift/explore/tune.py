@@ -12,9 +12,9 @@ the program also gets automatic rewrite points at its natural places
 (`lift.rewrites.auto_points`: chunked, fused, vectorised reductions; vectorised maps),
 whose seed candidates (seeds.py) are tried before random sampling; the user's own points
 are kept as written. Before choosing, the few fastest candidates and the default lowering
-are timed again, interleaved, and the winner is chosen by those medians (confirm.py), so
-one lucky run does not pick the winner and the result is never measured slower than the
-default. Every finished candidate is written to the tuning database
+are timed again, interleaved, and the winner is chosen by those medians (confirm.py; a lead
+of 2% or less over the default keeps the default), so one lucky run does not pick the winner
+and the result is never measured slower than the default. Every finished candidate is written to the tuning database
 (database.py, shared.py) as it finishes, and candidates already there are not measured
 again: a stopped tune resumes, concurrent tunes of one problem share their work. The winner
 is stored too; a later `tune` of the same program, shapes, device and objective returns it
