@@ -158,6 +158,15 @@ def is_launch(name: str) -> bool:
     return _LAUNCH.fullmatch(name) is not None
 
 
+def joint_fields(joint: Mapping[str, int], map_labels: Iterable[str]) -> dict[str, dict[str, int]]:
+    """A joint choice (the variables of `lift.constraints.joint_space`) sorted into the `Choices`
+    fields: `mapping` (the codes of the labels in `map_labels`), `launch` and `tuning` (the rest)."""
+    maps = set(map_labels)
+    return {"mapping": {k: v for k, v in joint.items() if k in maps},
+            "tuning": {k: v for k, v in joint.items() if k not in maps and not is_launch(k)},
+            "launch": {k: v for k, v in joint.items() if is_launch(k)}}
+
+
 def as_choices(choices: Choices | Mapping[str, Any] | None, map_labels: Iterable[str] = ()) -> Choices:
     """`choices` as a `Choices`: a plain dict's dict values are rewrite points, its ints launch
     variables, mapping codes (for a label in `map_labels`) or tuning values (the rest)."""

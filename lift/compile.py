@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lift.choices import Choices, as_choices, is_launch
+from lift.choices import Choices, as_choices, is_launch, joint_fields
 from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError
 from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
@@ -157,10 +157,7 @@ def _grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any) ->
     joint = complete(space, {}, grid=True)
     if joint is None or not any(is_launch(k) for k in joint):
         return None
-    maps = space.context.maps
-    return Choices(points=first, mapping={k: v for k, v in joint.items() if k in maps},
-                   tuning={k: v for k, v in joint.items() if k not in maps and not is_launch(k)},
-                   launch={k: v for k, v in joint.items() if is_launch(k)}, sizes={})
+    return Choices(points=first, **joint_fields(joint, space.context.maps), sizes={})
 
 
 def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int, device: Any) -> dict[str, Any]:

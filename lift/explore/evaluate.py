@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from lift.choices import Choices, is_launch
+from lift.choices import Choices, joint_fields
 from lift.errors import LiftError, RewritePointSkipped
 from lift.ir.nodes import Node
 
@@ -163,10 +163,7 @@ class Evaluator:
         space = self.space(cand.structural)
         if isinstance(space, Exception):
             raise space
-        maps = space.context.maps
-        return Choices(points=cand.structural, mapping={k: v for k, v in cand.joint.items() if k in maps},
-                       tuning={k: v for k, v in cand.joint.items() if k not in maps and not is_launch(k)},
-                       launch={k: v for k, v in cand.joint.items() if is_launch(k)},
+        return Choices(points=cand.structural, **joint_fields(cand.joint, space.context.maps),
                        vectorise=cand.vectorise, sizes=self.sizes)
 
     def build(self, cand: Candidate) -> Any:
