@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import z3
 
+from lift.arith import evaluate, substitute
+
 LOCAL = 64  # preferred work-group size
 
 
@@ -29,8 +31,6 @@ def _exact_groups(space: Any, joint: dict[str, int]) -> dict[str, int]:
     preference for many groups alone takes the most the launch constraints allow, up to twice
     the iterations (matmul 1024^3: 127 groups of one work-item over 64 column blocks, half of
     them idle behind the bounds check)."""
-    from lift.arith import evaluate, substitute
-
     out = dict(joint)
     for d in range(3):
         local, groups = f"local_size_{d}", f"groups_{d}"

@@ -128,30 +128,32 @@ def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | N
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RewritePointSkipped)  # a point the user did not write
         blocks = any("along" in doms for doms in space.values())  # a block_nest point: a 2-D grid of blocks
-        for choices in (_grid_launch(placed, first, device) if blocks else None, first):
+        spaces: Spaces = {}  # the grid launch's rewriting and joint space, reused by its compile
+        for choices in (_grid_launch(placed, first, device, spaces) if blocks else None, first):
             if choices is None:
                 continue
             try:
-                return compile(placed, device, choices=choices, cache_dir=cache_dir)
+                return compile(placed, device, choices=choices, cache_dir=cache_dir, spaces=spaces)
             except LiftError:
                 continue
     return None
 
 
-def _grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any) -> Choices | None:
-    """On a CPU device, the default points' `first` choices (register blocks) with the blocks launched as a 2-D grid
-    in groups one column block wide (`lift.constraints.prefer.complete` with `grid`; the tuner's
-    first seed): PoCL's own work-group for matmul 1024^3 is 64 x 64 blocks, whose work-items sweep
-    every column panel of B per row block (block kernel 31.4-35.3 ms on Zen 1; groups of 1 x 64:
-    28.5-29.7 ms, interleaved). None on other devices, or when the space offers no such choice."""
+def _grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spaces: Spaces) -> Choices | None:
+    """On a CPU device, the default points' `first` choices (register blocks) with the blocks
+    launched as a 2-D grid in groups one column block wide (`lift.constraints.prefer.complete` with
+    `grid`; the tuner's first seed): PoCL's own work-group for matmul 1024^3 is 64 x 64 blocks,
+    whose work-items sweep every column panel of B per row block (block kernel 31.4-35.3 ms on
+    Zen 1; groups of 1 x 64: 28.5-29.7 ms, interleaved). None on other devices, or when the space
+    offers no such choice. The space is kept in `spaces`."""
     from lift.constraints.prefer import complete
 
     profile = profile_of(device)
     if profile.kind != "cpu":
         return None
     try:
-        space = joint_space_of(rewritten(placed, Choices(points=first), None, warn=False), profile,
-                               Choices(points=first, sizes={}))
+        space = joint_space_of(rewritten(placed, Choices(points=first), spaces, warn=False), profile,
+                               Choices(points=first, sizes={}), spaces)
     except LiftError:
         return None
     joint = complete(space, {}, grid=True)

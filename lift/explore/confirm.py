@@ -12,11 +12,11 @@ here: matmul 1024^3 on Zen 1, liftcl's default against the same kernel with its 
 0.3-1.8% in four bench runs; a smaller lead is not evidence, and the default is what
 `lift.compile` gives, so a tune that finds nothing clearly faster agrees with it). The default
 is always a contender, so the tune never returns a kernel measured slower than the default in
-the same rounds. A contender whose
-fastest timing so far is more than `DROP` times the best median (twice that after the first
-round, one timing each) is not timed again (it cannot win; its fastest, not its median, so that
-one load spike does not drop it), which bounds the cost of a slow default lowering. The round
-stops at `deadline`; what was measured by then decides (a contender with no measurement is out).
+the same rounds. A contender whose fastest timing so far is more than `DROP` times the best
+median (twice that after the first round, one timing each) is not timed again (it cannot
+win; its fastest, not its median, so that one load spike does not drop it), which bounds the
+cost of a slow default lowering. The round stops at `deadline`; what was measured by then
+decides (a contender with no measurement is out).
 
     winner = confirm(contenders(history, rank), timer_for, deadline=t_end)
 """

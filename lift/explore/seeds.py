@@ -133,4 +133,4 @@ def _largest(space: Any, var: str) -> int | None:
     return opt.model().eval(v, model_completion=True).as_long()
 
 
-__all__ = ["Seeded", "complete", "chunk_sizes", "TARGET_ELEMS"]
+__all__ = ["Seeded", "chunk_sizes", "TARGET_ELEMS"]
