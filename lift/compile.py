@@ -1,6 +1,7 @@
 """The compilation pipeline, the one module that imports every stage.
 
     typecheck(expr)                                      typed (once; types are cached)
+    normalise(expr)                                      one canonical spelling (lift.rules.normalise)
     pointed = rewritten(expr, choices)                   rewrite points applied (structural choices)
     mapped  = map_program(pointed, profile, choices)     mapping, tuning values, vectorisation, launch
     linked  = link(mapped)                               per kernel (KERNEL_STAGES): allocated ->
@@ -29,6 +30,7 @@ from lift.ir.nodes import Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
 from lift.program import Program
+from lift.rules.normalise import normalise
 from lift.runtime import CacheDir
 from lift.typecheck import typecheck
 
@@ -66,6 +68,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     if not isinstance(specialise, bool):
         raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
     typecheck(expr)
+    expr = normalise(expr)  # stage "normalised": one spelling for every spelling (lift.rules.normalise)
     plain = choices is None and local_size is None and global_size is None and not options and spaces is None
     if plain:
         from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile

@@ -249,7 +249,6 @@ def check_iterate(f: n.Iterate, node: n.Node) -> None:
                  "(one kernel launch per iteration)")
 
 
-ATOMIC_OPS = ("add", "mult", "max_", "min_")  # commutative and associative: any combining order
 
 
 def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None, node: n.Node) -> None:
@@ -257,14 +256,16 @@ def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None
     commutative operator on a 32-bit scalar, `init` a literal or an input of the kernel (the
     result is pre-filled with it by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
     enclosing loop: it is complete only when the kernel ends)."""
-    from lift.rules.reduce import builtin
+    from lift.rules.terms import eta
     from lift.types import ScalarType
+    from lift.userfun.facts import operator
 
     g = f.f  # type: ignore[attr-defined]
     why = None
     t = init.type
-    if builtin(g) not in ATOMIC_OPS:
-        why = f"{g} is not a built-in commutative operator ({', '.join(ATOMIC_OPS)})"
+    op = operator(eta(g))
+    if op is None or not op.commutative:  # associative and commutative: any combining order
+        why = f"{g} is not a commutative associative operator (an addition, product, max or min, or vouched for)"
     elif not (isinstance(t, ScalarType) and t.name in ("Float", "Int")):
         why = f"atomics combine 32-bit Float or Int values, not {t}"
     elif concrete(init):
@@ -489,4 +490,4 @@ class _Alloc:
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
-           "lambda_body", "body_path", "check_atomic", "ATOMIC_OPS"]
+           "lambda_body", "body_path", "check_atomic"]

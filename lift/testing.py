@@ -521,8 +521,43 @@ def _case(case: Any, inputs: Any, data: st.DataObject) -> tuple[Node, tuple[Any,
     return case, tuple(inputs)
 
 
+def assert_vouched(f: Any, *, samples: int = 200, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Check on random inputs that a user function vouched for (`user_fun(..., associative=True,
+    commutative=..., neutral=...)`) keeps its laws: `f(f(a, b), c) == f(a, f(b, c))` (to float
+    rounding), `f(a, b) == f(b, a)` when commutative, `f(z, a) == a` for its neutral `z`.
+    `AssertionError` naming the law and the inputs that break it."""
+    from lift.userfun.facts import Laws
+
+    laws = getattr(f, "laws", None)
+    if not isinstance(laws, Laws):
+        raise AssertionError(f"{f} vouches for no laws (pass associative=True to user_fun)")
+    rng = np.random.default_rng(seed)
+    dtype = f.out_type.dtype  # type: ignore[attr-defined]
+    a, b, c = (rng.uniform(-4, 4, samples).astype(dtype) for _ in range(3))
+    call = np.vectorize(f.py_fn, otypes=[dtype])
+    checks = [("associative", call(call(a, b), c), call(a, call(b, c)))]
+    if laws.commutative:
+        checks.append(("commutative", call(a, b), call(b, a)))
+    if laws.neutral is not None:
+        checks.append((f"neutral {laws.neutral}", call(np.full_like(a, laws.neutral), a), a))
+    for law, got, want in checks:
+        bad = ~np.isclose(got, want, rtol=rtol, atol=atol)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise AssertionError(f"{f} is not {law}: at a={a[i]}, b={b[i]}, c={c[i]} got {got[i]}, want {want[i]}")
+
+
+def spellings(prog: Any, **kw: Any) -> Any:
+    """A hypothesis strategy of programs equal in meaning to `prog`, spelled differently
+    (`lift.spellings`: own copies of built-ins, commuted operands, pair functions, fused fold
+    steps, zip orders, cancelling transposes, map fission, `let`); `kinds=` selects spellings."""
+    from lift.spellings import spellings as draw
+
+    return draw(prog, **kw)
+
+
 __all__ = [
     "Case", "Report", "scalar_types", "unary_funs", "monoids", "folds", "element_fun", "programs",
     "programs_for", "inputs_for", "assert_same", "check_rule", "assert_preserves", "divisors",
-    "prefix_1d", "prefix_2d", "suffix", "sizes_for",
+    "prefix_1d", "prefix_2d", "suffix", "sizes_for", "spellings", "assert_vouched",
 ]

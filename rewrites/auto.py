@@ -41,10 +41,11 @@ from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
 from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Pad, Param, Slide, Split, UserFun, Zip
 from lift.ir.paths import children, walk, with_children
-from lift.rules.reduce import builtin, is_monoid
+from lift.rules.reduce import is_monoid
 from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
+from lift.userfun.facts import sums
 
 from .auto_nest import BlockNest, nest_parts
 from .auto_nest import space as nest_space
@@ -216,7 +217,7 @@ class _Placer:
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = _zip_fun(g, x)
-        if builtin(f) != "add" or found is None:
+        if not sums(f) or found is None:
             return (1,)
         n = self.length(x)
         return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)

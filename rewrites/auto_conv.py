@@ -37,12 +37,12 @@ from lift.ir.alpha import substitute
 from lift.ir.layoutfun import is_layout_fun
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
-from lift.rules.reduce import builtin
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
+from lift.userfun.facts import sums
 
 from .memory_points import copy_into
 
@@ -205,8 +205,8 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
             return FunCall(n.OclKernel(Lambda(params, body)), args)
         if "does not divide" in body:
             return body
-    if w > 1 and builtin(f) != "add":
-        return f"width {w} along the reduced dimension needs the operator add (lane sums), got {f}"
+    if w > 1 and not sums(f):
+        return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
     ra = _rows(a)
     if ra is None or not _divides(w, ra[0], known):
         return f"width {w} does not divide the reduced dimension"

@@ -68,7 +68,7 @@ from lift.arith import Cst, as_arith
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
-from lift.rules.reduce import builtin, is_monoid
+from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, lam
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
@@ -76,6 +76,7 @@ from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
+from lift.userfun.facts import operator, sums
 
 from .blocking import update
 from .chunks import _zip_fun, lane_sum
@@ -154,7 +155,7 @@ def gathered(x: Any) -> Any:
 
 def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: int, bn: int, w: int) -> Any:
     """The BM x BN outputs of `rows_a` x `rows_b` in a private accumulator (see the module)."""
-    s_t = g.out_type if builtin(f) is None else eta(f).in_types[0]  # type: ignore[union-attr]
+    s_t = g.out_type if operator(eta(f)) is None else eta(f).in_types[0]  # type: ignore[union-attr]
 
     def vec(x: Param) -> Any:
         rows = x if w == 1 else FunCall(n.Map(n.AsVector(w)), (x,))
@@ -276,8 +277,8 @@ class BlockNest(RewritePoint):
             out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack)
             if not isinstance(out, str) or "does not divide" in out:
                 return out
-        if w > 1 and builtin(f) != "add":
-            return f"width {w} along the reduced dimension needs the operator add (lane sums), got {f}"
+        if w > 1 and not sums(f):
+            return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
         if not _divides(w, ra_dims[0], dict(self.known or ())):
             return f"width {w} does not divide {ra_dims[0]}"
         move = copied if layout == "copy" else gathered if layout == "gather" else None
@@ -379,7 +380,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         v = known(size)
         return tuple(d for d in doms if v is not None and v % d == 0) or (1,)
 
-    widths = fits(WIDTHS, ka) if builtin(f) == "add" else (1,)  # lane sums: add only
+    widths = fits(WIDTHS, ka) if sums(f) else (1,)  # lane sums: an addition only
     kernels = point.kernel is not False
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)

@@ -31,13 +31,14 @@ from lift.arith import Arith, as_arith, prove_divides
 from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, UserFun, node
-from lift.rules.reduce import builtin, is_monoid
+from lift.rules.reduce import is_monoid
 from lift.rules.terms import call as apply_fun
 from lift.rules.terms import eta, lam, mentions
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun.compose import fused
+from lift.userfun.facts import sums
 
 from .chunks import lane_sum
 from .nested import _nest, _reduction
@@ -125,7 +126,7 @@ def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayTy
     functions allow vectors; 1 otherwise."""
     if bound == 1:
         return 1
-    if builtin(f) != "add" or _pair_fun(g) is None:
+    if not sums(f) or _pair_fun(g) is None:
         return 1
     if at.elem.elem not in VECTOR_SCALARS or bt.elem.elem not in VECTOR_SCALARS:  # type: ignore[attr-defined]
         return 1

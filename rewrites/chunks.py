@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.reduce import builtin, is_monoid
+from lift.rules.reduce import is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import eta, lam, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -67,6 +67,7 @@ from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
+from lift.userfun.facts import operator, sums
 
 from .point import Nested, RewritePoint, constructor, size_param
 
@@ -176,8 +177,8 @@ class ReduceChunks(RewritePoint):
             step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
             data = x
         else:
-            if w not in WIDTHS or builtin(f) != "add":
-                return f"width {w} needs the reduction to be add (got {f})"
+            if w not in WIDTHS or not sums(f):
+                return f"width {w} needs the reduction to be an addition (got {f})"
             found = _zip_fun(g, x)
             if found is None:
                 return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
@@ -243,7 +244,8 @@ def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tup
 def atomic_ok(f: FunDecl, z: Any) -> bool:
     """Whether `reduce_atomic(f, z)` can be generated (`lift.memory.check_atomic`'s operator and type)."""
     t = type_of(z)
-    return builtin(f) in ("add", "mult", "max_", "min_") and isinstance(t, ScalarType) and t.name in ("Float", "Int")
+    op = operator(eta(f))
+    return op is not None and op.commutative and isinstance(t, ScalarType) and t.name in ("Float", "Int")
 
 
 def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any) -> Any:

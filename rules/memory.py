@@ -21,6 +21,7 @@ from lift.rules.rule import Rule
 from lift.rules.terms import eta, meta
 from lift.types import ArrayType, ScalarType, Type, VectorType
 from lift.userfun.builtins import id as id_fun
+from lift.userfun.facts import is_identity
 
 CONCRETE = (*MAPS, *REDUCES, UserFun)
 
@@ -58,10 +59,10 @@ def copy_fun(t: Type) -> FunDecl | None:
 
 
 def is_copy(f: Node) -> bool:
-    """Whether `f` is an identity copy (`id`, `map(id)`, ...)."""
+    """Whether `f` is an identity copy (`id`, a user's own `x => x`, `map(id)`, ...)."""
     f = eta(f) if isinstance(f, FunDecl) else f
     if isinstance(f, UserFun):
-        return f.name == "id"
+        return is_identity(f)
     return isinstance(f, MAPS) and is_copy(f.f)
 
 

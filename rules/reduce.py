@@ -1,51 +1,30 @@
 """Reduction rules: splitting a reduction into partial reductions and a final one.
 
-Both rules need `f` to be associative with neutral element `z`: the built-in `add` (0),
-`mult` (1), and the idempotent `max_` and `min_` (any `z`); for another operator the caller
-vouches with `associative=True`.
+Both rules need `f` to be associative with neutral element `z`: a function that computes the
+built-in `add` (0), `mult` (1), or the idempotent `max_` and `min_` (any `z`), whatever it is
+called (`lift.userfun.facts`), or one whose author vouched for it (`user_fun(..., associative=True,
+neutral=...)`); for another operator the caller vouches with `associative=True`.
 """
 
 from __future__ import annotations
 
 from lift.arith import as_arith
 from lift.ir.alpha import alpha_equal
-from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, Map, Reduce, Split, UserFun
+from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Map, Reduce, Split
 from lift.rules.match import call, expr, fun
 from lift.rules.rule import REQUIRED, Rule, divides
 from lift.rules.split_join import divisors
 from lift.rules.terms import elem, eta, lam, length, meta, refresh
-from lift.userfun import builtins
+from lift.userfun import facts
 
 f = fun("f")
 z, x, xs = expr("z"), expr("x"), expr("xs")
 
-NEUTRAL = {"add": 0, "mult": 1}
-IDEMPOTENT = ("max_", "min_")
-
-
-def builtin(f: FunDecl) -> str | None:
-    """The name of the built-in binary operator `f` is (after eta-reduction), or None."""
-    f = eta(f)
-    if not isinstance(f, UserFun) or len(f.in_types) != 2:
-        return None
-    t = f.in_types[0]
-    generic = getattr(builtins, f.name, None)
-    if f.name not in (*NEUTRAL, *IDEMPOTENT) or generic is None:
-        return None
-    try:
-        return f.name if generic.specialise(t, t) == f else None
-    except Exception:  # noqa: BLE001 - a type the builtin does not support
-        return None
-
-
 def is_monoid(f: FunDecl, z: Expr) -> bool:
-    """Whether `f` is a known associative operator and `z` its neutral element."""
-    name = builtin(f)
-    if name is None:
-        return False
-    if name in IDEMPOTENT:
-        return True
-    return isinstance(z, Literal) and z.value == NEUTRAL[name]
+    """Whether `f` is an associative operator (by what it computes, or vouched for) and `z` its
+    neutral element."""
+    op = facts.operator(eta(f))
+    return op is not None and op.is_neutral(z)
 
 
 def _partials(f: FunDecl, z: Expr, chunks: Expr) -> Expr:

@@ -31,8 +31,9 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.paths import Path
 from lift.memory import LOOP_KINDS
-from lift.rules.reduce import builtin
+from lift.rules.terms import eta
 from lift.types import ScalarType, Type
+from lift.userfun.facts import operator
 from lift.views import Access, View
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ def helper_source(cname: str, op: str, name: str, t: ScalarType) -> str:
 def helper(kg: KernelGen, f: n.FunDecl, t: Type) -> str:
     """The C name of the atomic helper for operator `f` on `t`, defined once per program."""
     assert isinstance(t, ScalarType)
-    name = builtin(f) or ""
+    op = operator(eta(f))
+    name = op.kind if op is not None and op.kind else "op"
     op = kg.funs(f if isinstance(f, n.UserFun) else _user_fun(f))
     funs = kg.funs
     key = ("atomic", name, t.name, op)
@@ -71,8 +73,6 @@ def helper(kg: KernelGen, f: n.FunDecl, t: Type) -> str:
 
 
 def _user_fun(f: n.FunDecl) -> n.UserFun:
-    from lift.rules.terms import eta
-
     g = eta(f)
     if not isinstance(g, n.UserFun):
         raise UnsupportedError(f"reduce_atomic needs a user function, got {f}", node=f)

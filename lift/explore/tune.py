@@ -34,6 +34,7 @@ from typing import Any
 from lift.choices import Choices
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
+from lift.rules.normalise import normalise
 
 from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
@@ -117,6 +118,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
+    expr = normalise(expr)  # every spelling of a program searches one space (lift.rules.normalise)
     dev = _device(device)
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)

@@ -8,7 +8,6 @@ arguments to its declared dtypes, so it is rebuilt from its own source with Floa
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,8 @@ import numpy as np
 from lift.interpret.element import NotBatchable
 from lift.interpret.values import Zipped
 from lift.ir.nodes import UserFun
-from lift.types import Double, Float, ScalarType, TupleType, Type, VectorType
+from lift.types import Double, Float, TupleType, Type, VectorType
+from lift.userfun.facts import operator
 
 _WIDE_TWINS: dict[UserFun, Any] = {}
 _MONOIDS: dict[UserFun, str | None] = {}
@@ -94,66 +94,7 @@ def monoid(f: Any) -> str | None:
 
 
 def _monoid(f: UserFun) -> str | None:
-    from lift.userfun import builtins
-
-    if len(f.in_types) != 2 or not f.in_types[0] == f.in_types[1] == f.out_type:
-        return None
-    t = f.out_type
-    scal = t.scalar if isinstance(t, VectorType) else t
-    if not isinstance(scal, ScalarType) or scal.dtype.kind not in "fiu":
-        return None
-    for name in ("add", "mult", "max_", "min_"):
-        try:
-            if getattr(builtins, name).specialise(*f.in_types) == f:
-                return name
-        except Exception:  # noqa: BLE001 - a type the built-in does not take
-            continue
-    return _binary_op(f)
-
-
-_OPS = {ast.Add: "add", ast.Mult: "mult"}
-
-
-def _binary_op(f: UserFun) -> str | None:
-    """`add` or `mult` when `f`'s numpy twin computes just `a + b` or `a * b` (either order: both
-    are commutative in IEEE arithmetic) of its two parameters, as a user's own `lambda x, y: x * y`
-    does: the same operation on the same dtype as the built-in's."""
-    source = getattr(f.np_fn, "__liftcl_source__", None)
-    if source is None or len(f.in_types) != 2:
-        return None
-    fn = ast.parse(source).body[0]
-    if not (isinstance(fn, ast.FunctionDef) and len(fn.body) == 1 and isinstance(fn.body[0], ast.With)):
-        return None
-    params = {a.arg for a in fn.args.args}
-    names: dict[str, ast.expr] = {}
-    for st in fn.body[0].body:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            if st.targets[0].id in names:
-                return None  # assigned twice: keep the recognition simple
-            if not _is_arg_conversion(st):
-                names[st.targets[0].id] = st.value
-        elif isinstance(st, ast.Return) and isinstance(st.value, ast.Call) and st.value.args:
-            v = _resolve(st.value.args[0], names)
-            if (isinstance(v, ast.BinOp) and type(v.op) in _OPS
-                    and {getattr(_resolve(v.left, names), "id", None),
-                         getattr(_resolve(v.right, names), "id", None)} == params):
-                return _OPS[type(v.op)]
-            return None
-        else:
-            return None
-    return None
-
-
-def _resolve(e: ast.expr, names: dict[str, ast.expr]) -> ast.expr:
-    """`e` with the twin's (single-assignment) names replaced by what they were assigned."""
-    seen: set[str] = set()
-    while isinstance(e, ast.Name) and e.id in names and e.id not in seen:
-        seen.add(e.id)
-        e = names[e.id]
-    return e
-
-
-def _is_arg_conversion(s: ast.Assign) -> bool:
-    """`p = _h.arg(p, _IN[i])`, the twin's conversion of a parameter."""
-    v = s.value
-    return isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "arg"
+    """The kind of built-in operator `f` computes, by its body (`lift.userfun.facts`: a user's own
+    `lambda x, y: y * x` is `mult`, the same operation on the same dtype as the built-in's)."""
+    op = operator(f)
+    return (op.kind or None) if op is not None else None

@@ -30,18 +30,19 @@ from lift.ir.build import Deferred
 from lift.ir.nodes import Lambda, Param, UserFun, is_plain_value
 from lift.types import ArrayType, Type
 from lift.userfun.arrays import elements, scalar_twin
+from lift.userfun.facts import Laws
 from lift.userfun.trace import select
 from lift.userfun.translate import Translation, translate, translate_c
 
 _anon = itertools.count()
 
 
-def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None) -> Any:
+def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None, laws: Laws | None = None) -> Any:
     """The UserFun of a translation; for array parameters, a lambda passing their elements to it."""
     if tr.arrays and py_fn is not None:
         py_fn = scalar_twin(py_fn, tr.arrays)
     uf = UserFun(tr.name, tuple(tr.params), tuple(tr.in_types), tr.out_type, tr.c_source,
-                 tuple(tr.structs), py_fn, tr.np_fn, deps=tuple(tr.deps), loc=loc)
+                 tuple(tr.structs), py_fn, tr.np_fn, deps=tuple(tr.deps), laws=laws, loc=loc)
     return _pass_elements(uf, tr.arrays) if tr.arrays else uf
 
 
@@ -85,17 +86,18 @@ def _annotations(fn: Callable) -> tuple[list[Type] | None, Type | None]:
 class GenericUserFun(Deferred):
     """A user function without declared types: translated for the types it is applied to."""
 
-    __slots__ = ("fn", "name", "out_type", "cache")
+    __slots__ = ("fn", "name", "out_type", "cache", "laws")
 
-    def __init__(self, fn: Callable, name: str, out_type: Type | None, loc: SourceLoc | None):
-        self.fn, self.name, self.out_type = fn, name, out_type
+    def __init__(self, fn: Callable, name: str, out_type: Type | None, loc: SourceLoc | None,
+                 laws: Laws | None = None):
+        self.fn, self.name, self.out_type, self.laws = fn, name, out_type, laws
         self.cache: dict[tuple[Type, ...], UserFun] = {}
         super().__init__(self._specialise, name, loc=loc)
 
     def _specialise(self, types: tuple[Type, ...], label: str | None, loc: Any) -> UserFun:
         if types not in self.cache:
             tr = translate(self.fn, types, name=self.name, out_type=self.out_type)
-            self.cache[types] = _make(tr, self.fn, self.loc)
+            self.cache[types] = _make(tr, self.fn, self.loc, self.laws)
         uf = self.cache[types]
         if label is None or not isinstance(uf, UserFun):
             return uf
@@ -120,16 +122,26 @@ class GenericUserFun(Deferred):
 
 def _fields(uf: UserFun) -> dict:
     return {k: getattr(uf, k) for k in ("name", "params", "in_types", "out_type", "c_source",
-                                        "structs", "py_fn", "np_fn", "deps")}
+                                        "structs", "py_fn", "np_fn", "deps", "laws")}
 
 
 class _UserFunFactory:
-    """`user_fun(fn, in_types=None, out_type=None, name=None)`; also `user_fun.c(...)`."""
+    """`user_fun(fn, in_types=None, out_type=None, name=None, *, associative=False,
+    commutative=False, neutral=None)`; also `user_fun.c(...)`.
+
+    `associative=True` (with `commutative=` and `neutral=`, the value z with f(z, x) == x) vouches
+    for an operator whose body the compiler cannot prove to be one (lift.userfun.facts): reductions
+    by it may then be split into chunks and combined in any order. Functions computing addition,
+    multiplication, max or min are recognised by their bodies and need no vouching;
+    `lift.testing.assert_vouched(f)` checks a vouched function on random inputs."""
 
     def __call__(self, fn: Callable | None = None, in_types: Sequence[Type] | None = None,
-                 out_type: Type | None = None, name: str | None = None) -> Any:
+                 out_type: Type | None = None, name: str | None = None, *, associative: bool = False,
+                 commutative: bool = False, neutral: float | int | None = None) -> Any:
+        laws = _laws(associative, commutative, neutral)
         if fn is None:
-            return lambda f: self(f, in_types, out_type, name)
+            return lambda f: self(f, in_types, out_type, name, associative=associative, commutative=commutative,
+                                  neutral=neutral)
         if not callable(fn):
             raise UserFunError(f"user_fun needs a Python function, got {fn!r}", loc=user_loc())
         loc = _loc_of(fn)
@@ -140,12 +152,13 @@ class _UserFunFactory:
             in_types, ann_out = _annotations(fn)
             out_type = out_type or ann_out
         if in_types is None:
-            return GenericUserFun(fn, name, out_type, loc)
+            return GenericUserFun(fn, name, out_type, loc, laws)
         tr = translate(fn, tuple(in_types), name=name, out_type=out_type)
-        return _make(tr, fn, loc)
+        return _make(tr, fn, loc, laws)
 
     def c(self, name: str, params: Sequence[str], body_c: str, in_types: Sequence[Type],
-          out_type: Type, py: Callable | None = None, *, py_fn: Callable | None = None) -> UserFun:
+          out_type: Type, py: Callable | None = None, *, py_fn: Callable | None = None,
+          associative: bool = False, commutative: bool = False, neutral: float | int | None = None) -> UserFun:
         """A user function with a raw OpenCL C body and `py`, its Python twin for the interpreter.
 
         `py` takes and returns Python/numpy scalars (tuples for tuple types); the interpreter calls it
@@ -156,7 +169,18 @@ class _UserFunFactory:
         if twin is not None and not callable(twin):
             raise UserFunError(f"user_fun.c: py must be callable, got {twin!r}", loc=user_loc())
         tr = translate_c(name, tuple(params), body_c, tuple(in_types), out_type)
-        return _make(tr, None if twin is None else _raw_twin(twin), user_loc())
+        return _make(tr, None if twin is None else _raw_twin(twin), user_loc(),
+                     _laws(associative, commutative, neutral))
+
+
+def _laws(associative: bool, commutative: bool, neutral: float | int | None) -> Laws | None:
+    """The laws a user vouches for, or None; `UserFunError` for laws without associativity."""
+    if not associative:
+        if commutative or neutral is not None:
+            raise UserFunError("commutative= and neutral= describe an associative operator: pass "
+                               "associative=True too", loc=user_loc())
+        return None
+    return Laws(True, bool(commutative), neutral)
 
 
 def _raw_twin(fn: Callable) -> Callable:

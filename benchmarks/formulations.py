@@ -1,0 +1,96 @@
+"""Equal meaning, equal speed: several spellings of each family, plain `lift.compile` (or tuned),
+timed interleaved in one run; each spelling's speed over its family's fastest spelling.
+
+    python benchmarks/formulations.py [--tune SECONDS] [--quick] [--only matmul,dot,...] [--rounds R]
+
+Spellings (lift/spellings.py): the built-in one; the user's own add/mult (`own_ops`, commuted
+too); a function of the zipped pair (`pair`); one fused fold step (`fused`); the other zip order;
+transposes that cancel; map fission; a `let`; and combinations. Sizes as issue 25 asks: matmul
+768^3, dot 2^22, gemv 4096^2, conv 64->64 3x3 on 64x64 (padded), stencil 2^22 (3-point sum).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_normalise import _conv, _dot, _gemv, _inputs, _matmul, _stencil  # noqa: E402
+
+import lift  # noqa: E402
+from lift.spellings import spell  # noqa: E402
+
+SPELLINGS = {
+    "built-in": (), "own add/mult": ("own_ops",), "pair function": ("pair",), "fused step": ("fused",),
+    "zip order": ("zip_order",), "own + fused": ("own_ops", "fused"), "pair + zip order": ("pair", "zip_order"),
+    "transposes + let": ("transposes", "let"), "fission": ("fission",),
+}
+FAMILIES = {"matmul": (_matmul, 768, 256), "dot": (_dot, 1 << 22, 1 << 16), "gemv": (_gemv, 4096, 512),
+            "conv": (lambda n: _conv(n, 64), 64, 16), "stencil": (_stencil, 1 << 22, 1 << 16)}
+
+
+def work(family: str, n: int) -> tuple[float, str]:
+    """The work of one run: (amount, unit) for the family at size n."""
+    if family == "matmul":
+        return 2 * n ** 3 / 1e9, "GFLOP/s"
+    if family == "conv":
+        return 2 * n * n * 64 * 64 * 9 / 1e9, "GFLOP/s"
+    if family == "gemv":
+        return 4 * n * n / 1e9, "GB/s"
+    return 8 * n / 1e9, "GB/s"  # dot: two floats read per element; stencil: one read, one written
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tune", type=float, default=0.0, help="tune each spelling for this many seconds")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    ap.add_argument("--only", default="", help="comma-separated families")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args(argv)
+    families = [f for f in FAMILIES if not args.only or f in args.only.split(",")]
+    print(f"device: {lift.devices.current().name}; spellings timed interleaved, medians of {args.rounds} rounds")
+    for family in families:
+        make, full, quick = FAMILIES[family]
+        n = quick if args.quick else full
+        canon = make(n)
+        arrays = _inputs(canon, seed=1)
+        want = None
+        progs: dict[str, lift.Program] = {}
+        compile_s: dict[str, float] = {}
+        for name, kinds in SPELLINGS.items():
+            prog = spell(canon, *kinds) if kinds else canon
+            if kinds and str(prog) == str(canon):
+                continue  # the spelling has no site in this family
+            t = time.perf_counter()
+            k = lift.tune(prog, *arrays, budget=args.tune, progress=False).best if args.tune else lift.compile(prog)
+            compile_s[name] = time.perf_counter() - t
+            got = k(*arrays)
+            want = got if want is None else want
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+            progs[name] = k
+        times: dict[str, list[float]] = {name: [] for name in progs}
+        for _ in range(args.rounds):
+            order = list(progs)
+            random.shuffle(order)
+            for name in order:
+                times[name].append(min(progs[name].time(*arrays, repeat=3)))
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        best = min(med.values())
+        amount, unit = work(family, n)
+        tag = f" tuned {args.tune:g} s" if args.tune else ""
+        print(f"\n{family} (n={n}){tag}")
+        for name, s in med.items():
+            pts = ",".join(sorted(progs[name].choices.points)) or "-"
+            print(f"  {name:18s} {s * 1e3:9.3f} ms  {amount / s:7.1f} {unit}  x{best / s:5.2f} of best"
+                  f"  (compile {compile_s[name]:.2f} s, points {pts})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""The normalisation stage and the algebraic facts it uses: every spelling of a program interprets
+equal to the canonical one, and `lift.compile` of it fires the same automatic points with the
+same choices (lift/rules/normalise.py, lift/userfun/facts.py, lift/spellings.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, Tuple, fun, map, pad, reduce, slide, transpose, user_fun, zip
+from lift.errors import UserFunError
+from lift.ir.alpha import alpha_equal
+from lift.rules.normalise import normalise
+from lift.spellings import KINDS, respell, spell
+from lift.testing import assert_vouched
+from lift.userfun import facts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------------- facts
+
+
+@user_fun
+def plus_r(a: Float, b: Float) -> Float:
+    return b + a
+
+
+@user_fun
+def times_via_local(a: Float, b: Float) -> Float:
+    s = a * b
+    return s
+
+
+@user_fun
+def minus(a: Float, b: Float) -> Float:
+    return a - b
+
+
+@user_fun
+def axpb(a: Float, b: Float) -> Float:
+    return a + 2.0 * b
+
+
+@user_fun
+def bigger(a: Float, b: Float) -> Float:
+    return a if a > b else b
+
+
+@user_fun
+def pair_r(p: Tuple(Float, Float)) -> Float:
+    return p[1] * p[0]
+
+
+@user_fun
+def fused_step(acc: Float, p: Tuple(Float, Float)) -> Float:
+    return p[0] * p[1] + acc
+
+
+@user_fun
+def not_a_step(acc: Float, p: Tuple(Float, Float)) -> Float:
+    return acc * 0.5 + p[0]
+
+
+def test_operators_are_recognised_by_their_bodies_not_their_names() -> None:
+    assert facts.operator(plus_r).kind == "add"
+    assert facts.operator(times_via_local).kind == "mult"
+    assert facts.operator(bigger).kind == "max_"
+    assert facts.operator(lift.add.specialise(Float, Float)).kind == "add"
+    assert facts.operator(minus) is None and facts.operator(axpb) is None
+    assert facts.sums(plus_r) and not facts.sums(times_via_local)
+
+
+def test_pair_functions_and_fold_steps() -> None:
+    assert facts.pair_operator(pair_r).kind == "mult"
+    op, g = facts.fold_step(fused_step)
+    assert op.kind == "add" and g == ("bin", "*", ("get", ("arg", 1), 0), ("get", ("arg", 1), 1))
+    assert facts.fold_step(not_a_step) is None
+    assert facts.is_identity(user_fun(lambda x: x, [Float], Float)) and not facts.is_identity(plus_r)
+
+
+def test_vouched_operator_is_trusted_and_checked() -> None:
+    smooth = user_fun(lambda a, b: a + b + a * b, [Float, Float], Float, name="smooth",
+                      associative=True, commutative=True, neutral=0.0)
+    op = facts.operator(smooth)
+    assert op.vouched and op.commutative and op.neutral == 0.0 and op.kind == ""
+    assert_vouched(smooth)
+    liar = user_fun(lambda a, b: a - b, [Float, Float], Float, name="liar", associative=True)
+    with pytest.raises(AssertionError, match="not associative"):
+        assert_vouched(liar)
+    with pytest.raises(UserFunError, match="associative=True"):
+        user_fun(lambda a, b: a - b, [Float, Float], Float, commutative=True)
+
+
+# ------------------------------------------------------------------------------- families
+
+
+def _matmul(n: int):
+    t = [Array(Array(Float, n), n), Array(Array(Float, n), n)]
+    return fun(t, lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c))
+                                   << transpose << b) << a)
+
+
+def _batched(n: int):
+    t = [Array(Array(Array(Float, n), n), 4), Array(Array(Array(Float, n), n), 4)]
+    return fun(t, lambda xs, ys: map(lambda ab: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << transpose << ab[1])
+        << ab[0]) << zip(xs, ys))
+
+
+def _gemv(n: int):
+    return fun([Array(Array(Float, n), n), Array(Float, n)],
+               lambda a, v: map(lambda row: reduce(lift.add, 0.0) << map(lift.mult) << zip(row, v)) << a)
+
+
+def _dot(n: int):
+    return fun([Array(Float, n), Array(Float, n)], lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
+
+
+def _conv(n: int, c: int = 32):
+    """3x3, c -> c channels, padded, over [n][n][c]; weights [c][3][3][c]."""
+    from lift import join_nd, map_nd, pad_nd, slide_nd
+
+    t = [Array(Array(Array(Float, c), n), n), Array(Array(Array(Array(Float, c), 3), 3), c)]
+    return fun(t, lambda inp, wts: map_nd(2, lambda win: map(
+        lambda k: reduce(lift.add, 0.0) << map(lift.mult) << zip(win, k)) << (map(join_nd(3)) << wts))
+        << (map_nd(2, join_nd(3)) << slide_nd(2, 3, 1) << pad_nd(2, 1, 1, 0.0) << inp))
+
+
+def _stencil(n: int):
+    """out[i] = x[i-1] + x[i] + x[i+1], zero outside."""
+    return fun([Array(Float, n)], lambda x: map(lambda w: reduce(lift.add, 0.0) << w) << slide(3, 1)
+               << pad(1, 1, 0.0) << x)
+
+
+def _row_sums(n: int):
+    return fun([Array(Array(Float, n), n)], lambda x: map(lambda row: reduce(lift.add, 0.0) << row) << x)
+
+
+def _col_max(n: int):
+    return fun([Array(Array(Float, n), n)], lambda x: map(lambda col: reduce(lift.max_, -3.0e38) << col)
+               << transpose << x)
+
+
+# (family, small size for the interpreter, size where the automatic points fire)
+FAMILIES = {"matmul": (_matmul, 8, 256), "batched": (_batched, 8, 32), "gemv": (_gemv, 16, 512),
+            "dot": (_dot, 64, 1 << 16), "conv": (_conv, 4, 16), "stencil": (_stencil, 32, 1 << 16),
+            "row_sums": (_row_sums, 16, 512), "col_max": (_col_max, 16, 512)}
+
+
+def _inputs(prog, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, _shape(p.ptype)).astype(np.float32) for p in prog.params]
+
+
+def _shape(t) -> tuple[int, ...]:
+    out = []
+    while isinstance(t, lift.types.ArrayType):
+        out.append(int(t.size.value) if hasattr(t.size, "value") else int(t.size))
+        t = t.elem
+    return tuple(out)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_canonical_programs_are_fixed_points(family: str) -> None:
+    make, small, _ = FAMILIES[family]
+    prog = make(small)
+    assert normalise(prog) is prog
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_spelling_at_once_normalises_to_the_canonical_points(family: str) -> None:
+    make, small, _ = FAMILIES[family]
+    prog = make(small)
+    spelled = spell(prog, *KINDS)
+    assert lift.interpret(spelled, *_inputs(prog)) == pytest.approx(lift.interpret(prog, *_inputs(prog)), rel=1e-4,
+                                                                      abs=1e-4)
+    without_own = spell(prog, *(k for k in KINDS if k != "own_ops"))
+    assert alpha_equal(normalise(without_own), prog), f"{without_own}\n -> {normalise(without_own)}"
+
+
+def _decisions(draw_list: list[bool]):
+    def chooser():
+        it = iter(draw_list)
+        return (lambda kind, n: next(it, False)), (lambda: 0)
+    return chooser
+
+
+_COMPILED: dict[str, dict] = {}
+
+
+def _points(prog) -> dict:
+    return {k: dict(v) for k, v in lift.compile(prog).choices.points.items()}
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(max_examples=2)
+@given(data=st.data())
+def test_spellings_interpret_equal_and_compile_to_the_same_points(family: str, data: st.DataObject) -> None:
+    make, small, big = FAMILIES[family]
+    decisions = data.draw(st.lists(st.booleans(), min_size=24, max_size=24), label="decisions")
+    salt = data.draw(st.integers(0, 1), label="salt")
+
+    def spelt(prog):
+        it = iter(decisions)
+        return respell(prog, lambda kind, n: next(it, False), lambda: salt)
+
+    canon, spelling = make(small), spelt(make(small))
+    args = _inputs(canon)
+    np.testing.assert_allclose(lift.interpret(spelling, *args), lift.interpret(canon, *args), rtol=1e-4, atol=1e-4)
+    if family not in _COMPILED:
+        _COMPILED[family] = _points(make(big))
+    big_spelling = spelt(make(big))
+    assert _points(big_spelling) == _COMPILED[family], str(big_spelling)
+
+
+@pytest.mark.device
+def test_the_issue_spellings_of_matmul_compile_to_register_blocks() -> None:
+    """The README's spellings: own add/mult, a pair function, a fused step; all blocked like the
+    built-in spelling, and all equal to A B."""
+    canon = _matmul(256)
+    a, b = _inputs(canon, seed=3)
+    want = _points(canon)
+    assert any(k.startswith("auto_b") for k in want), want
+    for kinds in (("own_ops",), ("pair",), ("fused",), ("own_ops", "fused"), ("zip_order", "pair")):
+        prog = spell(canon, *kinds)
+        k = lift.compile(prog)
+        assert {x: dict(v) for x, v in k.choices.points.items()} == want, kinds
+        np.testing.assert_allclose(k(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_no_point_or_rule_branches_on_a_function_name() -> None:
+    """The automatic points and the rules ask facts (lift.userfun.facts), never a name."""
+    pattern = re.compile(r"""(\.name\s*(==|!=|in)\s*\(?["'](add|mult|max_|min_|id)["'])|\bbuiltin\(""")
+    hits = [f"{p.relative_to(ROOT)}:{i}" for folder in ("rewrites", "rules", "constraints")
+            for p in sorted((ROOT / folder).glob("*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits
