@@ -243,3 +243,14 @@ def test_no_point_or_rule_branches_on_a_function_name() -> None:
             for p in sorted((ROOT / folder).glob("*.py"))
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not hits, hits
+
+
+def test_the_tuner_searches_one_space_for_every_spelling() -> None:
+    """lift.tune normalises first, so the structural space of its automatic points is the same."""
+    from lift.explore.tune import _search_space
+
+    canon = _matmul(256)
+    want = _search_space(normalise(canon), {}, True)[1]
+    assert any(k.startswith("auto_b") for k in want), want
+    for kinds in (("own_ops", "fused"), ("pair", "zip_order"), ("fission", "let", "transposes")):
+        assert _search_space(normalise(spell(canon, *kinds)), {}, True)[1] == want, kinds
