@@ -254,3 +254,16 @@ def test_the_tuner_searches_one_space_for_every_spelling() -> None:
     assert any(k.startswith("auto_b") for k in want), want
     for kinds in (("own_ops", "fused"), ("pair", "zip_order"), ("fission", "let", "transposes")):
         assert _search_space(normalise(spell(canon, *kinds)), {}, True)[1] == want, kinds
+
+
+def test_traced_user_functions_fuse_into_one_multiply_add() -> None:
+    """A function without source (typed at a prompt) is traced into straight-line locals; its
+    expression still fuses with another's, so the matmul's update is one contractible expression."""
+    from lift.userfun.compose import expression, fused
+
+    my_add = user_fun(eval("lambda a, b: a + b"), [Float, Float], Float, name="my_add")  # noqa: S307 - no source
+    my_mul = user_fun(eval("lambda a, b: a * b"), [Float, Float], Float, name="my_mul")  # noqa: S307
+    assert "_t0" in my_add.c_source
+    assert expression(my_add) == "(a + b)"
+    assert fused(my_add, my_mul, 1).c_source.count("return (a + ((my_mul_a * my_mul_b)))") == 1
+    assert facts.operator(my_add).kind == "add" and facts.operator(my_mul).kind == "mult"

@@ -23,12 +23,32 @@ _RETURN = re.compile(r"^[^{]*\{\s*return\s+([^;{}]*);\s*\}\s*$", re.S)
 _FUSED: dict[tuple[UserFun, UserFun, int], UserFun | None] = {}
 
 
+_BODY = re.compile(r"^[^{]*\{(.*)\}\s*$", re.S)
+_LOCAL = re.compile(r"^\s*(?:const\s+)?\w+\s+(\w+)\s*=\s*([^;{}]*);\s*$")
+_LAST = re.compile(r"^\s*return\s+([^;{}]*);\s*$")
+
+
 def expression(u: UserFun) -> str | None:
-    """The C expression `u` returns, when its body is `return <expr>;` over scalars calling nothing."""
+    """The C expression `u` returns, when its body is `return <expr>;` over scalars calling nothing,
+    or straight-line locals before it (`float _t0 = a * b; return _t0;`, as traced functions are
+    written), each local replaced by its parenthesised value."""
     if u.deps or u.structs or not all(isinstance(t, ScalarType) for t in (*u.in_types, u.out_type)):
         return None
     m = _RETURN.match(u.c_source)
-    return m.group(1).strip() if m else None
+    if m:
+        return m.group(1).strip()
+    body = _BODY.match(u.c_source)
+    lines = [ln for ln in (body.group(1).split("\n") if body else []) if ln.strip()]
+    last = _LAST.match(lines[-1]) if lines else None
+    if last is None:
+        return None
+    names: dict[str, str] = {}
+    for ln in lines[:-1]:
+        local = _LOCAL.match(ln)
+        if local is None or local.group(1) in names or local.group(1) in u.params:
+            return None
+        names[local.group(1)] = f"({_renamed(local.group(2).strip(), names)})"
+    return _renamed(last.group(1).strip(), names)
 
 
 def _renamed(expr: str, names: dict[str, str]) -> str:
