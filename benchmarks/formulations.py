@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--only", default="", help="comma-separated families")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--spellings", default="", help="comma-separated spelling names (default: all)")
     args = ap.parse_args(argv)
     families = [f for f in FAMILIES if not args.only or f in args.only.split(",")]
     print(f"device: {lift.devices.current().name}; spellings timed interleaved, medians of {args.rounds} rounds")
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         progs: dict[str, lift.Program] = {}
         compile_s: dict[str, float] = {}
         for name, kinds in SPELLINGS.items():
+            if args.spellings and name not in args.spellings.split(","):
+                continue
             prog = spell(canon, *kinds) if kinds else canon
             if kinds and str(prog) == str(canon):
                 continue  # the spelling has no site in this family
