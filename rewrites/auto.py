@@ -50,6 +50,7 @@ from lift.userfun.facts import sums
 from .auto_nest import BlockNest, nest_parts
 from .auto_nest import space as nest_space
 from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
+from .epilogue import as_kernel, split_epilogue
 from .point import RewritePoint
 from .vectorise import VectorisePoint
 
@@ -174,6 +175,9 @@ class _Placer:
                 self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
+            placed = self.product(n, top)
+            if placed is not None:
+                return placed
         inner = top and isinstance(n, Lambda)  # the program's body is top level
         return with_children(n, tuple(self.go(c, top=inner) for c in children(n)))
 
@@ -214,6 +218,22 @@ class _Placer:
         kernel = set(found) <= self.inputs
         point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
         return FunCall(point, tuple(outer), loc=call.loc)
+
+    def product(self, call: FunCall, top: bool) -> Node | None:
+        """A matrix product with an epilogue (`alpha A B + beta C`, `relu(X W^T + b)`) split into the
+        product, which gets a `block_nest` point, and an element-wise epilogue (rewrites/epilogue.py);
+        None when the product would not be blocked."""
+        split = split_epilogue(call)
+        if split is None:
+            return None
+        count = self.count
+        rows = self.go(split.args[0])
+        blocks = [m for _, m in walk(rows) if isinstance(m, BlockNest)]
+        if not blocks:
+            self.count = count  # nothing placed: the labels are not used up
+            return None
+        out = dataclasses.replace(split, args=(rows,))
+        return as_kernel(out) if any(b.kernel is not False for b in blocks) else out
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = _zip_fun(g, x)

@@ -284,7 +284,7 @@ def _inline_let(n: FunCall, order: Any) -> Node | None:
     if not (isinstance(f, Lambda) and len(f.params) == 1):
         return None
     v = f.params[0]
-    if uses(f.body, v) != 1 or (_under_lambda(f.body, v) and not _view(n.args[0])):
+    if uses(f.body, v) != 1 or (_under_lambda(f.body, v) and not is_view(n.args[0])):
         return None
     from lift.rules.terms import substitute
 
@@ -294,18 +294,18 @@ def _inline_let(n: FunCall, order: Any) -> Node | None:
 _VIEWS = (Transpose, Zip, Get, Join, Split, Slide, Pad)
 
 
-def _view(e: Node) -> bool:
+def is_view(e: Node) -> bool:
     """Whether `e` only rearranges parameters (transpose, zip, get, join, split, slide, pad, maps
     of those): reading it computes nothing."""
     if isinstance(e, Param):
         return True
-    return isinstance(e, FunCall) and _layout(e.f) and all(_view(a) for a in e.args)
+    return isinstance(e, FunCall) and _layout(e.f) and all(is_view(a) for a in e.args)
 
 
 def _layout(f: Node) -> bool:
     """Whether applying `f` only rearranges its argument."""
     if isinstance(f, Lambda):
-        return _view(f.body)
+        return is_view(f.body)
     return isinstance(f, _VIEWS) or (type(f) is Map and _layout(f.f))
 
 

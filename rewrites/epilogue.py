@@ -1,0 +1,154 @@
+"""A matrix product with an epilogue, split into the product and an element-wise epilogue.
+
+    map(p => map(q => h(.., reduce(f, z) << map(g) << zip(u(p), v(q)), ..)) << Y(p)) << X
+      ->
+    map(P => map(Q => h(.., get(1) << Q, ..)[p := get(0) << P, q := get(0) << Q])
+             << zip(Y(get(0) << P), get(1) << P))
+      << zip(X, map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << V) << U)
+
+with `U = map(p => u(p)) << X` and `V = map(q => v(q)) << Y` (the operands themselves when `u`, `v`
+are components of zipped inputs: `zip(A, C)`'s A), `V` free of `p`. The product is then a plain
+map-map-reduce nest, which the `block_nest` point blocks like any GEMM; the epilogue (alpha/beta,
+bias, ReLU, quantisation: any element-wise function of the product and other operands) is one
+pass over the result. Used by the automatic points (`rewrites.auto`) when the nest as written
+does not block; the meaning is unchanged (every output is `h` of the same dot product).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lift.ir.nodes import FunCall, Get, Lambda, Map, Node, Param, Reduce, Zip
+from lift.ir.paths import walk
+from lift.rules.terms import elem, lam, mentions, meta, substitute
+from lift.typecheck import type_of
+
+
+def split_epilogue(call: Node) -> Node | None:
+    """The product and its epilogue (see the module), or None when `call` is not such a nest."""
+    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+        return None
+    outer, x = call.f.f, call.args[0]
+    if not (isinstance(outer, Lambda) and len(outer.params) == 1 and isinstance(outer.body, FunCall)
+            and type(outer.body.f) is Map and len(outer.body.args) == 1):
+        return None
+    p, inner, y = outer.params[0], outer.body.f.f, outer.body.args[0]
+    if not (isinstance(inner, Lambda) and len(inner.params) == 1):
+        return None
+    q, body = inner.params[0], inner.body
+    found = _the_product(body, p, q)
+    if found is None:
+        return None
+    red, u, v = found
+    cols = _operand(y, q, v)
+    if cols is None or mentions(cols, [p]):
+        return None
+    rows = _operand(x, p, u)
+    if rows is None:
+        return None
+    product = _product(red, u, v, rows, cols)
+    return _epilogue(call, p, q, body, red, x, y, product)
+
+
+def _the_product(body: Node, p: Param, q: Param) -> tuple[FunCall, Any, Any] | None:
+    """`(reduce call, u, v)`: the one reduction of `body` over `zip(u, v)`, `u` of `p` only and `v`
+    of `q` only (or the other way round, as `(.., v, u)` swapped back), when `body` is not it."""
+    reds = [m for _, m in walk(body) if isinstance(m, FunCall) and type(m.f) is Reduce and len(m.args) == 2]
+    if len(reds) != 1 or reds[0] is body:
+        return None
+    red = reds[0]
+    xs = red.args[1]
+    if isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1:
+        xs = xs.args[0]
+    if not (isinstance(xs, FunCall) and isinstance(xs.f, Zip) and len(xs.args) == 2):
+        return None
+    u, v = xs.args
+    if mentions(red.f, [p, q]) or mentions(red.args[0], [p, q]):
+        return None
+    if _only(u, p, q) and _only(v, q, p):
+        return red, u, v
+    return None
+
+
+def _only(e: Node, keep: Param, other: Param) -> bool:
+    """Whether `e` uses `keep` (as itself or components of it) and not `other`."""
+    return mentions(e, [keep]) and not mentions(e, [other]) and _projection(e, keep)
+
+
+def _projection(e: Node, p: Param) -> bool:
+    """`p` or `get(i) << .. << p`."""
+    while isinstance(e, FunCall) and isinstance(e.f, Get) and len(e.args) == 1:
+        e = e.args[0]
+    return e == p
+
+
+def _operand(xs: Node, p: Param, u: Node) -> Node | None:
+    """The array of `u`'s values as `p` ranges over `xs`: a zip's component itself, else a map."""
+    if u == p:
+        return xs
+    if (isinstance(u, FunCall) and isinstance(u.f, Get) and u.args == (p,) and isinstance(xs, FunCall)
+            and isinstance(xs.f, Zip)):
+        return xs.args[u.f.i]
+    return FunCall(Map(Lambda((p,), u)), (xs,))
+
+
+def _product(red: FunCall, u: Node, v: Node, rows: Node, cols: Node) -> Node:
+    """`map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << cols) << rows`."""
+    xs = red.args[1]
+    mapped = isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
+
+    def dot(r: Param, c: Param) -> Node:
+        pair = FunCall(Zip(2), (r, c))
+        data = FunCall(xs.f, (pair,), **meta(xs)) if mapped else pair  # type: ignore[union-attr]
+        return FunCall(red.f, (red.args[0], data), **meta(red))
+
+    return FunCall(Map(lam([elem(rows)], lambda r: FunCall(Map(lam([elem(cols)], lambda c: dot(r, c), ["c"])),
+                                                          (cols,)), ["r"])), (rows,))
+
+
+def _epilogue(call: FunCall, p: Param, q: Param, body: Node, red: FunCall, x: Node, y: Node,
+              product: Node) -> Node | None:
+    """`map(P => map(Q => body[red := Q.1, p := P.0, q := Q.0]) << zip(y[p := P.0], P.1)) << zip(x, product)`,
+    each zip left out where the epilogue does not read `p` (or `q`); None when it reads `p` and `x`
+    computes (it would be computed twice: by the product and by the epilogue)."""
+    from lift.ir.paths import replace_at
+    from lift.rules.normalise import is_view
+
+    path = next(pth for pth, m in walk(body) if m is red)
+    marker = Param(type_of(red), "t")
+    rest = replace_at(body, path, marker)
+    uses_p, uses_q = mentions(rest, [p]) or mentions(y, [p]), mentions(rest, [q])
+    if uses_p and not is_view(x):
+        return None
+    rows = FunCall(Zip(2), (x, product)) if uses_p else product
+
+    def per_row(big_p: Param) -> Node:
+        row_p, t_row = (FunCall(Get(0), (big_p,)), FunCall(Get(1), (big_p,))) if uses_p else (None, big_p)
+        ys = FunCall(Zip(2), (substitute(y, {p.id: row_p}) if uses_p else y, t_row)) if uses_q else t_row
+
+        def per_out(big_q: Param) -> Node:
+            t, env = (FunCall(Get(1), (big_q,)), {q.id: FunCall(Get(0), (big_q,))}) if uses_q else (big_q, {})
+            if uses_p:
+                env[p.id] = row_p
+            return substitute(rest, {marker.id: t, **env})  # type: ignore[return-value]
+
+        return FunCall(Map(lam([elem(ys)], per_out, ["q"])), (ys,))
+
+    return FunCall(Map(lam([elem(rows)], per_row, ["p"]), **meta(call.f)), (rows,), **meta(call))
+
+
+def as_kernel(epilogue: FunCall) -> FunCall:
+    """`ocl_kernel((t, ..) => f(t)) << (rows, ..)` for the epilogue `f << rows`: its own kernel, after
+    the product's kernels, reading the product and the other arrays it uses as parameters."""
+    from lift.ir.nodes import OclKernel
+    from lift.rules.terms import bound_ids
+
+    f, rows = epilogue.f, epilogue.args[0]
+    bound, free = bound_ids(f), {}
+    for _, m in walk(f):
+        if isinstance(m, Param) and m.id not in bound:
+            free.setdefault(m.id, m)
+    outer = sorted(free.values(), key=lambda m: m.id)
+    ps = (Param(type_of(rows), "t"), *(Param(m.ptype, m.name) for m in outer))
+    body = FunCall(substitute(f, {m.id: q for m, q in zip(outer, ps[1:])}), (ps[0],), **meta(epilogue))
+    return FunCall(OclKernel(Lambda(ps, body)), (rows, *outer), loc=epilogue.loc)
