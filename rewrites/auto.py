@@ -39,8 +39,9 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, Pad, Param, Slide, Split, UserFun, Zip
-from lift.ir.paths import children, walk, with_children
+from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, OclKernel, Pad, Param, Reduce, Slide, Split, UserFun, Zip
+from lift.ir.paths import children, replace_at, walk, with_children
+from lift.rules.normalise import is_view
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
@@ -207,6 +208,11 @@ class _Placer:
             return None
         if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
             return None  # symbolic sizes: the default blocks might not divide them
+        count = self.count
+        call, made = self.materialised(call, (a, b))
+        if call is None:
+            self.count = count
+            return None
         free, found = free_ids(call), {}
         for _, m in walk(call):
             if isinstance(m, Param) and m.id in free:
@@ -215,9 +221,27 @@ class _Placer:
         ps = tuple(Param(x.ptype, f"xs{i}") for i, x in enumerate(outer))
         body = substitute(call, {x.id: q for x, q in zip(outer, ps)})
         known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
-        kernel = set(found) <= self.inputs
+        kernel = set(found) <= self.inputs | set(made)
         point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
-        return FunCall(point, tuple(outer), loc=call.loc)
+        return FunCall(point, tuple(made.get(x.id, x) for x in outer), loc=call.loc)
+
+    def materialised(self, call: FunCall, operands: tuple[Any, ...]) -> tuple[FunCall | None, dict[int, Node]]:
+        """`call` with each operand that reduces (the previous layer of an MLP) replaced by a
+        parameter, and {parameter id: the operand with its own points}, when those points give it
+        kernels of its own (the nest's kernels then read it from memory); (None, {}) when they do
+        not (a nest over a reduction it would recompute per block)."""
+        made: dict[int, Node] = {}
+        for x in operands:
+            if is_view(x) or not any(isinstance(m, FunCall) and type(m.f) is Reduce for _, m in walk(x)):
+                continue  # read in place (a view, or element-wise work the nest's kernels recompute)
+            placed = self.go(x)
+            if not any(isinstance(m, OclKernel) for _, m in walk(placed)):
+                return None, {}
+            q = Param(type_of(x), "layer")
+            path = next(pth for pth, m in walk(call) if m is x)
+            call = replace_at(call, path, q)  # type: ignore[assignment]
+            made[q.id] = placed
+        return call, made
 
     def product(self, call: FunCall, top: bool) -> Node | None:
         """A matrix product with an epilogue (`alpha A B + beta C`, `relu(X W^T + b)`) split into the

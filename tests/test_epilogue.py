@@ -87,3 +87,37 @@ def test_products_with_epilogues_get_register_blocks_by_default(make) -> None:
     assert any(lab.startswith("auto_b") for lab in k.choices.points), k.choices.points
     args = _args(prog, seed=1)
     np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+def mlp3(m: int, k: int, n: int, h: int, w: int):
+    """Three fully connected ReLU layers (the TC paper's MLP3), each layer's product blocked."""
+    def layer(x, wt, b):
+        return map(lambda r: map(lambda wb: bias_relu(_dot(r, wb[0]), wb[1])) << zip(wt, b)) << x
+    return fun([Array(Array(Float, k), m), Array(Array(Float, k), n), Array(Float, n), Array(Array(Float, n), h),
+                Array(Float, h), Array(Array(Float, h), w), Array(Float, w)],
+               lambda x, w1, b1, w2, b2, w3, b3: layer(layer(layer(x, w1, b1), w2, b2), w3, b3))
+
+
+def test_a_layer_chain_blocks_every_layer_in_kernels_of_its_own() -> None:
+    from lift.ir.nodes import OclKernel
+    from lift.ir.paths import walk
+    from lift.rewrites.auto import default_points
+    from lift.rewrites.auto_nest import BlockNest
+
+    placed = default_points(normalise(mlp3(16, 256, 256, 256, 16)))
+    nodes = [m for _, m in walk(placed)]
+    assert sum(isinstance(m, BlockNest) for m in nodes) == 3
+    assert sum(isinstance(m, OclKernel) for m in nodes) >= 3  # each epilogue a kernel of its own
+    small = mlp3(4, 8, 8, 8, 4)
+    args = _args(small)
+    np.testing.assert_allclose(lift.interpret(default_points(normalise(small)), *args), lift.interpret(small, *args),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+def test_a_layer_chain_compiles_to_blocked_layers() -> None:
+    prog = mlp3(16, 256, 256, 256, 16)
+    k = lift.compile(prog)
+    assert sum(lab.startswith("auto_b") for lab in k.choices.points) == 3, k.choices.points
+    args = _args(prog, seed=2)
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)

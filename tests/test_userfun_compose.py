@@ -35,8 +35,11 @@ def test_the_argument_position_and_repeated_parameters() -> None:
 
 
 def test_bodies_that_are_not_one_scalar_expression_are_refused() -> None:
-    loop = user_fun.c("twice", ["a"], "float t = a;\n  return t + t;", [Float], Float, py=lambda a: 2 * a)
+    loop = user_fun.c("twice", ["a"], "float t = 0.0f;\n  for (int i = 0; i < 2; i++) t += a;\n  return t;",
+                      [Float], Float, py=lambda a: 2 * a)
     assert expression(loop) is None and fused(ADD, loop, 1) is None
+    local = user_fun.c("twice2", ["a"], "float t = a;\n  return t + t;", [Float], Float, py=lambda a: 2 * a)
+    assert expression(local) == "(a) + (a)"  # straight-line locals are inlined (as traced functions write)
     to_int = user_fun.c("trunc_i", ["a"], "return (int)a;", [Float], Int, py=int)
     assert fused(ADD, to_int, 1) is None  # g's result is not f's argument type
 
