@@ -31,6 +31,7 @@ from lift.plan import KernelSource
 from lift.program import Program
 from lift.runtime import CacheDir
 from lift.typecheck import typecheck
+from lift.userfun.frozen import warn_changed
 
 OneSize = int | tuple[int, ...] | None
 SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
@@ -66,6 +67,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     if not isinstance(specialise, bool):
         raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
     typecheck(expr)
+    warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     plain = choices is None and local_size is None and global_size is None and not options and spaces is None
     if plain:
         from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile

@@ -63,6 +63,10 @@ class Calls(Arithmetic):
             for name in C_MATH:
                 if value is getattr(math, name, None):
                     return "math", name
+        if isinstance(func, ast.Name) and func.id not in self.locals and func.id == self.src.fn.__name__ \
+                and not callable(self.src.env.get(func.id)):  # `@user_fun def f` calling f: not bound yet
+            self.err(func, f"user function '{func.id}' calls itself; recursion is not supported in user functions",
+                     hint="write the recursion as a for loop over range(...)")
         what = f"'{func.id}'" if isinstance(func, ast.Name) else ast.unparse(func)
         self.err(func, f"calls to unknown function {what} are not supported in user functions",
                  hint="user functions can call math functions, abs, min, max, pow, float, int and bool")
@@ -120,7 +124,7 @@ class Calls(Arithmetic):
                 k, name = k + 1, f"{base}_{k}"
             tr = translate(fn, types, name=name, out_type=getattr(callee, "out_type", None))
             uf = UserFun(tr.name, tr.params, tr.in_types, tr.out_type, tr.c_source, tr.structs,
-                         fn, tr.np_fn, deps=tr.deps)
+                         fn, tr.np_fn, deps=tr.deps, frozen=tr.frozen)
             if tr.arrays:
                 self.err(node, "calls to functions taking arrays are not supported in user functions")
             self.dep_cache[id(callee), types] = uf
