@@ -162,3 +162,16 @@ def test_a_closure_variable_is_frozen_too() -> None:
     k = 5.0  # noqa: F841 - read through the closure
     with pytest.warns(UserFunGlobalChanged, match="shift read k = 1.0"):
         assert lift.interpret(prog, np.zeros(2, np.float32)).tolist() == [1.0, 1.0]
+
+
+def test_a_traced_function_s_globals_are_frozen_too() -> None:
+    namespace = {"K": 2.0}
+    exec("def twice_k(x):\n    return x * K\n", namespace)  # noqa: S102 - no source: traced
+    uf = user_fun(namespace["twice_k"], [Float], Float)
+    prog = fun([Array(Float, N)], lambda x: map(uf) << x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserFunGlobalChanged)
+        assert lift.interpret(prog, np.ones(2, np.float32)).tolist() == [2.0, 2.0]
+    namespace["K"] = np.float32(4.0)
+    with pytest.warns(UserFunGlobalChanged, match="twice_k read K = 2.0"):
+        assert lift.interpret(prog, np.ones(2, np.float32)).tolist() == [2.0, 2.0]

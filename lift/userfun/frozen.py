@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from lift.errors import UserFunGlobalChanged
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
@@ -57,7 +59,30 @@ def current(fn: Callable[..., Any], name: str) -> Any:
     return getattr(builtins, name, _MISSING)
 
 
+def code_globals(fn: Callable[..., Any]) -> Frozen | None:
+    """The numbers `fn` reads now from its closure or globals, by the names its code uses (for a
+    traced function, whose body the translator never sees), or None when it reads none."""
+    names: list[str] = []
+    stack = [getattr(fn, "__code__", None)]
+    while stack:
+        code = stack.pop()
+        if code is not None:
+            names += [*code.co_names, *code.co_freevars]
+            stack += [c for c in code.co_consts if hasattr(c, "co_names")]
+    values = []
+    for name in sorted(set(names)):
+        v = current(fn, name)
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, (bool, int, float)) and not hasattr(builtins, name):
+            values.append((name, v))
+    return Frozen(fn, tuple(values)) if values else None
+
+
 def _same(old: Any, now: Any) -> bool:
+    """`now` is the number `old` was when translated (numpy scalars are read as Python numbers)."""
+    if isinstance(now, np.generic):
+        now = now.item()
     try:
         return type(old) is type(now) and bool(old == now) or (old != old and now != now)
     except Exception:  # noqa: BLE001 - a value without a plain truth (an array)
@@ -89,4 +114,4 @@ def warn_changed(program: Any) -> None:
                 stacklevel=3)
 
 
-__all__ = ["Frozen", "current", "warn_changed"]
+__all__ = ["Frozen", "current", "code_globals", "warn_changed"]

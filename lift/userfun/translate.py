@@ -11,6 +11,7 @@ values (Val, Translation, typing rules) and source (the AST) -> emitter (state, 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.types import Type
 from lift.userfun.ctypes import c_type, is_c_identifier, struct_decl, tuple_types
 from lift.userfun.emitter import Retype
+from lift.userfun.frozen import code_globals
 from lift.userfun.source import SourceUnavailable, check_signature, source_of
 from lift.userfun.statements import Translator
 from lift.userfun.trace import trace
@@ -30,10 +32,11 @@ __all__ = ["Translation", "translate", "translate_c", "c_type", "struct_decl", "
 def translate(fn: Callable[..., Any], in_types: Sequence[Type], *, name: str,
               out_type: Type | None = None) -> Translation:
     """Translate the Python function or lambda `fn` over `in_types` into the C function `name`."""
+    traced = False
     try:
         src = source_of(fn)
     except SourceUnavailable:
-        src = trace(fn, in_types)  # defined at a prompt, in python -c or on stdin: trace it
+        src, traced = trace(fn, in_types), True  # defined at a prompt, in python -c or on stdin: trace it
     check_signature(src, in_types, name, out_type)
     if fn in _ACTIVE:
         chain = " -> ".join(f.__name__ for f in (*_ACTIVE[_ACTIVE.index(fn):], fn))
@@ -45,7 +48,8 @@ def translate(fn: Callable[..., Any], in_types: Sequence[Type], *, name: str,
         overrides: dict[str, Type] = {}
         for _ in range(64):
             try:
-                return Translator(src, tuple(in_types), out_type, name, overrides).run()
+                tr = Translator(src, tuple(in_types), out_type, name, overrides).run()
+                return dataclasses.replace(tr, frozen=code_globals(fn)) if traced else tr
             except Retype as r:
                 if overrides.get(r.key) == r.t:  # widened before, narrowed again since: no fixed point
                     what = "the result" if r.key.startswith("<") else f"variable '{r.key}'"
