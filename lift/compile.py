@@ -64,10 +64,10 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     default points have something for those sizes, and runs it (`lift.specialise`;
     `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program."""
     _check_args(expr, choices, local_size, global_size)
+    warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     if not isinstance(specialise, bool):
         raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
     typecheck(expr)
-    warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     plain = choices is None and local_size is None and global_size is None and not options and spaces is None
     if plain:
         from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile

@@ -212,7 +212,6 @@ class UserFun(FunDecl):
     py_fn: Any = field(default=None, compare=False)
     np_fn: Any = field(default=None, compare=False)
     deps: tuple[Any, ...] = field(default=(), compare=False)  # the UserFuns `c_source` calls
-    frozen: Any = field(default=None, compare=False)  # the globals its body read (lift.userfun.frozen)
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         """On IR values: the call, as IR. On numbers (as when one user function calls another in

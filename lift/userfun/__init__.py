@@ -41,7 +41,7 @@ def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None) -> Any
     if tr.arrays and py_fn is not None:
         py_fn = scalar_twin(py_fn, tr.arrays)
     uf = UserFun(tr.name, tuple(tr.params), tuple(tr.in_types), tr.out_type, tr.c_source,
-                 tuple(tr.structs), py_fn, tr.np_fn, deps=tuple(tr.deps), frozen=tr.frozen, loc=loc)
+                 tuple(tr.structs), py_fn, tr.np_fn, deps=tuple(tr.deps), loc=loc)
     return _pass_elements(uf, tr.arrays) if tr.arrays else uf
 
 
@@ -120,7 +120,7 @@ class GenericUserFun(Deferred):
 
 def _fields(uf: UserFun) -> dict:
     return {k: getattr(uf, k) for k in ("name", "params", "in_types", "out_type", "c_source",
-                                        "structs", "py_fn", "np_fn", "deps", "frozen")}
+                                        "structs", "py_fn", "np_fn", "deps")}
 
 
 class _UserFunFactory:

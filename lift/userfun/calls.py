@@ -124,7 +124,7 @@ class Calls(Arithmetic):
                 k, name = k + 1, f"{base}_{k}"
             tr = translate(fn, types, name=name, out_type=getattr(callee, "out_type", None))
             uf = UserFun(tr.name, tr.params, tr.in_types, tr.out_type, tr.c_source, tr.structs,
-                         fn, tr.np_fn, deps=tr.deps, frozen=tr.frozen)
+                         fn, tr.np_fn, deps=tr.deps)
             if tr.arrays:
                 self.err(node, "calls to functions taking arrays are not supported in user functions")
             self.dep_cache[id(callee), types] = uf

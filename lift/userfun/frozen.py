@@ -59,6 +59,18 @@ def current(fn: Callable[..., Any], name: str) -> Any:
     return getattr(builtins, name, _MISSING)
 
 
+def remember(np_fn: Any, frozen: Frozen | None) -> None:
+    """Record `frozen` on the numpy twin `np_fn` of the translation that read those values (a fresh
+    function per translation; the C body holds the same values)."""
+    if np_fn is not None and frozen is not None:
+        np_fn.__liftcl_frozen__ = frozen
+
+
+def frozen_of(f: UserFun) -> Frozen | None:
+    """What user function `f` read from outside its body when it was translated, if known."""
+    return getattr(f.np_fn, "__liftcl_frozen__", None)
+
+
 def code_globals(fn: Callable[..., Any]) -> Frozen | None:
     """The numbers `fn` reads now from its closure or globals, by the names its code uses (for a
     traced function, whose body the translator never sees), or None when it reads none."""
@@ -104,7 +116,7 @@ def warn_changed(program: Any) -> None:
     """Warn `UserFunGlobalChanged` for each outside number a user function of `program` read when
     it was translated and that has another value now."""
     for f in _user_funs(program):
-        frozen = getattr(f, "frozen", None)
+        frozen = frozen_of(f)
         if frozen is None:
             continue
         for name, old, now in frozen.changed():
@@ -114,4 +126,4 @@ def warn_changed(program: Any) -> None:
                 stacklevel=3)
 
 
-__all__ = ["Frozen", "current", "code_globals", "warn_changed"]
+__all__ = ["Frozen", "current", "code_globals", "remember", "frozen_of", "warn_changed"]

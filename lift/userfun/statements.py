@@ -12,7 +12,7 @@ from lift.userfun import numpy_impl as npi
 from lift.userfun.arrays import array_shape, flat_name, flat_types, indices, nested
 from lift.userfun.ctypes import c_type, tuple_types
 from lift.userfun.emitter import Retype
-from lift.userfun.frozen import Frozen
+from lift.userfun.frozen import Frozen, remember
 from lift.userfun.loops import Loops
 from lift.userfun.values import Translation, Val, val_type
 
@@ -37,9 +37,10 @@ class Translator(Loops):
         source = f"{c_type(out)} {self.name}({args}) {{\n{body}}}\n"
         structs = tuple_types([*in_types, out, *self.used, *(s for d in self.deps for s in d.structs)])
         arrays = self.in_types if any(isinstance(t, ArrayType) for t in self.in_types) else ()
-        frozen = Frozen(self.src.fn, tuple(sorted(self.captured.items()))) if self.captured else None
-        return Translation(self.name, tuple(params), in_types, out, source, structs,
-                           self._np_fn(out, np_params, in_types, np_prologue), tuple(self.deps), arrays, frozen)
+        np_fn = self._np_fn(out, np_params, in_types, np_prologue)
+        if self.captured:
+            remember(np_fn, Frozen(self.src.fn, tuple(sorted(self.captured.items()))))
+        return Translation(self.name, tuple(params), in_types, out, source, structs, np_fn, tuple(self.deps), arrays)
 
     def _flat_params(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """C and numpy parameters, array parameters element by element, and the lines rebuilding them."""

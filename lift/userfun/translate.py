@@ -11,7 +11,6 @@ values (Val, Translation, typing rules) and source (the AST) -> emitter (state, 
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.types import Type
 from lift.userfun.ctypes import c_type, is_c_identifier, struct_decl, tuple_types
 from lift.userfun.emitter import Retype
-from lift.userfun.frozen import code_globals
+from lift.userfun.frozen import code_globals, remember
 from lift.userfun.source import SourceUnavailable, check_signature, source_of
 from lift.userfun.statements import Translator
 from lift.userfun.trace import trace
@@ -49,7 +48,9 @@ def translate(fn: Callable[..., Any], in_types: Sequence[Type], *, name: str,
         for _ in range(64):
             try:
                 tr = Translator(src, tuple(in_types), out_type, name, overrides).run()
-                return dataclasses.replace(tr, frozen=code_globals(fn)) if traced else tr
+                if traced:
+                    remember(tr.np_fn, code_globals(fn))
+                return tr
             except Retype as r:
                 if overrides.get(r.key) == r.t:  # widened before, narrowed again since: no fixed point
                     what = "the result" if r.key.startswith("<") else f"variable '{r.key}'"

@@ -27,7 +27,6 @@ class Translation:
     np_fn: Callable[..., Any] | None = field(compare=False)
     deps: tuple[Any, ...] = ()                        # the UserFuns it calls, defined before it in C
     arrays: tuple[tuple[str, Type], ...] = ()         # array parameters, passed element by element
-    frozen: Any = field(default=None, compare=False)  # the globals it read: a lift.userfun.frozen.Frozen
 
 
 @dataclass(frozen=True)
