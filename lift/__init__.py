@@ -25,6 +25,7 @@ from lift.errors import (
     UnsatisfiableError,
     UnsupportedError,
     UserFunError,
+    UserFunGlobalChanged,
 )
 from lift.explore import TuneResult, tune
 from lift.interpret import interpret
@@ -101,5 +102,5 @@ __all__ = [
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",
-    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped",
+    "LiftWarning", "RewritePointSkipped", "MappingFallback", "DeviceSkipped", "UserFunGlobalChanged",
 ]

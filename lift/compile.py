@@ -33,6 +33,7 @@ from lift.program import Program
 from lift.rules.normalise import normalise
 from lift.runtime import CacheDir
 from lift.typecheck import typecheck
+from lift.userfun.frozen import warn_changed
 
 OneSize = int | tuple[int, ...] | None
 SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
@@ -65,6 +66,7 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     default points have something for those sizes, and runs it (`lift.specialise`;
     `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program."""
     _check_args(expr, choices, local_size, global_size)
+    warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     if not isinstance(specialise, bool):
         raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
     typecheck(expr)

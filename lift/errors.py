@@ -176,5 +176,10 @@ class MappingFallback(LiftWarning):
     named constraint of the mapping model, so this warning is never raised."""
 
 
+class UserFunGlobalChanged(LiftWarning):
+    """A global (or closure) number a user function read when it was translated has changed since:
+    the translation keeps the value it read (lift.userfun.frozen)."""
+
+
 class DeviceSkipped(LiftWarning):
     """The default device choice skipped an attached device that cannot build (`.device`, `.reason`)."""

@@ -23,11 +23,11 @@ from lift import runtime
 from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
-from lift.interpret import bind_sizes, to_value
+from lift.interpret import arguments, check_conditions, leaf_shape, leaves
 from lift.ir.nodes import Lambda, Node
 from lift.plan import BarrierInfo, KernelSource, Launch
 from lift.typecheck import size_conditions
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
+from lift.types import ArrayType, ScalarType, TupleType, Type, base_type
 
 INT32_MAX = 2**31 - 1
 
@@ -238,37 +238,24 @@ class Program:
 
     def _bind(self, arrays: tuple) -> tuple[dict[str, int], dict[str, np.ndarray]]:
         types = list(self.plan.param_types)
-        if len(arrays) != len(types):
-            raise LiftTypeError(f"the program takes {len(types)} argument(s), got {len(arrays)}",
-                                node=self.node, expected=len(types), got=len(arrays))
-        sizes = bind_sizes(types, arrays, self.node)  # type: ignore[arg-type]
+        sizes, values = arguments(types, arrays, self.node)  # exactly as lift.interpret checks them
         for name in self.plan.size_vars:
             if name not in sizes:
                 raise LiftTypeError(f"size {name} is not the length of any argument", node=self.node)
         self._check(sizes)
-        leaves: dict[str, np.ndarray] = {}
-        for k, (t, a) in enumerate(zip(types, arrays)):
-            what = self._arg_name(k)
-            values = list(_leaf_values(t, a, what, self.node, sizes))
+        flat: dict[str, np.ndarray] = {}
+        for k, value in enumerate(values):
+            parts = [np.ascontiguousarray(v).reshape(-1) for v in leaves(value)]
             names = self._inputs.get(k, [])
-            if len(names) != len(values):
-                raise LiftValueError(f"the plan has {len(names)} input buffer(s) for {what}, "
-                                     f"which has {len(values)} component(s)", node=self.node)
-            leaves.update(zip(names, values))
-        return sizes, leaves
+            if len(names) != len(parts):
+                raise LiftValueError(f"the plan has {len(names)} input buffer(s) for argument {k}, "
+                                     f"which has {len(parts)} component(s)", node=self.node)
+            flat.update(zip(names, parts))
+        return sizes, flat
 
     def _check(self, sizes: dict[str, int]) -> None:
         """The program's size conditions hold (the generated code assumes them, e.g. aligned vectors)."""
-        for c in self._conditions:
-            try:
-                ok = c.holds(sizes)
-            except KeyError:
-                continue  # a size bound inside the program (iterate)
-            except ZeroDivisionError:
-                ok = False
-            if not ok:
-                shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
-                raise LiftValueError(f"{c.reason}, which fails for {shown}", node=c.node)
+        check_conditions(self.node, sizes, self._conditions)  # type: ignore[arg-type]
         for limit in self.plan.index_limits:
             v = try_evaluate(limit, sizes)
             if v is not None and v > INT32_MAX and self._wide is not None:
@@ -292,11 +279,6 @@ class Program:
             if b.space == "global" and limit and nbytes > limit:
                 raise DeviceError(f"buffer {b.name} ({b.role}) needs {nbytes} bytes, more than one allocation "
                                   f"on {self.device.name} ({limit} bytes)")
-
-    def _arg_name(self, k: int) -> str:
-        if isinstance(self.node, Lambda) and k < len(self.node.params):
-            return f"argument {k} ({self.node.params[k].name})"
-        return f"argument {k}"
 
     def _upload(self, sizes: dict[str, int], leaves: dict[str, np.ndarray]) -> dict[str, Any]:
         args: dict[str, Any] = {}
@@ -446,41 +428,8 @@ def _inputs_by_param(plan: KernelSource) -> dict[int, list[str]]:
     return out
 
 
-def _leaf_values(t: Type, a: Any, what: str, node: Node | None, sizes: dict[str, int]) -> Any:
-    """The flat, contiguous arrays of argument `a` of type `t`, one per scalar or vector leaf."""
-    if isinstance(t, TupleType):
-        for k, (et, ea) in enumerate(zip(t.elems, _as_tuple(a, len(t.elems), what, t, node))):
-            yield from _leaf_values(et, ea, f"{what}[{k}]", node, sizes)
-        return
-    b = base_type(t)
-    if isinstance(b, TupleType):
-        for k, (ct, ca) in enumerate(zip(b.elems, _as_tuple(a, len(b.elems), what, t, node))):
-            yield from _leaf_values(_rewrap(t, ct), ca, f"{what}[{k}]", node, sizes)
-        return
-    value = np.asarray(to_value(a, t, what, node))
-    want = leaf_shape(t, sizes)
-    if value.shape != want:
-        raise LiftTypeError(f"{what} has shape {value.shape}, the program expects {t} = shape {want}",
-                            node=node, expected=want, got=value.shape)
-    yield np.ascontiguousarray(value).reshape(-1)
-
-
-def _as_tuple(a: Any, n: int, what: str, t: Type, node: Node | None) -> tuple:
-    if not isinstance(a, tuple | list) or len(a) != n:
-        raise LiftTypeError(f"{what} must be a tuple of {n} values for {t}", node=node, expected=t,
-                            got=type(a).__name__)
-    return tuple(a)
-
-
 def _rewrap(t: Type, inner: Type) -> Type:
     return ArrayType(_rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
-
-
-def leaf_shape(t: Type, sizes: dict[str, int]) -> tuple[int, ...]:
-    """The numpy shape of a value of type `t` (no tuples): array dims, then vector lanes."""
-    dims = tuple(evaluate(d, sizes) for d in shape(t))
-    b = base_type(t)
-    return dims + (b.n,) if isinstance(b, VectorType) else dims
 
 
 def _assemble(t: Type, hosts: Any, sizes: dict[str, int]) -> Any:

@@ -23,10 +23,13 @@ from lift.interpret.element import Element, NotBatchable
 from lift.interpret.values import (
     WIDE,
     Zipped,
+    arguments,
     bind_sizes,
     cast,
     check_conditions,
     index0,
+    leaf_shape,
+    leaves,
     length,
     stack,
     to_numpy,
@@ -35,8 +38,10 @@ from lift.interpret.values import (
 )
 from lift.ir.nodes import Expr, Lambda, Node
 from lift.typecheck import typecheck
+from lift.userfun.frozen import warn_changed
 
-__all__ = ["interpret", "Stats", "Zipped", "bind_sizes", "to_value", "to_numpy", "cast", "length", "index0",
+__all__ = ["interpret", "Stats", "Zipped", "arguments", "bind_sizes", "check_conditions", "leaf_shape",
+           "leaves", "to_value", "to_numpy", "cast", "length", "index0",
            "stack", "WIDE"]
 
 
@@ -50,12 +55,9 @@ def interpret(program: Node, *args: Any, precise: bool = False, batched: bool = 
     map is evaluated element by element. `stats` (a `Stats`) collects what the batched evaluator
     left to the element-wise one."""
     typecheck(program)
+    warn_changed(program)
     if isinstance(program, Lambda):
-        if len(args) != len(program.params):
-            raise LiftTypeError(f"the program takes {len(program.params)} argument(s), got {len(args)}",
-                                node=program)
-        sizes = bind_sizes([p.ptype for p in program.params], args, program)
-        vals = [to_value(a, p.ptype, f"argument {k}", program) for k, (a, p) in enumerate(zip(args, program.params))]
+        sizes, vals = arguments([p.ptype for p in program.params], args, program)
         if precise:
             vals = [widen(v) for v in vals]
         env = {p.id: v for p, v in zip(program.params, vals)}

@@ -4,8 +4,9 @@
 `xs` along axis `ax` (axes before `ax` are batch axes, axes after it the lanes of a vector). The
 sequential semantics is kept for floats: `np.add.accumulate` adds left to right in the array's
 dtype, and a Python loop over the reduced axis does the same with each step vectorised over the
-batch. Integer `add`/`mult` (wrapping) and `max_`/`min_` (exact) do not depend on the order. With
-`precise` (float64 references), float `add` and `mult` use numpy's (pairwise) reduction.
+batch. Integer `add`/`mult` (wrapping) and `max_`/`min_` (exact; a NaN propagates, as in numpy) do
+not depend on the order. With `precise` (float64 references), float `add` and `mult` use numpy's
+(pairwise) reduction.
 """
 
 from __future__ import annotations
@@ -75,22 +76,22 @@ def _with_acc(acc: np.ndarray, xs: np.ndarray, ax: int) -> np.ndarray:
 
 
 def _loop_extreme(op: str, acc: np.ndarray, xs: np.ndarray, ax: int) -> np.ndarray:
-    """`acc if acc > x else x` (max_) or `acc if acc < x else x` (min_), one slice at a time."""
+    """`acc if acc > x or acc != acc else x` (max_; `<` for min_), one slice at a time: the
+    first NaN met stays."""
     cmp = np.greater if op == "max_" else np.less
     for j in range(xs.shape[ax]):
         x = _take(xs, ax, j)
-        acc = np.where(cmp(acc, x), acc, x)
+        acc = np.where(cmp(acc, x) | np.isnan(acc), acc, x)
     return acc
 
 
 def _extreme(op: str, acc: np.ndarray, xs: np.ndarray, ax: int) -> np.ndarray:
-    """The sequential max_/min_ at once: the extreme value, and on ties (0.0 == -0.0) the last one
-    equal to it, as `acc if acc > x else x` keeps; with a NaN anywhere, the loop decides."""
+    """The sequential max_/min_ at once: NaN where a NaN is met (np.maximum's reduction propagates
+    it), else the extreme value, and on ties (0.0 == -0.0) the last one equal to it, as
+    `acc if acc > x else x` keeps."""
     cat = _with_acc(acc, xs, ax)
-    if np.isnan(cat).any():
-        return _loop_extreme(op, acc, xs, ax)
     m = UFUNCS[op].reduce(cat, axis=-1)
     if not np.any(m == 0):
         return m
     last = cat.shape[-1] - 1 - np.argmax((cat == m[..., None])[..., ::-1], axis=-1)
-    return np.take_along_axis(cat, last[..., None], axis=-1)[..., 0]
+    return np.where(m == 0, np.take_along_axis(cat, last[..., None], axis=-1)[..., 0], m)

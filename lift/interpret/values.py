@@ -32,11 +32,59 @@ class Zipped:
 # ------------------------------------------------------------------ arguments
 
 
-def bind_sizes(types: list[Type], args: tuple, where: Node) -> dict[str, int]:
+def arguments(types: list[Type], args: tuple, where: Node | None,
+              names: list[str] | None = None) -> tuple[dict[str, int], list[Any]]:
+    """`(sizes, values)`: the arguments of a program taking `types`, checked as both the interpreter
+    and a compiled `Program` check them (arity, lengths binding the sizes, dtypes, then every
+    array's or scalar's exact shape: `np.array([2.0])` is no `Float`; no empty arrays); errors
+    name argument `k` (`names[k]` when given)."""
+    if len(args) != len(types):
+        raise LiftTypeError(f"the program takes {len(types)} argument(s), got {len(args)}",
+                            node=where, expected=len(types), got=len(args))
+    sizes = bind_sizes(types, args, where, names)  # type: ignore[arg-type]
+    whats = names or [f"argument {k}" for k in range(len(types))]
+    return sizes, [_checked(a, t, what, where, sizes) for a, t, what in zip(args, types, whats)]
+
+
+def _checked(a: Any, t: Type, what: str, where: Node | None, sizes: dict[str, int]) -> Any:
+    """`to_value(a, t)` with the shape of every scalar, vector and array leaf checked."""
+    if isinstance(t, TupleType):
+        return tuple(_checked(x, et, f"{what}[{k}]", where, sizes) for k, (x, et) in enumerate(zip(a, t.elems)))
+    b = base_type(t)
+    if isinstance(t, ArrayType) and isinstance(b, TupleType):
+        parts = tuple(_checked(x, rewrap(t, ct), f"{what}[{k}]", where, sizes)
+                      for k, (x, ct) in enumerate(zip(a, b.elems)))
+        return Zipped(parts, len(dims_of(t)))
+    value = to_value(a, t, what, where)
+    want = leaf_shape(t, sizes)
+    if np.shape(value) != want:
+        raise LiftTypeError(f"{what} has shape {np.shape(value)}, the program expects {t} = shape {want}",
+                            node=where, expected=want, got=np.shape(value))
+    return value
+
+
+def leaf_shape(t: Type, sizes: dict[str, int]) -> tuple[int, ...]:
+    """The numpy shape of a value of type `t` (no tuples): array dims, then vector lanes."""
+    dims = tuple(evaluate(d, sizes) for d in dims_of(t))
+    b = base_type(t)
+    return dims + (b.n,) if isinstance(b, VectorType) else dims
+
+
+def leaves(value: Any) -> list[np.ndarray]:
+    """The scalar, vector and array leaves of an argument value, in order (tuple components first
+    to last, the components of an array of tuples likewise)."""
+    if isinstance(value, tuple):
+        return [x for v in value for x in leaves(v)]
+    if isinstance(value, Zipped):
+        return [x for v in value.parts for x in leaves(v)]
+    return [np.asarray(value)]
+
+
+def bind_sizes(types: list[Type], args: tuple, where: Node, names: list[str] | None = None) -> dict[str, int]:
     """Size variables from argument shapes; equations with one unknown are solved."""
     eqs: list[tuple[Arith, int, str]] = []
     for k, (t, a) in enumerate(zip(types, args)):
-        _collect(t, a, f"argument {k}", eqs, where)
+        _collect(t, a, names[k] if names else f"argument {k}", eqs, where)
     sizes: dict[str, int] = {}
     progress = True
     while progress:
@@ -97,6 +145,11 @@ def _collect(t: Type, a: Any, what: str, eqs: list, where: Node) -> None:
         raise LiftTypeError(f"{what} has {arr.ndim} dimension(s), the program expects {t}", node=where,
                             expected=t, got=arr.shape)
     for d, size in zip(dims, arr.shape):
+        if size == 0 and free_vars(d):
+            raise LiftValueError(f"{what} is empty (shape {arr.shape}): empty arrays are not supported, "
+                                 f"every size ({d}) is at least 1", node=where, expected=t, got=arr.shape,
+                                 hint="test for an empty input before the call (numpy's answer: the "
+                                      "reduction's initial value, or an empty array for a map)")
         eqs.append((d, size, what))
 
 
@@ -157,8 +210,10 @@ def _arrays(args: Any) -> list[np.ndarray]:
     return [args] if isinstance(args, np.ndarray) else []
 
 
-def check_conditions(program: Node, sizes: dict[str, int]) -> None:
-    for c in size_conditions(program):
+def check_conditions(program: Node, sizes: dict[str, int], conditions: list | None = None) -> None:
+    """The size conditions of `program` (or the given `conditions`) hold for `sizes`, else a
+    `LiftValueError` naming the condition's node."""
+    for c in size_conditions(program) if conditions is None else conditions:
         try:
             ok = c.holds(sizes)
         except KeyError:

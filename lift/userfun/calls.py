@@ -63,6 +63,10 @@ class Calls(Arithmetic):
             for name in C_MATH:
                 if value is getattr(math, name, None):
                     return "math", name
+        if isinstance(func, ast.Name) and func.id not in self.locals and func.id == self.src.fn.__name__ \
+                and not callable(self.src.env.get(func.id)):  # `@user_fun def f` calling f: not bound yet
+            self.err(func, f"user function '{func.id}' calls itself; recursion is not supported in user functions",
+                     hint="write the recursion as a for loop over range(...)")
         what = f"'{func.id}'" if isinstance(func, ast.Name) else ast.unparse(func)
         self.err(func, f"calls to unknown function {what} are not supported in user functions",
                  hint="user functions can call math functions, abs, min, max, pow, float, int and bool")

@@ -138,16 +138,32 @@ def c_floor_op(is_div: bool, a: str, b: str, t: ScalarType, *, divisor_positive:
     divisor's. Floats follow CPython's float_divmod (`fmod`, then round the exact quotient).
     Integer division and modulo by zero give 0 (numpy's convention; C leaves it undefined).
     """
-    if t == Int:
-        r, zero = f"{a} % {b}", "0"
-    else:
-        r, zero = f"fmod({a}, {b})", c_literal(0.0, t)
+    if t != Int:
+        return _c_float_floor_op(is_div, a, b, t, divisor_positive)
+    r, zero = f"{a} % {b}", "0"
     wrong = f"{r} < {zero}" if divisor_positive else f"{r} != {zero} && ({r} < {zero}) != ({b} < {zero})"
     if not is_div:
         out = f"({wrong} ? {r} + {b} : {r})"
     else:
         quotient = f"{a} / {b}" if t == Int else f"round(({a} - {r}) / {b})"
         out = f"({quotient} - ({wrong}))"
-    if t == Int and not divisor_positive:  # x // 0 == x % 0 == 0, as numpy (and the interpreter) say
+    if not divisor_positive:  # x // 0 == x % 0 == 0, as numpy (and the interpreter) say
         return f"({b} == 0 ? 0 : {out})"
     return out
+
+
+def _c_float_floor_op(is_div: bool, a: str, b: str, t: ScalarType, divisor_positive: bool) -> str:
+    """Float `a // b` or `a % b` as numpy computes them (npy_divmod, npy_floor_divide): by zero,
+    `a / b` (+-inf or NaN) and `fmod(a, b)` (NaN); else the quotient `(a - fmod(a, b)) / b`
+    corrected as the remainder, snapped to the nearest integer, and signed zeros as numpy's."""
+    zero, one, half = (c_literal(v, t) for v in (0.0, 1.0, 0.5))
+    r = f"fmod({a}, {b})"
+    neg_b = zero if divisor_positive else f"({b} < {zero})"
+    wrong = f"({r} != {zero} && {neg_b} != ({r} < {zero}))"
+    if not is_div:
+        out = f"({r} != {zero} ? ({wrong} ? {r} + {b} : {r}) : copysign({zero}, {b}))"
+        return out if divisor_positive else f"({b} == {zero} ? {r} : {out})"
+    q = f"(({a} - {r}) / {b} - ({wrong} ? {one} : {zero}))"
+    snapped = f"(floor({q}) + ({q} - floor({q}) > {half} ? {one} : {zero}))"
+    out = f"({q} != {zero} ? {snapped} : copysign({zero}, {a} / {b}))"
+    return out if divisor_positive else f"({b} == {zero} ? {a} / {b} : {out})"

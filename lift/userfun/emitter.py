@@ -36,9 +36,9 @@ _UNSUPPORTED = {
 class Retype(Exception):  # noqa: N818 - control flow inside translate(), never escapes
     """A local (or the result) needs a wider type than its first assignment gave it: retranslate."""
 
-    def __init__(self, key: str, t: Type) -> None:
+    def __init__(self, key: str, t: Type, line: int | None = None) -> None:
         super().__init__(key)
-        self.key, self.t = key, t
+        self.key, self.t, self.line = key, t, line
 
 
 class Emitter(ast.NodeVisitor):
@@ -67,6 +67,7 @@ class Emitter(ast.NodeVisitor):
         self.np_indent = 0
         self.loop_ranges: dict[str, tuple[int, int]] = {}  # enclosing loops' variables and their bounds
         self.deps: list[Any] = []                          # the user functions it calls
+        self.captured: dict[str, Any] = {}                 # the numbers it read from outside, by name
         self.dep_cache: dict[tuple[int, tuple[Type, ...]], Any] = {}
 
     def _c_names(self) -> dict[str, str]:

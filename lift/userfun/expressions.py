@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from lift.types import ArrayType, Bool, Int, TupleType, Type, VectorType
+from lift.types import ArrayType, Bool, Int, ScalarType, TupleType, Type, VectorType
 from lift.userfun import numpy_impl as npi
 from lift.userfun.arithmetic import PYOPS
 from lift.userfun.calls import Calls
@@ -41,6 +41,7 @@ class Expressions(Calls):
         if isinstance(value, np.generic):
             value = value.item()
         if isinstance(value, (bool, int, float)):
+            self.captured[name] = value  # frozen into the translation (lift.userfun.frozen)
             return self._const(value, node)
         self.err(node, f"'{name}' is a {type(value).__name__}; only numbers (and math) can be used from "
                  "outside a user function")
@@ -115,6 +116,10 @@ class Expressions(Calls):
             vals += [self._condition(v) for v in node.values[1:]]
         if all(v.py is not None for v in vals):
             return self._fold(all if isinstance(node.op, ast.And) else any, [[v.py for v in vals]], node)
+        unit = isinstance(node.op, ast.And)  # operands equal to the unit (True for and) drop out
+        vals = [v for v in vals if v.py is None or bool(v.py) != unit]
+        if len(vals) == 1 and vals[0].py is None:
+            return vals[0]
         c_op, np_op = (" && ", "logical_and") if isinstance(node.op, ast.And) else (" || ", "logical_or")
         np_text = vals[-1].np
         for v in vals[-2::-1]:
@@ -150,6 +155,8 @@ class Expressions(Calls):
             self.err(node, f"cannot compare {val_type(a)} and {val_type(b)} with {sym}",
                      got=(val_type(a), val_type(b)))
         a, b = self._coerce(a, t, node), self._coerce(b, t, node)
+        if a.c == b.c and isinstance(t, ScalarType) and t.dtype.kind in "iub":
+            return self._fold(PYOPS[type(op)], [0, 0], node)  # `x != x` of an Int: no C warning
         return Val(f"{wrap(a, ADD)} {sym} {wrap(b, ADD)}", Bool, f"({a.np} {sym} {b.np})", prec)
 
     def visit_IfExp(self, node: ast.IfExp) -> Val:  # noqa: N802

@@ -43,6 +43,9 @@ class Loops(Expressions):
         start, stop, step, rng, trips = self._range(node.iter)
         if self.types.get(name, Int) != Int:
             self.err(node, f"variable '{name}' of type {self.types[name]} is used as a loop variable")
+        if self.overrides.get(name, Int) != Int:  # assigned a wider value after the loop
+            self.err(node, f"the loop variable '{name}' (an Int) is assigned a {self.overrides[name]} elsewhere "
+                     "in the function", hint="give the loop variable or the other variable another name")
         if trips == 0:
             return  # the body never runs
         if self.depth == 0:

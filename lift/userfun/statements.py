@@ -12,6 +12,7 @@ from lift.userfun import numpy_impl as npi
 from lift.userfun.arrays import array_shape, flat_name, flat_types, indices, nested
 from lift.userfun.ctypes import c_type, tuple_types
 from lift.userfun.emitter import Retype
+from lift.userfun.frozen import Frozen, remember
 from lift.userfun.loops import Loops
 from lift.userfun.values import Translation, Val, val_type
 
@@ -36,8 +37,10 @@ class Translator(Loops):
         source = f"{c_type(out)} {self.name}({args}) {{\n{body}}}\n"
         structs = tuple_types([*in_types, out, *self.used, *(s for d in self.deps for s in d.structs)])
         arrays = self.in_types if any(isinstance(t, ArrayType) for t in self.in_types) else ()
-        return Translation(self.name, tuple(params), in_types, out, source, structs,
-                           self._np_fn(out, np_params, in_types, np_prologue), tuple(self.deps), arrays)
+        np_fn = self._np_fn(out, np_params, in_types, np_prologue)
+        if self.captured:
+            remember(np_fn, Frozen(self.src.fn, tuple(sorted(self.captured.items()))))
+        return Translation(self.name, tuple(params), in_types, out, source, structs, np_fn, tuple(self.deps), arrays)
 
     def _flat_params(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """C and numpy parameters, array parameters element by element, and the lines rebuilding them."""
@@ -137,7 +140,7 @@ class Translator(Loops):
             if name in self.src.params:
                 self.err(node, f"parameter '{name}' of type {t} is assigned a value of type "
                          f"{val_type(value)}", expected=t, got=val_type(value))
-            raise Retype(name, joined)
+            raise Retype(name, joined, getattr(node, "lineno", None))
         v = self._materialise(self._coerce(value, t, node), node)
         cn = self.cname[name]
         if name in self.declared:
@@ -174,7 +177,7 @@ class Translator(Loops):
                 self.err(node, f"this return gives {val_type(value)} but another gives {t}",
                          expected=t, got=val_type(value))
             if joined != t:
-                raise Retype(_RET, joined)
+                raise Retype(_RET, joined, getattr(node, "lineno", None))
         self.ret_type = t
         v = self._materialise(self._coerce(value, t, node), node)
         self._line(f"return {v.c};")

@@ -19,6 +19,7 @@ from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.types import Type
 from lift.userfun.ctypes import c_type, is_c_identifier, struct_decl, tuple_types
 from lift.userfun.emitter import Retype
+from lift.userfun.frozen import code_globals, remember
 from lift.userfun.source import SourceUnavailable, check_signature, source_of
 from lift.userfun.statements import Translator
 from lift.userfun.trace import trace
@@ -30,25 +31,38 @@ __all__ = ["Translation", "translate", "translate_c", "c_type", "struct_decl", "
 def translate(fn: Callable[..., Any], in_types: Sequence[Type], *, name: str,
               out_type: Type | None = None) -> Translation:
     """Translate the Python function or lambda `fn` over `in_types` into the C function `name`."""
+    traced = False
     try:
         src = source_of(fn)
     except SourceUnavailable:
-        src = trace(fn, in_types)  # defined at a prompt, in python -c or on stdin: trace it
+        src, traced = trace(fn, in_types), True  # defined at a prompt, in python -c or on stdin: trace it
     check_signature(src, in_types, name, out_type)
     if fn in _ACTIVE:
-        raise UserFunError(f"user function '{fn.__name__}' calls itself; recursion is not supported in "
-                           "user functions", loc=SourceLoc(src.file, src.node.lineno, fn.__name__))
+        chain = " -> ".join(f.__name__ for f in (*_ACTIVE[_ACTIVE.index(fn):], fn))
+        raise UserFunError(f"user function '{fn.__name__}' calls itself ({chain}); recursion is not supported in "
+                           "user functions", loc=SourceLoc(src.file, src.node.lineno, fn.__name__),
+                           hint="write the recursion as a for loop over range(...)")
     _ACTIVE.append(fn)
     try:
         overrides: dict[str, Type] = {}
         for _ in range(64):
             try:
-                return Translator(src, tuple(in_types), out_type, name, overrides).run()
+                tr = Translator(src, tuple(in_types), out_type, name, overrides).run()
+                if traced:
+                    remember(tr.np_fn, code_globals(fn))
+                return tr
             except Retype as r:
+                if overrides.get(r.key) == r.t:  # widened before, narrowed again since: no fixed point
+                    what = "the result" if r.key.startswith("<") else f"variable '{r.key}'"
+                    raise UserFunError(f"the type of {what} does not settle: it must be {r.t} here, and "
+                                       "another statement keeps it narrower", expected=r.t,
+                                       loc=SourceLoc(src.file, r.line or src.node.lineno, fn.__name__),
+                                       hint="give the variable one type throughout (or use two names)") from None
                 overrides[r.key] = r.t
+        raise UserFunError("the types of this function's variables do not settle",
+                           loc=SourceLoc(src.file, src.node.lineno, fn.__name__))
     finally:
         _ACTIVE.remove(fn)
-    raise AssertionError("user function type inference did not converge")  # pragma: no cover
 
 
 _ACTIVE: list[Callable[..., Any]] = []  # the functions being translated (a call among them recurses)
