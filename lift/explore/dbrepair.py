@@ -42,7 +42,7 @@ def corruption(path: Path, *, again: bool = False) -> str | None:
     if st.st_size == 0 or (not again and (st.st_dev, st.st_ino) in _SOUND):
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
         try:
             rows = conn.execute("PRAGMA quick_check").fetchall()
         finally:
