@@ -18,7 +18,8 @@ class (the largest input dimension) at the end, after up to `--show` examples of
 
 Modes (tests/fuzz_modes.py): `--threads K` judges every program with K threads calling one shared
 `Program` at once, each on inputs of its own; `--nan` adds float reductions over up to 2^20
-elements salted with NaN and infinities (a third of the programs), judged against the interpreter.
+elements salted with NaN and infinities (a third of the draws; fewer of the programs judged per minute,
+being up to 2^20 elements), judged against the interpreter.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def plot_front(result: Any, path: Any, title: str | None = None) -> Path:
     out = Path(path)
     try:
         with replacing(out) as tmp:  # the user's file is replaced only by a complete picture
-            fig.savefig(tmp, format=out.suffix[1:] or None)
+            fig.savefig(tmp, format=out.suffix[1:] or plt.rcParams["savefig.format"])
     finally:
         plt.close(fig)
     return out
