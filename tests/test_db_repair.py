@@ -150,3 +150,22 @@ def test_a_file_that_is_not_ours_is_never_moved(tmp_path: Path) -> None:
     assert dbrepair.corruption(notes) is None
     _, said = caught(lambda: TuningDB(notes).winners())
     assert notes.read_text().startswith("not sqlite") and any("cannot be read" in s for s in said)
+
+
+def test_tune_plot_replaces_the_picture_whole(tmp_path: Path) -> None:
+    """`lift tune --plot FILE` writes through a temporary file too: a failing save leaves FILE."""
+    pytest.importorskip("matplotlib")
+    from types import SimpleNamespace as Ns
+
+    from lift.explore.plot import plot_front
+
+    rec = Ns(ok=True, time=1e-3, memory=2**20, candidate=Ns(default=True))
+    result = Ns(history=[rec], pareto=[rec], best_record=rec)
+    for name in ("front.png", "front"):  # no suffix: matplotlib's default format
+        assert plot_front(result, tmp_path / name).read_bytes().startswith(b"\x89PNG")
+    kept = tmp_path / "front.xyz"
+    kept.write_text("an older picture")
+    with pytest.raises(ValueError):
+        plot_front(result, kept)  # no such format
+    assert kept.read_text() == "an older picture"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["front", "front.png", "front.xyz"]
