@@ -34,6 +34,7 @@ from seed_programs import SEEDS, Seed  # noqa: E402
 
 import lift  # noqa: E402
 import lift.devices  # noqa: E402
+from lift.files import write_atomic  # noqa: E402
 
 U = 2.0 ** -24  # float32 unit roundoff
 
@@ -156,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(row), flush=True)
         rows.append(row)
     if args.json:
-        args.json.write_text(json.dumps({"device": lift.devices.current().name, "quick": args.quick,
-                                         "tune_budget": args.tune, "rows": rows}, indent=1))
+        write_atomic(args.json, json.dumps({"device": lift.devices.current().name, "quick": args.quick,
+                                            "tune_budget": args.tune, "rows": rows}, indent=1))
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 

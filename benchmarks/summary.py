@@ -39,6 +39,7 @@ import hand  # noqa: E402
 
 import lift  # noqa: E402
 from lift import Array, Float, Size, fun, map, pad, reduce, slide, transpose, zip  # noqa: E402
+from lift.files import write_atomic  # noqa: E402
 from lift.program import Program  # noqa: E402
 
 ROUNDS = 5
@@ -293,7 +294,7 @@ def run(budget: float, quick: bool, repeat: int, only: list[str] | None, json_ou
     print()
     report(rows)
     if json_out:
-        Path(json_out).write_text(json.dumps({"device": dev.name, "platform": dev.platform, "budget": budget,
-                                              "rows": rows}, indent=1))
+        write_atomic(json_out, json.dumps({"device": dev.name, "platform": dev.platform, "budget": budget,
+                                           "rows": rows}, indent=1))
         print(f"-> {json_out}")
     return rows

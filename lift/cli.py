@@ -306,11 +306,15 @@ def cmd_db(opts: argparse.Namespace) -> int:
         w = _one(db, opts.key)
         print(json.dumps({**w, "measured": len(db.finished(w["info"].get("mkey", "")))}, indent=2, default=str))
     elif opts.action == "export":
-        text = json.dumps(db.export(), indent=1, default=str)
+        data = db.export()
+        if db.broken or db.repaired:  # nothing to export: the user's FILE stays as it was
+            why = f"moved aside to {db.repaired}" if db.repaired else db.broken
+            raise CliError(f"nothing exported: the tuning database {db.path} is unusable ({why})", FAILURE)
+        text = json.dumps(data, indent=1, default=str)
         if opts.key in (None, "-"):
             print(text)
         else:
-            Path(opts.key).write_text(text + "\n")
+            write_user_file(opts.key, text + "\n")
     elif opts.action == "import":
         if opts.key is None:
             raise CliError("db import needs a FILE (an export)")
@@ -325,6 +329,17 @@ def cmd_db(opts: argparse.Namespace) -> int:
             raise CliError(f"no tuned problem with a key starting {opts.key!r}")
         print(f"removed {n} tuned problems from {db.path}")
     return 1 if db.broken else 0
+
+
+def write_user_file(path: str, text: str) -> None:
+    """Replace the user's file `path` with `text` at once (`lift.files.write_atomic`): on any failure
+    the old file stays whole, and the failure is a CliError."""
+    from lift.files import write_atomic
+
+    try:
+        write_atomic(path, text)
+    except OSError as err:
+        raise CliError(f"cannot write {path}: {err}", FAILURE) from None
 
 
 def _one(db: Any, key: str | None) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lift.explore.search import STRATEGIES
@@ -36,7 +35,7 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
     import lift
-    from lift.cli import device_arg, load_program
+    from lift.cli import device_arg, load_program, write_user_file
     from lift.explore import TuningDB
 
     program, arrays, name = load_program(opts.file, opts.inputs)
@@ -46,7 +45,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
                        auto=not opts.no_auto, strategy=opts.strategy)
     report(result, name, opts.budget)
     if opts.json:
-        Path(opts.json).write_text(json.dumps(result.to_json(), indent=1, default=str) + "\n")
+        write_user_file(opts.json, json.dumps(result.to_json(), indent=1, default=str) + "\n")
     if opts.plot is not None:
         path = opts.plot or f"{name}-{opts.objective}.png"
         result.plot(path, title=f"{name}: time and memory of {len(result.history)} candidates")

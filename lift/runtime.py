@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from lift import devices
-from lift.devices import Device
+from lift.devices import Device, caches
 from lift.errors import DeviceError
 
 MAGIC = b"LIFTCL-BINARY 2\n"
@@ -33,6 +33,7 @@ CacheDir = str | os.PathLike | None | bool  # None: default folder; False: no ca
 
 
 def _cl() -> Any:
+    caches.prepare()  # unwritable PoCL / pyopencl caches: a fallback and one warning
     import pyopencl
 
     return pyopencl

@@ -24,6 +24,7 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 # Choices for what STYLE 15 does not name, or names together:
 # - errors: the lowest layer; every stage raises `lift.errors`, and errors import nothing.
 #   version (`__version__`, read by the runtime's build-cache key) imports nothing either.
+#   files (writing a user's file at once: a temporary file renamed) imports nothing either.
 # - devices: device profiles are plain records (pyopencl is queried lazily) that the constraints
 #   read, so they sit just above errors; they import only errors.
 # - choices (`lift.Choices`, the record of every decision `compile` takes) is a plain record that
@@ -39,7 +40,7 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 #   test support above the pipeline; the `lift` package itself (the public API, re-exporting every
 #   stage) is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("lift.errors", "lift.version"),
+    ("lift.errors", "lift.version", "lift.files"),
     ("lift.devices", "lift.choices"),
     ("lift.arith",),
     ("lift.types",),

@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lift.devices import advice
+from lift.devices import advice, caches
 from lift.devices.probe import Verdict, verdict
 from lift.devices.profiles import Device
 from lift.errors import DeviceError, DeviceSkipped
@@ -240,6 +240,7 @@ def _refine(dev: Device) -> Device:
 
 
 def _cl() -> Any:
+    caches.prepare()  # before a driver loads: PoCL reads its cache folder once
     try:
         import pyopencl
     except ImportError as e:  # pragma: no cover - pyopencl is a dependency

@@ -25,6 +25,7 @@ PROBE_VERSION = 1
 PROBE_SOURCE = "kernel void lift_probe(global int* out) { out[get_global_id(0)] = 3 * (int)get_global_id(0) + 1; }"
 PROBE_ITEMS = 4
 USABLE = "built and ran a one-line kernel"
+PROBE_FAILED = "the probe failed:"  # an unforeseen exception: not remembered on disk
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,8 @@ def verdict(d: Any, *, fresh: bool = False) -> Verdict:
             _VERDICTS[key] = stored
             return stored
     v = Verdict(**{**asdict(attempt(d)), "key": key, "cached": False})
-    _write(v)
+    if not v.reason.startswith(PROBE_FAILED):  # an exception says how the host was then, not the device
+        _write(v)
     _VERDICTS[key] = v
     return v
 
@@ -82,7 +84,7 @@ def attempt(d: Any) -> Verdict:
     try:
         return _attempt(d)
     except Exception as e:  # noqa: BLE001 - a driver failing in an unforeseen way is a verdict too
-        return Verdict(False, f"the probe failed: {type(e).__name__}: {_short(e)}")
+        return Verdict(False, f"{PROBE_FAILED} {type(e).__name__}: {_short(e)}")
 
 
 def _attempt(d: Any) -> Verdict:
@@ -129,11 +131,14 @@ def _short(e: Exception) -> str:
 # ------------------------------------------------------------------------------ keys
 
 
+_NOT_KEYED = ("POCL_CACHE_DIR",)  # where PoCL caches kernels (a temporary folder: lift.devices.caches)
+
+
 def verdict_key(d: Any) -> str:
     """sha256 of the device, platform and driver versions, the host CPU and the PoCL settings."""
     p = d.platform
     parts = [f"probe {PROBE_VERSION}", p.name, p.version, d.name, d.version, d.driver_version, host_cpu(),
-             *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("POCL_"))]
+             *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("POCL_") and k not in _NOT_KEYED)]
     return hashlib.sha256("\0".join(s.strip() for s in parts).encode()).hexdigest()
 
 

@@ -18,7 +18,9 @@ only when it is better for the objective (or `replace=True`, `tune(refresh=True)
 
 Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows) are ignored
 with a `TuningDatabaseWarning`; a database that cannot be opened or written (a directory, a
-read-only file, a file that is not SQLite) warns once and the caller goes on without it.
+read-only file, a file that is not SQLite) warns once and the caller goes on without it. A
+corrupt database file (SQLite's checks fail) is found once per process, moved aside with a
+warning naming where it went (`repaired`), and a fresh one takes its place (`dbrepair`).
 `export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
 `encode_choices` / `decode_choices` only.
 """
@@ -40,6 +42,7 @@ import numpy as np
 
 from lift.errors import LiftWarning
 
+from . import dbrepair
 from .dbkeys import VERSION, check_entry, check_record, decode_choices, liftcl_version, rank
 
 CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
@@ -79,6 +82,7 @@ class TuningDB:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.broken: str | None = None  # why the database is unusable (warned once)
+        self.repaired: Path | None = None  # where this object moved a corrupt database file
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
 
@@ -87,6 +91,9 @@ class TuningDB:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            why = dbrepair.corruption(self.path)
+            if why is not None:
+                self._repair(why)
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -124,7 +131,27 @@ class TuningDB:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-            self._fail(err, what)
+            why = dbrepair.corruption(self.path, again=True) if dbrepair.is_corruption(err) else None
+            if why is None:
+                self._fail(err, what)
+                return
+            self.close()  # found by a query, not by the first check: repair, the next use opens a fresh file
+            try:
+                self._repair(why)
+            except sqlite3.Error as still:
+                self._fail(still, what)
+
+    def _repair(self, why: str) -> None:
+        """Move the corrupt file aside (warning where it went) so a fresh database replaces it;
+        raises when it cannot be moved (the database is then unusable)."""
+        moved = dbrepair.move_aside(self.path)
+        if moved is not None:
+            self.repaired = moved
+            warnings.warn(TuningDatabaseWarning(
+                f"the tuning database {self.path} is corrupt ({why}); moved it to {moved} and started a fresh "
+                "one (tuned winners and measurements in the old file are not used)"), stacklevel=6)
+        elif dbrepair.corruption(self.path, again=True) is not None:
+            raise sqlite3.DatabaseError(f"corrupt ({why}) and cannot be moved aside")
 
     def _fail(self, err: BaseException, what: str) -> None:
         self.broken = f"{type(err).__name__}: {err}"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lift.errors import UnsupportedError
+from lift.files import replacing
 
 
 def plot_front(result: Any, path: Any, title: str | None = None) -> Path:
@@ -47,6 +48,9 @@ def plot_front(result: Any, path: Any, title: str | None = None) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out)
-    plt.close(fig)
+    try:
+        with replacing(out) as tmp:  # the user's file is replaced only by a complete picture
+            fig.savefig(tmp, format=out.suffix[1:] or plt.rcParams["savefig.format"])
+    finally:
+        plt.close(fig)
     return out
