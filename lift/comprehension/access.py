@@ -24,7 +24,8 @@ from lift.comprehension.ranges import SUPPORTED, Affine, tc_error
 from lift.comprehension.syntax import Pos
 from lift.errors import UnsupportedError
 from lift.ir.nodes import Expr
-from lift.ir.patterns import map, slide, transpose
+from lift.ir.patterns import map, slide, take, transpose
+from lift.types import ArrayType
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,21 @@ def view(x: Expr, subscripts: Sequence[Affine], order: Sequence[str], extents: M
     if len(set(dims)) != len(dims):
         raise tc_error(UnsupportedError, "an index variable indexes two dimensions of one access "
                        "(a diagonal)", pos, hint="supported: " + SUPPORTED)
-    return _ordered(x, dims, rank)
+    return _fitted(_ordered(x, dims, rank), extents)
+
+
+def _fitted(v: View, extents: Mapping[str, Arith]) -> View:
+    """Each dimension cut to its variable's range where the access allows more (`take`): the
+    range is the intersection over every access, so zipped views have equal lengths."""
+    x = v.expr
+    for d, var in enumerate(v.dims):
+        t = x.type
+        for _ in builtins.range(d):
+            t = t.elem  # type: ignore[attr-defined]
+        assert isinstance(t, ArrayType)
+        if as_arith(t.size) != as_arith(extents[var]):
+            x = at_depth(d, take(extents[var]), x)
+    return View(x, v.dims)
 
 
 def _ordered(x: Expr, dims: list[str], rank: Mapping[str, int]) -> View:

@@ -20,19 +20,19 @@ from lift.types import Double, Float, Int, ScalarType, Type
 from lift.userfun import user_fun
 from lift.userfun.builtins import add, max_, min_, mult
 
-exp = user_fun(lambda x: math.exp(x), name="exp")
-log = user_fun(lambda x: math.log(x), name="log")
-tanh = user_fun(lambda x: math.tanh(x), name="tanh")
-sqrt = user_fun(lambda x: math.sqrt(x), name="sqrt")
-fabs = user_fun(lambda x: abs(x), name="fabs")
-sigmoid = user_fun(lambda x: 1.0 / (1.0 + math.exp(-x)), name="sigmoid")
-lt = user_fun(lambda x, y: x < y, name="lt")
-le = user_fun(lambda x, y: x <= y, name="le")
-gt = user_fun(lambda x, y: x > y, name="gt")
-ge = user_fun(lambda x, y: x >= y, name="ge")
-eq = user_fun(lambda x, y: x == y, name="eq")
-ne = user_fun(lambda x, y: x != y, name="ne")
-select = user_fun(lambda c, a, b: a if c else b, name="select")
+exp = user_fun(lambda x: math.exp(x), name="tc_exp")
+log = user_fun(lambda x: math.log(x), name="tc_log")
+tanh = user_fun(lambda x: math.tanh(x), name="tc_tanh")
+sqrt = user_fun(lambda x: math.sqrt(x), name="tc_sqrt")
+fabs = user_fun(lambda x: abs(x), name="tc_fabs")
+sigmoid = user_fun(lambda x: 1.0 / (1.0 + math.exp(-x)), name="tc_sigmoid")
+lt = user_fun(lambda x, y: x < y, name="tc_lt")
+le = user_fun(lambda x, y: x <= y, name="tc_le")
+gt = user_fun(lambda x, y: x > y, name="tc_gt")
+ge = user_fun(lambda x, y: x >= y, name="tc_ge")
+eq = user_fun(lambda x, y: x == y, name="tc_eq")
+ne = user_fun(lambda x, y: x != y, name="tc_ne")
+select = user_fun(lambda c, a, b: a if c else b, name="tc_select")
 
 FUNCTIONS: dict[str, Any] = {
     "fmaxf": max_, "fmax": max_, "max": max_, "fminf": min_, "fmin": min_, "min": min_,

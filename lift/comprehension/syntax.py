@@ -355,7 +355,8 @@ class Parser:
             self.expect(")")
             return e
         if t.kind == "id":
-            if self.at(".", skip_nl=False):
+            after = self.peek(skip_nl=False)
+            if self.at(".", skip_nl=False) or (after.kind == "num" and after.text.startswith(".")):
                 raise syntax_error(f"`{t.text}.n` (a tensor's dimension) is not supported", self._pos(t),
                                    hint="name the size in the parameter's type, e.g. float(N, M)")
             if self.at("(", skip_nl=False):
