@@ -191,3 +191,22 @@ def test_contractions_compile_to_einsum(spec: str) -> None:
     prog = one(f"def f({params}) -> (O) {{ O({','.join(out)}) +=! {rhs} }}")
     args = [rand(*[size[v] for v in idx], seed=t) for t, idx in enumerate(idxs)]
     np.testing.assert_allclose(lift.compile(prog)(*args), np.einsum(spec, *args), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------- command line
+
+
+def test_cli_prints_each_function(tmp_path, capsys) -> None:
+    from lift.cli import main
+
+    src = tmp_path / "two.tc"
+    src.write_text("def mv(float(M,K) A, float(K) x) -> (C) { C(i) +=! A(i,k) * x(k) }\n"
+                   "def s(int st, float(N) x) -> (y) { y(i) = x(st * i) }\n")
+    assert main(["tc", str(src), "--constants", "st=2"]) == 0
+    out = capsys.readouterr().out
+    assert "mv: ([[Float]K]M, [Float]K) => [Float]M" in out
+    assert "(A, x) => map((i) => reduce(add, 0.0) << map(mult) << zip(i, x)) << A" in out
+    assert "s: ([Float]N) => [Float]" in out
+    src.write_text("def f(float(N) A) -> (C) {\n C(i) +=! D(i)\n}\n")
+    assert main(["tc", str(src)]) != 0
+    assert "unknown tensor 'D'" in capsys.readouterr().err
