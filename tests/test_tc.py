@@ -209,4 +209,4 @@ def test_cli_prints_each_function(tmp_path, capsys) -> None:
     assert "s: ([Float]N) => [Float]" in out
     src.write_text("def f(float(N) A) -> (C) {\n C(i) +=! D(i)\n}\n")
     assert main(["tc", str(src)]) != 0
-    assert "unknown tensor 'D'" in capsys.readouterr().err
+    assert "unknown tensor or function 'D'" in capsys.readouterr().err
