@@ -129,7 +129,7 @@ def test_interpret_equals_numpy(file: str) -> None:
 
 
 SLOW = {"conv2d.tc", "sconv2d.tc", "gconv.tc", "mlp3.tc"}  # 20-110 s of compile each on the loaded 2-core machine
-COMPILED = sorted(set(CASES) - {"gconv.tc", "mlp3.tc"})  # see the report: not compiled yet
+COMPILED = sorted(set(CASES) - {"gconv.tc"})  # gconv: see the report
 
 
 @pytest.mark.device

@@ -141,12 +141,6 @@ def translate(fn: Function, constants: Mapping[str, int]) -> Lambda:
     outputs = [_materialise(final, o) for o in fn.outputs]
     prog = Program(dataclasses.replace(final.scope, shapes={**final.scope.shapes, **final.shapes}),
                    final.versions)
-    for m in final.versions:
-        for e in (m.stmt.rhs, m.prev):
-            for a in [] if e is None else accesses(e, final.scope):
-                prog.uses[a.name] = prog.uses.get(a.name, 0) + 1
-    for o in outputs:
-        prog.uses[o] = prog.uses.get(o, 0) + 1
     params: list[tuple[str, Type]] = []
     for p in fn.params:
         if p.name in constants:

@@ -9,7 +9,9 @@ statement with a reduction becomes a nest of `map`s over its left-hand side's di
     map(m => map(n => reduce(add, 0.0) << map(mult) << zip(m, n)) << transpose << B) << A
 
 A statement without `!` combines the previous value (`C(i,j) += ...` is `add(C_ij, reduce(...))`).
-A reduction result read by several later statements or returned as well is bound once with `let`.
+A reduction result read by several later statements (or returned as well) is the same expression in
+each place, so it is recomputed: `lift.compile` cannot yet synchronise a `let`-bound intermediate
+that a consumer reads across work-groups (MLP3 returning O2, O3, O4 raised NotSynchronisableError).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
 from lift.ir.build import to_expr
 from lift.ir.nodes import Expr as IRExpr
 from lift.ir.nodes import FunCall, Get, Lambda, UserFun
-from lift.ir.patterns import join_nd, let, reduce
+from lift.ir.patterns import join_nd, reduce
 from lift.ir.patterns import map as lmap
 from lift.ir.patterns import zip as lzip
 
@@ -59,7 +61,6 @@ class Program:
 
     scope: Scope
     versions: list[Materialised] = field(default_factory=list)
-    uses: dict[str, int] = field(default_factory=dict)
 
 
 def substitute(e: Expr, subst: Mapping[str, Expr]) -> Expr:
@@ -245,7 +246,7 @@ class Statement2IR:
 
 def build_program(prog: Program, outputs: list[str], params: list[tuple[str, Any]],
                   scalars: list[str]) -> Callable[..., Any]:
-    """The Python body `lift.fun` elaborates: let-chains the versions, returns the outputs."""
+    """The Python body `lift.fun` elaborates: builds the versions in order, returns the outputs."""
     def body(*args: Any) -> Any:
         values: dict[str, IRExpr] = {}
         scal: dict[str, IRExpr] = {}
@@ -259,8 +260,6 @@ def build_program(prog: Program, outputs: list[str], params: list[tuple[str, Any
             return outs[0] if len(outs) == 1 else tuple(outs)
         m = prog.versions[k]
         e = Statement2IR(m, prog.scope, values, scal).build()
-        if prog.uses.get(m.key, 0) > 1:
-            return let(named(m.key.replace("'", "_"), lambda t: chain(k + 1, {**values, m.key: t}, scal))) << e
         return chain(k + 1, {**values, m.key: e}, scal)
 
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
