@@ -25,11 +25,13 @@ __all__ = ["tc"]
 _sources = 0
 
 
-def tc(source: str, *, constants: Mapping[str, int] | None = None, file: str | None = None) -> dict[str, Lambda]:
+def tc(source: str, *, constants: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None,
+       file: str | None = None) -> dict[str, Lambda]:
     """The programs of a TC source, by function name: `lift.tc(src)["mv"]` is a `lift.fun` program.
 
     `constants` fixes int scalar parameters used in subscripts (sconv2d's strides `sh`, `sw`), which
-    are then not parameters of the program. Errors name the TC line and column (`file`, if given,
+    are then not parameters of the program; `sizes` fixes size names (`{"M": 128}`: the program's
+    types say 128, as TC specialises to the sizes it runs with). Errors name the TC line and column (`file`, if given,
     is the name they print; the source is registered with `linecache` so they show the line)."""
     global _sources
     if file is None:
@@ -37,4 +39,4 @@ def tc(source: str, *, constants: Mapping[str, int] | None = None, file: str | N
         file = f"<tc-{_sources}>"
     lines = source.splitlines(keepends=True)
     linecache.cache[file] = (len(source), None, lines, file)
-    return {f.name: translate(f, dict(constants or {})) for f in parse(source, file)}
+    return {f.name: translate(f, dict(constants or {}), sizes) for f in parse(source, file)}

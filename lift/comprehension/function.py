@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from lift.arith import Arith
+from lift.arith import Arith, Cst
 from lift.comprehension.ranges import Scope, accesses, infer, tc_error
 from lift.comprehension.scalar import reducer, scalar_type
 from lift.comprehension.syntax import Call, Function, Name, Statement
@@ -118,12 +118,12 @@ def _pair(a: object, b: object) -> object:
     return Binary("+", a, b, getattr(a, "pos", None))  # type: ignore[arg-type]
 
 
-def translate(fn: Function, constants: Mapping[str, int]) -> Lambda:
-    """The `lift.fun` program of one TC function."""
+def translate(fn: Function, constants: Mapping[str, int], fixed: Mapping[str, int] | None = None) -> Lambda:
+    """The `lift.fun` program of one TC function; sizes named in `fixed` are those constants."""
     sizes: dict[str, Arith] = {}
     for p in fn.params:
         for d in p.dims or ():
-            sizes.setdefault(d, Size(d))
+            sizes.setdefault(d, Cst(int(fixed[d])) if fixed and d in fixed else Size(d))
     names = [p.name for p in fn.params]
     for p in fn.params:
         if names.count(p.name) > 1:
