@@ -147,7 +147,12 @@ def run(w: Workload, sizes: tuple, tune: float, repeat: int) -> dict:
         ok, err = close(progs[kind](*args), want, rtol=1e-3, atol=1e-3)
         row[f"{kind}_compile_s"] = time.perf_counter() - start
         if tune > 0:
-            progs[f"{kind}_tuned"] = lift.tune(build(), *args, budget=tune, db=False, progress=False).best
+            try:
+                progs[f"{kind}_tuned"] = lift.tune(build(), *args, budget=tune, db=False, progress=False).best
+            except Exception as e:  # noqa: BLE001 - the table says which tune failed and goes on
+                row["status"] = f"{kind} tune failed: {type(e).__name__}"
+                print(f"{w.name} {kind}: tune failed: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
             ok2, err2 = close(progs[f"{kind}_tuned"](*args), want, rtol=1e-3, atol=1e-3)
             ok, err = ok and ok2, max(err, err2)
         if not ok:
@@ -170,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     only = set(filter(None, opts.only.split(",")))
     print(f"device: {lift.devices.current().name}")
     cols = ["tc", "hand", "numpy"] + (["tc_tuned", "hand_tuned"] if opts.tune > 0 else [])
-    print(f"{'workload':8s} {'sizes':20s} {'status':10s} " + " ".join(f"{c + ' ms':>11s}" for c in cols)
+    print(f"{'workload':8s} {'sizes':20s} {'status':24s} " + " ".join(f"{c + ' ms':>11s}" for c in cols)
           + "   tc/hand" + ("  tuned tc/hand" if opts.tune > 0 else ""))
     worst = 0
     for w in WORKLOADS:
@@ -178,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         row = run(w, w.quick if opts.quick else w.full, opts.tune, opts.repeat)
         ratio = row["hand"] / row["tc"]
-        line = f"{row['name']:8s} {row['sizes']:20s} {row['status'][:10]:10s} " + " ".join(
+        line = f"{row['name']:8s} {row['sizes']:20s} {row['status'][:24]:24s} " + " ".join(
             f"{_ms(row.get(c)):>11s}" for c in cols) + f"   {ratio:7.2f}"
-        if opts.tune > 0:
+        if opts.tune > 0 and "hand_tuned" in row and "tc_tuned" in row:
             line += f"  {row['hand_tuned'] / row['tc_tuned']:7.2f}"
         print(line, flush=True)
         worst = max(worst, row["status"] != "ok")
