@@ -210,3 +210,10 @@ def test_cli_prints_each_function(tmp_path, capsys) -> None:
     src.write_text("def f(float(N) A) -> (C) {\n C(i) +=! D(i)\n}\n")
     assert main(["tc", str(src)]) != 0
     assert "unknown tensor or function 'D'" in capsys.readouterr().err
+
+
+def test_two_statement_mv_of_the_paper() -> None:
+    prog = one("def mv(float(M,K) A, float(K) x) -> (C) {\n  C(i) = 0\n  C(i) += A(i,k) * x(k)\n}")
+    a, x = rand(4, 3), rand(3)
+    np.testing.assert_allclose(lift.interpret(prog, a, x), a @ x, rtol=1e-5)
+    np.testing.assert_allclose(lift.compile(prog)(a, x), a @ x, rtol=1e-4)

@@ -119,7 +119,7 @@ def _pos(e: Expr) -> Pos:
     return e.pos
 
 
-def accesses(e: Expr, scope: Scope, pos_ok: bool = True) -> list[Call]:
+def accesses(e: Expr, scope: Scope) -> list[Call]:
     """The tensor accesses in `e`, in order (built-in calls looked through)."""
     out: list[Call] = []
     match e:

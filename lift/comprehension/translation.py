@@ -16,6 +16,7 @@ that a consumer reads across work-groups (MLP3 returning O2, O3, O4 raised NotSy
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from lift.arith import Arith
 from lift.comprehension.access import View, view
 from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, tc_error
 from lift.comprehension.scalar import evaluate, neutral, reducer
-from lift.comprehension.syntax import Call, Expr, Name, Statement
+from lift.comprehension.syntax import Binary, Call, Expr, Name, Statement, Ternary, Unary
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
 from lift.ir.build import to_expr
 from lift.ir.nodes import Expr as IRExpr
@@ -33,6 +34,7 @@ from lift.ir.nodes import FunCall, Get, Lambda, UserFun
 from lift.ir.patterns import join_nd, reduce
 from lift.ir.patterns import map as lmap
 from lift.ir.patterns import zip as lzip
+from lift.types import Float
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,27 +67,15 @@ class Program:
 
 def substitute(e: Expr, subst: Mapping[str, Expr]) -> Expr:
     """`e` with the names in `subst` replaced (an inlined statement's variables by the reader's subscripts)."""
-    from dataclasses import replace
-
-    match e:
-        case Name(name=n) if n in subst:
-            return subst[n]
-        case Call(args=args):
-            return replace(e, args=tuple(substitute(a, subst) for a in args))
-        case _ if hasattr(e, "left"):
-            return replace(e, left=substitute(e.left, subst), right=substitute(e.right, subst))  # type: ignore[union-attr]
-        case _ if hasattr(e, "cond"):
-            return replace(e, cond=substitute(e.cond, subst), then=substitute(e.then, subst),  # type: ignore[union-attr]
-                           other=substitute(e.other, subst))  # type: ignore[union-attr]
-        case _ if hasattr(e, "arg"):
-            return replace(e, arg=substitute(e.arg, subst))  # type: ignore[union-attr]
-    return e
+    if isinstance(e, Name):
+        return subst.get(e.name, e)
+    if isinstance(e, Call):
+        return dataclasses.replace(e, args=tuple(substitute(a, subst) for a in e.args))
+    return substitute_children(e, lambda x: substitute(x, subst))
 
 
 def resolve(e: Expr, env: Mapping[str, str | Inline], scope: Scope) -> Expr:
     """`e` reading tensors by version key, pointwise versions inlined."""
-    from dataclasses import replace
-
     match e:
         case Call(name=n, args=args) if n in env:
             args = tuple(resolve(a, env, scope) for a in args)
@@ -95,25 +85,25 @@ def resolve(e: Expr, env: Mapping[str, str | Inline], scope: Scope) -> Expr:
                     raise tc_error(LiftTypeError, f"{n} has {len(target.vars)} dimension(s) but is accessed "
                                    f"with {len(args)} subscript(s)", e.pos)
                 return substitute(target.rhs, dict(zip(target.vars, args, strict=True)))
-            return replace(e, name=target, args=args)
+            return dataclasses.replace(e, name=target, args=args)
         case Call(name=n, args=args) if n not in scope.shapes and e in accesses(e, scope):
             raise tc_error(LiftValueError, f"unknown tensor or function {n!r}", e.pos,
                            hint="tensors: " + ", ".join(sorted(k for k in env)) + "; functions: fmaxf, fminf, "
                            "exp, log, tanh, sqrt, fabs, sigmoid")
         case Call(args=args):
-            return replace(e, args=tuple(resolve(a, env, scope) for a in args))
+            return dataclasses.replace(e, args=tuple(resolve(a, env, scope) for a in args))
     return substitute_children(e, lambda x: resolve(x, env, scope))
 
 
 def substitute_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
-    from dataclasses import replace
-
-    if hasattr(e, "left"):
-        return replace(e, left=f(e.left), right=f(e.right))  # type: ignore[union-attr]
-    if hasattr(e, "cond"):
-        return replace(e, cond=f(e.cond), then=f(e.then), other=f(e.other))  # type: ignore[union-attr]
-    if hasattr(e, "arg"):
-        return replace(e, arg=f(e.arg))  # type: ignore[union-attr]
+    """`e` with `f` applied to its operands (a number, a name or a call: `e` itself)."""
+    match e:
+        case Binary(left=a, right=b):
+            return dataclasses.replace(e, left=f(a), right=f(b))
+        case Unary(arg=a):
+            return dataclasses.replace(e, arg=f(a))
+        case Ternary(cond=c, then=a, other=b):
+            return dataclasses.replace(e, cond=f(c), then=f(a), other=f(b))
     return e
 
 
@@ -233,7 +223,7 @@ class Statement2IR:
     def element(self, e: Expr, leaves: list[Call], views: list[View]) -> IRExpr:
         by_call = {id(a): w.expr for a, w in zip(leaves, views, strict=True)}
         out = evaluate(e, lambda c: by_call[id(c)], self._name)
-        return out if isinstance(out, IRExpr) else to_expr(out)
+        return out if isinstance(out, IRExpr) else to_expr(float(out), Float)  # `C(i) = 0`: a Float
 
     def _name(self, n: Name) -> Any:
         if n.name in self.scalars:
