@@ -9,13 +9,13 @@ parameter after the declared ones, of the shape the statements give it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from lift.arith import Arith, Cst
 from lift.comprehension.ranges import Scope, accesses, infer, tc_error
 from lift.comprehension.scalar import reducer, scalar_type
-from lift.comprehension.syntax import Call, Function, Name, Statement
-from lift.comprehension.translation import Inline, Materialised, Program, build_program, resolve
+from lift.comprehension.syntax import Call, Expr, Function, Name, Statement
+from lift.comprehension.translation import Inline, Materialised, Program, build_program, resolve, substitute
 from lift.errors import LiftError, LiftTypeError, LiftValueError
 from lift.ir.nodes import Lambda
 from lift.ir.patterns import fun
@@ -81,7 +81,13 @@ class _Pass:
             if ranges.starts.get(v, 0) != 0:
                 raise tc_error(LiftValueError, f"the output variable {v} must start at 0", s.pos)
         pointwise = red is None and set(ranges.extents) == set(lhs)
-        if pointwise:
+        fused = self._epilogue(s.tensor, lhs, rhs) if pointwise else None
+        if fused is not None:
+            key = self.key(s.tensor)
+            self.versions.append(fused(key))
+            self.env[s.tensor] = key
+            self.shapes[key] = shape
+        elif pointwise:
             self.env[s.tensor] = Inline(tuple(lhs), rhs, shape, stmt)
         else:
             key = self.key(s.tensor)
@@ -89,6 +95,21 @@ class _Pass:
             self.env[s.tensor] = key
             self.shapes[key] = shape
         self.shapes[s.tensor] = shape
+
+    def _epilogue(self, tensor: str, lhs: list[str], rhs: Expr) -> Callable[[str], Materialised] | None:
+        """An in-place pointwise update of a reduction's result, read only at its own point
+        (`out(i,j) = fmaxf(out(i,j), 0)`), as a new version: the reduction with the update applied
+        to its value, so consumers read the updated tensor as a hand-written `relu(dot + b)` does."""
+        base = self.env.get(tensor)
+        m = next((v for v in self.versions if v.key == base), None)
+        if m is None or m.epilogue is not None:
+            return None
+        point = tuple(Name(v, m.stmt.pos) for v in lhs)
+        if any(a.name == base and tuple(a.args) != point for a in accesses(rhs, self.scope)):
+            return None
+        ren = {v: Name(n.name, n.pos) for v, n in zip(lhs, m.stmt.indices, strict=True)}
+        epi = (m.key, substitute(rhs, ren))
+        return lambda key: dataclasses.replace(m, key=key, epilogue=epi)
 
     def _known(self, tensor: str) -> tuple[Arith, ...] | None:
         target = self.env.get(tensor)

@@ -45,6 +45,9 @@ class Materialised:
     stmt: Statement  # right-hand side resolved: accesses name versions' keys, pointwise ones inlined
     ranges: Ranges
     prev: Expr | None  # the previous value at the left-hand side's indices (`+=` without `!`), resolved
+    # A pointwise in-place update fused as an epilogue (`O(b,o) = fmaxf(O(b,o), 0)` after the reduction
+    # into O): (the version it updates, its right-hand side reading that version at these indices).
+    epilogue: tuple[str, Expr] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +146,13 @@ class Statement2IR:
         self.order = self.out_vars + self.red_vars
         self.rhs_leaves: list[Call] = accesses(m.stmt.rhs, scope)
         self.prev_leaves: list[Call] = [] if m.prev is None else accesses(m.prev, scope)
+        self.epi_leaves: list[Call] = [] if m.epilogue is None else [
+            a for a in accesses(m.epilogue[1], scope) if a.name != m.epilogue[0]]
 
     def build(self) -> IRExpr:
         ext = self.m.ranges.extents
         views = []
-        for a in self.rhs_leaves + self.prev_leaves:
+        for a in self.rhs_leaves + self.prev_leaves + self.epi_leaves:
             check_access(a, self.scope)
             subs = [self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
             views.append(view(self.values[a.name], subs, self.order, ext, a.pos))
@@ -172,8 +177,18 @@ class Statement2IR:
         return lmap(named(v, body)) << src
 
     def reduction(self, views: list[View]) -> IRExpr:
-        n = len(self.rhs_leaves)
-        rhs_views, prev_views = views[:n], views[n:]
+        n, k = len(self.rhs_leaves), len(self.rhs_leaves) + len(self.prev_leaves)
+        rhs_views, prev_views, epi_views = views[:n], views[n:k], views[k:]
+        value = self.combined(rhs_views, prev_views)
+        if self.m.epilogue is None:
+            return value
+        base, rhs = self.m.epilogue
+        by_call = {id(a): w.expr for a, w in zip(self.epi_leaves, epi_views, strict=True)}
+        out = evaluate(rhs, lambda c: value if c.name == base else by_call[id(c)], self._name)
+        return out if isinstance(out, IRExpr) else to_expr(float(out), Float)
+
+    def combined(self, rhs_views: list[View], prev_views: list[View]) -> IRExpr:
+        """The statement's value at one output point: the reduction, combined with the previous value."""
         red = reducer(self.m.stmt.op)
         if not self.red_vars:
             value = self.element(self.m.stmt.rhs, self.rhs_leaves, rhs_views)
