@@ -217,3 +217,18 @@ def test_two_statement_mv_of_the_paper() -> None:
     a, x = rand(4, 3), rand(3)
     np.testing.assert_allclose(lift.interpret(prog, a, x), a @ x, rtol=1e-5)
     np.testing.assert_allclose(lift.compile(prog)(a, x), a @ x, rtol=1e-4)
+
+
+def test_in_place_update_is_fused_as_an_epilogue() -> None:
+    prog = one("""def fc(float(B,I) x, float(O,I) w, float(O) bias) -> (out) {
+        out(b,o) +=! x(b,i) * w(o,i)
+        out(i,j) = fmaxf(out(i,j) + bias(j), 0)
+    }""")
+    assert str(prog) == ("(x, w, bias) => map((b) => map((o) => max_(add(reduce(add, 0.0) << map(mult) << "
+                         "zip(b, get(0) << o), get(1) << o), 0.0)) << zip(w, bias)) << x")
+    shifted = one("""def f(float(N,K) A) -> (s) {
+        s(i) +=! A(i,k)
+        s(i) = s(i) * s(0)
+    }""")  # read at another point too: not an epilogue, inlined into the output
+    a = rand(5, 3)
+    np.testing.assert_allclose(lift.interpret(shifted, a), a.sum(1) * a.sum(1)[0], rtol=1e-5, atol=1e-6)
