@@ -13,6 +13,7 @@ dimensions, a reduce over the reduction variables, tensors read through `slide`/
 
 from __future__ import annotations
 
+import hashlib
 import linecache
 from collections.abc import Mapping
 
@@ -22,9 +23,6 @@ from lift.ir.nodes import Lambda
 
 __all__ = ["tc"]
 
-_sources = 0
-
-
 def tc(source: str, *, constants: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None,
        file: str | None = None) -> dict[str, Lambda]:
     """The programs of a TC source, by function name: `lift.tc(src)["mv"]` is a `lift.fun` program.
@@ -33,10 +31,8 @@ def tc(source: str, *, constants: Mapping[str, int] | None = None, sizes: Mappin
     are then not parameters of the program; `sizes` fixes size names (`{"M": 128}`: the program's
     types say 128, as TC specialises to the sizes it runs with). Errors name the TC line and column (`file`, if given,
     is the name they print; the source is registered with `linecache` so they show the line)."""
-    global _sources
-    if file is None:
-        _sources += 1
-        file = f"<tc-{_sources}>"
+    if file is None:  # a name per source text, for linecache
+        file = f"<tc-{hashlib.sha1(source.encode()).hexdigest()[:8]}>"
     lines = source.splitlines(keepends=True)
     linecache.cache[file] = (len(source), None, lines, file)
     return {f.name: translate(f, dict(constants or {}), sizes) for f in parse(source, file)}
