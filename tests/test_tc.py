@@ -232,3 +232,20 @@ def test_in_place_update_is_fused_as_an_epilogue() -> None:
     }""")  # read at another point too: not an epilogue, inlined into the output
     a = rand(5, 3)
     np.testing.assert_allclose(lift.interpret(shifted, a), a.sum(1) * a.sum(1)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("source, hand", [
+    ("def tmm(float(M,K) A, float(N,K) B) -> (C) { C(m,n) +=! A(m,kk) * B(n,kk) }",
+     lambda a, b: lift.map(lambda r: lift.map(lambda c: lift.reduce(lift.add, 0.0) << lift.map(lift.mult)
+                                              << lift.zip(r, c)) << b) << a),
+    ("def tbmm(float(B,N,M) X, float(B,K,M) Y) -> (Z) { Z(b,n,k) +=! X(b,n,m) * Y(b,k,m) }",
+     lambda x, y: lift.map(lambda xy: lift.map(lambda r: lift.map(lambda c: lift.reduce(lift.add, 0.0)
+                                                                  << lift.map(lift.mult) << lift.zip(r, c))
+                                               << xy[1]) << xy[0]) << lift.zip(x, y)),
+])
+def test_contractions_are_the_hand_written_programs(source: str, hand) -> None:
+    """Up to parameter names, the program a hand-written lambda is (so every automatic point applies alike)."""
+    from lift.ir.alpha import alpha_equal
+
+    prog = one(source)
+    assert alpha_equal(prog, lift.fun([p.type for p in prog.params], hand))
