@@ -11,6 +11,7 @@ from typing import Any
 from lift import devices, explore, rewrites
 from lift.choices import Choices
 from lift.compile import compile
+from lift.comprehension import tc
 from lift.errors import (
     DeviceError,
     DeviceSkipped,
@@ -98,7 +99,7 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "reduce_atomic", "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
-    "typecheck", "interpret", "size_conditions", "compile", "Choices", "Program", "devices", "tune", "TuneResult",
+    "typecheck", "interpret", "size_conditions", "compile", "tc", "Choices", "Program", "devices", "tune", "TuneResult",
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",

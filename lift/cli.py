@@ -378,6 +378,20 @@ def _run_script(name: str, argv: list[str]) -> int:
     return status if isinstance(status, int) else (0 if status is None else USAGE)
 
 
+def cmd_tc(opts: argparse.Namespace) -> int:
+    """`lift tc FILE`: each TC function's `lift.fun` program and its type."""
+    import lift
+
+    try:
+        source = open(opts.file).read()
+        constants = {k.strip(): int(v) for k, v in (kv.split("=") for kv in opts.constants.split(",") if kv)}
+    except (OSError, ValueError) as err:
+        raise CliError(f"tc: {err}", USAGE) from None
+    for name, prog in lift.tc(source, constants=constants, file=opts.file).items():
+        print(f"{name}: {lift.typecheck(prog)}\n  {prog}")
+    return 0
+
+
 # -------------------------------------------------------------------------- parser
 
 
@@ -406,6 +420,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller sizes")
     p.add_argument("--repeat", type=int, default=0, help="timed runs per kernel")
     p.set_defaults(run=cmd_bench)
+    p = sub.add_parser("tc", help="a Tensor Comprehensions file: each function's lambda form and type")
+    p.add_argument("file", metavar="FILE.tc", help="TC source: `def name(float(M,K) A, ...) -> (C) { ... }`")
+    p.add_argument("--constants", metavar="NAME=INT,...", default="",
+                   help="int scalar parameters used in subscripts, fixed (e.g. 'sh=2,sw=2')")
+    p.set_defaults(run=cmd_tc)
     p = sub.add_parser("db", help="the tuning database: list, show KEY, export [OUT], import FILE, clear [KEY]")
     p.add_argument("action", choices=("list", "show", "export", "import", "clear"))
     p.add_argument("key", nargs="?", help="a key prefix (show, clear), an output file (export), an export (import)")

@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.types",),
     ("lift.ir",),
     ("lift.typecheck", "lift.interpret", "lift.userfun"),
+    ("lift.comprehension",),  # Tensor Comprehensions -> lift.fun programs (IR and user functions only)
     ("lift.rules",),
     ("lift.constraints", "lift.lower"),
     ("lift.rewrites",),
