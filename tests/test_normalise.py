@@ -50,7 +50,12 @@ def axpb(a: Float, b: Float) -> Float:
 
 @user_fun
 def bigger(a: Float, b: Float) -> Float:
-    return a if a > b else b
+    return a if a > b or a != a else b  # NaN propagates, as in the built-in max_
+
+
+@user_fun
+def bigger_nan_blind(a: Float, b: Float) -> Float:
+    return a if a > b else b  # lets NaN through in one order only: not associative, not max_
 
 
 @user_fun
@@ -74,6 +79,7 @@ def test_operators_are_recognised_by_their_bodies_not_their_names() -> None:
     assert facts.operator(bigger).kind == "max_"
     assert facts.operator(lift.add.specialise(Float, Float)).kind == "add"
     assert facts.operator(minus) is None and facts.operator(axpb) is None
+    assert facts.operator(bigger_nan_blind) is None
     assert facts.sums(plus_r) and not facts.sums(times_via_local)
 
 

@@ -5,7 +5,7 @@ control flow as `np.where`) is read as a *term* over its arguments; an IR lambda
 same way, each user function it calls inlined. Facts compare terms:
 
     operator(f)       the built-in binary operator `f` computes on its two arguments (`a + b`,
-                      `b + a`, `a * b`, `x if x > y else y`, ...), or the laws its author vouched for
+                      `b + a`, `a * b`, `x if x > y or x != x else y`, ...), or the laws its author vouched for
                       (`user_fun(..., associative=True, commutative=True, neutral=0.0)`)
     pair_operator(f)  the operator `f` computes on the components of its one pair argument
                       (`p[0] * p[1]`, `p[1] * p[0]`)
