@@ -1,0 +1,110 @@
+"""The `col_reduce` point (rewrites/auto_colreduce.py, issue 27 item 4): a reduction of every
+column of a row-major array reads vectors of contiguous columns down the rows, the rows split
+across work-items when the column vectors are too few. Placed by default over constant sizes;
+every choice preserves the interpreter's result."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, fun, map, reduce, transpose, user_fun
+from lift import rewrites as rw
+from lift.rewrites.auto import default_points
+from lift.rewrites.auto_colreduce import FILL, ColReduce
+
+
+@user_fun
+def sq(x: Float) -> Float:
+    return x * x
+
+
+def cols(m: int, n: int, op: str = "add", g: bool = False):
+    """x.sum(0) (or max over each column, or the sum of squares) of an [m][n] array."""
+    f, z = (lift.add, 0.0) if op == "add" else (lift.max_, -np.inf)
+
+    def col(xs):
+        return reduce(f, z) << (map(sq) << xs if g else xs)
+    return fun([Array(Array(Float, n), m)], lambda x: map(col) << transpose << x)
+
+
+def _x(m: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random((m, n), dtype=np.float32) - 0.5
+
+
+def _point(prog) -> tuple[str, ColReduce]:
+    found = [(lab, p) for lab, p in rw.points(prog).items() if isinstance(p, ColReduce)]
+    assert len(found) == 1, rw.points(prog)
+    return found[0]
+
+
+def test_a_column_reduction_gets_the_point_and_the_space_follows_the_sizes() -> None:
+    lab, _ = _point(default_points(cols(8192, 768)))
+    space = rw.auto_space(default_points(cols(8192, 768)))[lab]
+    assert space["width"][0] == 16  # a cache line of floats per work-item and row
+    assert 768 // 16 < FILL and space["parts"][0] * 768 // 16 >= FILL  # 48 vectors: the rows split too
+    wide = rw.auto_space(default_points(cols(512, 4096)))
+    assert next(iter(wide.values()))["parts"][0] == 1  # 256 column vectors fill the device
+    narrow = rw.auto_space(default_points(cols(512, 36, op="max")))
+    assert next(iter(narrow.values()))["width"] == (1,)  # max: no lane-wise vector form here
+
+
+def test_row_reductions_and_symbolic_sizes_get_no_col_reduce() -> None:
+    rows = fun([Array(Array(Float, 768), 512)], lambda x: map(lambda r: reduce(lift.add, 0.0) << r) << x)
+    assert not any(isinstance(p, ColReduce) for p in rw.points(default_points(rows)).values())
+    sym = fun([Array(Array(Float, lift.Size("N")), lift.Size("M"))],
+              lambda x: map(lambda c: reduce(lift.add, 0.0) << c) << transpose << x)
+    assert not any(isinstance(p, ColReduce) for p in rw.points(default_points(sym)).values())
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_choice_preserves_the_interpreters_result(data) -> None:
+    m = data.draw(st.sampled_from([8, 16, 24, 64]))
+    n = data.draw(st.sampled_from([4, 8, 16, 48]))
+    op, g = data.draw(st.sampled_from(["add", "max"])), data.draw(st.booleans())
+    prog = cols(m, n, op, g)
+    placed = rw.auto_points(prog, {}, min_length=1)
+    lab, point = _point(placed)
+    choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4, 8])),
+              "combine": "kernel"}
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        out = rw.apply_all(placed, {lab: choice}, outcomes=outcomes)
+    reason = outcomes[0].reason
+    assert outcomes[0].applied or "does not divide" in reason or "needs the reduction to be add" in reason, reason
+    x = _x(m, n, 1)
+    want = lift.interpret(prog, x)
+    np.testing.assert_allclose(lift.interpret(out, x), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(want, (x.astype(np.float64) ** (2 if g else 1)).sum(0) if op == "add"
+                               else (x.astype(np.float64) ** (2 if g else 1)).max(0), rtol=1e-4, atol=1e-5)
+
+
+def test_the_atomic_combine_is_not_offered_and_refused_with_its_reason() -> None:
+    placed = default_points(cols(256, 32))
+    lab, _ = _point(placed)
+    assert rw.auto_space(placed)[lab]["combine"] == ("kernel",)
+    with pytest.raises(lift.LiftError, match="reduce_atomic"):
+        lift.compile(placed, choices=lift.Choices(points={lab: {"skip": False, "width": 8, "parts": 2,
+                                                                "combine": "atomic"}}))
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("m,n,parts", [(2048, 768, 2), (512, 4096, 1), (256, 36, 8)])
+def test_compiled_by_default_the_columns_are_read_as_vectors(m: int, n: int, parts: int) -> None:
+    prog = cols(m, n)
+    compiled = lift.compile(prog)
+    lab = next(k for k in compiled.choices.points if k.startswith("auto_c"))
+    chosen = compiled.choices.points[lab]
+    assert chosen["parts"] == parts and chosen["width"] == (16 if n % 16 == 0 else 4)
+    assert len(compiled.kernels) == (2 if parts > 1 else 1)  # the partials combined by a second kernel
+    assert f"(global float{chosen['width']}*)" in compiled.source  # aligned vector loads along the rows
+    x = _x(m, n, 3)
+    np.testing.assert_allclose(compiled(x), lift.interpret(prog, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(compiled(x), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
