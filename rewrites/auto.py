@@ -107,7 +107,7 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for _, n in walk(expr):
         if isinstance(n, ColReduce) and is_auto(n.label):
-            out[n.label] = {"skip": (False, True), **cols_space(n)}  # type: ignore[index]
+            out[n.label] = {"skip": (False, True), **cols_space(n, sizes)}  # type: ignore[index]
         elif isinstance(n, BlockNest) and is_auto(n.label):
             out[n.label] = {"skip": (False, True), **nest_space(n, sizes or {})}  # type: ignore[index]
         elif isinstance(n, RewritePoint) and is_auto(n.label):
@@ -221,7 +221,7 @@ class _Placer:
 
     def cols(self, call: FunCall) -> Node | None:
         """A `col_reduce` point around a reduction of every column (`auto_c`, rewrites/auto_colreduce.py)."""
-        placed = place_cols(call, lambda: self.label("c"), self.long)
+        placed = place_cols(call, lambda: self.label("c"), self.long, self.sizes)
         return None if placed is None else dataclasses.replace(placed, args=tuple(self.go(a) for a in placed.args))
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:

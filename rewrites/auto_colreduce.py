@@ -38,6 +38,8 @@ from lift.ir.nodes import (
     AsVector,
     FunCall,
     FunDecl,
+    Get,
+    Join,
     Lambda,
     Literal,
     Map,
@@ -49,10 +51,10 @@ from lift.ir.nodes import (
     Transpose,
     UserFun,
     Vectorise,
+    Zip,
     node,
 )
 from lift.rules.reduce import builtin, is_monoid
-from lift.rules.terms import call as call_fun
 from lift.rules.terms import eta, lam, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
@@ -67,32 +69,58 @@ COMBINES = ("kernel", "atomic")  # "atomic": refused by the code generator today
 FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
 
 
-def col_parts(call: Any) -> tuple[FunDecl, Any, FunDecl | None, Any] | str:
-    """`(f, z, g, X)` for `map(xs => reduce(f, z) [<< map(g)] << xs) << transpose << X` with X an
-    array of rows of scalars and `g` (if any) a scalar function of one element; else why not."""
+Parts = tuple  # (f, z, g, X, vs): see col_parts
+
+
+def col_parts(call: Any) -> Parts | str:
+    """`(f, z, g, X, vs)` for a reduction of every column of X (`[[T]N]M`, rows of scalars):
+    `map(xs => reduce(f, z) [<< map(g)] << xs) << transpose << X`, or with per-column operands
+    `vs` (arrays `[T]N`: add_mul_sum0's broadcast rows) `map(t => reduce(f, z) << map(e => uf(..))
+    << get(0) << t) << zip(transpose << X, v1, ..)`. `g` is None, or `(uf, spec)`: a scalar user
+    function and, per argument, -1 for the element or i for `get(i) << t` (operand `vs[i-1]`)."""
     if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
         return "expects map(reduce) << transpose << X"
-    xt = call.args[0]
-    if not (isinstance(xt, FunCall) and isinstance(xt.f, Transpose) and len(xt.args) == 1):
+    arg, vs = call.args[0], ()
+    if isinstance(arg, FunCall) and isinstance(arg.f, Zip) and len(arg.args) > 1:
+        arg, vs = arg.args[0], tuple(arg.args[1:])
+    if not (isinstance(arg, FunCall) and isinstance(arg.f, Transpose) and len(arg.args) == 1):
         return "expects the columns of an array: map(..) << transpose << X"
-    x = xt.args[0]
+    x = arg.args[0]
     t = type_of(x)
     if not (isinstance(t, ArrayType) and isinstance(t.elem, ArrayType) and t.elem.elem in VECTOR_SCALARS):
         return f"expects X an array of rows of scalars, got {t}"
+    if any(type_of(v) != ArrayType(t.elem.elem, t.elem.size) for v in vs):
+        return "expects every zipped operand to hold one scalar per column"
     fm = eta(call.f.f)
     if not (isinstance(fm, Lambda) and len(fm.params) == 1):
         return "expects map(xs => reduce(f, z) << xs)"
+    q = fm.params[0]
     parts = reduce_parts(fm.body)
-    if parts is None or not (isinstance(parts[3], Param) and parts[3].id == fm.params[0].id):
+    col = parts[3] if parts is not None else None
+    whole = isinstance(col, Param) and col.id == q.id if not vs else \
+        isinstance(col, FunCall) and col.f == Get(0) and col.args == (q,)
+    if parts is None or not whole:
         return "expects the column reduced whole: xs => reduce(f, z) [<< map(g)] << xs"
     f, z, g, _ = parts
     if not is_monoid(f, z):
         return f"{f} is not a known associative operator with neutral {z}"
-    if g is not None:
-        g = eta(g)
-        if not (isinstance(g, UserFun) and len(g.in_types) == 1):
-            return f"the element function must be a scalar user function, got {g}"
-    return f, z, g, x
+    if g is None:
+        return f, z, None, x, vs
+    g = eta(g)
+    if isinstance(g, UserFun) and len(g.in_types) == 1:
+        return f, z, (g, (-1,)), x, vs
+    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)
+            and isinstance(g.body.f, UserFun)):
+        return f"the element function must be a scalar user function, got {g}"
+    spec = []
+    for a in g.body.args:
+        if isinstance(a, Param) and a.id == g.params[0].id:
+            spec.append(-1)
+        elif vs and isinstance(a, FunCall) and isinstance(a.f, Get) and a.args == (q,) and a.f.i >= 1:
+            spec.append(a.f.i)
+        else:
+            return f"the element function's arguments must be the element or a column's operand, got {a}"
+    return f, z, (g.body.f, tuple(spec)), x, vs
 
 
 @node
@@ -104,52 +132,62 @@ class ColReduce(RewritePoint):
     width: Any = None
     parts: Any = None
     combine: Any = None
+    known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kind: ClassVar[str] = "col_reduce"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"width": COL_WIDTHS, "parts": PARTS, "combine": COMBINES}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
+    def fixed(self) -> dict[str, Any]:
+        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
+
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         found = col_parts(call)
         if isinstance(found, str):
             return found
-        f, z, g, x = found
+        f, z, g, x, vs = found
         w, p = (int(params.get(k) or getattr(self, k) or 1) for k in ("width", "parts"))
         combine = params.get("combine") or self.combine or "kernel"
         if combine not in COMBINES:
             return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
-        xt = type_of(x)
+        xt, known = type_of(x), dict(self.known or ())
         m, n = xt.size, xt.elem.size  # type: ignore[union-attr]
         if w > 1 and (w not in WIDTHS or builtin(f) != "add"):
             return f"width {w} needs the reduction to be add (lane-wise), got {f}"
         for k, size, what in ((w, n, "width"), (p, m, "parts")):
-            if k > 1 and not _divides(k, size):
+            if k > 1 and not _divides(k, size, known):
                 return f"{what} {k} does not divide {size}"
         if p > 1 and combine == "atomic" and not atomic_ok(f, z):
             return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
         label, loc = call.f.label, call.f.loc
 
-        def columns(rows: Any) -> Any:  # [[T]N]R -> [T]N: the column sums of `rows`
+        def columns(rows: Any) -> Any:  # [[T]N]R -> [T]N: the column reductions of `rows`
             elem = xt.elem.elem  # type: ignore[union-attr]
-            if w == 1:
-                step = lam([type_of(z), elem], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
-                cs = Param(ArrayType(elem, type_of(rows).size), "cs")  # type: ignore[union-attr]
-                col = Lambda((cs,), FunCall(ReduceSeq(step), (refresh(z), cs)))
-                return FunCall(Map(col, label=label, loc=loc), (FunCall(Transpose(), (rows,)),))
-            vt = VectorType(elem, w)
-            vf = Vectorise(eta(f), w)
-            step = lam([vt, vt], lambda acc, e: FunCall(vf, (acc, FunCall(Vectorise(g, w), (e,)) if g else e)),
-                       ["acc", "e"])
-            cs = Param(ArrayType(vt, type_of(rows).size), "cs")  # type: ignore[union-attr]
-            col = Lambda((cs,), FunCall(ReduceSeq(step), (Literal(z.value, vt), cs)))
-            vec_rows = FunCall(Map(AsVector(w)), (rows,))
-            sums = FunCall(Map(col, label=label, loc=loc), (FunCall(Transpose(), (vec_rows,)),))
-            return FunCall(AsScalar(), (sums,))
+            vt = elem if w == 1 else VectorType(elem, w)
+            cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
+            ops = tuple(v if w == 1 else FunCall(AsVector(w), (v,)) for v in vs)
+            data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
+            cs = Param(type_of(data).elem, "cs")  # type: ignore[union-attr]
+            column = FunCall(Get(0), (cs,)) if ops else cs
+            op = f if w == 1 else Vectorise(eta(f), w)
+
+            def value(e: Any) -> Any:
+                if g is None:
+                    return e
+                uf, spec = g
+                args = tuple(e if i < 0 else FunCall(Get(i), (cs,)) for i in spec)
+                return FunCall(uf if w == 1 else Vectorise(uf, w), args)
+
+            step = lam([vt, vt], lambda acc, e: FunCall(op, (acc, value(e))), ["acc", "e"])
+            init = refresh(z) if w == 1 else Literal(z.value, vt)
+            col = Lambda((cs,), FunCall(ReduceSeq(step), (init, column)))
+            sums = FunCall(Map(col, label=label, loc=loc), (data,))
+            return sums if w == 1 else FunCall(AsScalar(), (sums,))
 
         if p == 1:
             return columns(x)
-        part = Param(ArrayType(xt.elem, Cst(_value(m) // p) if _value(m) else m), "part")  # type: ignore[union-attr]
+        part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[union-attr,operator]
         partials = FunCall(Map(Lambda((part,), columns(part))), (FunCall(Split(part.ptype.size), (x,)),))
         ps = Param(ArrayType(type_of(z), Cst(p)), "ps")
         final = ReduceAtomic if combine == "atomic" else Reduce
@@ -157,23 +195,19 @@ class ColReduce(RewritePoint):
         return FunCall(Map(combine_col, loc=loc), (FunCall(Transpose(), (partials,)),), loc=call.loc)
 
 
-def _apply(g: FunDecl | None, e: Any) -> Any:
-    return e if g is None else call_fun(g, [e])
-
-
-def _value(size: Any) -> int | None:
+def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
     try:
-        return int(evaluate(size, {}))
+        return int(evaluate(size, dict(known or {})))
     except Exception:  # noqa: BLE001 - symbolic
         return None
 
 
-def _divides(k: int, size: Any) -> bool:
-    v = _value(size)
+def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
+    v = _value(size, known)
     return v is not None and v % k == 0
 
 
-def space(point: ColReduce) -> dict[str, tuple[Any, ...]]:
+def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `col_reduce` point (its sizes constant): the widths
     that divide N (add only), the parts that divide M (1 first unless fewer than `FILL` column
     vectors: then the fewest parts that make `FILL` work-items), the combines that apply."""
@@ -181,8 +215,9 @@ def space(point: ColReduce) -> dict[str, tuple[Any, ...]]:
     found = col_parts(body)
     if isinstance(found, str):
         return {}
-    f, z, _, x = found
-    m, n = _value(type_of(x).size), _value(type_of(x).elem.size)  # type: ignore[union-attr]
+    f, x = found[0], found[3]
+    known = {**dict(point.known or ()), **dict(sizes or {})}
+    m, n = _value(type_of(x).size, known), _value(type_of(x).elem.size, known)  # type: ignore[union-attr]
     if m is None or n is None:
         return {}
     widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or builtin(f) == "add")) or (1,)
@@ -194,18 +229,21 @@ def space(point: ColReduce) -> dict[str, tuple[Any, ...]]:
     return {"width": widths, "parts": tuple(parts) or (1,), "combine": ("kernel",)}
 
 
-def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool]) -> Any:
-    """`col_reduce[label()](..) << X` around `call` when it is a column reduction over constant
-    sizes whose columns are `long` (the `_Placer`'s test, a function of an array), else None."""
+def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], sizes: Mapping[str, int]) -> Any:
+    """`col_reduce[label()](..) << X` around `call` when it is a column reduction over sizes that are
+    constant or in `sizes`, whose columns are `long` (the `_Placer`'s test, of an array), else None."""
     found = col_parts(call)
-    if isinstance(found, str) or not long(found[3]):  # X's length: a column's
+    if isinstance(found, str) or not long(FunCall(Join(), (found[3],))):  # all of X: short columns too
         return None
-    x = found[3]
-    if _value(type_of(x).size) is None or _value(type_of(x).elem.size) is None:  # type: ignore[union-attr]
-        return None
-    q = Param(type_of(x), "xs")
-    body = FunCall(call.f, (FunCall(Transpose(), (q,)),), loc=call.loc)
-    return FunCall(ColReduce(Lambda((q,), body), label=label(), loc=call.loc), (x,), loc=call.loc)
+    x, vs = found[3], found[4]
+    if _value(type_of(x).size, sizes) is None or _value(type_of(x).elem.size, sizes) is None:  # type: ignore[union-attr]
+        return None  # symbolic sizes, not known: the parts and widths could not be checked
+    qs = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate((x, *vs)))
+    cols = FunCall(Transpose(), (qs[0],))
+    arg = FunCall(Zip(len(qs)), (cols, *qs[1:])) if vs else cols
+    body = FunCall(call.f, (arg,), loc=call.loc)
+    known = tuple(sorted((k, int(v)) for k, v in sizes.items())) or None
+    return FunCall(ColReduce(Lambda(qs, body), known=known, label=label(), loc=call.loc), (x, *vs), loc=call.loc)
 
 
 col_reduce = constructor(ColReduce, "col_reduce")

@@ -108,3 +108,56 @@ def test_compiled_by_default_the_columns_are_read_as_vectors(m: int, n: int, par
     x = _x(m, n, 3)
     np.testing.assert_allclose(compiled(x), lift.interpret(prog, x), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(compiled(x), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+
+
+@user_fun
+def add_mul(x: Float, a: Float, b: Float) -> Float:
+    return (x + a) * b
+
+
+def add_mul_sum0(b: int, h: int, w: int):
+    """((X + A) * B).sum(0): columns of the [b][h*w] rows, with one operand per column from A and B."""
+    def body(x, a, bb):
+        cols_ = transpose << map(lift.join) << x
+        return lift.split(w) << map(lambda t: reduce(lift.add, 0.0) << map(lambda xv: add_mul(xv, t[1], t[2]))
+                                    << t[0]) << lift.zip(cols_, lift.join << a, lift.join << bb)
+    return fun([Array(Array(Array(Float, w), h), b), Array(Array(Float, w), h), Array(Array(Float, w), h)], body)
+
+
+def _amsum_inputs(b: int, h: int, w: int, seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.random(s, dtype=np.float32) - 0.5 for s in ((b, h, w), (h, w), (h, w)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_columns_with_per_column_operands_preserve_the_interpreters_result(data) -> None:
+    b, h, w = data.draw(st.sampled_from([4, 8, 16])), data.draw(st.sampled_from([1, 2, 3])), \
+        data.draw(st.sampled_from([4, 8, 16]))
+    prog = add_mul_sum0(b, h, w)
+    placed = rw.auto_points(prog, {}, min_length=1)
+    lab, _ = _point(placed)
+    choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4])),
+              "combine": "kernel"}
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        out = rw.apply_all(placed, {lab: choice}, outcomes=outcomes)
+    assert outcomes[0].applied or "does not divide" in outcomes[0].reason, outcomes[0].reason
+    args = _amsum_inputs(b, h, w, 2)
+    want = lift.interpret(prog, *args)
+    np.testing.assert_allclose(lift.interpret(out, *args), want, rtol=1e-5, atol=1e-5)
+    x, a, bb = (v.astype(np.float64) for v in args)
+    np.testing.assert_allclose(want, ((x + a) * bb).sum(0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.device
+def test_short_columns_of_a_broadcast_product_get_the_point_by_default() -> None:
+    """add_mul_sum0's axis 0 (64 rows, short) over 8 x 512 columns: placed by its total size."""
+    prog = add_mul_sum0(64, 8, 512)
+    compiled = lift.compile(prog)
+    assert any(k.startswith("auto_c") for k in compiled.choices.points), compiled.choices
+    assert "(global float16*)" in compiled.source
+    args = _amsum_inputs(64, 8, 512, 4)
+    np.testing.assert_allclose(np.asarray(compiled(*args)).reshape(8, 512), lift.interpret(prog, *args),
+                               rtol=1e-4, atol=1e-4)
