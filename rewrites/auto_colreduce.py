@@ -18,11 +18,16 @@ into the result with an OpenCL atomic as the first pass computes it) is written 
 (`reduce_atomic` must consume the map computing its elements, lane by lane: a vector's lanes
 would need one atomic each), so the space offers "kernel" only.
 
+With `vectors` K, a work-item owns K vectors (K x W contiguous columns, K accumulators updated by
+a `map_seq`), so each row is read K W floats wide (512 bytes for 8 float16): whole cache lines
+in a stream the prefetcher follows, where one vector per work-item strides 64 bytes per row.
+
 Structural choices: `width` (vector lanes; 1 for an operator other than add, whose lanes would
-need a vector form of `f`), `parts` (1 first unless N/W is below `FILL` work-items), `combine`.
-Measured (col_sums 8192x768, Zen 3 2 vCPU PoCL 3.0, loaded machine, medians of 5 interleaved):
-the default `map(reduce)` of one strided column per work-item 190 ms; width 16 parts 1 3.2 ms,
-width 16 parts 2 3.7, width 8 parts 16 2.9, width 8 parts 1 21.6; numpy `x.sum(0)` 1.9 ms.
+need a vector form of `f`), `vectors` (the most that divide N first), `parts` (1 first unless
+N/(W K) is below `FILL` work-items), `combine`. Measured (col_sums 8192x768, Zen 3 2 vCPU PoCL
+3.0, loaded machine, medians of 5 interleaved): the `map(reduce)` of one strided column per
+work-item 190 ms; (width, parts, vectors) (16, 2, 8) 1.36 ms, (16, 8, 8) 1.48, (16, 1, 8) 1.52,
+(16, 1, 4) 1.90, (16, 1, 1) 3.15, (8, 1, 1) 13.9; numpy `x.sum(0)` 1.94 ms.
 Placed by `rewrites.auto` (`place`) over constant sizes, for `lift.compile` by default and for
 the tuner (`space`).
 """
@@ -33,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from lift.arith import Cst, evaluate
+from lift.ir.build import elaborate
 from lift.ir.nodes import (
     AsScalar,
     AsVector,
@@ -43,11 +49,13 @@ from lift.ir.nodes import (
     Lambda,
     Literal,
     Map,
+    MapSeq,
     Param,
     Reduce,
     ReduceAtomic,
     ReduceSeq,
     Split,
+    ToGlobal,
     Transpose,
     UserFun,
     Vectorise,
@@ -58,7 +66,8 @@ from lift.rules.reduce import builtin, is_monoid
 from lift.rules.terms import eta, lam, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
-from lift.types import ArrayType, VectorType
+from lift.types import ArrayType, TupleType, VectorType
+from lift.userfun.builtins import id as copy
 
 from .chunks import atomic_ok, reduce_parts
 from .point import Nested, RewritePoint, constructor
@@ -66,6 +75,7 @@ from .point import Nested, RewritePoint, constructor
 COL_WIDTHS = (16, 8, 4, 1)  # the first that divides N: a cache line of floats per work-item and row
 PARTS = (1, 2, 4, 8, 16, 32, 64)
 COMBINES = ("kernel", "atomic")  # "atomic": refused by the code generator today (the module)
+VECTORS = (1, 2, 4, 8)  # vectors (of `width` columns) per work-item: one accumulator each
 FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
 
 
@@ -125,18 +135,20 @@ def col_parts(call: Any) -> Parts | str:
 
 @node
 class ColReduce(RewritePoint):
-    """`col_reduce(map(xs => reduce(f, z) << map(g) << xs) << transpose << X)`: vectors of `width`
-    columns per work-item, the rows split in `parts`, partials combined by `combine` (the module)."""
+    """`col_reduce(map(xs => reduce(f, z) << map(g) << xs) << transpose << X)`: `vectors` vectors
+    of `width` columns per work-item, the rows split in `parts`, partials combined by `combine`
+    (the module)."""
 
     f: FunDecl
     width: Any = None
     parts: Any = None
     combine: Any = None
+    vectors: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kind: ClassVar[str] = "col_reduce"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        doms = {"width": COL_WIDTHS, "parts": PARTS, "combine": COMBINES}
+        doms = {"width": COL_WIDTHS, "parts": PARTS, "combine": COMBINES, "vectors": VECTORS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def fixed(self) -> dict[str, Any]:
@@ -147,7 +159,7 @@ class ColReduce(RewritePoint):
         if isinstance(found, str):
             return found
         f, z, g, x, vs = found
-        w, p = (int(params.get(k) or getattr(self, k) or 1) for k in ("width", "parts"))
+        w, p, k = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts", "vectors"))
         combine = params.get("combine") or self.combine or "kernel"
         if combine not in COMBINES:
             return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
@@ -155,9 +167,9 @@ class ColReduce(RewritePoint):
         m, n = xt.size, xt.elem.size  # type: ignore[union-attr]
         if w > 1 and (w not in WIDTHS or builtin(f) != "add"):
             return f"width {w} needs the reduction to be add (lane-wise), got {f}"
-        for k, size, what in ((w, n, "width"), (p, m, "parts")):
-            if k > 1 and not _divides(k, size, known):
-                return f"{what} {k} does not divide {size}"
+        for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
+            if d > 1 and not _divides(d, size, known):
+                return f"{what} {d} does not divide {size}"
         if p > 1 and combine == "atomic" and not atomic_ok(f, z):
             return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
         label, loc = call.f.label, call.f.loc
@@ -185,6 +197,38 @@ class ColReduce(RewritePoint):
             sums = FunCall(Map(col, label=label, loc=loc), (data,))
             return sums if w == 1 else FunCall(AsScalar(), (sums,))
 
+        def grouped(rows: Any) -> Any:  # `k` vectors of `w` columns per work-item: k accumulators
+            elem = xt.elem.elem  # type: ignore[union-attr]
+            vt = elem if w == 1 else VectorType(elem, w)
+            vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
+            cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
+            ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in vs)
+            data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
+            cs = Param(type_of(data).elem, "cs")  # type: ignore[union-attr]
+            column = FunCall(Get(0), (cs,)) if ops else cs
+            op = f if w == 1 else Vectorise(eta(f), w)
+            grp = ArrayType(vt, Cst(k))
+
+            def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
+                e = FunCall(Get(1), (pq,))
+                if g is not None:
+                    uf, spec = g
+                    args = tuple(e if i < 0 else FunCall(Get(1 + i), (pq,)) for i in spec)
+                    e = FunCall(uf if w == 1 else Vectorise(uf, w), args)
+                return FunCall(op, (FunCall(Get(0), (pq,)), e))
+
+            def step(acc: Any, e: Any) -> Any:
+                lanes = FunCall(Zip(2 + len(ops)), (acc, e, *(FunCall(Get(1 + i), (cs,)) for i in range(len(ops)))))
+                return FunCall(MapSeq(lam([TupleType((vt,) * (2 + len(ops)))], one, ["pq"])), (lanes,))
+
+            acc = FunCall(ReduceSeq(lam([grp, grp], step, ["acc", "e"])), (Literal(z.value, grp), column))
+            ident = elaborate(copy, [elem])
+            out = FunCall(ToGlobal(MapSeq(ident if w == 1 else Vectorise(ident, w))), (acc,))
+            sums = FunCall(Join(), (FunCall(Map(Lambda((cs,), out), label=label, loc=loc), (data,)),))
+            return sums if w == 1 else FunCall(AsScalar(), (sums,))
+
+        if k > 1:
+            columns = grouped  # noqa: F811 - the same contract, k accumulators
         if p == 1:
             return columns(x)
         part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[union-attr,operator]
@@ -209,8 +253,9 @@ def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
 
 def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `col_reduce` point (its sizes constant): the widths
-    that divide N (add only), the parts that divide M (1 first unless fewer than `FILL` column
-    vectors: then the fewest parts that make `FILL` work-items), the combines that apply."""
+    that divide N (add only), the vectors per work-item (the most that divide N first), the parts
+    that divide M (1 first unless fewer than `FILL` work-items per part: then the fewest parts
+    that make `FILL`), the combines that apply."""
     body = point.f.body if isinstance(point.f, Lambda) else None  # type: ignore[attr-defined]
     found = col_parts(body)
     if isinstance(found, str):
@@ -221,12 +266,13 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
     if m is None or n is None:
         return {}
     widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or builtin(f) == "add")) or (1,)
-    parts = [q for q in PARTS if m % q == 0 and m // q >= 8]
-    vectors = n // widths[0]
-    if vectors < FILL:
-        need = next((q for q in parts if q * vectors >= FILL), parts[-1])
+    vecs = tuple(k for k in sorted(VECTORS, reverse=True) if n % (widths[0] * k) == 0)
+    parts = [q for q in PARTS if m % q == 0 and m // q >= 8] or [1]
+    groups = n // (widths[0] * vecs[0])  # work-items per part
+    if groups < FILL:
+        need = next((q for q in parts if q * groups >= FILL), parts[-1])
         parts = [need, *(q for q in parts if q != need)]
-    return {"width": widths, "parts": tuple(parts) or (1,), "combine": ("kernel",)}
+    return {"width": widths, "vectors": vecs, "parts": tuple(parts), "combine": ("kernel",)}
 
 
 def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], sizes: Mapping[str, int]) -> Any:

@@ -46,10 +46,12 @@ def _point(prog) -> tuple[str, ColReduce]:
 def test_a_column_reduction_gets_the_point_and_the_space_follows_the_sizes() -> None:
     lab, _ = _point(default_points(cols(8192, 768)))
     space = rw.auto_space(default_points(cols(8192, 768)))[lab]
-    assert space["width"][0] == 16  # a cache line of floats per work-item and row
-    assert 768 // 16 < FILL and space["parts"][0] * 768 // 16 >= FILL  # 48 vectors: the rows split too
-    wide = rw.auto_space(default_points(cols(512, 4096)))
-    assert next(iter(wide.values()))["parts"][0] == 1  # 256 column vectors fill the device
+    assert space["width"][0] == 16 and space["vectors"][0] == 8  # 512 bytes of a row per work-item
+    groups = 768 // (16 * 8)
+    assert groups < FILL and space["parts"][0] * groups >= FILL  # 6 work-items: the rows split too
+    assert (space["parts"][0] // 2) * groups < FILL  # the fewest parts that fill the device
+    wide = rw.auto_space(default_points(cols(512, 16384)))
+    assert next(iter(wide.values()))["parts"][0] == 1  # 128 groups of 8 vectors fill the device
     narrow = rw.auto_space(default_points(cols(512, 36, op="max")))
     assert next(iter(narrow.values()))["width"] == (1,)  # max: no lane-wise vector form here
 
@@ -72,7 +74,7 @@ def test_every_choice_preserves_the_interpreters_result(data) -> None:
     placed = rw.auto_points(prog, {}, min_length=1)
     lab, point = _point(placed)
     choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4, 8])),
-              "combine": "kernel"}
+              "vectors": data.draw(st.sampled_from([1, 2, 4])), "combine": "kernel"}
     outcomes: list = []
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
@@ -96,13 +98,14 @@ def test_the_atomic_combine_is_not_offered_and_refused_with_its_reason() -> None
 
 
 @pytest.mark.device
-@pytest.mark.parametrize("m,n,parts", [(2048, 768, 2), (512, 4096, 1), (256, 36, 8)])
-def test_compiled_by_default_the_columns_are_read_as_vectors(m: int, n: int, parts: int) -> None:
+@pytest.mark.parametrize("m,n,parts,vectors", [(2048, 768, 16, 8), (512, 16384, 1, 8), (256, 36, 8, 1)])
+def test_compiled_by_default_the_columns_are_read_as_vectors(m: int, n: int, parts: int, vectors: int) -> None:
     prog = cols(m, n)
     compiled = lift.compile(prog)
     lab = next(k for k in compiled.choices.points if k.startswith("auto_c"))
     chosen = compiled.choices.points[lab]
-    assert chosen["parts"] == parts and chosen["width"] == (16 if n % 16 == 0 else 4)
+    assert chosen["parts"] == parts and chosen["width"] == (16 if n % 16 == 0 else 4), chosen
+    assert chosen["vectors"] == vectors, chosen
     assert len(compiled.kernels) == (2 if parts > 1 else 1)  # the partials combined by a second kernel
     assert f"(global float{chosen['width']}*)" in compiled.source  # aligned vector loads along the rows
     x = _x(m, n, 3)
@@ -138,7 +141,7 @@ def test_columns_with_per_column_operands_preserve_the_interpreters_result(data)
     placed = rw.auto_points(prog, {}, min_length=1)
     lab, _ = _point(placed)
     choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4])),
-              "combine": "kernel"}
+              "vectors": data.draw(st.sampled_from([1, 2, 4])), "combine": "kernel"}
     outcomes: list = []
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
