@@ -24,6 +24,7 @@ from lift import (
     Size,
     fun,
     join,
+    join_nd,
     map,
     map_nd,
     pad,
@@ -174,6 +175,17 @@ def conv1d(taps: int) -> Callable[[], Any]:
     return build
 
 
+def conv2d(stride: int) -> Callable[[], Any]:
+    """A valid (unpadded) 3x3 convolution with stride `stride`: windows of the [H][W][C] input itself
+    against M filters [3][3][C] (thesis Listing 4.1 without the pad)."""
+    def build():
+        def body(inp, wts):
+            windows = map_nd(2, join_nd(3)) << slide_nd(2, (3, 3), stride) << inp
+            return map_nd(2, lambda win: map(lambda k: _dot(win, k)) << (map(join_nd(3)) << wts)) << windows
+        return fun([Array(Array(Array(F, C), W), H), Array(Array(Array(Array(F, C), 3), 3), M)], body)
+    return build
+
+
 def quant_conv_relu():
     """relu(conv3x3(quantize(img))), zero padding: a producer (quantize) feeding a stencil."""
     return fun([Array(Array(F, W), H), Array(Array(F, 3), 3)],
@@ -214,6 +226,17 @@ def _blur(win, taps):
 
 def np_conv1d(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.correlate(x, w, mode="valid")
+
+
+def np_conv2d(stride: int) -> Callable[..., np.ndarray]:
+    """numpy's valid 3x3 convolution with `stride`: im2col (strided slices) then one GEMM."""
+    def ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        h, wd, c = x.shape
+        oh, ow = (h - 3) // stride + 1, (wd - 3) // stride + 1
+        cols = np.concatenate([x[i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride, :]
+                               for i in range(3) for j in range(3)], axis=2)
+        return (cols.reshape(oh * ow, 9 * c) @ w.reshape(w.shape[0], 9 * c).T).reshape(oh, ow, -1)
+    return ref
 
 
 def np_stencil3(img: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -308,6 +331,10 @@ SEEDS: list[Seed] = [
     Seed("conv1d_3", conv1d(3), lambda n: ((n,), (3,)), np_conv1d, (64,), (1 << 18,), (1 << 22,), lambda n: 3),
     Seed("conv1d_17", conv1d(17), lambda n: ((n,), (17,)), np_conv1d, (64,), (1 << 18,), (1 << 22,),
          lambda n: 17),
+    Seed("conv_valid", conv2d(1), lambda h, w, c, m: ((h, w, c), (m, 3, 3, c)), np_conv2d(1), (6, 6, 8, 16),
+         (34, 34, 64, 64), (66, 66, 64, 64), lambda h, w, c, m: 9 * c),
+    Seed("conv_stride2", conv2d(2), lambda h, w, c, m: ((h, w, c), (m, 3, 3, c)), np_conv2d(2), (7, 7, 8, 16),
+         (65, 65, 64, 64), (129, 129, 64, 64), lambda h, w, c, m: 9 * c),
     Seed("quant_conv_relu", quant_conv_relu, lambda h, w: ((h, w), (3, 3)), np_quant_conv_relu, (12, 20),
          (512, 512), (2048, 2048), lambda h, w: 9),
     Seed("maxpool", maxpool, lambda n, c, h, w: ((n, c, h, w),), np_maxpool, (2, 3, 8, 8), (4, 16, 112, 112),

@@ -11,6 +11,10 @@ one loop. The ratio is numpy's time over the kernel's (above 1: the kernel is fa
 `WRONG (max error e)`, `refused: <LiftError class>: <first line>` when compile raises a LiftError, or
 `crash: <class>: <first line>` for anything else. `--tune S` adds `lift.tune` with a budget of S seconds;
 the tuned program is timed in a second interleaved loop with numpy (its ratio uses that loop's numpy time).
+When peer compilers are installed (benchmarks/peers.py: tinygrad in the venv set up by
+../shared/tools/peers_bench.py), each row ends with the best peer's time on the same inputs (its
+own process, after the liftcl and numpy loops, not interleaved with them) and numpy's time over it;
+else the header says why no peer ran. `--no-peers` skips them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+import peers  # noqa: E402
 from _common import close, settle_blas  # noqa: E402
 from seed_programs import SEEDS, Seed  # noqa: E402
 
@@ -98,7 +103,7 @@ def _compile_and_check(seed: Seed, make: Any, arrays: tuple, want: Any, sizes: t
     return prog, "ok" if ok else f"WRONG (max error {err:.3g})"
 
 
-def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float) -> dict:
+def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: bool = False) -> dict:
     """Compile, check and time one workload (and tune it with a budget); one table row as a dict."""
     arrays = seed.inputs(sizes)
     want = seed.reference(*(np.float64(a) if np.ndim(a) == 0 else a.astype(np.float64) for a in arrays))
@@ -118,6 +123,9 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float) -> dict:
         if tprog is not None:
             row["tuned_s"], row["numpy_tuned_s"] = _interleaved(tprog, arrays, np_fn, repeat)
             row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
+    if with_peers:
+        got = peers.best(seed.name, arrays, want, repeat=repeat)
+        row["peer"], row["peer_s"], row["peers"] = got.get("peer"), got.get("median_s"), got.get("all", got.get("why"))
     return row
 
 
@@ -135,6 +143,10 @@ def format_row(row: dict) -> str:
         nt = row.get("numpy_tuned_s", n)  # numpy timed in the tuned program's own interleaved loop
         tuned = f"x{nt / t:7.3f}" if t and nt else ""
         line += f" | tuned {row['tuned_status'][:40]} {_ms(t)} {tuned}"
+    if row.get("peer_s"):
+        line += f" | {row['peer']} {_ms(row['peer_s'])} x{n / row['peer_s']:7.3f}" if n else ""
+    elif "peers" in row:
+        line += " | peers -"
     return line
 
 
@@ -145,15 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the table as JSON")
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-peers", action="store_true", help="do not run the peer compilers (benchmarks/peers.py)")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     print(f"seed workloads ({'quick' if args.quick else 'full'} sizes) on {lift.devices.current().name}; "
           "kernel and numpy timed interleaved, medians")
+    usable = {} if args.no_peers else peers.status()
+    with_peers = any(v == "ok" for v in usable.values())
+    if usable:
+        print("peers: " + "; ".join(f"{p} {why}" for p, why in usable.items()))
     rows = []
     for seed in SEEDS:
         if only and seed.name not in only:
             continue
-        row = run_seed(seed, seed.quick if args.quick else seed.full, args.repeat, args.tune)
+        row = run_seed(seed, seed.quick if args.quick else seed.full, args.repeat, args.tune, with_peers)
         print(format_row(row), flush=True)
         rows.append(row)
     if args.json:

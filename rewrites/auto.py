@@ -48,6 +48,9 @@ from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 from lift.userfun.facts import sums
 
+from .auto_colreduce import ColReduce
+from .auto_colreduce import place as place_cols
+from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest, nest_parts
 from .auto_nest import space as nest_space
 from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
@@ -106,7 +109,9 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
     """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for _, n in walk(expr):
-        if isinstance(n, BlockNest) and is_auto(n.label):
+        if isinstance(n, ColReduce) and is_auto(n.label):
+            out[n.label] = {"skip": (False, True), **cols_space(n, sizes)}  # type: ignore[index]
+        elif isinstance(n, BlockNest) and is_auto(n.label):
             out[n.label] = {"skip": (False, True), **nest_space(n, sizes or {})}  # type: ignore[index]
         elif isinstance(n, RewritePoint) and is_auto(n.label):
             widths = _map_widths(n, sizes or {})
@@ -172,8 +177,8 @@ class _Placer:
             out = self.go(n, top)
             return out if any(isinstance(x, RewritePoint) for _, x in walk(out)) else orig
         if isinstance(n, FunCall):
-            placed = self.nest(n) or (self.map(n) if top else self.reduce(n)) if self.defaults else \
-                self.nest(n) or self.reduce(n) or (self.map(n) if top else None)
+            placed = self.nest(n) or self.cols(n) or (self.map(n) if top else self.reduce(n)) if self.defaults \
+                else self.nest(n) or self.cols(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
             placed = self.product(n, top)
@@ -258,6 +263,11 @@ class _Placer:
             return None
         out = dataclasses.replace(split, args=(rows,))
         return as_kernel(out) if any(b.kernel is not False for b in blocks) else out
+
+    def cols(self, call: FunCall) -> Node | None:
+        """A `col_reduce` point around a reduction of every column (`auto_c`, rewrites/auto_colreduce.py)."""
+        placed = place_cols(call, lambda: self.label("c"), self.long, self.sizes)
+        return None if placed is None else dataclasses.replace(placed, args=tuple(self.go(a) for a in placed.args))
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = _zip_fun(g, x)

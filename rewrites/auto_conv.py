@@ -22,6 +22,12 @@ point's space applies. Offered (`offered`) only where such a slide over a view e
 Structural choice `chunk` (`chunk_lengths`): the blocks' reduction split into chunks of whole rows
 of the copy (`split_reduction`: nested `reduce_seq`s, the same steps in the same order), so that
 the window index of the inner loop needs no division per step: for conv, 3C, C or the whole 9C.
+
+Windows of an input as it lies in memory (a valid convolution, `slide_nd(2, 3, s) << X`, any
+stride and window size) have nothing to copy: `layout="pad"` is offered for them too and means
+the blocks of layout "copy" (or "keep" inside a map) reading the windows directly from `X`, with
+the same `chunk` choice: a window's row is whole rows of `X`, so its index needs no division per
+step (`padded_blocks` with `y is X`).
 """
 
 from __future__ import annotations
@@ -62,8 +68,9 @@ def _has(f: FunDecl, cls: type | tuple[type, ...]) -> bool:
 def window_source(x: Any) -> tuple[tuple[FunCall, ...], Any, Param] | None:
     """`(calls, y, X)` when `x` is a view chain `calls[0] << .. << calls[-1] << y` over the input
     `X`, `calls[-1]` the lowest call whose function holds a `slide` and `y` (its argument) a view of
-    `X` that pads or transposes it (its elements are not `X`'s as they lie in memory): what
-    `layout="pad"` materialises; else None."""
+    `X` that pads or transposes it (its elements are not `X`'s as they lie in memory: what
+    `layout="pad"` materialises) or, for windows of the input itself, `X` (`y is X`: nothing to
+    copy); else None."""
     chain, cur = [], x
     while isinstance(cur, FunCall) and len(cur.args) == 1 and is_layout_fun(cur.f):
         chain.append(cur)
@@ -71,8 +78,12 @@ def window_source(x: Any) -> tuple[tuple[FunCall, ...], Any, Param] | None:
     if not isinstance(cur, Param):
         return None
     lowest = max((i for i, c in enumerate(chain) if _has(c.f, n.Slide)), default=None)
-    if lowest is None or not any(_has(c.f, (n.Pad, n.Transpose)) for c in chain[lowest + 1:]):
-        return None  # no window, or windows of the input as it lies in memory: nothing to copy
+    if lowest is None:
+        return None  # no window
+    if not any(_has(c.f, (n.Pad, n.Transpose)) for c in chain[lowest + 1:]):
+        if lowest + 1 < len(chain) or _has(chain[lowest].f, (n.Pad, n.Transpose)):
+            return None  # windows of a reshaped input, or padded in the same call: not plain windows of X
+        return tuple(chain[:lowest + 1]), cur, cur  # windows of the input as it lies in memory
     return tuple(chain[:lowest + 1]), chain[lowest].args[0], cur
 
 
@@ -167,16 +178,23 @@ def split_reduction(body: Any, length: int) -> Any:
 
 
 def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[int, int, int], along: str,
-                  nested: Any, known: Mapping[str, int], chunk: int | None = None) -> Any:
+                  nested: Any, known: Mapping[str, int], chunk: int | None = None, pack: str = "none") -> Any:
     """The blocked nest of `point` (a `BlockNest`) reading A's windows from a copy of their padded
-    source (see the module), its reduction split into chunks of `chunk` elements (None or the
-    reduced length: one loop), or why not."""
+    source, or in place from an input (see the module; `pack` applies to the latter only), its
+    reduction split into chunks of `chunk` elements (None or the reduced length: one loop), or why not."""
     from .auto_nest import _divides, _rows, copied
 
     fa, a, b, r_call, f, g = parts
     found = window_source(a)
     if found is None:
-        return "layout 'pad' needs rows that are windows (slide) of a padded or rearranged input"
+        return "layout 'pad' needs rows that are windows (slide) of an input, padded, rearranged or not"
+    if found[1] is found[2]:  # windows of the input as it lies in memory: the blocks read them in place
+        layout = "keep" if point.kernel is False else "copy"
+        if along == "output" and sizes[2] > 1:  # no fallback to the reduced form: the chunks count scalars
+            return _chunked(point.output(call, a, b, r_call, f, g, sizes, layout, pack), chunk, 1, a, known)
+        plain = {"rows": sizes[0], "cols": sizes[1], "width": sizes[2], "along": "reduced", "pack": pack,
+                 "layout": layout}
+        return _chunked(point.rewrite(call, plain, nested), chunk, sizes[2], a, known)
     if point.kernel is False:
         return "layout 'pad' copies an input in a kernel of its own: the point must be over the program's inputs"
     calls, y, x = found

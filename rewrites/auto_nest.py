@@ -272,7 +272,7 @@ class BlockNest(RewritePoint):
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
             from .auto_conv import padded_blocks
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
-                                 params.get("chunk") or self.chunk)
+                                 params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
             out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack)
             if not isinstance(out, str) or "does not divide" in out:

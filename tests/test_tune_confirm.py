@@ -80,9 +80,13 @@ def test_rounds_are_interleaved_and_hopeless_contenders_dropped() -> None:
 def test_same_kernel_is_one_contender_and_the_deadline_stops_the_rounds() -> None:
     history = [_rec("default", 3e-3, default=True, digest="k"), _rec("same", 1e-3, digest="k"), _rec("b", 2e-3)]
     cands = contenders(history, RANK)
-    assert [r.candidate.structural["p"]["name"] for r in cands] == ["same", "b"]  # the default's kernel is there
-    winner, got = confirm(cands, _timers({"same": 1e-3, "b": 2e-3}), deadline=time.perf_counter() - 1)
-    assert winner is None and got["rounds"] == 0  # past the deadline: nothing measured, the search decides
+    # the default's kernel is there: the default's record stands for it, in its place
+    assert [r.candidate.structural["p"]["name"] for r in cands] == ["default", "b"]
+    winner, got = confirm(cands, _timers({"default": 1e-3, "b": 2e-3}), deadline=time.perf_counter() - 1)
+    assert winner is cands[0] and got["rounds"] == 0  # past the deadline: nothing measured, the default stays
+    nodefault = contenders(history[1:], RANK)
+    winner, got = confirm(nodefault, _timers({"same": 1e-3, "b": 2e-3}), deadline=time.perf_counter() - 1)
+    assert winner is None and got["rounds"] == 0  # no default among them: the search decides
     assert reserve(history, RANK) > 0 and reserve([], RANK) == 0
 
 

@@ -11,8 +11,11 @@ then the default wins (two builds of one kernel, timed as two programs, differ b
 here: matmul 1024^3 on Zen 1, liftcl's default against the same kernel with its sizes fixed,
 0.3-1.8% in four bench runs; a smaller lead is not evidence, and the default is what
 `lift.compile` gives, so a tune that finds nothing clearly faster agrees with it). The default
-is always a contender, so the tune never returns a kernel measured slower than the default in
-the same rounds. A contender whose fastest timing so far is more than `DROP` times the best
+is always a contender (when it was correct: its record stands for a candidate of the same kernel),
+and a contender other than the default wins only by beating the default's median measured in the
+same rounds: where the default has no median (the deadline came first, or its timer failed) or
+nothing was measured, the default is returned. So the tune never returns a kernel that was not
+measured faster than the default (issue 27). A contender whose fastest timing so far is more than `DROP` times the best
 median (twice that after the first round, one timing each) is not timed again (it cannot
 win; its fastest, not its median, so that one load spike does not drop it), which bounds the
 cost of a slow default lowering. The round stops at `deadline`; what was measured by then
@@ -42,7 +45,8 @@ Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per r
 
 def contenders(history: Sequence[Record], rank: Any, top: int = TOP) -> list[Record]:
     """The `top` fastest correct candidates of `history`, one per distinct kernel (source and
-    launch sizes), and the default lowering's record when it is correct (always included)."""
+    launch sizes), and the default lowering's record when it is correct (always included: in the
+    place of a faster candidate of the same kernel, else last)."""
     ok = sorted((r for r in history if r.ok and r.time is not None), key=rank)
     out: list[Record] = []
     seen: set[tuple[str, str]] = set()
@@ -52,8 +56,10 @@ def contenders(history: Sequence[Record], rank: Any, top: int = TOP) -> list[Rec
             seen.add(k)
             out.append(r)
     default = next((r for r in ok if r.candidate.default), None)
-    if default is not None and _kernel_key(default) not in seen:  # else the same kernel is there
+    if default is not None and _kernel_key(default) not in seen:
         out.append(default)
+    elif default is not None:  # the same kernel is there: the default's record stands for it
+        out = [default if _kernel_key(r) == _kernel_key(default) else r for r in out]
     return out
 
 
@@ -85,7 +91,8 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     """Time `cands` round-robin (see the module docstring); `timer_for(record)` prepares a
     contender and gives its timer (None: it cannot be prepared, it is out). Returns the
     contender with the smallest median, or the default lowering where that is within `margin`
-    of the default's median (None when nothing was measured) and what was measured:
+    of the default's median or the default has no median (None when nothing was measured and the
+    default is not a contender) and what was measured:
     {"medians": [seconds or None per contender], "rounds": rounds done}. Each record's
     `confirmed` is set to its median."""
     timers: list[Timer | None] = []
@@ -109,6 +116,8 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
         done += 1
         medians = [statistics.median(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]
         best = min((m for m in medians if m is not None), default=None)
+        if best is None:  # nothing could be prepared or timed: no round to rank
+            break
         fastest = [min(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]  # a load spike only slows
         limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing each: spikes double it
         alive = [a and f is not None and f <= limit for a, f in zip(alive, fastest)]
@@ -116,10 +125,12 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     for r, m in zip(cands, medians):
         r.confirmed = m
     measured = [(m, i) for i, m in enumerate(medians) if m is not None]
+    default = next((j for j, r in enumerate(cands) if r.candidate.default), None)
+    if default is not None and medians[default] is None:  # nothing was measured against the default
+        return cands[default], {"medians": medians, "rounds": done}
     if not measured:
         return None, {"medians": medians, "rounds": done}
     best, i = min(measured)
-    default = next((j for j, r in enumerate(cands) if r.candidate.default and medians[j] is not None), None)
     if default is not None and best > (1.0 - margin) * medians[default]:  # type: ignore[operator]
         i = default  # no clear lead over the default: it is kept
     return cands[i], {"medians": medians, "rounds": done}
