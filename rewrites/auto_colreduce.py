@@ -62,12 +62,13 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.reduce import builtin, is_monoid
+from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, lam, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun.builtins import id as copy
+from lift.userfun.facts import sums
 
 from .chunks import atomic_ok, reduce_parts
 from .point import Nested, RewritePoint, constructor
@@ -165,7 +166,7 @@ class ColReduce(RewritePoint):
             return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
         xt, known = type_of(x), dict(self.known or ())
         m, n = xt.size, xt.elem.size  # type: ignore[union-attr]
-        if w > 1 and (w not in WIDTHS or not _sums(f)):
+        if w > 1 and (w not in WIDTHS or not sums(f)):
             return f"width {w} needs the reduction to be add (lane-wise), got {f}"
         for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
             if d > 1 and not _divides(d, size, known):
@@ -239,12 +240,6 @@ class ColReduce(RewritePoint):
         return FunCall(Map(combine_col, loc=loc), (FunCall(Transpose(), (partials,)),), loc=call.loc)
 
 
-def _sums(f: FunDecl) -> bool:
-    """Whether `f` is addition, whose vector form sums lane by lane (the one operator-name query of
-    this module: with issue 25's facts it is `lift.userfun.facts.sums(f)`)."""
-    return builtin(f) == "add"
-
-
 def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
     try:
         return int(evaluate(size, dict(known or {})))
@@ -271,7 +266,7 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
     m, n = _value(type_of(x).size, known), _value(type_of(x).elem.size, known)  # type: ignore[union-attr]
     if m is None or n is None:
         return {}
-    widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or _sums(f))) or (1,)
+    widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or sums(f))) or (1,)
     vecs = tuple(k for k in sorted(VECTORS, reverse=True) if n % (widths[0] * k) == 0)
     parts = [q for q in PARTS if m % q == 0 and m // q >= 8] or [1]
     groups = n // (widths[0] * vecs[0])  # work-items per part
