@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.runtime", "lift.program"),
     ("lift.compile", "lift.specialise"),
     ("lift.explore",),
-    ("lift.testing", "lift.rules.instances", "lift.rules.instantiate"),
+    ("lift.testing", "lift.spellings", "lift.rules.instances", "lift.rules.instantiate"),
     ("lift", "lift.cli", "lift.cli_tune", "lift.__main__"),
 )
 

@@ -71,7 +71,7 @@ def test_reduce_chunks_refuses_a_width_for_other_operators() -> None:
     maxred = fun([Array(Float, N)], lambda x: reduce(lift.max_, 0.0) << x)
     prog = rw.auto_points(maxred, {"N": 1 << 12})
     assert rw.auto_space(prog, {"N": 1 << 12})["auto_r0"]["width"] == (1,)
-    with pytest.warns(lift.errors.RewritePointSkipped, match="needs the reduction to be add"):
+    with pytest.warns(lift.errors.RewritePointSkipped, match="needs the reduction to be an addition"):
         rw.apply_all(prog, {"auto_r0": {"width": 8, "size": 32}})
     out = rw.apply_all(prog, {"auto_r0": {"width": 1, "size": 32}})
     x = rand(1 << 12)
