@@ -76,6 +76,12 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     from lift.rewrites.defaults import default_reduction, with_auto_points
 
     default = default_reduction(expr) if choices is None and spaces is None else None
+    if default is None and plain and profile_of(device).kind == "gpu":  # local-memory tiles of nests
+        from lift.rewrites.gpu_tiles import gpu_default
+
+        tiled = gpu_default(expr, profile_of(device))
+        if tiled is not None:
+            return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
     if default is None and plain:
         blocked = _default_blocks(expr, device, cache_dir)  # register blocks of nests (constant sizes)
         if blocked is not None:
@@ -195,6 +201,10 @@ def _with_default_points(expr: Node, choices: Choices) -> Node:
     if not wanted or wanted <= set(points(expr)):
         return expr
     placed = default_points(substitute_sizes(expr, dict(choices.sizes or {})))
+    if not wanted <= set(points(placed)):  # a GPU default's tiles (lift.rewrites.gpu_tiles)
+        from lift.rewrites.gpu_tiles import gpu_points
+
+        placed = gpu_points(substitute_sizes(expr, dict(choices.sizes or {})))
     return placed if wanted <= set(points(placed)) else expr
 
 

@@ -1,0 +1,125 @@
+"""The GPU tiling space of a `gpu_tiles` point (rewrites/gpu_tiles.py) as named z3 constraints.
+
+Variables: `tm`, `tn` (a work-group's tile of the output), `tk` (the k-tile staged in local
+memory), `bm`, `bn` (a work-item's register tile). Constraints, each named by its kind:
+
+- "tile divides size" (algorithmic): tm | M, tn | N, tk | K (no partial tiles);
+- "register tile divides work-group tile" (algorithmic): bm | tm, bn | tn;
+- "local memory size" (hardware): (tm*tk + tn*tk + tm*tn) scalars (both k-tiles and the tile's
+  accumulator) fit the device's local memory;
+- "work-group size" (hardware): (tm/bm) * (tn/bn) work-items within the device's limit, and each
+  dimension within its `max_work_item_sizes`;
+- "launch configuration" (launch): at most `DEFAULT_LOCAL_DIM` work-items per dimension (the
+  default 2-D work-group of `lift.codegen.kernel.cap`, which launches the kernel);
+- "registers per work-item" (hardware): bm*bn accumulators + bm + bn operands within
+  `registers_per_item(device)`, an estimate: 64 32-bit registers where the GPU has a register
+  file of its own and dedicated local memory (an NVIDIA SM: 64K registers for up to 2048
+  resident work-items; 64 keeps half of them resident), 32 where local memory is emulated in
+  RAM (Mali Bifrost: 64 registers per thread at full occupancy), 256 on a CPU.
+
+The first choice (`first`) prefers, in order: enough work-groups for the compute units, work-groups
+of up to 256 work-items, larger register tiles, larger work-group tiles, longer k-tiles.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import z3
+
+from lift.devices import Device
+
+from .model import Constraint, Model
+from .tuning import LOCAL_MEM
+
+TILE_DIVIDES, BLOCK_DIVIDES = "tile divides size", "register tile divides work-group tile"
+WORK_GROUP, LAUNCH, REGISTERS = "work-group size", "launch configuration", "registers per work-item"
+DEFAULT_LOCAL_DIM = 16  # lift.codegen.kernel.cap for a 2-D map_lcl nest (DEFAULT_LOCAL = 256)
+PREFERRED_GROUP = 256
+VARS = ("tm", "tn", "tk", "bm", "bn")
+
+
+def registers_per_item(device: Device) -> int:
+    """The estimated 32-bit registers a work-item's register tile may use on `device` (see the module)."""
+    if device.kind != "gpu":
+        return 256
+    return 32 if device.local_mem_emulated else 64
+
+
+class TileSpace:
+    """The tiling choices of one `gpu_tiles` nest of sizes (M, N, K) on `device`."""
+
+    def __init__(self, sizes: tuple[int, int, int], device: Device, domains: Mapping[str, tuple[int, ...]],
+                 elem_bytes: int = 4) -> None:
+        self.sizes, self.device, self.elem_bytes = sizes, device, elem_bytes
+        self.domains = {k: tuple(domains[k]) for k in VARS}
+        self.model = Model()
+        v = {k: self.model.var(k, self.domains[k]) for k in VARS}
+        self.vars = v
+        m, n, k = sizes
+        add = self.model.add
+        for name, size in (("tm", m), ("tn", n), ("tk", k)):
+            add(Constraint(TILE_DIVIDES, (name,), f"{name} divides {size}", size % v[name] == 0, family="algorithmic"))
+        for blk, tile in (("bm", "tm"), ("bn", "tn")):
+            add(Constraint(BLOCK_DIVIDES, (blk,), f"{blk} divides {tile}", v[tile] % v[blk] == 0,
+                           family="algorithmic"))
+        scalars = v["tm"] * v["tk"] + v["tn"] * v["tk"] + v["tm"] * v["tn"]
+        add(Constraint(LOCAL_MEM, (), f"the k-tiles and the tile's accumulator ({elem_bytes}-byte scalars) fit in "
+                       f"{device.local_mem_bytes} bytes of local memory",
+                       elem_bytes * scalars <= device.local_mem_bytes, family="hardware"))
+        lx, ly = v["tn"] / v["bn"], v["tm"] / v["bm"]
+        add(Constraint(WORK_GROUP, (), f"a work-group has at most {device.max_work_group_size} work-items",
+                       lx * ly <= device.max_work_group_size, family="hardware"))
+        for d, size in ((0, lx), (1, ly)):
+            add(Constraint(WORK_GROUP, (), f"dimension {d} has at most {device.max_work_item_sizes[d]} work-items",
+                           size <= device.max_work_item_sizes[d], family="hardware"))
+            add(Constraint(LAUNCH, (), f"dimension {d} of the default work-group has at most {DEFAULT_LOCAL_DIM} "
+                           "work-items", size <= DEFAULT_LOCAL_DIM, family="launch"))
+        budget = registers_per_item(device)
+        add(Constraint(REGISTERS, (), f"a register tile (bm*bn accumulators, bm + bn operands) within {budget} "
+                       "registers", v["bm"] * v["bn"] + v["bm"] + v["bn"] <= budget, family="hardware"))
+        self._checker = z3.Solver()
+        self._checker.add(*(c.formula for c in self.model.constraints))
+
+    @property
+    def constraints(self) -> list[Constraint]:
+        return self.model.constraints
+
+    def is_valid(self, choice: Mapping[str, int]) -> bool:
+        """Whether the full `choice` (every variable) holds every constraint."""
+        if any(int(choice[k]) not in self.domains[k] for k in VARS):
+            return False
+        fixed = [self.vars[k] == int(choice[k]) for k in VARS]
+        return self._checker.check(*fixed) == z3.sat
+
+    def violated(self, choice: Mapping[str, int]) -> tuple[Constraint, ...]:
+        """The constraints `choice` breaks (the model's unsat core), empty when it is valid."""
+        return self.model.core({k: int(choice[k]) for k in VARS}) or ()
+
+    def ordered(self) -> list[dict[str, int]]:
+        """Every assignment of the domains, preferred first (see the module)."""
+        m, n, _ = self.sizes
+        cus = max(self.device.compute_units, 1)
+
+        def key(c: dict[str, int]) -> tuple:
+            groups = (m // c["tm"]) * (n // c["tn"]) if m % c["tm"] == 0 and n % c["tn"] == 0 else 0
+            items = (c["tm"] // c["bm"]) * (c["tn"] // c["bn"])
+            return (-min(groups, cus), -min(items, PREFERRED_GROUP), -(c["bm"] * c["bn"]),
+                    -(c["tm"] * c["tn"]), -c["tk"])
+
+        combos = [dict(zip(VARS, vals)) for vals in itertools.product(*(self.domains[k] for k in VARS))]
+        return sorted(combos, key=key)
+
+    def choices(self) -> Iterator[dict[str, int]]:
+        """The valid choices, preferred first."""
+        return (c for c in self.ordered() if self.is_valid(c))
+
+    def first(self) -> dict[str, int] | None:
+        """The preferred valid choice, or None when the space is empty."""
+        return next(self.choices(), None)
+
+
+__all__ = ["TileSpace", "registers_per_item", "TILE_DIVIDES", "BLOCK_DIVIDES", "WORK_GROUP", "LAUNCH",
+           "REGISTERS"]
