@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import z3
 

@@ -264,4 +264,5 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
 
 gpu_tiles = constructor(GpuTiles, "gpu_tiles")
 
-__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "tiled", "nest_sizes", "elem_bytes", "TILES", "K_TILES", "BLOCKS", "PARAMS"]
+__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "tiled", "nest_sizes", "elem_bytes",
+           "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]

@@ -1,0 +1,211 @@
+"""The GPU search space of nested map-reduce (rewrites/gpu_tiles.py, constraints/gpu_tiles.py).
+
+Compiled for the offline "nvidia" and "mali-g72" profiles, matmul, batched matmul and convolutions
+(examples/conv.py's Listing 4.1 at small sizes and at VGG-16 layers' channel counts) get work-group
+tiles of both inputs in local memory, register tiles and the MAG pass's barriers, within the
+profile's limits (local memory bytes, work-group size), checked here from the source itself; the same
+choices compiled for the attached device (PoCL: a CPU runs GPU-shaped kernels too) compute what the
+interpreter computes, every barrier is needed there (or its race shown), and where a clang is
+installed it accepts the source as OpenCL C 1.2.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, fun, map, reduce
+from lift import zip as lzip
+from lift.constraints import substitute_sizes
+from lift.constraints.gpu_tiles import LAUNCH, REGISTERS, TILE_DIVIDES, WORK_GROUP, TileSpace
+from lift.constraints.tuning import LOCAL_MEM
+from lift.devices import profile
+from lift.errors import DeviceError
+from lift.rewrites import points
+from lift.rewrites.gpu_tiles import BLOCKS, K_TILES, TILES, GpuTiles, gpu_default, gpu_points, tile_space
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+import conv  # noqa: E402
+import matmul  # noqa: E402
+
+PROFILES = ("nvidia", "mali-g72")
+DOMAINS = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS}
+VGG = {"vgg2": (64, 64), "vgg10": (128, 256)}  # VGG-16 layers 2 and 10: input, output channels
+
+
+def _batched(b: int, m: int, n: int, k: int):
+    return fun([Array(Array(Array(Float, k), m), b), Array(Array(Array(Float, k), n), b)],
+               lambda x, y: map(lambda p: map(lambda r: map(
+                   lambda c: reduce(lift.add, 0.0) << map(matmul.mult) << lzip(r, c)) << p[1]) << p[0]) << lzip(x, y))
+
+
+@cache
+def program(name: str):
+    """The program `name` with constant sizes, and inputs for it."""
+    rng = np.random.default_rng(3)
+    if name == "matmul":
+        return substitute_sizes(matmul.high_level(), {"M": 64, "N": 32, "K": 48}), matmul.inputs(64, 32, 48)
+    if name == "batched":
+        args = (rng.random((3, 32, 32), dtype=np.float32), rng.random((3, 16, 32), dtype=np.float32))
+        return _batched(3, 32, 16, 32), args
+    cin, cout = VGG.get(name, (16, 32))
+    prog = substitute_sizes(conv.listing_4_1(), {"H": 8, "W": 8, "C": cin, "M": cout})
+    return prog, conv.inputs(8, cin, cout)
+
+
+@cache
+def for_profile(name: str, device: str) -> lift.Program:
+    return lift.compile(program(name)[0], device=profile(device))
+
+
+def local_bytes(source: str) -> int:
+    """Bytes of the `local` arrays the kernels declare (floats and ints: 4 bytes)."""
+    return sum(4 * int(n) for n in re.findall(r"^\s*local (?:float|int) \w+\[(\d+)\];", source, re.M))
+
+
+def check_profile_limits(prog: lift.Program, device: str) -> None:
+    dev = profile(device)
+    assert 0 < local_bytes(prog.source) <= dev.local_mem_bytes
+    for nd in prog.ndrange:
+        assert nd.local_size is not None
+        local = [int(x) for x in nd.local_size]
+        assert int(np.prod(local)) <= dev.max_work_group_size
+        assert all(x <= dev.max_work_item_sizes[d] for d, x in enumerate(local))
+        assert all(int(g) % int(x) == 0 for g, x in zip(nd.global_size, nd.local_size))
+
+
+# ------------------------------------------------------------------------------- the space
+
+
+@pytest.mark.parametrize("device", PROFILES)
+def test_the_space_names_the_device_limits(device):
+    dev = profile(device)
+    space = TileSpace((4096, 4096, 4096), dev, DOMAINS)
+    kinds = {c.kind for c in space.constraints}
+    assert {TILE_DIVIDES, LOCAL_MEM, WORK_GROUP, LAUNCH, REGISTERS} <= kinds
+    first = space.first()
+    assert first is not None and space.is_valid(first) and not space.violated(first)
+    too_big = {"tm": 128, "tn": 128, "tk": 32, "bm": 8, "bn": 8}
+    assert LOCAL_MEM in {c.kind for c in space.violated(too_big)}
+    assert REGISTERS in {c.kind for c in space.violated({**first, "bm": 8, "bn": 8})} or device == "nvidia"
+    assert TILE_DIVIDES in {c.kind for c in TileSpace((4096, 4096, 100), dev, DOMAINS).violated(first)}
+    valid = list(space.choices())
+    assert first == valid[0] and len(valid) > 10
+    for c in valid:  # the limits, computed here independently of z3
+        items = (c["tm"] // c["bm"]) * (c["tn"] // c["bn"])
+        assert 4 * (c["tm"] * c["tk"] + c["tn"] * c["tk"] + c["tm"] * c["tn"]) <= dev.local_mem_bytes
+        assert items <= dev.max_work_group_size and c["tm"] % c["bm"] == 0 and c["tn"] % c["bn"] == 0
+    # a large matmul: enough work-groups for every compute unit, tiles of 16 x 16 work-items
+    assert (4096 // first["tm"]) * (4096 // first["tn"]) >= dev.compute_units
+    assert first["bm"] * first["bn"] >= 16 and (first["tm"] // first["bm"]) * (first["tn"] // first["bn"]) >= 64
+
+
+def test_the_point_is_placed_on_nests_only():
+    placed = gpu_points(program("matmul")[0])
+    assert [type(p) for p in points(placed).values()] == [GpuTiles]
+    dot = fun([Array(Float, 1024), Array(Float, 1024)], lambda x, y: reduce(lift.add, 0.0) << map(matmul.mult)
+              << lzip(x, y))
+    assert gpu_default(dot, profile("nvidia")) is None
+    assert gpu_default(matmul.high_level(), profile("nvidia")) is None  # symbolic sizes: nothing placed
+
+
+# ------------------------------------------------------------------ compiled for a profile
+
+
+@pytest.mark.parametrize("device", PROFILES)
+@pytest.mark.parametrize("name", ["matmul", "batched", "conv", "vgg2", "vgg10"])
+def test_gpu_profiles_get_local_tiles_within_their_limits(name, device):
+    prog = for_profile(name, device)
+    (label, chosen), = ((k, v) for k, v in prog.choices.points.items() if k.startswith("auto_g"))
+    assert not chosen["skip"] and tile_space(points(gpu_points(program(name)[0]))[label], profile(device)
+                                             ).is_valid(chosen)
+    assert "barrier(CLK_LOCAL_MEM_FENCE" in prog.source and "get_local_id" in prog.source
+    check_profile_limits(prog, device)
+    with pytest.raises(DeviceError):
+        prog(*program(name)[1])
+    again = lift.compile(program(name)[0], device=profile(device), choices=prog.choices)
+    assert again.source == prog.source  # Program.choices rebuild it
+
+
+def test_copies_into_local_memory_are_coalesced():
+    """Consecutive work-items (local id 0) read consecutive addresses of A and B."""
+    src = for_profile("matmul", "nvidia").source
+    loads = re.findall(r"local_id\(0\);.*?\n\s*tmp\w*\[[^\]]*\] = id\((a|bt)\[([^\]]*)\]\)", src, re.S)
+    assert {x for x, _ in loads} == {"a", "bt"}
+    for _, index in loads:
+        var = re.findall(r"\bl_\d+\b", index)[-1]  # the innermost (dimension 0) local index
+        assert re.search(rf"(^|[ +]){var}($| \+)", index), index  # unit stride
+
+
+# ----------------------------------------------------------------- the same choices on PoCL
+
+
+def _on_pocl(name: str, device: str, choices=None) -> lift.Program:
+    prog = program(name)[0]
+    return lift.compile(prog, choices=choices or for_profile(name, device).choices)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name, device", [("matmul", "nvidia"), ("matmul", "mali-g72"), ("batched", "nvidia"),
+                                          ("conv", "mali-g72")])
+def test_the_gpu_choices_compute_what_the_interpreter_computes(name, device):
+    prog, args = program(name)
+    got = _on_pocl(name, device)
+    assert got.source == for_profile(name, device).source
+    np.testing.assert_allclose(got(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+REGISTER_TILE = {"skip": False, "tm": 32, "tn": 16, "tk": 8, "bm": 4, "bn": 2}
+
+
+@cache
+def register_tiled() -> lift.Program:
+    """matmul with 4 x 2 register tiles and three k-tiles (a loop the barriers must synchronise)."""
+    label = next(iter(points(gpu_points(program("matmul")[0]))))
+    return _on_pocl("matmul", "nvidia", {label: REGISTER_TILE})
+
+
+@pytest.mark.device
+def test_register_tiles_compute_what_the_interpreter_computes():
+    prog, args = program("matmul")
+    got = register_tiled()
+    assert "float tmp_" in got.source and [int(x) for x in got.ndrange[0].local_size] == [8, 8]
+    np.testing.assert_allclose(got(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
+@pytest.mark.slow  # ~50 s on the loaded 2-core machine: a PoCL build per mutant
+def test_every_barrier_of_the_tiles_is_needed_on_pocl():
+    """Removing any one barrier gives a wrong result on PoCL, or its reason shows the race
+    (tests/test_barrier_mutation.py's criterion)."""
+    from test_barrier_mutation import barrier_lines, exposed
+
+    plan = register_tiled().plan
+    args = program("matmul")[1]
+    lines = barrier_lines(plan.source)
+    assert len(lines) == len(plan.barriers) >= 2
+    for k, line in enumerate(lines):
+        assert exposed(plan, args, line) or "(race: " in plan.barriers[k].reason, plan.barriers[k].reason
+
+
+CLANG = shutil.which("clang")
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang installed (Debian: apt-get install clang)")
+@pytest.mark.parametrize("device", PROFILES)
+def test_clang_accepts_the_source_as_opencl_1_2(device, tmp_path):
+    for name in ("matmul", "batched", "conv"):
+        path = tmp_path / f"{name}.cl"
+        path.write_text(for_profile(name, device).source)
+        done = subprocess.run([CLANG, "-cl-std=CL1.2", "-fsyntax-only", "-x", "cl", str(path)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
