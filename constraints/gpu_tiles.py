@@ -35,7 +35,8 @@ from .tuning import LOCAL_MEM
 
 TILE_DIVIDES, BLOCK_DIVIDES = "tile divides size", "register tile divides work-group tile"
 WORK_GROUP, LAUNCH, REGISTERS = "work-group size", "launch configuration", "registers per work-item"
-DEFAULT_LOCAL_DIM = 16  # lift.codegen.kernel.cap for a 2-D map_lcl nest (DEFAULT_LOCAL = 256)
+DEFAULT_LOCAL_DIM = 16  # lift.codegen.kernel.cap for a 2-D map_lcl nest
+DEFAULT_LOCAL = 256  # lift.codegen.kernel.cap for a 1-D map_lcl
 PREFERRED_GROUP = 256
 VARS = ("tm", "tn", "tk", "bm", "bn")
 
@@ -47,18 +48,65 @@ def registers_per_item(device: Device) -> int:
     return 32 if device.local_mem_emulated else 64
 
 
-class TileSpace:
+
+class _Space:
+    """Variables with finite domains and named constraints; the valid choices in preference order."""
+
+    names: tuple[str, ...] = ()
+
+    def __init__(self, device: Device, domains: Mapping[str, tuple[int, ...]]) -> None:
+        self.device = device
+        self.domains = {k: tuple(domains[k]) for k in self.names}
+        self.model = Model()
+        self.vars = {k: self.model.var(k, self.domains[k]) for k in self.names}
+
+    def _done(self) -> None:
+        self._checker = z3.Solver()
+        self._checker.add(*(c.formula for c in self.model.constraints))
+
+    @property
+    def constraints(self) -> list[Constraint]:
+        return self.model.constraints
+
+    def is_valid(self, choice: Mapping[str, int]) -> bool:
+        """Whether the full `choice` (every variable) holds every constraint."""
+        if any(int(choice[k]) not in self.domains[k] for k in self.names):
+            return False
+        return self._checker.check(*(self.vars[k] == int(choice[k]) for k in self.names)) == z3.sat
+
+    def violated(self, choice: Mapping[str, int]) -> tuple[Constraint, ...]:
+        """The constraints `choice` breaks (the model's unsat core), empty when it is valid."""
+        return self.model.core({k: int(choice[k]) for k in self.names}) or ()
+
+    def key(self, choice: dict[str, int]) -> tuple:
+        """The preference order (smaller first)."""
+        return ()
+
+    def ordered(self) -> list[dict[str, int]]:
+        """Every assignment of the domains, preferred first."""
+        combos = [dict(zip(self.names, vals)) for vals in itertools.product(*(self.domains[k] for k in self.names))]
+        return sorted(combos, key=self.key)
+
+    def choices(self) -> Iterator[dict[str, int]]:
+        """The valid choices, preferred first."""
+        return (c for c in self.ordered() if self.is_valid(c))
+
+    def first(self) -> dict[str, int] | None:
+        """The preferred valid choice, or None when the space is empty."""
+        return next(self.choices(), None)
+
+
+class TileSpace(_Space):
     """The tiling choices of one `gpu_tiles` nest of sizes (M, N, K) on `device`."""
+
+    names = VARS
 
     def __init__(self, sizes: tuple[int, int, int], device: Device, domains: Mapping[str, tuple[int, ...]],
                  elem_bytes: int = 4) -> None:
-        self.sizes, self.device, self.elem_bytes = sizes, device, elem_bytes
-        self.domains = {k: tuple(domains[k]) for k in VARS}
-        self.model = Model()
-        v = {k: self.model.var(k, self.domains[k]) for k in VARS}
-        self.vars = v
+        super().__init__(device, domains)
+        self.sizes, self.elem_bytes = sizes, elem_bytes
+        v, add = self.vars, self.model.add
         m, n, k = sizes
-        add = self.model.add
         for name, size in (("tm", m), ("tn", n), ("tk", k)):
             add(Constraint(TILE_DIVIDES, (name,), f"{name} divides {size}", size % v[name] == 0, family="algorithmic"))
         for blk, tile in (("bm", "tm"), ("bn", "tn")):
@@ -79,46 +127,48 @@ class TileSpace:
         budget = registers_per_item(device)
         add(Constraint(REGISTERS, (), f"a register tile (bm*bn accumulators, bm + bn operands) within {budget} "
                        "registers", v["bm"] * v["bn"] + v["bm"] + v["bn"] <= budget, family="hardware"))
-        self._checker = z3.Solver()
-        self._checker.add(*(c.formula for c in self.model.constraints))
+        self._done()
 
-    @property
-    def constraints(self) -> list[Constraint]:
-        return self.model.constraints
-
-    def is_valid(self, choice: Mapping[str, int]) -> bool:
-        """Whether the full `choice` (every variable) holds every constraint."""
-        if any(int(choice[k]) not in self.domains[k] for k in VARS):
-            return False
-        fixed = [self.vars[k] == int(choice[k]) for k in VARS]
-        return self._checker.check(*fixed) == z3.sat
-
-    def violated(self, choice: Mapping[str, int]) -> tuple[Constraint, ...]:
-        """The constraints `choice` breaks (the model's unsat core), empty when it is valid."""
-        return self.model.core({k: int(choice[k]) for k in VARS}) or ()
-
-    def ordered(self) -> list[dict[str, int]]:
-        """Every assignment of the domains, preferred first (see the module)."""
+    def key(self, c: dict[str, int]) -> tuple:
+        """Enough work-groups for the compute units, groups of up to 256 work-items, larger register
+        tiles, larger work-group tiles, longer k-tiles."""
         m, n, _ = self.sizes
-        cus = max(self.device.compute_units, 1)
-
-        def key(c: dict[str, int]) -> tuple:
-            groups = (m // c["tm"]) * (n // c["tn"]) if m % c["tm"] == 0 and n % c["tn"] == 0 else 0
-            items = (c["tm"] // c["bm"]) * (c["tn"] // c["bn"])
-            return (-min(groups, cus), -min(items, PREFERRED_GROUP), -(c["bm"] * c["bn"]),
-                    -(c["tm"] * c["tn"]), -c["tk"])
-
-        combos = [dict(zip(VARS, vals)) for vals in itertools.product(*(self.domains[k] for k in VARS))]
-        return sorted(combos, key=key)
-
-    def choices(self) -> Iterator[dict[str, int]]:
-        """The valid choices, preferred first."""
-        return (c for c in self.ordered() if self.is_valid(c))
-
-    def first(self) -> dict[str, int] | None:
-        """The preferred valid choice, or None when the space is empty."""
-        return next(self.choices(), None)
+        groups = (m // c["tm"]) * (n // c["tn"]) if m % c["tm"] == 0 and n % c["tn"] == 0 else 0
+        items = (c["tm"] // c["bm"]) * (c["tn"] // c["bn"])
+        return (-min(groups, max(self.device.compute_units, 1)), -min(items, PREFERRED_GROUP),
+                -(c["bm"] * c["bn"]), -(c["tm"] * c["tn"]), -c["tk"])
 
 
-__all__ = ["TileSpace", "registers_per_item", "TILE_DIVIDES", "BLOCK_DIVIDES", "WORK_GROUP", "LAUNCH",
-           "REGISTERS"]
+class ReduceSpace(_Space):
+    """The choices of a `gpu_reduce` point over `length` elements: `local` work-items per group,
+    `chunk` elements each. Constraints: "tile divides size" (local*chunk | length), "work-group
+    size", "launch configuration" (at most `DEFAULT_LOCAL` work-items: the default 1-D group),
+    "local memory size" (the tree's buffers: under 2*local scalars)."""
+
+    names = ("local", "chunk")
+
+    def __init__(self, length: int, device: Device, domains: Mapping[str, tuple[int, ...]],
+                 elem_bytes: int = 4) -> None:
+        super().__init__(device, domains)
+        self.length, self.elem_bytes = length, elem_bytes
+        loc, chunk, add = self.vars["local"], self.vars["chunk"], self.model.add
+        add(Constraint(TILE_DIVIDES, ("local", "chunk"), f"local x chunk divides {length}",
+                       length % (loc * chunk) == 0, family="algorithmic"))
+        add(Constraint(WORK_GROUP, (), f"a work-group has at most {device.max_work_group_size} work-items",
+                       loc <= min(device.max_work_group_size, device.max_work_item_sizes[0]), family="hardware"))
+        add(Constraint(LAUNCH, (), f"the default work-group has at most {DEFAULT_LOCAL} work-items",
+                       loc <= DEFAULT_LOCAL, family="launch"))
+        add(Constraint(LOCAL_MEM, (), f"the tree's buffers fit in {device.local_mem_bytes} bytes of local memory",
+                       2 * elem_bytes * loc <= device.local_mem_bytes, family="hardware"))
+        self._done()
+
+    def key(self, c: dict[str, int]) -> tuple:
+        """At least two work-groups per compute unit, then the longest chunks (fewer trees and
+        atomics), then the largest groups; short arrays: the most work-groups."""
+        groups = self.length // (c["local"] * c["chunk"])
+        full = groups >= 2 * max(self.device.compute_units, 1)
+        return (not full, -c["chunk"] if full else -groups, -c["local"])
+
+
+__all__ = ["TileSpace", "ReduceSpace", "registers_per_item", "TILE_DIVIDES", "BLOCK_DIVIDES", "WORK_GROUP",
+           "LAUNCH", "REGISTERS"]

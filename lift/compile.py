@@ -73,15 +73,15 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
         tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
         if tuned is not None:
             return tuned
-    from lift.rewrites.defaults import default_reduction, with_auto_points
-
-    default = default_reduction(expr) if choices is None and spaces is None else None
-    if default is None and plain and profile_of(device).kind == "gpu":  # local-memory tiles of nests
+    if plain and profile_of(device).kind == "gpu":  # local-memory tiles and trees (lift.rewrites.gpu_tiles)
         from lift.rewrites.gpu_tiles import gpu_default
 
         tiled = gpu_default(expr, profile_of(device))
         if tiled is not None:
             return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
+    from lift.rewrites.defaults import default_reduction, with_auto_points
+
+    default = default_reduction(expr) if choices is None and spaces is None else None
     if default is None and plain:
         blocked = _default_blocks(expr, device, cache_dir)  # register blocks of nests (constant sizes)
         if blocked is not None:

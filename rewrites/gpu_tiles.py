@@ -46,6 +46,7 @@ from lift.userfun.builtins import id as copy
 
 from .auto_nest import _divides, _rows, nest_parts
 from .blocking import fused
+from .gpu_reduce import GpuReduce
 from .point import Nested, RewritePoint, constructor
 
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
@@ -204,11 +205,27 @@ def tile_space(point: GpuTiles, device: Any, sizes: Mapping[str, int] | None = N
     return TileSpace(mnk, device, doms, elem_bytes(point))
 
 
+def reduce_space(point: GpuReduce, device: Any) -> Any:
+    """The `gpu_reduce` point's `lift.constraints.gpu_tiles.ReduceSpace` on `device`, or None."""
+    from lift.constraints.gpu_tiles import ReduceSpace
+    from lift.ir.nodes import Lambda
+
+    from .chunks import reduce_parts
+
+    parts = reduce_parts(point.f.body) if isinstance(point.f, Lambda) else None
+    n = getattr(type_of(parts[3]), "size", None) if parts is not None else None
+    if not isinstance(n, Cst):
+        return None
+    open_ = point.structural()
+    doms = {k: open_.get(k, (getattr(point, k),)) for k in ("local", "chunk")}
+    return ReduceSpace(n.value, device, doms, getattr(getattr(type_of(parts[1]), "dtype", None), "itemsize", 4))
+
+
 def gpu_points(expr: Any) -> Any:
     """`expr` with a `gpu_tiles` point (label `auto_gN`) wherever `lift.rewrites.auto.default_points`
     places a `block_nest` (nested map-reduces of constant sizes: matmul, batched matmul, conv; here
-    over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; `expr`
-    itself when there is none."""
+    over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; without
+    one, a `gpu_reduce` point on a full reduction (`reduce_point`); else `expr` itself."""
     from lift.ir.paths import replace_at, walk
 
     from .auto import PREFIX, _place, _Placer
@@ -223,7 +240,11 @@ def gpu_points(expr: Any) -> Any:
         label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
         out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
         out = _batched(out, path)
-    return expr if not found else out
+    if not found:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
+        from .gpu_reduce import reduce_point
+
+        return reduce_point(expr)
+    return out
 
 
 def _batched(expr: Any, path: tuple[int, ...]) -> Any:
@@ -241,9 +262,9 @@ def _batched(expr: Any, path: tuple[int, ...]) -> Any:
 
 
 def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]] | None:
-    """`(program with gpu_tiles points, their choices)` for `lift.compile` on a GPU: each point's
-    preferred valid tiling (`TileSpace.first`), the other automatic points skipped; None when no
-    point is placed or a space is empty."""
+    """`(program with gpu_tiles or gpu_reduce points, their choices)` for `lift.compile` on a GPU:
+    each point's preferred valid choice (`TileSpace.first`, `ReduceSpace.first`), the other
+    automatic points skipped; None when no point is placed or a space is empty."""
     from .apply import points
 
     placed = gpu_points(expr)
@@ -251,10 +272,10 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
         return None
     chosen: dict[str, dict[str, Any]] = {}
     for lab, pt in points(placed).items():
-        if not isinstance(pt, GpuTiles):
+        if not isinstance(pt, (GpuTiles, GpuReduce)):
             chosen[lab] = {"skip": True}
             continue
-        space = tile_space(pt, device)
+        space = tile_space(pt, device) if isinstance(pt, GpuTiles) else reduce_space(pt, device)
         first = space.first() if space is not None else None
         if first is None:
             return None
@@ -264,5 +285,5 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
 
 gpu_tiles = constructor(GpuTiles, "gpu_tiles")
 
-__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "tiled", "nest_sizes", "elem_bytes",
-           "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]
+__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "reduce_space", "tiled", "nest_sizes",
+           "elem_bytes", "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]

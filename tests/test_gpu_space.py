@@ -11,6 +11,7 @@ installed it accepts the source as OpenCL C 1.2.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -22,14 +23,15 @@ import numpy as np
 import pytest
 
 import lift
-from lift import Array, Float, fun, map, reduce
+from lift import Array, Float, Int, fun, map, reduce
 from lift import zip as lzip
 from lift.constraints import substitute_sizes
-from lift.constraints.gpu_tiles import LAUNCH, REGISTERS, TILE_DIVIDES, WORK_GROUP, TileSpace
+from lift.constraints.gpu_tiles import LAUNCH, REGISTERS, TILE_DIVIDES, WORK_GROUP, ReduceSpace, TileSpace
 from lift.constraints.tuning import LOCAL_MEM
 from lift.devices import profile
 from lift.errors import DeviceError
 from lift.rewrites import points
+from lift.rewrites.gpu_reduce import CHUNKS, LOCALS, GpuReduce
 from lift.rewrites.gpu_tiles import BLOCKS, K_TILES, TILES, GpuTiles, gpu_default, gpu_points, tile_space
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +59,15 @@ def program(name: str):
     if name == "batched":
         args = (rng.random((3, 32, 32), dtype=np.float32), rng.random((3, 16, 32), dtype=np.float32))
         return _batched(3, 32, 16, 32), args
+    if name == "dot":
+        n = 1 << 14
+        dot = fun([Array(Float, n), Array(Float, n)], lambda x, y: reduce(lift.add, 0.0) << map(matmul.mult)
+                  << lzip(x, y))
+        return dot, (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32))
+    if name == "max":
+        n = 3 << 12
+        biggest = fun([Array(Int, n)], lambda x: reduce(lift.max_, -(2 ** 31)) << x)
+        return biggest, (rng.integers(-10 ** 6, 10 ** 6, n).astype(np.int32),)
     cin, cout = VGG.get(name, (16, 32))
     prog = substitute_sizes(conv.listing_4_1(), {"H": 8, "W": 8, "C": cin, "M": cout})
     return prog, conv.inputs(8, cin, cout)
@@ -76,6 +87,8 @@ def check_profile_limits(prog: lift.Program, device: str) -> None:
     dev = profile(device)
     assert 0 < local_bytes(prog.source) <= dev.local_mem_bytes
     for nd in prog.ndrange:
+        if nd.kernel.endswith("_fill"):  # reduce_atomic's one-work-item pre-fill
+            continue
         assert nd.local_size is not None
         local = [int(x) for x in nd.local_size]
         assert int(np.prod(local)) <= dev.max_work_group_size
@@ -109,13 +122,26 @@ def test_the_space_names_the_device_limits(device):
     assert first["bm"] * first["bn"] >= 16 and (first["tm"] // first["bm"]) * (first["tn"] // first["bn"]) >= 64
 
 
-def test_the_point_is_placed_on_nests_only():
+@pytest.mark.parametrize("device", PROFILES)
+def test_the_reduction_space_names_the_device_limits(device):
+    dev = profile(device)
+    space = ReduceSpace(1 << 26, dev, {"local": LOCALS, "chunk": CHUNKS})
+    assert {TILE_DIVIDES, LOCAL_MEM, WORK_GROUP, LAUNCH} <= {c.kind for c in space.constraints}
+    first = space.first()
+    assert first is not None and (1 << 26) // (first["local"] * first["chunk"]) >= 2 * dev.compute_units
+    assert first["local"] <= dev.max_work_group_size and first["chunk"] >= 64  # long, coalesced sweeps
+    assert TILE_DIVIDES in {c.kind for c in ReduceSpace(3 * 1000, dev, space.domains).violated(first)}
+    small = ReduceSpace(1 << 26, dataclasses.replace(dev, max_work_group_size=64), space.domains)
+    assert WORK_GROUP in {c.kind for c in small.violated({"local": 128, "chunk": 1})}
+
+
+def test_the_points_are_placed_on_nests_and_reductions_only():
     placed = gpu_points(program("matmul")[0])
     assert [type(p) for p in points(placed).values()] == [GpuTiles]
-    dot = fun([Array(Float, 1024), Array(Float, 1024)], lambda x, y: reduce(lift.add, 0.0) << map(matmul.mult)
-              << lzip(x, y))
-    assert gpu_default(dot, profile("nvidia")) is None
+    assert [type(p) for p in points(gpu_points(program("dot")[0])).values()] == [GpuReduce]
     assert gpu_default(matmul.high_level(), profile("nvidia")) is None  # symbolic sizes: nothing placed
+    axpy = fun([Array(Float, 1024), Array(Float, 1024)], lambda x, y: map(lift.add) << lzip(x, y))
+    assert gpu_default(axpy, profile("nvidia")) is None
 
 
 # ------------------------------------------------------------------ compiled for a profile
@@ -197,13 +223,48 @@ def test_every_barrier_of_the_tiles_is_needed_on_pocl():
         assert exposed(plan, args, line) or "(race: " in plan.barriers[k].reason, plan.barriers[k].reason
 
 
+@pytest.mark.parametrize("name, device", [("dot", "nvidia"), ("dot", "mali-g72"), ("max", "mali-g72")])
+def test_reductions_get_a_local_tree_and_the_atomic_combine(name, device):
+    prog = for_profile(name, device)
+    chosen = prog.choices.points["auto_gr0"]
+    assert not chosen["skip"]
+    check_profile_limits(prog, device)
+    kernel = prog.source[prog.source.index("kernel void lift_kernel("):]
+    # one before each halving and one before the group's result is read: log2(local) + 1
+    assert kernel.count("barrier(CLK_LOCAL_MEM_FENCE)") == chosen["local"].bit_length()
+    assert "lift_atomic_" in kernel and "get_local_id(0) == 0" in kernel
+    with pytest.raises(DeviceError):
+        prog(*program(name)[1])
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name, device", [("dot", "nvidia"), ("max", "mali-g72")])
+def test_the_reductions_compute_what_the_interpreter_computes(name, device):
+    prog, args = program(name)
+    got = _on_pocl(name, device)
+    assert got.source == for_profile(name, device).source
+    np.testing.assert_allclose(got(*args), lift.interpret(prog, *args), rtol=1e-4)
+
+
+@pytest.mark.device
+@pytest.mark.slow  # a PoCL build per mutant
+def test_every_barrier_of_the_tree_is_needed_on_pocl():
+    from test_barrier_mutation import barrier_lines, exposed
+
+    plan = _on_pocl("dot", "mali-g72").plan
+    lines = barrier_lines(plan.source)
+    assert len(lines) == len(plan.barriers) >= 4
+    for k, line in enumerate(lines):
+        assert exposed(plan, program("dot")[1], line) or "(race: " in plan.barriers[k].reason, plan.barriers[k].reason
+
+
 CLANG = shutil.which("clang")
 
 
 @pytest.mark.skipif(CLANG is None, reason="no clang installed (Debian: apt-get install clang)")
 @pytest.mark.parametrize("device", PROFILES)
 def test_clang_accepts_the_source_as_opencl_1_2(device, tmp_path):
-    for name in ("matmul", "batched", "conv"):
+    for name in ("matmul", "batched", "conv", "dot", "max"):
         path = tmp_path / f"{name}.cl"
         path.write_text(for_profile(name, device).source)
         done = subprocess.run([CLANG, "-cl-std=CL1.2", "-fsyntax-only", "-x", "cl", str(path)],
