@@ -107,17 +107,34 @@ def tiled(a: Any, b: Any, f: FunDecl, g: UserFun, z: Literal, sizes: Mapping[str
 
         return p.join << p.map_lcl(row, dim=1) << p.zip(p.split(bm) << acc, p.split(bm) << la)
 
+    (tiles_a, k_tiles_a, view_a), (tiles_b, k_tiles_b, view_b) = _side(a, tm, tk), _side(b, tn, tk)
+
     def k_tile(acc: Any, kt: Any) -> Any:
-        return p.let(lambda la: p.let(lambda lb: blocks(acc, la, lb)) << copy_local(kt[1])) << copy_local(kt[0])
+        return p.let(lambda la: p.let(lambda lb: blocks(acc, view_a(la), view_b(lb))) << copy_local(kt[1])) \
+            << copy_local(kt[0])
 
     def group(ar: Any, br: Any) -> Any:
-        kts = p.zip(p.transpose << p.map(p.split(tk)) << ar, p.transpose << p.map(p.split(tk)) << br)
+        kts = p.zip(k_tiles_a(ar), k_tiles_b(br))
         zero = p.to_local(lambda x: by_blocks(p.map_seq(p.map_seq(copy)), x, bm, bn)) << Literal(z.value, acc_t)
         acc = p.reduce_seq(k_tile, zero) << kts
         return p.to_global(p.map_lcl(lambda r: p.map_lcl(copy, dim=0) << r, dim=1)) << acc
 
     return p.join << p.map_wrg(lambda ar: p.map(p.join) << p.transpose << p.map_wrg(
-        lambda br: group(ar, br), dim=0) << p.split(tn) << b, dim=1) << p.split(tm) << a
+        lambda br: group(ar, br), dim=0) << tiles_b, dim=1) << tiles_a
+
+
+def _side(x: Any, t: int, tk: int) -> tuple[Any, Any, Any]:
+    """`(tiles, k_tiles, view)` of an operand `x` ([[T]K]M) with output tiles of `t` rows: its tiles,
+    a tile's k-tiles, and the view of a k-tile's local copy as [[T]tk]t. Where `x` is `transpose << X`
+    (X: [[T]M]K, B of `A x B` not given transposed), the tiles are taken from X and copied as X's
+    [[T]t]tk blocks (rows along M: consecutive work-items read consecutive addresses) and read
+    transposed from local memory, instead of copying strided columns."""
+    from lift.ir.nodes import Transpose
+
+    if isinstance(x, FunCall) and isinstance(x.f, Transpose):
+        return (p.transpose << p.map(p.split(t)) << x.args[0], lambda xs: p.split(tk) << xs,
+                lambda local: p.transpose << local)
+    return p.split(t) << x, lambda xs: p.transpose << p.map(p.split(tk)) << xs, lambda local: local
 
 
 @node

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import lift
-from lift import Array, Float, Int, fun, map, reduce
+from lift import Array, Float, Int, fun, map, reduce, transpose
 from lift import zip as lzip
 from lift.constraints import substitute_sizes
 from lift.constraints.gpu_tiles import LAUNCH, REGISTERS, TILE_DIVIDES, WORK_GROUP, ReduceSpace, TileSpace
@@ -56,6 +56,11 @@ def program(name: str):
     rng = np.random.default_rng(3)
     if name == "matmul":
         return substitute_sizes(matmul.high_level(), {"M": 64, "N": 32, "K": 48}), matmul.inputs(64, 32, 48)
+    if name == "matmul_t":  # B given as [K][N]: its tiles are copied from rows of B, read transposed
+        m, n, k = 64, 32, 48
+        prog = fun([Array(Array(Float, k), m), Array(Array(Float, n), k)], lambda x, y: map(
+            lambda r: map(lambda c: reduce(lift.add, 0.0) << map(matmul.mult) << lzip(r, c)) << (transpose << y)) << x)
+        return prog, (rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32))
     if name == "batched":
         args = (rng.random((3, 32, 32), dtype=np.float32), rng.random((3, 16, 32), dtype=np.float32))
         return _batched(3, 32, 16, 32), args
@@ -148,7 +153,7 @@ def test_the_points_are_placed_on_nests_and_reductions_only():
 
 
 @pytest.mark.parametrize("device", PROFILES)
-@pytest.mark.parametrize("name", ["matmul", "batched", "conv", "vgg2", "vgg10"])
+@pytest.mark.parametrize("name", ["matmul", "matmul_t", "batched", "conv", "vgg2", "vgg10"])
 def test_gpu_profiles_get_local_tiles_within_their_limits(name, device):
     prog = for_profile(name, device)
     (label, chosen), = ((k, v) for k, v in prog.choices.points.items() if k.startswith("auto_g"))
@@ -162,14 +167,17 @@ def test_gpu_profiles_get_local_tiles_within_their_limits(name, device):
     assert again.source == prog.source  # Program.choices rebuild it
 
 
-def test_copies_into_local_memory_are_coalesced():
-    """Consecutive work-items (local id 0) read consecutive addresses of A and B."""
-    src = for_profile("matmul", "nvidia").source
-    loads = re.findall(r"local_id\(0\);.*?\n\s*tmp\w*\[[^\]]*\] = id\((a|bt)\[([^\]]*)\]\)", src, re.S)
-    assert {x for x, _ in loads} == {"a", "bt"}
-    for _, index in loads:
-        var = re.findall(r"\bl_\d+\b", index)[-1]  # the innermost (dimension 0) local index
-        assert re.search(rf"(^|[ +]){var}($| \+)", index), index  # unit stride
+@pytest.mark.parametrize("name", ["matmul", "matmul_t", "conv"])
+def test_copies_into_local_memory_are_coalesced(name):
+    """Consecutive work-items (local id 0) read consecutive addresses of both inputs."""
+    src = for_profile(name, "nvidia").source
+    load = r"\n\s*tmp\w*\[[^\]]*\] = id\([^\n]*?\b(\w+)\[([^\]]*)\]"  # the first array read (past pad tests)
+    loads = re.findall(r"int (l_\d+) = get_local_id\(0\);[^{}]*?" + load
+                       + r"|for \(int (l_\d+) = get_local_id\(0\);[^{}]*\{[^\n]*" + load, src)
+    found = [(a or d, b or e, c or f) for a, b, c, d, e, f in loads]
+    assert len({x for _, x, _ in found}) == 2, src  # both inputs are staged
+    for var, _, index in found:
+        assert re.search(rf"(^|[ +]){var}($| \+)", index), index  # unit stride in the dimension-0 local id
 
 
 # ----------------------------------------------------------------- the same choices on PoCL
@@ -181,8 +189,8 @@ def _on_pocl(name: str, device: str, choices=None) -> lift.Program:
 
 
 @pytest.mark.device
-@pytest.mark.parametrize("name, device", [("matmul", "nvidia"), ("matmul", "mali-g72"), ("batched", "nvidia"),
-                                          ("conv", "mali-g72")])
+@pytest.mark.parametrize("name, device", [("matmul", "nvidia"), ("matmul", "mali-g72"), ("matmul_t", "nvidia"),
+                                          ("batched", "nvidia"), ("conv", "mali-g72")])
 def test_the_gpu_choices_compute_what_the_interpreter_computes(name, device):
     prog, args = program(name)
     got = _on_pocl(name, device)
