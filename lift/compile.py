@@ -77,8 +77,11 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
         from lift.rewrites.gpu_tiles import gpu_default
 
         tiled = gpu_default(expr, profile_of(device))
-        if tiled is not None:
-            return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
+        try:
+            if tiled is not None:
+                return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
+        except LiftError:
+            pass  # the points do not compile here: the defaults below
     from lift.rewrites.defaults import default_reduction, with_auto_points
 
     default = default_reduction(expr) if choices is None and spaces is None else None
