@@ -27,8 +27,11 @@ copies (read-after-write) and before the next k-tile's copies (write-after-read)
 
 Structural parameters: `tm`, `tn` (the work-group's tile), `tk` (the k-tile), `bm`, `bn` (the
 register tile). Their domains, the device's limits on them and the preferred first choice are
-`lift.constraints.gpu_tiles` (named z3 constraints). The launch is part of the choice: local
-size (TN/BN, TM/BM), groups (N/TN, M/TM) (`launch`).
+`lift.constraints.gpu_tiles` (named z3 constraints). The launch follows from the choice: the
+accumulator is zeroed block by block, so the kernel's first `map_lcl`s run TN/BN and TM/BM times
+and the code generator's default work-group is (TN/BN, TM/BM), with (N/TN, M/TM) groups. Loops of
+at most 16 constant trips (a k-tile of TK <= 16, the register tile) are unrolled by the code
+generator (`lift.codegen.c_ast.UNROLL`); the loop over k-tiles is not.
 """
 
 from __future__ import annotations
