@@ -143,17 +143,21 @@ class ReduceSpace(_Space):
     """The choices of a `gpu_reduce` point over `length` elements: `local` work-items per group,
     `chunk` elements each. Constraints: "tile divides size" (local*chunk | length), "work-group
     size", "launch configuration" (at most `DEFAULT_LOCAL` work-items: the default 1-D group),
-    "local memory size" (the tree's buffers: under 2*local scalars)."""
+    "local memory size" (the tree's buffers: under 2*local scalars). With `whole` (a `gpu_rows`
+    point: a work-group per row), local*chunk is the row's length and the largest group is first."""
 
     names = ("local", "chunk")
 
     def __init__(self, length: int, device: Device, domains: Mapping[str, tuple[int, ...]],
-                 elem_bytes: int = 4) -> None:
+                 elem_bytes: int = 4, *, whole: bool = False) -> None:
         super().__init__(device, domains)
-        self.length, self.elem_bytes = length, elem_bytes
+        self.length, self.elem_bytes, self.whole = length, elem_bytes, whole
         loc, chunk, add = self.vars["local"], self.vars["chunk"], self.model.add
         add(Constraint(TILE_DIVIDES, ("local", "chunk"), f"local x chunk divides {length}",
                        length % (loc * chunk) == 0, family="algorithmic"))
+        if whole:  # gpu_rows: a work-group per row
+            add(Constraint(TILE_DIVIDES, ("local", "chunk"), f"a work-group reduces a whole row of {length}",
+                           loc * chunk == length, family="algorithmic"))
         add(Constraint(WORK_GROUP, (), f"a work-group has at most {device.max_work_group_size} work-items",
                        loc <= min(device.max_work_group_size, device.max_work_item_sizes[0]), family="hardware"))
         add(Constraint(LAUNCH, (), f"the default work-group has at most {DEFAULT_LOCAL} work-items",
@@ -165,6 +169,8 @@ class ReduceSpace(_Space):
     def key(self, c: dict[str, int]) -> tuple:
         """At least two work-groups per compute unit, then the longest chunks (fewer trees and
         atomics), then the largest groups; short arrays: the most work-groups."""
+        if self.whole:
+            return (-c["local"],)
         groups = self.length // (c["local"] * c["chunk"])
         full = groups >= 2 * max(self.device.compute_units, 1)
         return (not full, -c["chunk"] if full else -groups, -c["local"])

@@ -49,7 +49,7 @@ from lift.userfun.builtins import id as copy
 
 from .auto_nest import _divides, _rows, nest_parts
 from .blocking import fused
-from .gpu_reduce import GpuReduce
+from .gpu_reduce import GpuReduce, GpuRows, row_parts
 from .point import Nested, RewritePoint, constructor
 
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
@@ -225,20 +225,27 @@ def tile_space(point: GpuTiles, device: Any, sizes: Mapping[str, int] | None = N
     return TileSpace(mnk, device, doms, elem_bytes(point))
 
 
-def reduce_space(point: GpuReduce, device: Any) -> Any:
-    """The `gpu_reduce` point's `lift.constraints.gpu_tiles.ReduceSpace` on `device`, or None."""
+def reduce_space(point: GpuReduce | GpuRows, device: Any) -> Any:
+    """The `gpu_reduce` (or `gpu_rows`: `whole`) point's `lift.constraints.gpu_tiles.ReduceSpace`
+    on `device`, or None."""
     from lift.constraints.gpu_tiles import ReduceSpace
     from lift.ir.nodes import Lambda
 
     from .chunks import reduce_parts
 
-    parts = reduce_parts(point.f.body) if isinstance(point.f, Lambda) else None
+    if not isinstance(point.f, Lambda):
+        return None
+    rows = row_parts(point.f.body) if isinstance(point, GpuRows) else None
+    parts = reduce_parts(point.f.body) if rows is None else None if isinstance(rows, str) else rows[2]
     n = getattr(type_of(parts[3]), "size", None) if parts is not None else None
     if not isinstance(n, Cst):
         return None
     open_ = point.structural()
-    doms = {k: open_.get(k, (getattr(point, k),)) for k in ("local", "chunk")}
-    return ReduceSpace(n.value, device, doms, getattr(getattr(type_of(parts[1]), "dtype", None), "itemsize", 4))
+    doms = {"local": open_.get("local", (point.local,))}
+    doms["chunk"] = tuple(n.value // x for x in doms["local"] if n.value % x == 0) or (1,) if rows else \
+        open_.get("chunk", (getattr(point, "chunk", 1),))
+    size = getattr(getattr(type_of(parts[1]), "dtype", None), "itemsize", 4)
+    return ReduceSpace(n.value, device, doms, size, whole=rows is not None)
 
 
 def gpu_points(expr: Any) -> Any:
@@ -292,14 +299,14 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
         return None
     chosen: dict[str, dict[str, Any]] = {}
     for lab, pt in points(placed).items():
-        if not isinstance(pt, (GpuTiles, GpuReduce)):
+        if not isinstance(pt, (GpuTiles, GpuReduce, GpuRows)):
             chosen[lab] = {"skip": True}
             continue
         space = tile_space(pt, device) if isinstance(pt, GpuTiles) else reduce_space(pt, device)
         first = space.first() if space is not None else None
         if first is None:
             return None
-        chosen[lab] = {"skip": False, **first}
+        chosen[lab] = {"skip": False, **({"local": first["local"]} if isinstance(pt, GpuRows) else first)}
     return placed, chosen
 
 

@@ -31,7 +31,7 @@ from lift.constraints.tuning import LOCAL_MEM
 from lift.devices import profile
 from lift.errors import DeviceError
 from lift.rewrites import points
-from lift.rewrites.gpu_reduce import CHUNKS, LOCALS, GpuReduce
+from lift.rewrites.gpu_reduce import CHUNKS, LOCALS, GpuReduce, GpuRows
 from lift.rewrites.gpu_tiles import BLOCKS, K_TILES, TILES, GpuTiles, gpu_default, gpu_points, tile_space
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +69,11 @@ def program(name: str):
         dot = fun([Array(Float, n), Array(Float, n)], lambda x, y: reduce(lift.add, 0.0) << map(matmul.mult)
                   << lzip(x, y))
         return dot, (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32))
+    if name == "gemv":
+        m, n = 64, 256
+        gemv = fun([Array(Array(Float, n), m), Array(Float, n)],
+                   lambda a, v: map(lambda row: reduce(lift.add, 0.0) << map(matmul.mult) << lzip(row, v)) << a)
+        return gemv, (rng.random((m, n), dtype=np.float32), rng.random(n, dtype=np.float32))
     if name == "max":
         n = 3 << 12
         biggest = fun([Array(Int, n)], lambda x: reduce(lift.max_, -(2 ** 31)) << x)
@@ -245,8 +250,20 @@ def test_reductions_get_a_local_tree_and_the_atomic_combine(name, device):
         prog(*program(name)[1])
 
 
+@pytest.mark.parametrize("device", PROFILES)
+def test_gemv_gets_a_work_group_per_row(device):
+    prog = for_profile("gemv", device)
+    chosen = prog.choices.points["auto_gr0"]
+    assert chosen["local"] == 256 and isinstance(points(gpu_points(program("gemv")[0]))["auto_gr0"], GpuRows)
+    check_profile_limits(prog, device)
+    assert [int(x) for x in prog.ndrange[0].global_size] == [64 * 256]  # a group per row
+    assert prog.source.count("barrier(CLK_LOCAL_MEM_FENCE)") == 8 and "atomic" not in prog.source
+    index = re.search(r"\ba\[([^\]]*)\]", prog.source).group(1)  # a row's reads: unit stride in the local id
+    assert re.search(r"(^|[ +])l($| \+)", index), index
+
+
 @pytest.mark.device
-@pytest.mark.parametrize("name, device", [("dot", "nvidia"), ("max", "mali-g72")])
+@pytest.mark.parametrize("name, device", [("dot", "nvidia"), ("max", "mali-g72"), ("gemv", "nvidia")])
 def test_the_reductions_compute_what_the_interpreter_computes(name, device):
     prog, args = program(name)
     got = _on_pocl(name, device)
@@ -272,7 +289,7 @@ CLANG = shutil.which("clang")
 @pytest.mark.skipif(CLANG is None, reason="no clang installed (Debian: apt-get install clang)")
 @pytest.mark.parametrize("device", PROFILES)
 def test_clang_accepts_the_source_as_opencl_1_2(device, tmp_path):
-    for name in ("matmul", "batched", "conv", "dot", "max"):
+    for name in ("matmul", "batched", "conv", "dot", "max", "gemv"):
         path = tmp_path / f"{name}.cl"
         path.write_text(for_profile(name, device).source)
         done = subprocess.run([CLANG, "-cl-std=CL1.2", "-fsyntax-only", "-x", "cl", str(path)],
