@@ -185,6 +185,33 @@ def test_copies_into_local_memory_are_coalesced(name):
         assert re.search(rf"(^|[ +]){var}($| \+)", index), index  # unit stride in the dimension-0 local id
 
 
+def divergent_barriers(source: str) -> list[str]:
+    """The barriers inside an `if` or a loop over local ids: not reached by every work-item of a
+    group, undefined behaviour on a GPU (PoCL's CPU device tolerates them)."""
+    stack: list[bool] = []
+    bad = []
+    for line in source.splitlines():
+        s = line.strip()
+        if s.startswith("barrier(") and any(stack):
+            bad.append(s)
+        del stack[len(stack) - min(s.count("}"), len(stack)):]
+        guard = bool(re.match(r"(\} )?(else )?if \(", s)) or (s.startswith("for (") and "get_local_id" in s)
+        stack += [guard] * s.count("{")
+    return bad
+
+
+def test_the_barrier_checker_sees_a_guarded_barrier():
+    src = "{\n  if (l < 8) {\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n  barrier(CLK_LOCAL_MEM_FENCE);\n}\n"
+    assert divergent_barriers(src) == ["barrier(CLK_LOCAL_MEM_FENCE);"]
+
+
+@pytest.mark.parametrize("device", PROFILES)
+@pytest.mark.parametrize("name", ["matmul", "matmul_t", "batched", "conv", "vgg10", "dot", "max", "gemv"])
+def test_every_work_item_reaches_every_barrier(name, device):
+    src = for_profile(name, device).source
+    assert "barrier(" in src and not divergent_barriers(src)
+
+
 # ----------------------------------------------------------------- the same choices on PoCL
 
 
