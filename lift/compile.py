@@ -78,6 +78,15 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
         tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
         if tuned is not None:
             return tuned
+    if plain and profile_of(device).kind == "gpu":  # local-memory tiles and trees (lift.rewrites.gpu_tiles)
+        from lift.rewrites.gpu_tiles import gpu_default
+
+        tiled = gpu_default(expr, profile_of(device))
+        try:
+            if tiled is not None:
+                return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
+        except LiftError:
+            pass  # the points do not compile here: the defaults below
     from lift.rewrites.defaults import default_reduction, with_auto_points
 
     default = default_reduction(expr) if choices is None and spaces is None else None
@@ -200,6 +209,10 @@ def _with_default_points(expr: Node, choices: Choices) -> Node:
     if not wanted or wanted <= set(points(expr)):
         return expr
     placed = default_points(substitute_sizes(expr, dict(choices.sizes or {})))
+    if not wanted <= set(points(placed)):  # a GPU default's tiles (lift.rewrites.gpu_tiles)
+        from lift.rewrites.gpu_tiles import gpu_points
+
+        placed = gpu_points(substitute_sizes(expr, dict(choices.sizes or {})))
     return placed if wanted <= set(points(placed)) else expr
 
 

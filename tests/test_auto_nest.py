@@ -254,12 +254,13 @@ def test_the_default_blocks_launch_in_groups_one_column_block_wide_on_a_cpu() ->
     assert lift.compile(prog, choices=compiled.choices).source == compiled.source
 
 
-def test_the_default_blocks_on_a_gpu_profile_leave_the_launch_to_the_runtime() -> None:
-    """Groups one column block wide suit a CPU's work-items, which run one after another; a GPU's
-    run side by side (no launch choice: the default mapping's)."""
+def test_the_default_on_a_gpu_profile_is_local_tiles_not_register_blocks() -> None:
+    """Groups one column block wide suit a CPU's work-items, which run one after another; on a GPU
+    profile the default is the GPU space's first point (rewrites/gpu_tiles.py, tests/test_gpu_space.py),
+    with no launch choice: its work-group is the code generator's default."""
     compiled = lift.compile(_constant_matmul(32, 64, 256), device=lift.devices.profile("nvidia"))
-    assert not compiled.attached and compiled.choices.points["auto_b0"]["along"] == "output"
-    assert not compiled.choices.launch
+    assert not compiled.attached and not compiled.choices.points["auto_g0"]["skip"]
+    assert "auto_b0" not in compiled.choices.points and not compiled.choices.launch
 
 
 @pytest.mark.device
