@@ -419,11 +419,13 @@ _INT_LIMIT = 2**30
 
 @pytest.fixture(scope="module")
 def ocl() -> tuple[Any, Any, Any]:
-    """(pyopencl, context, queue) on the first OpenCL device (PoCL in CI)."""
+    """(pyopencl, context, queue) on the device liftcl uses (not the first platform's: it may not build)."""
     import pyopencl as cl
 
-    ctx = cl.Context(devices=[cl.get_platforms()[0].get_devices()[0]])
-    return cl, ctx, cl.CommandQueue(ctx)
+    from lift import runtime
+
+    dc = runtime.open_device()
+    return cl, dc.context, dc.queue
 
 
 def run_c(ocl: tuple[Any, Any, Any], exprs: list[str], points: list[dict[str, int]]) -> list[list[int]]:
