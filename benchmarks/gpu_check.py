@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", type=float, default=None, help="seconds of lift.tune per kernel (default 30; 0: none)")
     ap.add_argument("--only", default="", help=f"comma-separated subset of {', '.join(gpu_work.NAMES)}")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--device", default=None, help="a PYOPENCL_CTX value (default: the first usable GPU)")
+    ap.add_argument("--device", default=os.environ.get("PYOPENCL_CTX"),
+                    help="a PYOPENCL_CTX value (default: $PYOPENCL_CTX, else the first usable GPU)")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for gpu_check.json (default $OUT)")
     ap.add_argument("--fuzz-minutes", type=float, default=1.0)
     ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="pytest-xdist workers")

@@ -77,7 +77,11 @@ def test_a_map_inside_a_nested_iterate_is_sequential_by_a_named_constraint_not_a
     with warnings.catch_warnings():
         warnings.simplefilter("error", lift.MappingFallback)
         k = lift.compile(prog)
-    assert k.choices.mapping == {"m0": 30, "m1": 0}  # the solver's mapping: the outer map stays parallel
+    # the solver's mapping: the outer map stays parallel (map_glb on a CPU; a GPU's may be map_wrg),
+    # the inner one sequential
+    assert k.choices.mapping["m1"] == 0 and k.choices.mapping["m0"] >= 10, k.choices.mapping
+    if k.device.kind == "cpu":
+        assert k.choices.mapping == {"m0": 30, "m1": 0}
     assert lift.compile(prog, choices=k.choices).source == k.source
     np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)
 
