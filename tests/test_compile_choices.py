@@ -107,6 +107,7 @@ def test_partial_launch_choices_name_what_is_missing():
     assert [r.local_size for r in prog.ndrange] == [(4,)]
 
 
+@pytest.mark.requires_cpu_device  # the launch given fits the mapping the solver picks for a CPU
 def test_launch_choices_size_the_deepest_ocl_kernel_of_several():
     """In a program of several kernels (block_nest's packing kernels, then its blocks), the launch
     variables size the kernel whose maps nest deepest, by name; the others keep their default."""

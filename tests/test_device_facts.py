@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import device_facts as facts
@@ -69,6 +72,18 @@ def test_every_marker_is_registered_in_setup_cfg() -> None:
 def test_the_attached_device_decides_like_its_emulation(live_device, races_show) -> None:
     assert races_show == (facts.races_visible(live_device) is None)
     assert (facts.cpu_device(live_device) is None) == (live_device.kind == "cpu")
+
+
+@pytest.mark.device
+def test_the_gpu_emulation_plugin_makes_the_markers_skip() -> None:
+    """tests/emulate_gpu.py (`-p emulate_gpu`): the live device reads as a GPU, so a test marked
+    `requires_cpu_device` is skipped with the reason (before it compiles anything)."""
+    marked = "tests/test_auto_nest.py::test_the_default_blocks_launch_in_groups_one_column_block_wide_on_a_cpu"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "emulate_gpu", "-p", "no:randomly",
+                          "-p", "no:cacheprovider", "-rs", "-n", "0", marked],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "1 skipped" in out.stdout and "assumes a CPU device" in out.stdout, out.stdout + out.stderr
 
 
 @pytest.mark.device
