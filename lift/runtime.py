@@ -186,7 +186,8 @@ def _build_source(dc: DeviceContext, source: str, options: tuple[str, ...]) -> A
 def build_error(device: Device, source: str, log: str) -> DeviceError:
     """A DeviceError with the build log and the source lines the log points at."""
     lines = source.splitlines()
-    cited = sorted({int(m.group(1)) for m in re.finditer(r"(?:\.cl|<[\w ]+>):(\d+):\d+:", log)})
+    # PoCL's clang `/tmp/x.cl:3:5:`, NVIDIA's `<kernel>:3:5:`, Intel's CPU runtime `1:3:5:` (source 1)
+    cited = sorted({int(m.group(1)) for m in re.finditer(r"(?:\.cl|<[\w ]+>|^\d+):(\d+):\d+:", log, re.M)})
     shown = [f"  {n:4d} | {lines[n - 1]}" for n in cited if 0 < n <= len(lines)]
     first = next((ln.strip() for ln in log.splitlines() if "error:" in ln), "see the build log")
     text = f"OpenCL build failed on {device.name}: {first.split('error:', 1)[-1].strip()}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+import device_facts
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -26,6 +27,46 @@ settings.load_profile("default")  # `pytest --hypothesis-profile=slow` selects t
 
 # Tests never read or write the user's tuning database (lift.compile consults it).
 os.environ.setdefault("LIFTCL_TUNING_DB", os.path.join(tempfile.mkdtemp(prefix="liftcl-test-db-"), "tuning.sqlite"))
+
+_LIVE: list = []  # [(Device | None, why none)]: the attached device, looked up once per process
+
+
+def _live_device():
+    if not _LIVE:
+        import lift.devices
+        from lift.errors import LiftError
+
+        try:
+            _LIVE.append((lift.devices.current(), ""))
+        except LiftError as e:
+            _LIVE.append((None, str(e).splitlines()[0]))
+    return _LIVE[0]
+
+
+def pytest_runtest_setup(item):
+    """Skip a test whose device markers (tests/device_facts.py) do not hold for the attached device."""
+    marks = {m.name for m in item.iter_markers()} & set(device_facts.MARKERS)
+    if marks:
+        reason = device_facts.skip_reason(marks, *_live_device())
+        if reason:
+            pytest.skip(reason)
+
+
+@pytest.fixture
+def live_device():
+    """The `lift.devices.Device` of the attached device (skips when there is none)."""
+    dev, why = _live_device()
+    if dev is None:
+        pytest.skip(f"no usable OpenCL device: {why}")
+    return dev
+
+
+@pytest.fixture
+def races_show(live_device) -> bool:
+    """Whether a missing barrier gives a wrong result on the attached device (device_facts.races_visible):
+    a test asserts the race only where it shows, and the intact program's result everywhere."""
+    return device_facts.races_visible(live_device) is None
+
 
 @pytest.fixture(autouse=True)
 def _warm_tune_worker(request):

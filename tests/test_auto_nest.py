@@ -143,6 +143,7 @@ def test_a_block_that_does_not_divide_is_refused_with_the_reason() -> None:
 
 
 @pytest.mark.device
+@pytest.mark.requires_cpu_device  # the first choices of the CPU's default blocks
 def test_the_default_blocks_of_matmul_compile_without_a_global_tmp_for_partial_sums() -> None:
     sizes = {"M": 16, "N": 16, "K": 64}
     prog = rw.auto_points(matmul())  # symbolic sizes: placed
@@ -236,14 +237,13 @@ def _constant_matmul(m: int, n: int, k: int):
 
 
 @pytest.mark.device
+@pytest.mark.requires_cpu_device
 def test_the_default_blocks_launch_in_groups_one_column_block_wide_on_a_cpu() -> None:
     """On a CPU the default register blocks are launched as the tuner's first seed launches them
     (lift.compile._grid_launch): column blocks in dimension 0, row blocks in dimension 1, groups of
     1 x 64 blocks; `Program.choices` hold the launch and rebuild the program."""
     prog = _constant_matmul(256, 256, 256)
     compiled = lift.compile(prog)
-    if compiled.device.kind != "cpu":
-        pytest.skip("the grid launch is the default on CPU devices")
     launch = compiled.choices.launch
     assert (launch["local_size_0"], launch["local_size_1"]) == (1, 64), launch
     (main,) = [nd for nd in compiled.ndrange if nd.kernel == "lift_main"]
@@ -259,7 +259,7 @@ def test_the_default_on_a_gpu_profile_is_local_tiles_not_register_blocks() -> No
     profile the default is the GPU space's first point (rewrites/gpu_tiles.py, tests/test_gpu_space.py),
     with no launch choice: its work-group is the code generator's default."""
     compiled = lift.compile(_constant_matmul(32, 64, 256), device=lift.devices.profile("nvidia"))
-    assert not compiled.attached and not compiled.choices.points["auto_g0"]["skip"]
+    assert compiled.device.kind == "gpu" and not compiled.choices.points["auto_g0"]["skip"]
     assert "auto_b0" not in compiled.choices.points and not compiled.choices.launch
 
 

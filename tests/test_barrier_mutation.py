@@ -190,11 +190,13 @@ def test_every_barrier_resolves_a_dependence(runs):
             assert b.reason.startswith(KINDS) and b.buffers, b
 
 
+@pytest.mark.races_visible
 def test_removing_any_one_barrier_gives_a_wrong_result_or_the_race_is_shown(runs):
     missed = unneeded(runs)
     assert not missed, "barriers whose removal changes no result:\n" + "\n\n".join(missed)
 
 
+@pytest.mark.races_visible
 @pytest.mark.slow
 def test_every_program_the_test_suite_runs():
     runs = harvest()

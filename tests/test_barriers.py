@@ -42,6 +42,7 @@ def test_barrier_before_the_next_tile_overwrites_local_memory():
 
 
 @pytest.mark.device
+@pytest.mark.races_visible
 def test_removing_the_barrier_gives_wrong_results_on_pocl():
     prog = tiled_transpose()
     x = floats(RNG, 256)

@@ -3,7 +3,8 @@ not divide among the work-items runs every work-item up to the rounded-up trip c
 the body guarded on either side of the barrier; what cannot be split that way is rejected.
 
 On PoCL the work-items of a group run one after another between barriers, so a missing
-barrier (or one that some work-items skip) shows up as a wrong result.
+barrier (or one that some work-items skip) shows up as a wrong result; on a device where a
+race may not show (a GPU: `races_show` is False), only the intact kernel's result is checked.
 """
 
 from __future__ import annotations
@@ -168,20 +169,20 @@ def test_a_stride_that_is_not_a_constant_is_not_rounded():
 
 @pytest.mark.device
 @pytest.mark.parametrize("shape, local", DIVERGENT)
-def test_listing_5_4_made_uniform_matches_the_interpreter(shape, local):
+def test_listing_5_4_made_uniform_matches_the_interpreter(shape, local, races_show):
     x = floats(RNG, *shape)
     plan = build(listing_5_4(), local_size=local, verify=True).source
     assert "made uniform" in plan.barriers[0].reason
-    assert needed(listing_5_4(), plan, x)
+    assert not races_show or needed(listing_5_4(), plan, x)
     check(listing_5_4(), x, plan=plan)
 
 
 @pytest.mark.device
 @pytest.mark.parametrize("shape, local", DIVERGENT[:3])
-def test_listing_5_4_in_local_memory_made_uniform_matches_the_interpreter(shape, local):
+def test_listing_5_4_in_local_memory_made_uniform_matches_the_interpreter(shape, local, races_show):
     x = floats(RNG, *shape)
     plan = build(local_5_4(), local_size=local, verify=True).source
-    assert needed(local_5_4(), plan, x)
+    assert not races_show or needed(local_5_4(), plan, x)
     check(local_5_4(), x, plan=plan)
 
 
@@ -193,8 +194,8 @@ def test_listing_5_4_with_constant_sizes_matches_the_interpreter(n, m, k, local)
 
 @pytest.mark.device
 @pytest.mark.parametrize("n", [3, 5])
-def test_a_private_row_read_after_the_barrier(n):
+def test_a_private_row_read_after_the_barrier(n, races_show):
     x = floats(RNG, n, 8)
     plan = build(private_across_the_barrier(), local_size=(4, 2), verify=True).source
-    assert needed(private_across_the_barrier(), plan, x)
+    assert not races_show or needed(private_across_the_barrier(), plan, x)
     check(private_across_the_barrier(), x, plan=plan)

@@ -77,7 +77,11 @@ def test_a_map_inside_a_nested_iterate_is_sequential_by_a_named_constraint_not_a
     with warnings.catch_warnings():
         warnings.simplefilter("error", lift.MappingFallback)
         k = lift.compile(prog)
-    assert k.choices.mapping == {"m0": 30, "m1": 0}  # the solver's mapping: the outer map stays parallel
+    # the solver's mapping: the outer map stays parallel (map_glb on a CPU; a GPU's may be map_wrg),
+    # the inner one sequential
+    assert k.choices.mapping["m1"] == 0 and k.choices.mapping["m0"] >= 10, k.choices.mapping
+    if k.device.kind == "cpu":
+        assert k.choices.mapping == {"m0": 30, "m1": 0}
     assert lift.compile(prog, choices=k.choices).source == k.source
     np.testing.assert_allclose(k(x), x * 4, rtol=1e-6)
 
@@ -103,6 +107,7 @@ def test_partial_launch_choices_name_what_is_missing():
     assert [r.local_size for r in prog.ndrange] == [(4,)]
 
 
+@pytest.mark.requires_cpu_device  # the launch given fits the mapping the solver picks for a CPU
 def test_launch_choices_size_the_deepest_ocl_kernel_of_several():
     """In a program of several kernels (block_nest's packing kernels, then its blocks), the launch
     variables size the kernel whose maps nest deepest, by name; the others keep their default."""

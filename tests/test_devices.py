@@ -1,4 +1,4 @@
-"""Device profiles: offline limits and the live PoCL device."""
+"""Device profiles: offline limits and the live device (PoCL's facts where it is PoCL)."""
 
 from __future__ import annotations
 
@@ -50,18 +50,42 @@ def test_profiles_are_frozen_and_named() -> None:
 
 
 @pytest.mark.device
-def test_current_is_the_live_pocl_device() -> None:
+def test_current_is_a_live_device_with_its_limits() -> None:
     dev = devices.current()
-    assert isinstance(dev, Device) and dev.live
-    assert "portable computing language" in dev.platform.lower()
-    assert dev.kind == "cpu" and dev.local_mem_emulated
+    assert isinstance(dev, Device) and dev.live and dev.kind in ("cpu", "gpu", "accelerator")
     assert dev.compute_units >= 1 and dev.max_work_group_size >= 1
     assert len(dev.max_work_item_sizes) == 3 and dev.local_mem_bytes > 0
     assert dev.max_alloc_bytes <= dev.global_mem_bytes and dev.preferred_vector_width >= 1
     assert dev.version and dev.driver_version and dev.name in dev.key
+    if dev.kind == "gpu" and dev.vendor.lower().startswith("nvidia"):
+        assert dev.simd_width == 32 and not dev.local_mem_emulated  # the warp size the NVIDIA extension reports
 
 
 @pytest.mark.device
+@pytest.mark.requires_pocl
+@pytest.mark.requires_cpu_device
+def test_current_is_the_live_pocl_device() -> None:
+    dev = devices.current()
+    assert "portable computing language" in dev.platform.lower()
+    assert dev.kind == "cpu" and dev.local_mem_emulated
+
+
+@pytest.mark.device
+def test_a_profile_finds_its_attached_device_and_no_other() -> None:
+    live = devices.current()
+    for name in devices.PROFILE_NAMES:
+        try:
+            found = devices.current(profile(name))
+        except DeviceError as e:
+            assert "no attached OpenCL device matches" in str(e) or "cannot" in str(e)
+            continue
+        assert found.live and (profile(name).kind != "gpu" or found.kind == "gpu")
+        if found.key == live.key:
+            assert devices.current(name).key == live.key
+
+
+@pytest.mark.device
+@pytest.mark.requires_pocl
 def test_find_by_profile_and_name() -> None:
     live = devices.current().key
     assert devices.current("pocl-cpu").key == live

@@ -8,6 +8,8 @@ source runs with the same host plan. Every work-group sees different data and se
 inputs are tried: a stale value that happens to be the right one cannot hide the race.
 The examples' local sizes leave no branch on the local id between the write and the read:
 with one (`if (l < 1)`), PoCL was seen to run the broken kernel correctly most of the time.
+On a device where a race may not show (a GPU's work-items run side by side: `races_show` is
+False) only the intact kernel is checked.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def ramp(n: int, block: int) -> np.ndarray:
     return (np.arange(n) // block + 1).astype(np.float32)
 
 
-def test_two_stage_dot_needs_its_barrier():
+def test_two_stage_dot_needs_its_barrier(races_show):
     plan = generate(dot.two_stage(), **dot.LOCAL)
     n = 16 * dot.GROUP
     ones, steps = np.ones(n, np.float32), ramp(n, dot.GROUP)
@@ -76,10 +78,10 @@ def test_two_stage_dot_needs_its_barrier():
         return np.asarray(np.dot(x.astype(np.float64), y))
 
     assert not wrong_somewhere(plan, cases, want, 1e-4)
-    assert wrong_somewhere(first_barrier_removed(plan), cases, want, 1e-4)
+    assert not races_show or wrong_somewhere(first_barrier_removed(plan), cases, want, 1e-4)
 
 
-def test_tiled_matmul_needs_its_barrier():
+def test_tiled_matmul_needs_its_barrier(races_show):
     plan = generate(matmul.tiled(), **matmul.LOCAL)
     a, bt = matmul.inputs(128, 128, 48)
     cases = [(a + ramp(128, matmul.T)[:, None], bt), (a, bt + ramp(128, matmul.T)[:, None]), (a, bt)]
@@ -88,4 +90,4 @@ def test_tiled_matmul_needs_its_barrier():
         return a.astype(np.float64) @ bt.T.astype(np.float64)
 
     assert not wrong_somewhere(plan, cases, want, 1e-4)
-    assert wrong_somewhere(first_barrier_removed(plan), cases, want, 1e-4)
+    assert not races_show or wrong_somewhere(first_barrier_removed(plan), cases, want, 1e-4)

@@ -389,7 +389,7 @@ def test_int_parameters(cache: Path) -> None:
     np.testing.assert_array_equal(Program(plan, cache_dir=cache)(x), x + 1)
 
 
-@pytest.mark.parametrize("where", ["/tmp/pocl_build.cl", "<kernel>", "<source>"])
+@pytest.mark.parametrize("where", ["/tmp/pocl_build.cl", "<kernel>", "<source>", "1"])  # 1: Intel's CPU runtime
 def test_build_error_cites_the_source_line_of_pocl_and_nvidia_logs(where: str) -> None:
     """PoCL's clang names the file (`/tmp/...cl:3:5:`), NVIDIA's compiler `<kernel>:3:5:` (seen on an H100,
     driver 580): either way the error shows the line the log points at."""

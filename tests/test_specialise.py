@@ -251,6 +251,7 @@ def stencil():
 
 
 @pytest.mark.device
+@pytest.mark.requires_cpu_device  # a GPU's default is the map as written (test below)
 def test_a_stencil_compiles_to_cache_line_vectors_by_default() -> None:
     """A map computing the result gets the default `vectorise` point on a CPU: 16 floats (a
     cache line) per work-item where they divide the length; the choices rebuild it."""

@@ -18,8 +18,8 @@ from lift.errors import DeviceError
 REMEDIES = (
     "install the distribution's PoCL, whose LLVM is newer (Debian/Ubuntu: "
     "`sudo apt-get install pocl-opencl-icd`; Fedora: `sudo dnf install pocl`), "
-    "or Intel's CPU runtime from PyPI (`pip install intel-opencl-rt`, registered for the loader by "
-    "pointing OCL_ICD_VENDORS at a folder with its .icd file); "
+    "or Intel's CPU runtime from PyPI (`pip install \"liftcl[intel]\"`: intel-opencl-rt, intel-cmplr-lib-rt "
+    "and tbb, which liftcl registers with the ICD loader itself); "
     "then run again: liftcl skips a device that cannot build and takes the next one. "
     "To choose a device yourself, set PYOPENCL_CTX=<platform>:<device> "
     "(the numbers `lift devices` / lift.devices.list() shows) or pass device=."
