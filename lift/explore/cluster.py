@@ -91,20 +91,30 @@ def start_local(num_cpus: int | None = None, device: Any = None) -> Any:
 
 
 class Runner:
-    """A runner actor's body: one device, the tune's arguments, one candidate at a time."""
+    """A runner actor's body: one device, one candidate at a time. The arguments of the tune it
+    serves come with every call (`data`: a key and the arrays, from the object store), so one
+    actor serves tune after tune (`tune_all`) and a restarted one picks them up again."""
 
-    def __init__(self, device: Any, arrays: tuple) -> None:
+    def __init__(self, device: Any) -> None:
         from lift import devices, runtime
 
         dev = devices.current(device)  # this node's device of that name
         runtime.open_device(dev)
-        self.served = Served(dev, arrays)
+        self.served = Served(dev)
+        self.key: str | None = None
 
-    def call(self, msg: tuple) -> Outcome:
+    def _adopt(self, data: tuple) -> None:
+        if data[0] != self.key:
+            self.key, self.served.arrays = data[0], tuple(data[1])
+            self.served.kept.clear()
+
+    def call(self, msg: tuple, data: tuple) -> Outcome:
+        self._adopt(data)
         return self.served.call(msg)
 
-    def measure(self, built: Built, spec: Spec, remaining_s: float) -> Record:
+    def measure(self, built: Built, data: tuple, spec: Spec, remaining_s: float) -> Record:
         """`roles.run_checked` on this device; `remaining_s`: the budget left when it was sent."""
+        self._adopt(data)
         spec.deadline = time.perf_counter() + remaining_s
         t0 = time.perf_counter()
         rec = run_checked(self.served, spec, built)
@@ -113,6 +123,18 @@ class Runner:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+_POOL: dict[tuple[str, str], list[Any]] = {}  # (Ray job, resource) -> runner actors, kept between tunes
+
+
+def runners(ray: Any, res: str, units: int, device: Any) -> list[Any]:
+    """The runner actors of `res` in this Ray session (started once: opening a device takes seconds)."""
+    key = (ray.get_runtime_context().get_job_id(), res)
+    if len(_POOL.get(key, [])) != units:
+        actor = ray.remote(Runner).options(resources={res: 1}, num_cpus=0, max_restarts=-1, max_task_retries=0)
+        _POOL[key] = [actor.remote(device) for _ in range(units)]
+    return _POOL[key]
 
 
 _EVALUATORS: dict[str, Evaluator] = {}  # per Ray worker process: the problems it has built for
@@ -155,13 +177,13 @@ class ActorOps:
     """The worker protocol on a runner actor, for the driver (the default lowering, the
     confirmation round): `call` waits at most `timeout`, then restarts the actor."""
 
-    def __init__(self, ray: Any, actor: Any) -> None:
-        self.ray, self.actor = ray, actor
+    def __init__(self, ray: Any, actor: Any, data: Any) -> None:
+        self.ray, self.actor, self.data = ray, actor, data
 
     def call(self, msg: tuple, timeout: float = 30.0) -> Outcome:
         ray = self.ray
         try:
-            return ray.get(self.actor.call.remote(msg), timeout=max(2.0, timeout))
+            return ray.get(self.actor.call.remote(msg, self.data), timeout=max(2.0, timeout))
         except ray.exceptions.GetTimeoutError:
             ray.kill(self.actor, no_restart=False)
             return Outcome(False, f"timed out after {timeout:.1f} s (runner restarted)")
@@ -185,12 +207,11 @@ class RayBackend:
                                f"ray start --resources='{{\"{res}\": 1}}' on a machine with that device")
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.max_builds = max(1, builders if builders is not None else cpus)
-        actor = ray.remote(Runner).options(resources={res: 1}, num_cpus=0, max_restarts=-1, max_task_retries=0)
-        data = ray.put(tuple(arrays))
-        self.runners = [actor.remote(device, data) for _ in range(units)]
+        self.runners = runners(ray, res, units, device)
+        key = f"{os.getpid()}:{id(pipe)}:{time.time()}"
+        self._data = ray.put((key, tuple(arrays)))
         self._task = ray.remote(_build).options(num_cpus=1, max_retries=3)
-        self._problem = ray.put((f"{id(pipe)}:{os.getpid()}:{time.time()}", pipe.expr, device, dict(pipe.sizes),
-                                 _next_id()))
+        self._problem = ray.put((key, pipe.expr, device, dict(pipe.sizes), _next_id()))
         self._spec: Any = None
         self._builds: dict[Any, Candidate] = {}
         self._runs: dict[Any, tuple[int, Built, float, int]] = {}  # ref -> runner, built, sent at, tries
@@ -198,7 +219,7 @@ class RayBackend:
         self.lost = 0  # runs whose runner died (sent again, or rejected)
 
     def ops(self) -> ActorOps:
-        return ActorOps(self.ray, self.runners[0])
+        return ActorOps(self.ray, self.runners[0], self._data)
 
     def prepare(self, pipe: Evaluator) -> None:
         """The check's data, sent once to the object store (waits for the reference)."""
@@ -218,7 +239,7 @@ class RayBackend:
     def run(self, built: Built, tries: int = 0, runner: int | None = None) -> None:
         i = self._idle.pop(0) if runner is None else runner
         left = self.pipe.deadline - time.perf_counter()
-        ref = self.runners[i].measure.remote(built, self._spec, left)
+        ref = self.runners[i].measure.remote(built, self._data, self._spec, left)
         self._runs[ref] = (i, built, time.perf_counter(), tries)
 
     def running_keys(self) -> set[str]:
@@ -279,9 +300,8 @@ class RayBackend:
         return out
 
     def close(self) -> None:
+        """Drop the builds in flight (the runner actors stay for the next tune)."""
         self.drop_builds()
-        for r in self.runners:
-            self.ray.kill(r)
 
 
 def ray_backend(cluster: str, pipe: Evaluator, device: Any, arrays: Any, builders: int | None = None) -> RayBackend:
