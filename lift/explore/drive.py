@@ -74,6 +74,12 @@ class LocalBackend:
     def drop_builds(self) -> None:
         self._built = []
 
+    def settle(self) -> None:
+        """Wait for a run still in flight (past the grace): the worker is the confirmation round's next."""
+        if self._run is not None:
+            self._run[0].exception()
+            self._run = None
+
     def close(self) -> None:
         self.runner.close()
 

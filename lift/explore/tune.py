@@ -211,6 +211,7 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
         drive(backend, work, search, history, time_left=time_left, ahead=ahead, on_record=on_record,
               may_propose=lambda flying: trials is None or len(history) + flying < trials,
               wait_until=lambda: pipe.deadline + GRACE_S)
+        backend.settle()
     while backend is None and time_left() and (trials is None or len(history) < trials):
         cand = search.propose(history)  # in this process, one candidate after the other (isolate=False)
         if cand is None:
