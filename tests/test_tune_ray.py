@@ -84,5 +84,31 @@ def test_a_runner_killed_mid_tune_loses_nothing_and_the_database_stays_consisten
 
 @pytest.mark.ray
 @pytest.mark.device
+def test_a_builder_killed_mid_tune_loses_nothing(ray_cluster, tmp_path, monkeypatch) -> None:
+    real_poll, seen = cluster.RayBackend.poll, {"builds": 0, "killed": 0}
+
+    def poll(self, timeout):
+        builds, runs = real_poll(self, timeout)
+        seen["builds"] += len(builds)
+        if seen["builds"] >= 2 and not seen["killed"] and builds and builds[-1].builder_pid:
+            seen["killed"] = builds[-1].builder_pid  # a builder process, while other builds are in flight
+            os.kill(seen["killed"], signal.SIGKILL)
+        return builds, runs
+
+    monkeypatch.setattr(cluster.RayBackend, "poll", poll)
+    x, y = rand(1 << 12), rand(1 << 12, seed=4)
+    db = TuningDB(tmp_path / "t.sqlite")
+    res = lift.tune(tiled_dot(), x, y, budget=180, trials=8, db=db, progress=False, cluster="ray")
+    assert seen["killed"] and seen["killed"] != os.getpid()
+    keys = [r.candidate.key() for r in res.history]
+    assert len(keys) == 8 and len(set(keys)) == 8
+    assert not any("builder died" in r.reason for r in res.history)  # Ray ran the lost build again
+    (mkey,) = _mkeys(db)
+    assert set(db.finished(mkey)) == set(keys)
+    np.testing.assert_allclose(res.best(x, y), lift.interpret(tiled_dot(), x, y), rtol=1e-3)
+
+
+@pytest.mark.ray
+@pytest.mark.device
 def test_tune_all_on_ray_resumes_after_an_interruption(ray_cluster, tmp_path, monkeypatch) -> None:
     resumable_tune_all(tmp_path, monkeypatch, cluster="ray")

@@ -21,6 +21,7 @@ driver's builder compiles the next candidates while the worker times this one (p
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class Built:
     build_s: float = 0.0
     digest: str = ""  # of the source
     same: str = ""  # of the source and the launch sizes: the same kernels are measured once
+    builder_pid: int = 0  # the process that built it
 
     def rejected(self) -> Record:
         return Record(self.candidate, False, f"build: {self.reason}", build_s=self.build_s)
@@ -58,7 +60,7 @@ def build(pipe: Any, cand: Candidate) -> Built:
         return Built(cand, reason=why(err), build_s=time.perf_counter() - t0)
     digest = hashlib.sha256(plan.source.encode()).hexdigest()[:16]
     same = digest + hashlib.sha256(repr(plan.launches).encode()).hexdigest()[:16]  # launch sizes timed apart
-    return Built(cand, plan, choices, "", time.perf_counter() - t0, digest, same)
+    return Built(cand, plan, choices, "", time.perf_counter() - t0, digest, same, os.getpid())
 
 
 def seen(pipe: Any, built: Built) -> Record | None:
