@@ -29,6 +29,7 @@ from lift.errors import (
     UserFunGlobalChanged,
 )
 from lift.explore import TuneResult, tune
+from lift.explore.many import tune_all
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, FunDecl, Lambda, Param
 from lift.ir.patterns import (
@@ -100,6 +101,7 @@ __all__ = [
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "reduce_atomic", "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
     "typecheck", "interpret", "size_conditions", "compile", "tc", "Choices", "Program", "devices", "tune", "TuneResult",
+    "tune_all",
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",
     "LiftError", "LiftTypeError", "LiftValueError", "RewriteError", "UnsatisfiableError",
     "NotSynchronisableError", "UserFunError", "DeviceError", "UnsupportedError",

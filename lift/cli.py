@@ -2,7 +2,8 @@
 
     lift devices                          every platform and device, usable or not, the default
     lift show FILE.py [--device D] [--choices JSON]
-    lift tune FILE.py [--budget S] [--objective time|memory|pareto] [--plot [PNG]] [--json OUT]
+    lift tune FILE.py [--budget S] [--objective time|memory|pareto] [--plot [PNG]] [--json OUT] [--ray [ADDR]]
+    lift tune-all FILE... [--budget S] [--ray [ADDR]]   (lift.tune_all: many programs, resumable)
     lift bench [NAMES...] [--tune S] [--json OUT]
     lift bench seeds [WORKLOADS...] [--quick] [--tune S] [--json OUT]   (benchmarks/seeds.py)
     lift db list | show KEY | export [OUT] | import FILE | clear [KEY]

@@ -1,5 +1,7 @@
 """`lift tune FILE.py`: search for the best compilation of a program file's program (lift.tune),
-print the winner and the time/memory Pareto front, optionally as JSON and as a picture."""
+print the winner and the time/memory Pareto front, optionally as JSON and as a picture.
+`lift tune-all FILE...`: tune every program of several files (lift.tune_all), resumably;
+`--ray [ADDRESS]` runs either on a Ray cluster (lift.explore.cluster)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,51 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
     p.add_argument("--plot", nargs="?", const="", metavar="PNG",
                    help="draw the candidates and the Pareto front (needs matplotlib; default FILE-OBJECTIVE.png)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _ray_arg(p)
     p.set_defaults(run=cmd_tune)
+    add_tune_all(sub)
+
+
+def _ray_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", nargs="?", const="ray", metavar="ADDRESS",
+                   help="build and run candidates on a Ray cluster: ADDRESS (ray://host:10001, auto), "
+                        "else a Ray started here (needs pip install 'liftcl[ray]')")
+    p.add_argument("--builders", type=int, metavar="N", help="with --ray: build tasks in flight (default: its CPUs)")
+
+
+def add_tune_all(sub: Any) -> None:
+    """The `tune-all` subcommand's parser."""
+    p = sub.add_parser("tune-all", help="tune every program of several files (resumable), one line each")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="program files (`program` and `inputs()`, or `programs()` returning {name: (program, args)})")
+    p.add_argument("--inputs", help="Python literals passed to each file's inputs()/programs()")
+    p.add_argument("--budget", type=float, default=60.0, metavar="S", help="seconds of search per program")
+    p.add_argument("--strategy", choices=STRATEGIES, default=None, help="the search strategy")
+    p.add_argument("--device", help="the device (default: as lift.compile chooses)")
+    p.add_argument("--refresh", action="store_true", help="measure and search again, ignoring the database")
+    p.add_argument("--db", help="the tuning database file (default: $LIFTCL_TUNING_DB or the liftcl cache)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _ray_arg(p)
+    p.set_defaults(run=cmd_tune_all)
+
+
+def cmd_tune_all(opts: argparse.Namespace) -> int:
+    import lift
+    from lift.cli import _literals, device_arg
+    from lift.explore import TuningDB
+
+    def line(name: str, result: Any) -> None:
+        st, best = result.stats, result.best_record
+        how = "from the database" if result.cached else (
+            f"{st['candidates']} candidates in {st['seconds']:.1f} s, {st.get('from_database', 0)} from the database")
+        print(f"{name}: {_ms(best.time if best else None)} ({how})", flush=True)
+
+    results = lift.tune_all(opts.files, budget=opts.budget, cluster=opts.ray, on_result=line,
+                            inputs_args=_literals(opts.inputs), device=device_arg(opts.device),
+                            db=TuningDB(opts.db), progress=not opts.quiet, refresh=opts.refresh,
+                            strategy=opts.strategy, builders=opts.builders)
+    print(f"{len(results)} programs tuned")
+    return 0
 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
@@ -42,7 +88,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     db: Any = False if opts.no_db else TuningDB(opts.db)
     result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=device_arg(opts.device),
                        seed=opts.seed, db=db, progress=not opts.quiet, refresh=opts.refresh,
-                       auto=not opts.no_auto, strategy=opts.strategy)
+                       auto=not opts.no_auto, strategy=opts.strategy, cluster=opts.ray,
+                       builders=opts.builders)
     report(result, name, opts.budget)
     if opts.json:
         write_user_file(opts.json, json.dumps(result.to_json(), indent=1, default=str) + "\n")

@@ -203,6 +203,7 @@ class RandomThenLocal:
         return self.random.propose(history)
 
 
+IN_FLIGHT = "in flight"  # the reason of a proposed candidate not measured yet (the driver's view: drive.py)
 STRATEGIES = ("informed", "uniform", "evolution", "random-local")
 DEFAULT = "informed"
 
@@ -324,7 +325,7 @@ class ModelBased:
     def propose(self, history: Sequence[Record]) -> Candidate | None:
         from .surrogate import improvement, predict
 
-        measured = [r for r in history if not r.candidate.default]
+        measured = [r for r in history if not r.candidate.default and r.reason != IN_FLIGHT]
         if len(measured) < self.warmup or self.rng.random() < self.explore:
             return self.random_(history)
         tried = {r.candidate.key() for r in history}

@@ -37,6 +37,15 @@ class SharedWork:
 
     def measure(self, cand: Candidate) -> Record | None:
         """The candidate's record (stored or measured now), or None while another process measures it."""
+        got = self.claim(cand)
+        if got is not True:
+            return got
+        self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
+        return self.finish(cand, self.pipe.measure(cand))
+
+    def claim(self, cand: Candidate) -> Record | None | bool:
+        """Before measuring `cand`: its stored record, None when another live process measures
+        it, True when it is this tune's to measure (claimed in the database)."""
         k = cand.key()
         if k in self.known:
             return self._stored(k)
@@ -49,11 +58,17 @@ class SharedWork:
             elif state == "busy":
                 self.pending.add(k)
                 return None
-        self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
-        rec = self.pipe.measure(cand)
+        return True
+
+    def stored(self, cand: Candidate) -> Record | None:
+        """The candidate's record when this tune already knows it is finished (no database read)."""
+        return self._stored(cand.key()) if cand.key() in self.known else None
+
+    def finish(self, cand: Candidate, rec: Record) -> Record:
+        """Write a measured record (the driver is the only writer of the database)."""
         self.measured += 1
         if self.db is not None:
-            self.db.record(self.mkey, k, rec.to_json(), replace=not self.reuse)
+            self.db.record(self.mkey, cand.key(), rec.to_json(), replace=not self.reuse)
         return rec
 
     def _stored(self, k: str) -> Record:

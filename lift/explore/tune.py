@@ -39,14 +39,17 @@ from lift.rules.normalise import normalise
 from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
+from .drive import LocalBackend, drive
 from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
 from .reuse import symbolic_sizes, without_lookup
+from .roles import LocalRunner
 from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
+from .worker import GRACE_S
 from .worker import shared as shared_worker
 
 
@@ -96,7 +99,8 @@ class TuneResult:
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
-         strategy: str | None = None, trials: int | None = None) -> TuneResult:
+         strategy: str | None = None, trials: int | None = None, cluster: str | None = None,
+         ahead: int | None = None, builders: int | None = None) -> TuneResult:
     """Search for the fastest (or smallest, or Pareto-optimal) correct compilation of `expr`
     on `arrays` within `budget` seconds; `db=False` uses no tuning database. With `auto`,
     rewrite points are also placed automatically at the program's natural places
@@ -111,7 +115,14 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     lowering included, rejected ones too) even when budget is left; the budget still bounds
     the wall time. With `trials`, the switch from random sampling to local search also
     follows the count (after 40% of the trials) instead of the clock, so which candidates are
-    tried does not depend on the machine's speed (tests use a generous budget and a count)."""
+    tried does not depend on the machine's speed (tests use a generous budget and a count).
+    Candidates are built (rewriting, solving, code generation: lift.explore.roles' builder) and
+    measured by a runner that owns the device, one at a time (lift.explore.drive); `ahead`
+    built candidates may wait for the runner (default 2, or 0 with `trials`: the sequential
+    order), so the builder compiles while the runner times. `cluster="ray"` (or
+    "ray://host:port", or "auto") runs the builders as Ray tasks (`builders` at once, default
+    the cluster's CPUs) and the runners as Ray actors on every node that advertises the
+    device (lift.explore.cluster; `pip install "liftcl[ray]"`)."""
     start = time.perf_counter()  # the budget counts from the call: the reference interpretation is inside it
     rank = score(objective)
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 1):
@@ -141,7 +152,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     try:
         return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
                        rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
-                       isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey)
+                       isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey,
+                       cluster=cluster, ahead=ahead, builders=builders)
     finally:
         pipe.close_reference()
 
@@ -149,10 +161,34 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
 def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
             database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
             objective: str, seed: int, progress: bool, refresh: bool, isolate: bool, strategy: str | None,
-            trials: int | None, dev: Any, mkey: str) -> TuneResult:
+            trials: int | None, dev: Any, mkey: str, cluster: str | None = None, ahead: int | None = None,
+            builders: int | None = None) -> TuneResult:
     """The search of `tune` (its arguments are tune's), from the default lowering to the result."""
-    if isolate:
+    backend: Any = None
+    if cluster is not None:
+        from .cluster import ray_backend
+
+        backend = ray_backend(cluster, pipe, dev, arrays, builders=builders)
+        pipe.worker = backend.ops()  # the default lowering and the confirmation round: on a runner actor
+    elif isolate:
         pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
+        backend = LocalBackend(pipe, LocalRunner(pipe, pipe.worker))
+    try:
+        return _searched(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
+                         rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
+                         backend=backend, strategy=strategy, trials=trials, mkey=mkey,
+                         ahead=_ahead(ahead, backend, trials))
+    finally:
+        if backend is not None:
+            backend.close()
+
+
+def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
+              database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
+              objective: str, seed: int, progress: bool, refresh: bool, backend: Any, strategy: str | None,
+              trials: int | None, mkey: str, ahead: int) -> TuneResult:
+    """`_search` once the back end is chosen: the default lowering first, then the strategy's
+    candidates through `backend` (None: measured in this process, `isolate=False`)."""
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
     history: list[Record] = []
     bar = Progress(budget, sys.stderr if progress else None)
@@ -163,9 +199,23 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
                            switch=_switch(start, budget, trials, history))
     if auto_labels:
         search = Seeded(pipe, structural, auto_labels, search)
-    while (time.perf_counter() - start < budget - _reserve(history, rank, objective, budget)
-           and (trials is None or len(history) < trials)):
-        cand = search.propose(history)
+
+    def time_left() -> bool:
+        return time.perf_counter() - start < budget - _reserve(history, rank, objective, budget)
+
+    def on_record() -> None:
+        _release(history, rank)
+        bar.update(history, rank, work.reused)
+
+    if backend is not None:
+        pipe.start_reference()
+        backend.prepare(pipe)
+        drive(backend, work, search, history, time_left=time_left, ahead=ahead, on_record=on_record,
+              may_propose=lambda flying: trials is None or len(history) + flying < trials,
+              wait_until=lambda: pipe.deadline + GRACE_S)
+        backend.settle()
+    while backend is None and time_left() and (trials is None or len(history) < trials):
+        cand = search.propose(history)  # in this process, one candidate after the other (isolate=False)
         if cand is None:
             break
         rec = work.measure(cand)
@@ -173,8 +223,7 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
             history.extend(work.collect(history))
             continue
         history.append(rec)
-        _release(history, rank)
-        bar.update(history, rank, work.reused)
+        on_record()
     work.wait_pending(history, start + budget)
     history.extend(work.collect(history))
     if not any(r.ok for r in history):  # all this tune proposed is being measured elsewhere: wait for it
@@ -188,6 +237,14 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
     if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
     return result
+
+
+def _ahead(ahead: int | None, backend: Any, trials: int | None) -> int:
+    """How many built candidates may wait for a runner: `ahead`, else the cluster's builders, else 2
+    (0 with `trials`: the sequential order, the same candidates on any machine)."""
+    if ahead is not None:
+        return max(0, int(ahead))
+    return getattr(backend, "max_builds", None) or (0 if trials is not None else 2)
 
 
 def _rescue_default(history: list[Record], pipe: Evaluator) -> None:

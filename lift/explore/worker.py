@@ -20,7 +20,6 @@ build it only after `SLOW_S` seconds, as a loaded machine would.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import multiprocessing
 import signal
 import sys
@@ -187,8 +186,6 @@ def shared(device: Any, arrays: Sequence[Any]) -> Worker:
 
 def _serve(conn: Any, device: Any) -> None:
     """The worker's loop: build, run and time plans on the arrays it was sent, until told to stop."""
-    from lift.program import Program
-
     try:
         from lift import runtime
 
@@ -197,50 +194,72 @@ def _serve(conn: Any, device: Any) -> None:
     except Exception as err:  # noqa: BLE001 - reported to the parent
         conn.send(("error", _why(err)))
         return
-    prog: Any = None
-    kept: dict[Any, Any] = {}  # slot -> program, for tune's confirmation round (confirm.py)
-    arrays: tuple = ()
+    served = Served(device)
     while True:
         try:
             msg = conn.recv()
         except EOFError:
             return
-        op = msg[0]
+        if msg[0] == "stop":
+            return
+        answer = served.handle(msg)
+        if answer is not None:
+            conn.send(answer)
+
+
+class Served:
+    """The worker protocol's state and requests on an opened device, in this process: the
+    worker process's loop (`_serve`) and a Ray runner actor (lift.explore.cluster) both answer
+    requests with it. `call` is `Worker.call` without a process (for `roles.run_checked`)."""
+
+    def __init__(self, device: Any, arrays: Sequence[Any] = ()) -> None:
+        self.device, self.arrays = device, tuple(arrays)
+        self.prog: Any = None
+        self.kept: dict[Any, Any] = {}  # slot -> program, for tune's confirmation round (confirm.py)
+
+    def call(self, msg: tuple, timeout: float = 30.0) -> Outcome:
+        """Answer one request here (no timeout: the process holding this is the one to kill)."""
+        t0 = time.perf_counter()
+        status, value = self.handle(msg) or ("ok", None)
+        return Outcome(status == "ok", "" if status == "ok" else str(value), value if status == "ok" else None,
+                       time.perf_counter() - t0)
+
+    def handle(self, msg: tuple) -> tuple[str, Any] | None:
+        """The answer to one request ("ok", value) or ("error", reason); None for "arrays"."""
+        from lift.program import Program
+
+        op, device = msg[0], self.device
         try:
-            if op == "stop":
-                return
             if op == "arrays":
-                arrays = msg[1]
-                continue  # no answer
+                self.arrays = msg[1]
+                return None  # no answer
             if op == "ping":
-                conn.send(("ok", None))
-            elif op == "fault":
+                return ("ok", None)
+            if op == "fault":
                 _fault(msg[1])
-            elif op == "build":
+            if op == "build":
                 t0 = time.perf_counter()
                 time.sleep(msg[2] if len(msg) > 2 else 0.0)
-                prog = None
-                prog = Program(msg[1], device=device, cache_dir=False)
-                conn.send(("ok", time.perf_counter() - t0))
-            elif op == "run":
-                out, seconds = _run_timed(prog, arrays)
-                conn.send(("ok", (out, seconds, int(sum(prog.memory_bytes_for(*arrays).values())))))
-            elif op == "load":
-                kept.pop(msg[1], None)
-                kept[msg[1]] = Program(msg[2], device=device, cache_dir=False)
-                conn.send(("ok", None))
-            elif op == "drop":
-                kept.clear()
-                conn.send(("ok", None))
-            elif op == "time":
-                p = kept[msg[2]] if len(msg) > 2 else prog
-                times = p.time(*arrays, repeat=int(msg[1]))
-                mem = int(sum(p.memory_bytes_for(*arrays).values()))
-                conn.send(("ok", (times, mem)))
-            else:
-                conn.send(("error", f"unknown request {op!r}"))
+                self.prog = None
+                self.prog = Program(msg[1], device=device, cache_dir=False)
+                return ("ok", time.perf_counter() - t0)
+            if op == "run":
+                out, seconds = _run_timed(self.prog, self.arrays)
+                return ("ok", (out, seconds, int(sum(self.prog.memory_bytes_for(*self.arrays).values()))))
+            if op == "load":
+                self.kept.pop(msg[1], None)
+                self.kept[msg[1]] = Program(msg[2], device=device, cache_dir=False)
+                return ("ok", None)
+            if op == "drop":
+                self.kept.clear()
+                return ("ok", None)
+            if op == "time":
+                p = self.kept[msg[2]] if len(msg) > 2 else self.prog
+                times = p.time(*self.arrays, repeat=int(msg[1]))
+                return ("ok", (times, int(sum(p.memory_bytes_for(*self.arrays).values()))))
+            return ("error", f"unknown request {op!r}")
         except Exception as err:  # noqa: BLE001 - a failing candidate, reported with its reason
-            conn.send(("error", _why(err)))
+            return ("error", _why(err))
 
 
 def _run_timed(prog: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
@@ -278,74 +297,19 @@ def _why(err: BaseException) -> str:
 
 
 def measure_isolated(pipe: Any, cand: Any, worker: Worker) -> Any:
-    """`Evaluator.measure` with the OpenCL build, run and timing in `worker`; never raises.
-
-    The plan (rewriting, solving, code generation) is made here; `Record.build_s` is that
-    compile time, `Record.wall_s` the whole evaluation."""
-    from .evaluate import Record
+    """`Evaluator.measure` as the two roles (lift.explore.roles): the builder makes the plan here
+    (rewriting, solving, code generation), the runner builds, runs, checks and times it in
+    `worker`; never raises. `Record.build_s` is the plan's time, `Record.wall_s` the whole."""
+    from . import roles
 
     t0 = time.perf_counter()
-    try:
-        plan, choices = pipe.plan(cand)
-    except Exception as err:  # noqa: BLE001 - a candidate that cannot be generated is rejected
-        return Record(cand, False, f"build: {_why(err)}", build_s=time.perf_counter() - t0)
-    build_s = time.perf_counter() - t0
-    digest = hashlib.sha256(plan.source.encode()).hexdigest()[:16]
-    same = digest + hashlib.sha256(repr(plan.launches).encode()).hexdigest()[:16]  # launch sizes timed apart
-    seen = pipe._seen.get(same)
-    if seen is not None and not cand.default:
-        return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
-                      choices=choices)
-    rec = _evaluate(pipe, cand, plan, worker, build_s, digest)
-    rec.wall_s, rec.choices = time.perf_counter() - t0, choices
-    pipe._seen[same] = rec
+    built = roles.build(pipe, cand)
+    rec = roles.seen(pipe, built)
+    if rec is not None:
+        return rec
+    rec = roles.remember(pipe, built, roles.run_checked(worker, pipe, built))
+    rec.wall_s = time.perf_counter() - t0
     return rec
 
 
-def _limit(pipe: Any, cand: Any) -> float:
-    """The timeout of one worker call: the candidate timeout, cut at the budget's end plus a
-    grace (killing a worker that is only slow costs a restart); the default lowering, tried
-    first, gets the whole budget left plus the grace when that is longer than the candidate
-    timeout (it is the result when nothing else is correct; `tune` measures it in-process if
-    even that is not enough)."""
-    full = getattr(pipe, "timeout_s", 30.0)
-    if cand.default:
-        return max(full, pipe.deadline - time.perf_counter() + GRACE_S)
-    return min(full, max(GRACE_S, pipe.deadline - time.perf_counter() + MIN_TIMEOUT_S))
-
-
-def _evaluate(pipe: Any, cand: Any, plan: Any, worker: Worker, build_s: float, digest: str) -> Any:
-    from .evaluate import Record, _as_accurate, mismatch, unchecked
-
-    def reject(stage: str, why: str, checked: bool = False) -> Record:
-        return Record(cand, False, f"{stage}: {why}", checked=checked, build_s=build_s, source_hash=digest)
-
-    got = worker.call(("build", plan), _limit(pipe, cand))
-    if not got.ok:
-        return reject("opencl build", got.reason)
-    reference = pipe.reference  # waited for before the run, so that the run does not share the CPU with it
-    if reference is None and not cand.default:
-        return unchecked(cand, build_s, digest, 0.0, None)
-    got = worker.call(("run",), _limit(pipe, cand))
-    if not got.ok:
-        return reject("run", got.reason)
-    out, kernel_s, mem = got.value
-    if reference is None:
-        return unchecked(cand, build_s, digest, kernel_s, mem)
-    bad = mismatch(out, reference, pipe.rtol)
-    if bad and pipe.precise is not None and _as_accurate(out, reference, pipe.precise):
-        bad = ""
-    if bad:
-        return reject("wrong result", bad, checked=True)
-    # slow (its kernels, not the transfers: a large result takes seconds through the pipe under
-    # load, and a first run on fresh buffers pays their page faults): timed by its checked run
-    if kernel_s > pipe.slow_s or time.perf_counter() > pipe.deadline:
-        return Record(cand, True, "", kernel_s, mem, True, build_s, digest)
-    got = worker.call(("time", pipe.repeat), _limit(pipe, cand))
-    if not got.ok:
-        return reject("timing", got.reason, checked=True)
-    times, mem = got.value
-    return Record(cand, True, "", min(times), mem, True, build_s, digest)
-
-
-__all__ = ["Worker", "Outcome", "shared", "measure_isolated"]
+__all__ = ["Worker", "Outcome", "Served", "shared", "measure_isolated"]
