@@ -45,16 +45,18 @@ def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], t
     """The lexicographic optimum as {name: value} of the `order` variables, None when `formulas`
     (over integer variables named by `domains`, each restricted to its domain) are unsatisfiable.
 
-    Raises `BudgetSpent` when the solver cannot find a first solution within `rlimit`; a later
-    "unknown" keeps the best solution found so far."""
+    `rlimit` is z3's resource budget for all the questions together (as one `Optimize.check`
+    had): `BudgetSpent` when the solver cannot find a first solution within it; once it is spent,
+    or the solver answers "unknown", the best solution found so far is kept (valid, and the same
+    under any load)."""
     try:
         enc: Encoding = OneHot(domains, formulas, terms)
     except Unsupported:
         enc = Linear(domains, formulas, terms)
     s = enc.solver()
-    s.set("rlimit", rlimit)
     s.set("timeout", timeout_ms)
-    first = s.check()
+    budget = _Budget(s, rlimit)
+    first = budget.check()
     if first == z3.unsat:
         return None
     if first != z3.sat:
@@ -63,7 +65,7 @@ def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], t
     low, high = enc.score(model), enc.upper
     while low < high:
         mid = (low + high + 1) // 2
-        found = _try(s, enc.at_least(mid))
+        found = _try(budget, enc.at_least(mid))
         if found is None:
             high = mid - 1
         elif found is False:  # unknown: keep what is proven
@@ -74,7 +76,7 @@ def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], t
     for name in order:
         best = enc.value(model, name)
         while True:
-            found = _try(s, enc.below(name, best))
+            found = _try(budget, enc.below(name, best))
             if not found:
                 break
             model, best = found, enc.value(found, name)
@@ -82,13 +84,34 @@ def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], t
     return {name: enc.value(model, name) for name in order}
 
 
-def _try(s: Any, bound: Any) -> Any:
-    """A model of `s` with `bound` added (then removed again), None when there is none, False
-    when the solver cannot tell."""
+class _Budget:
+    """A solver's checks within one z3 resource budget (z3's `rlimit` counts per check)."""
+
+    def __init__(self, s: Any, rlimit: int) -> None:
+        self.s, self.left = s, rlimit
+
+    def check(self) -> Any:
+        if self.left <= 0:
+            return z3.unknown
+        before = self._count()
+        self.s.set("rlimit", self.left)
+        r = self.s.check()
+        self.left -= max(self._count() - before, 1)
+        return r
+
+    def _count(self) -> int:
+        stats = self.s.statistics()
+        return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+
+
+def _try(budget: _Budget, bound: Any) -> Any:
+    """A model of the solver with `bound` added (then removed again), None when there is none,
+    False when the solver cannot tell (or the budget is spent)."""
+    s = budget.s
     s.push()
     try:
         s.add(bound)
-        r = s.check()
+        r = budget.check()
         if r == z3.sat:
             return s.model()
         return None if r == z3.unsat else False

@@ -351,7 +351,7 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 # ------------------------------------------------------------------- objective
 
 
-OPTIMIZE_RLIMIT = 200_000_000
+OPTIMIZE_RLIMIT = 20_000_000  # z3 resource units for all of choose_mapping's questions (lexopt)
 
 
 def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
