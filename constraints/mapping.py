@@ -171,7 +171,7 @@ def _hierarchy(ctx: Context, codes: dict, eff: dict):
     for m in ctx.maps:
         for i in ctx.nested(m):
             cm, ci = codes[m], codes[i]
-            bad = z3.And(_level(cm, 1), _level(ci, 2), ci % 10 == cm % 10)
+            bad = z3.And(_level(cm, 1), ci == cm + 10)  # map_wrg(d) in map_lcl(d): d is cm - 10
             yield _mk(HIERARCHY, (m, i), f"{i} is nested in {m}: no map_wrg inside a map_lcl of the "
                       "same dimension (5.6)", z3.Not(bad))
 

@@ -10,6 +10,7 @@ raises `UnsatisfiableError` whose `core` lists the conflicting constraints in th
 from __future__ import annotations
 
 import random
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,11 @@ from lift.arith import Arith
 from lift.errors import UnsatisfiableError
 
 Choice = dict[str, int]
+
+Z3_LOCK = threading.RLock()
+"""Held by `lift.compile` and `lift.tune` for their whole run: z3's Python API builds every term
+in one global context, which is not thread-safe (two threads solving at once crash the process),
+so compiles and tunes of different threads run one at a time."""
 
 SOLVER_TIMEOUT_MS = 60_000  # only stops a hang
 SOLVER_RLIMIT = 100_000_000  # per check: a resource budget, so answers do not depend on load

@@ -39,7 +39,8 @@ from . import mapping as mp
 from . import tuning as tn
 from .boundary import add_boundary, result_chain
 from .context import Context, MapSite, analyse
-from .model import Choice, Constraint, Model
+from .lexopt import BudgetSpent, lex_optimum
+from .model import Choice, Constraint, Model, code_in
 from .realise import realise, substitute_sizes
 from .recompute import recompute_layouts
 
@@ -350,7 +351,7 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 # ------------------------------------------------------------------- objective
 
 
-OPTIMIZE_RLIMIT = 200_000_000
+OPTIMIZE_RLIMIT = 20_000_000  # z3 resource units for all of choose_mapping's questions (lexopt)
 
 
 def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
@@ -364,28 +365,25 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
         if not cands:
             space.check()
         return max(cands, key=objective)
-    opt = z3.Optimize()
-    opt.set("rlimit", OPTIMIZE_RLIMIT)  # a resource budget, not the clock: the same choice under load
-    opt.set("timeout", 60_000)  # only stops a hang
-    opt.add(space.model.domain_formulas())
-    opt.add([c.formula for c in space.model.constraints])
-    opt.maximize(_parallel_score(space, dict(sizes or {})))
+    terms = _parallel_score(space, dict(sizes or {}))
     # Ties are broken deterministically: the smallest codes, innermost maps (last in pre-order)
     # first, so the innermost parallel map takes dimension 0 (consecutive work-items, consecutive
-    # output elements).
-    for label in sorted(space.context.maps, key=_natural, reverse=True):
-        opt.minimize(space.model.vars[label])
-    result = opt.check()
-    if result == z3.unsat:
-        space.check()  # raises UnsatisfiableError with the unsat core
-    if result != z3.sat:  # the budget ran out: any valid mapping will do
+    # output elements). The optimum is the one `z3.Optimize` gives (maximise, then minimise each
+    # in turn), found by plain satisfiability questions (constraints/lexopt.py).
+    order = sorted(space.context.maps, key=_natural, reverse=True)
+    formulas = [c.formula for c in space.model.constraints]
+    try:
+        best = lex_optimum(space.model.domains, formulas, terms, order, rlimit=OPTIMIZE_RLIMIT)
+    except BudgetSpent:  # the budget ran out: any valid mapping will do
         samples = space.sample(1, seed)
         if not samples:
             raise UnsatisfiableError("the solver found no mapping within its resource budget",
-                                     hint="pass the mapping explicitly with choices=")
+                                     hint="pass the mapping explicitly with choices=") from None
         return samples[0]
-    m = opt.model()
-    return {k: m.eval(space.model.vars[k], model_completion=True).as_long() for k in space.context.maps}
+    if best is None:
+        space.check()  # raises UnsatisfiableError with the unsat core
+        raise UnsatisfiableError("the mapping space is unsatisfiable")
+    return {k: best[k] for k in space.context.maps}
 
 
 def _natural(label: str) -> tuple:
@@ -395,25 +393,25 @@ def _natural(label: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
 
 
-def _parallel_score(space: Space, sizes: Mapping[str, int]) -> Any:
-    """Parallel maps weighted by depth and size; coalesced (stride 1) maps in dimension 0.
+def _parallel_score(space: Space, sizes: Mapping[str, int]) -> list[tuple[Any, int]]:
+    """Parallel maps weighted by depth and size; coalesced (stride 1) maps in dimension 0: the
+    score is the sum of the weights whose conditions hold.
 
     GPUs are nudged towards work-groups (local-memory reuse); CPUs towards global maps,
     whose loop-free kernels the OpenCL CPU compilers vectorise across work-items."""
     cpu = space.device.kind == "cpu"
-    terms = []
+    terms: list[tuple[Any, int]] = []
     for m in space.context.maps.values():
         c = space.model.vars[m.label]
-        weight = _weight(m.length, sizes)
-        terms.append(z3.If(c >= 10, weight, 0))
+        terms.append((c >= 10, _weight(m.length, sizes)))
         if cpu:
-            terms.append(z3.If(c >= 30, 1, 0))
+            terms.append((c >= 30, 1))
         else:
-            terms.append(z3.If(z3.And(c >= 20, c < 30), 1, 0))
+            terms.append((z3.And(c >= 20, c < 30), 1))
         if m.stride is not None and m.stride == Cst(1):
-            terms.append(z3.If(z3.And(c >= 10, c % 10 == 0), 3, 0))
-        terms.append(z3.If(z3.And(c >= 10, c % 10 != 0), -1, 0))
-    return z3.Sum(terms) if terms else z3.IntVal(0)
+            terms.append((code_in(c, (10, 20, 30)), 3))  # dimension 0 (no `%`: z3 solves it slowly)
+        terms.append((code_in(c, (11, 12, 21, 22, 31, 32)), -1))
+    return terms
 
 
 def _weight(length: Arith, sizes: Mapping[str, int]) -> int:

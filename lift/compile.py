@@ -19,8 +19,9 @@ warned). `Program.choices` is the `Choices` actually used, so
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,19 @@ SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
 Spaces = dict[Any, Any]  # one program's rewritten forms and spaces, kept by a caller compiling many choices
 
 
+def serialised(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` run under `lift.constraints.model.Z3_LOCK` (z3 is not thread-safe): calls from
+    several threads run one at a time, and a call inside another (a recursive compile) goes on."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kw: Any) -> Any:
+        from lift.constraints.model import Z3_LOCK  # lazily: `import lift` does not load z3
+
+        with Z3_LOCK:
+            return fn(*args, **kw)
+
+    return run
+
+
 @dataclass(frozen=True)
 class Mapped:
     """A program with its maps given OpenCL forms, the choices that did it and their launch sizes."""
@@ -50,6 +64,7 @@ class Mapped:
     local_size: SizeArg = None
 
 
+@serialised
 def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any] | None = None,
             local_size: SizeArg = None, global_size: SizeArg = None, *, cache_dir: CacheDir = None,
             options: tuple[str, ...] = (), spaces: Spaces | None = None, specialise: bool = True) -> Program:
@@ -64,7 +79,8 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     `specialise` (with no choices, launch sizes or options, for a program with symbolic sizes): a
     call with new sizes compiles the program specialised to them, when the tuning database or the
     default points have something for those sizes, and runs it (`lift.specialise`;
-    `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program."""
+    `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program.
+    Thread-safe: compiles from several threads run one at a time (z3 is not thread-safe)."""
     _check_args(expr, choices, local_size, global_size)
     warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     if not isinstance(specialise, bool):

@@ -9,12 +9,17 @@ scalar for a scalar result, and a tuple for a tuple result or an array of tuples
 A program compiled by `lift.compile(expr)` from a program with symbolic sizes may carry a
 specialiser (`lift.specialise`): after the checks, a call runs the program specialised to its
 sizes when there is one for them, and this (generic) program otherwise or when that one fails.
+
+A `Program` may be called from several threads at once: each thread runs its calls on its own
+queue, kernel objects and device buffers (`_Lane`), and the first call with new sizes
+specialises the program once under a lock (`lift.specialise`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,10 +46,31 @@ class NDRange:
     local_size: tuple[Arith, ...] | None
 
 
+@dataclass(eq=False)
+class _Lane:
+    """What one thread's calls of a `Program` use and change: the device context with the
+    thread's queue, its own kernel objects (a call sets their arguments), its device buffers,
+    the host arrays held until their copies complete, and (with a specialiser) the program that
+    ran its last call."""
+
+    dc: runtime.DeviceContext
+    built: Any
+    kernels: dict[str, Any]
+    pool: runtime.BufferPool
+    held: dict[str, np.ndarray] = field(default_factory=dict)
+    last: Any = None
+
+
 class Program:
     """A compiled program: `Program(*arrays) -> ndarray | scalar | tuple`.
 
     k = Program(plan); k(x, y); k.time(x, y, repeat=5) -> [seconds, ...]
+
+    Thread-safe: several threads may call one program at once, and each call returns its own
+    result. Each thread has its own queue, kernel objects and device buffers (made at its first
+    call), so calls from different threads overlap on the device; the first call with sizes the
+    program has not seen specialises it once, under the lock that serialises `lift.compile`
+    (z3 is not thread-safe), while the other threads' calls with those sizes wait for it.
     """
 
     def __init__(self, plan: KernelSource, *, device: Any = None, choices: Any = None,
@@ -65,7 +91,7 @@ class Program:
         self._build = (tuple(options), cache_dir)
         self._wide = wide  # the same program with 64-bit indices, for sizes past `plan.index_limits`
         self._specialiser = specialiser  # a lift.specialise.Specialiser: calls specialise to their sizes
-        self._last: Program | None = None  # with a specialiser: the program that ran the last call
+        self._lock = threading.RLock()  # held to swap in the 64-bit program (`_check`)
         self._load(plan)
 
     def _load(self, plan: KernelSource) -> None:
@@ -73,15 +99,24 @@ class Program:
         self.plan = plan
         self._specs = {b.name: b for b in plan.buffers}
         self._inputs = _inputs_by_param(plan)
-        self._held: dict[str, np.ndarray] = {}
+        self._local = threading.local()  # the calling thread's `_Lane`
         check_limits(plan, self._target, allocations=False)  # allocations: when a call binds the sizes
         if self._dc is None:  # compiled for a profile whose device is not attached: describe only
-            self.build_info, self._kernels, self._pool = None, {}, None
+            self.build_info = None
             return
         options, cache_dir = self._build
         self.build_info = runtime.build(self._dc, plan.source, options=options, cache_dir=cache_dir)
-        self._kernels = runtime.kernels(self.build_info, plan.kernels)
-        self._pool = runtime.BufferPool(self._dc)
+        self._lane()  # the building thread's kernels, now: a kernel missing from the build is an error here
+
+    def _lane(self) -> _Lane:
+        """The calling thread's queue, kernels and buffers (made at its first call)."""
+        lane = getattr(self._local, "lane", None)
+        built = self.build_info
+        if lane is None or lane.built is not built:
+            dc = runtime.for_thread(self._dc)  # type: ignore[arg-type]
+            lane = _Lane(dc, built, runtime.kernels(built, self.plan.kernels), runtime.BufferPool(dc))
+            self._local.lane = lane
+        return lane
 
     # ------------------------------------------------------------- description
 
@@ -137,8 +172,8 @@ class Program:
 
     @property
     def device_buffers(self) -> dict[str, Any]:
-        """The global device buffers held for reuse, by buffer name."""
-        return self._pool.buffers() if self._pool is not None else {}
+        """The global device buffers the calling thread's calls hold for reuse, by buffer name."""
+        return self._lane().pool.buffers() if self._dc is not None else {}
 
     def sizes(self, *arrays: Any) -> dict[str, int]:
         """The size variables bound from the shapes of `arrays`."""
@@ -206,7 +241,7 @@ class Program:
         args = self._upload(sizes, leaves)
         self._launch(sizes, args)
         runs = [self._launch(sizes, args) for _ in range(repeat)]
-        runtime.finish(self._dc)
+        runtime.finish(self._lane().dc)
         return [runtime.seconds(events) for events in runs]
 
     def _delegated(self, sizes: dict[str, int], run: Callable[[Program], Any]) -> tuple[bool, Any]:
@@ -226,11 +261,14 @@ class Program:
             return False, None
 
     def _runs(self, target: Program) -> None:
-        """`target` runs this call: the program that ran the last one (this or a specialised one)
-        drops its device buffers, so that, as without specialisation, one shape's are held."""
-        last, self._last = self._last, target
-        if isinstance(last, Program) and last is not target and last._pool is not None:
-            last._pool = runtime.BufferPool(last._dc)
+        """`target` runs this call: the program that ran the calling thread's last one (this or a
+        specialised one) drops that thread's device buffers, so that, as without specialisation, one
+        shape's are held per thread."""
+        lane = self._lane()
+        last, lane.last = lane.last, target
+        if isinstance(last, Program) and last is not target and last._dc is not None:
+            held = last._lane()
+            held.pool = runtime.BufferPool(held.dc)
 
     def _require_device(self) -> None:
         if self.offline is not None:
@@ -258,9 +296,7 @@ class Program:
         check_conditions(self.node, sizes, self._conditions)  # type: ignore[arg-type]
         for limit in self.plan.index_limits:
             v = try_evaluate(limit, sizes)
-            if v is not None and v > INT32_MAX and self._wide is not None:
-                wide, self._wide = self._wide, None
-                self._load(wide())  # regenerated with 64-bit indices: no limits left
+            if v is not None and v > INT32_MAX and self._widened():
                 return self._check(sizes)
             if v is not None and v > INT32_MAX:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()) if not k.startswith("_"))
@@ -269,6 +305,16 @@ class Program:
                     "it was compiled with", node=self.node,
                     hint="give the program constant sizes (Array(Float, 2**33)) to compile it with 64-bit indices")
         self._check_alloc(sizes)
+
+    def _widened(self) -> bool:
+        """Load the program regenerated with 64-bit indices (once, under the lock); False when
+        it has none. A call of another thread then running on the 32-bit code finishes on it."""
+        with self._lock:
+            if self._wide is None:
+                return not self.plan.index_limits
+            wide, self._wide = self._wide, None
+            self._load(wide())  # no limits left
+            return True
 
     def _check_alloc(self, sizes: dict[str, int]) -> None:
         """Every global buffer fits one device allocation (checked before any argument is copied, so
@@ -281,30 +327,32 @@ class Program:
                                   f"on {self.device.name} ({limit} bytes)")
 
     def _upload(self, sizes: dict[str, int], leaves: dict[str, np.ndarray]) -> dict[str, Any]:
+        lane = self._lane()
         args: dict[str, Any] = {}
         for b in self.plan.buffers:
             nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
             if b.space == "local":
                 args[b.name] = runtime.local_memory(nbytes)
                 continue
-            args[b.name] = self._pool.get(b.name, nbytes)
+            args[b.name] = lane.pool.get(b.name, nbytes)
             if b.role == "input":
                 host = leaves[b.name]
                 if host.nbytes != nbytes:
                     raise LiftTypeError(f"buffer {b.name} holds {nbytes} bytes, its argument has "
                                         f"{host.nbytes}", node=self.node, expected=nbytes, got=host.nbytes)
-                runtime.upload(self._dc, args[b.name], host)
-        self._held = leaves  # keep the host arrays alive until the copies complete
+                runtime.upload(lane.dc, args[b.name], host)
+        lane.held = leaves  # keep the host arrays alive until the copies complete
         return args
 
     def _launch(self, sizes: dict[str, int], args: dict[str, Any]) -> list[Any]:
+        lane = self._lane()
         events = []
         for launch in self.plan.launches:
             gsize, lsize = self._ndrange(launch, sizes)
             if 0 in gsize:
                 continue  # no work (e.g. no whole chunk of a short array; OpenCL 1.2 refuses a 0 range)
             values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args]
-            events.append(runtime.enqueue(self._dc, self._kernels[launch.kernel], gsize, lsize, values))
+            events.append(runtime.enqueue(lane.dc, lane.kernels[launch.kernel], gsize, lsize, values))
         return events
 
     def _ndrange(self, launch: Launch, sizes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
@@ -324,13 +372,14 @@ class Program:
         return gsize, lsize
 
     def _download(self, sizes: dict[str, int]) -> Any:
+        lane = self._lane()
         hosts = []
         for name in self.plan.outputs:
             spec = self._specs[name]
             host = np.empty(evaluate(spec.count, sizes), dtype=spec.scalar.dtype)
-            runtime.download(self._dc, host, self._pool.get(name, host.nbytes))
+            runtime.download(lane.dc, host, lane.pool.get(name, host.nbytes))
             hosts.append(host)
-        self._held = {}
+        lane.held = {}
         it = iter(hosts)
         out = _assemble(self.plan.result_type, it, sizes)
         if next(it, None) is not None:

@@ -17,8 +17,9 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,19 @@ def _cl() -> Any:
 
 @dataclass(frozen=True, eq=False)
 class DeviceContext:
-    """A live device with its context and in-order profiling queue."""
+    """A live device with its context and the in-order profiling queue of the thread `owner`
+    (`for_thread` gives another thread the same context with a queue of its own)."""
 
     device: Device
     cl_device: Any
     context: Any
     queue: Any
+    owner: int = field(default_factory=threading.get_ident)
 
 
 _CONTEXTS: dict[int, DeviceContext] = {}  # one per device, shared by every Program
+_OPENING = threading.Lock()  # two threads' first calls open one context
+_THREAD = threading.local()  # per thread: {id(shared context): that context with this thread's queue}
 
 
 def open_device(device: Any = None) -> DeviceContext:
@@ -60,7 +65,12 @@ def open_device(device: Any = None) -> DeviceContext:
     cl = _cl()
     d = devices.find(device)
     dc = _CONTEXTS.get(d.int_ptr)
-    if dc is None:
+    if dc is not None:
+        return dc
+    with _OPENING:
+        dc = _CONTEXTS.get(d.int_ptr)
+        if dc is not None:
+            return dc
         try:
             ctx = cl.Context([d])
             queue = cl.CommandQueue(ctx, d, properties=cl.command_queue_properties.PROFILING_ENABLE)
@@ -68,6 +78,26 @@ def open_device(device: Any = None) -> DeviceContext:
             raise DeviceError(f"cannot open OpenCL device {d.name!r}: {e}") from e
         dc = _CONTEXTS.setdefault(d.int_ptr, DeviceContext(devices.describe(d), d, ctx, queue))
     return dc
+
+
+def for_thread(dc: DeviceContext) -> DeviceContext:
+    """`dc` with the calling thread's own in-order queue (made at its first use in the thread):
+    the thread that opened the context keeps `dc.queue`. OpenCL queues are thread-safe, but one
+    queue shared by threads makes every download wait for the other threads' work too."""
+    if threading.get_ident() == dc.owner:
+        return dc
+    mine = getattr(_THREAD, "contexts", None)
+    if mine is None:
+        mine = _THREAD.contexts = {}
+    out = mine.get(id(dc))
+    if out is None or out.context is not dc.context:
+        cl = _cl()
+        try:
+            queue = cl.CommandQueue(dc.context, dc.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except cl.Error as e:
+            raise DeviceError(f"cannot open a queue on OpenCL device {dc.device.name!r}: {e}") from e
+        out = mine[id(dc)] = replace(dc, queue=queue, owner=threading.get_ident())
+    return out
 
 
 # ------------------------------------------------------------------- build + cache

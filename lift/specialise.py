@@ -21,11 +21,17 @@ level on the "lift.specialise" logger (a specialised program that fails to run i
 logged as a warning). Only the program that ran the
 last call holds device buffers (as a generic program holds those of one shape: `Program._runs`).
 Specialised binaries go to the disk cache under their own source, as any program's.
+
+Thread-safe: the first calls of several threads with one size tuple specialise once. The decision
+is made under `lift.constraints.model.Z3_LOCK` (the lock `lift.compile` holds: z3 is not
+thread-safe), and the other threads wait for it; the table of decisions has a lock of its own, so
+a call whose sizes are decided never waits for another thread's compile.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -64,11 +70,13 @@ class Specialiser:
         self.expr, self.device, self.cache_dir, self.limit = expr, device, cache_dir, limit
         self.names = tuple(sorted(symbolic_sizes(expr)))
         self._done: OrderedDict[tuple[int, ...], Specialisation] = OrderedDict()
+        self._table = threading.Lock()  # guards `_done` (never held while compiling)
 
     @property
     def records(self) -> tuple[Specialisation, ...]:
         """The decisions kept, least recently used first."""
-        return tuple(self._done.values())
+        with self._table:
+            return tuple(self._done.values())
 
     def get(self, sizes: Mapping[str, int]) -> Specialisation:
         """The decision for `sizes` (the bindings of a call), made at its first call."""
@@ -76,26 +84,40 @@ class Specialiser:
         if unbound:  # e.g. only `N * M` is a length: the generic program binds what it needs
             return Specialisation(dict(sizes), None, f"the call binds no value of {', '.join(unbound)}; generic", 0.0)
         key = tuple(int(sizes[n]) for n in self.names)
-        rec = self._done.get(key)
+        rec = self._decided(key)
         if rec is not None:
-            self._done.move_to_end(key)
             return rec
-        t0 = time.perf_counter()
-        bound = dict(zip(self.names, key))
-        program, reason = self._make(bound)
-        rec = Specialisation(bound, program, reason, time.perf_counter() - t0)
-        log.debug("%s", rec)
-        self._done[key] = rec
-        while len(self._done) > self.limit:
-            self._done.popitem(last=False)
+        from lift.constraints.model import Z3_LOCK
+
+        with Z3_LOCK:  # one specialisation at a time; a thread that waited finds it made
+            rec = self._decided(key)
+            if rec is not None:
+                return rec
+            t0 = time.perf_counter()
+            bound = dict(zip(self.names, key))
+            program, reason = self._make(bound)
+            rec = Specialisation(bound, program, reason, time.perf_counter() - t0)
+            log.debug("%s", rec)
+            with self._table:
+                self._done[key] = rec
+                while len(self._done) > self.limit:
+                    self._done.popitem(last=False)
         return rec
+
+    def _decided(self, key: tuple[int, ...]) -> Specialisation | None:
+        with self._table:
+            rec = self._done.get(key)
+            if rec is not None:
+                self._done.move_to_end(key)
+            return rec
 
     def refuse(self, sizes: Mapping[str, int], err: BaseException) -> None:
         """The specialised program for `sizes` failed to run: the generic program runs those sizes."""
         rec = self.get(sizes)
-        rec.program = None
-        rec.reason = f"the specialised program failed to run ({type(err).__name__}: {_first_line(err)}); generic"
-        log.warning("%s", rec)
+        with self._table:
+            rec.program = None
+            rec.reason = f"the specialised program failed to run ({type(err).__name__}: {_first_line(err)}); generic"
+            log.warning("%s", rec)
 
     def _make(self, bound: dict[str, int]) -> tuple[Any, str]:
         """The specialised program for `bound` and why, or None and why not (see the module docstring)."""

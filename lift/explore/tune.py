@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lift.choices import Choices
+from lift.compile import serialised
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda, Node
 from lift.rules.normalise import normalise
@@ -95,6 +96,7 @@ class TuneResult:
                 f"{len(self.pareto)} on the Pareto front{', cached' if self.cached else ''}>")
 
 
+@serialised  # z3 (the spaces, the sampler) is not thread-safe: tunes and compiles run one at a time
 @without_lookup
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
