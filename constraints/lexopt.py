@@ -223,7 +223,7 @@ class OneHot(Encoding):
         raise ValueError(f"the model gives {name} no value")
 
     def below(self, name: str, v: int) -> Any:
-        return z3.Or([b for k, b in self.lits[name].items() if k < v])
+        return _or([b for k, b in self.lits[name].items() if k < v])
 
     def equals(self, name: str, v: int) -> Any:
         return self.lits[name][v]
@@ -248,15 +248,41 @@ class OneHot(Encoding):
         ok = np.broadcast_to(np.asarray(fn(dict(zip(names, grids))), dtype=bool), grids[0].shape)
         first = self.lits[names[0]]
         if len(names) == 1:
-            return z3.Or([first[int(v)] for v, good in zip(self.domains[names[0]], ok) if good])
+            return _or([first[int(v)] for v, good in zip(self.domains[names[0]], ok) if good])
         second = self.lits[names[1]]
         clauses = []
         for i, v in enumerate(self.domains[names[0]]):
             if ok[i].all():
                 continue
             allowed = [second[int(w)] for w, good in zip(self.domains[names[1]], ok[i]) if good]
-            clauses.append(z3.Or(z3.Not(first[int(v)]), *allowed))
-        return z3.And(clauses)
+            clauses.append(_or([_not(first[int(v)]), *allowed]))
+        return _and(clauses)
+
+
+def _connective(mk: Any, lits: list[Any], empty: bool) -> Any:
+    """`mk` (Z3_mk_or / Z3_mk_and) over Boolean literals through z3's C API: z3.Or/And coerce and
+    sort-check every argument in Python, which was half of choose_mapping's time on deep nests."""
+    if not lits:
+        return z3.BoolVal(empty)
+    if len(lits) == 1:
+        return lits[0]
+    ctx = lits[0].ctx
+    arr = (z3.Ast * len(lits))()
+    for i, a in enumerate(lits):
+        arr[i] = a.as_ast()
+    return z3.BoolRef(mk(ctx.ref(), len(lits), arr), ctx)
+
+
+def _or(lits: list[Any]) -> Any:
+    return _connective(z3.Z3_mk_or, lits, False)
+
+
+def _and(lits: list[Any]) -> Any:
+    return _connective(z3.Z3_mk_and, lits, True)
+
+
+def _not(a: Any) -> Any:
+    return z3.BoolRef(z3.Z3_mk_not(a.ctx.ref(), a.as_ast()), a.ctx)
 
 
 _CONNECTIVES = {
