@@ -273,3 +273,13 @@ def test_traced_user_functions_fuse_into_one_multiply_add() -> None:
     assert expression(my_add) == "(a + b)"
     assert fused(my_add, my_mul, 1).c_source.count("return (a + ((my_mul_a * my_mul_b)))") == 1
     assert facts.operator(my_add).kind == "add" and facts.operator(my_mul).kind == "mult"
+
+
+def test_a_pair_function_on_arrays_is_no_operator_and_compiles() -> None:
+    """`map(p => p.0) << zip(x, y)` over 3-D arrays: the facts must not translate a built-in for
+    array types (the threaded fuzzer found lift.compile refusing it: 'arithmetic on [[Float]6]8')."""
+    t = Array(Array(Array(Float, 6), 8), 3)
+    prog = fun([t, t], lambda x, y: map(lambda p: p[0]) << zip(x, y))
+    assert facts.pair_operator(prog.body.f.f) is None
+    x = np.random.default_rng(0).random((3, 8, 6), dtype=np.float32)
+    np.testing.assert_array_equal(lift.compile(prog, local_size=1)(x, x + 1), x)

@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
+from lift.errors import LiftError
 from lift.ir.nodes import FunCall, FunDecl, Get, Lambda, Literal, Node, Param, UserFun
 from lift.types import ScalarType, Type, VectorType
 
@@ -257,13 +258,18 @@ def _operator(f: FunDecl) -> Operator | None:
     if mine is None:
         return None
     for op in operators():
-        try:
-            theirs = term(op.on(t))
-        except Exception:  # noqa: BLE001 - a type the built-in does not take
-            continue
+        theirs = _builtin_term(op, t)
         if theirs is not None and (mine == theirs or (op.commutative and mine == _swap(theirs))):
             return op
     return None
+
+
+def _builtin_term(op: Operator, t: Type) -> Term | None:
+    """The term of built-in `op` on two arguments of type `t`, or None for a type it does not take."""
+    try:
+        return term(op.on(t))
+    except LiftError:
+        return None
 
 
 def pair_operator(f: FunDecl) -> Operator | None:
@@ -279,14 +285,15 @@ def _pair_operator(f: FunDecl) -> Operator | None:
     if typed is None or len(typed[0]) != 1:
         return None
     (pt,), out = typed
-    if not (isinstance(pt, TupleType) and len(pt.elems) == 2 and pt.elems[0] == pt.elems[1] == out):
+    if not (isinstance(pt, TupleType) and len(pt.elems) == 2 and pt.elems[0] == pt.elems[1] == out
+            and _numeric(out)):
         return None
     mine = term(f)
     if mine is None:
         return None
     comps = [("get", ("arg", 0), 0), ("get", ("arg", 0), 1)]
     for op in operators():
-        theirs = term(op.on(out))
+        theirs = _builtin_term(op, out)
         if theirs is None:
             continue
         if mine == _instantiate(theirs, comps) or (op.commutative and mine == _instantiate(theirs, comps[::-1])):
@@ -308,7 +315,7 @@ def _fold_step(f: FunDecl) -> tuple[Operator, Term] | None:
     if mine is None:
         return None
     for op in operators():
-        theirs = term(op.on(typed[1]))
+        theirs = _builtin_term(op, typed[1])
         if theirs is None or theirs[0] != "bin":  # a fold of max_/min_ keeps its comparison
             continue
         for acc_first in (True, False) if op.commutative else (True,):
