@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lift.ir.nodes import FunCall, Get, Lambda, Let, Map, Node, Param, Reduce, Transpose, UserFun, Zip
+from lift.ir.nodes import FunCall, Lambda, Let, Map, Node, Param, Reduce, Transpose, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.terms import call, lam, mentions, meta, substitute
 from lift.types import ArrayType, TupleType
@@ -84,14 +84,9 @@ def _own_ops(n: Node, salt: int) -> Node | None:
 
 def _pair_op(f: Any) -> tuple[facts.Operator, UserFun] | None:
     """(op, uf) when `f` is `p => uf(p.0, p.1)` with `uf` an operator."""
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
-            and isinstance(f.body.f, UserFun) and len(f.body.args) == 2):
-        return None
-    q = f.params[0]
-    if not all(isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,) for i, a in enumerate(f.body.args)):
-        return None
-    op = facts.operator(f.body.f)
-    return (op, f.body.f) if op is not None else None
+    uf = facts.pair_call(f)
+    op = facts.operator(uf) if uf is not None else None
+    return (op, uf) if op is not None else None
 
 
 def _pair(n: Node, salt: int) -> Node | None:

@@ -38,7 +38,7 @@ from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
 from lift.userfun.compose import fused
-from lift.userfun.facts import sums
+from lift.userfun.facts import pair_call, sums
 
 from .chunks import lane_sum
 from .nested import _nest, _reduction
@@ -61,13 +61,7 @@ def _pair_fun(g: FunDecl | None) -> UserFun | None:
     g = eta(g)
     if isinstance(g, UserFun):
         return g if len(g.in_types) == 2 else None
-    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
-        return None
-    uf, q = g.body.f, g.params[0]
-    if not (isinstance(uf, UserFun) and len(g.body.args) == 2):
-        return None
-    ok = all(isinstance(a, FunCall) and a.f == n.Get(i) and a.args == (q,) for i, a in enumerate(g.body.args))
-    return uf if ok else None
+    return pair_call(g)
 
 
 @node

@@ -46,7 +46,7 @@ def split_epilogue(call: Node) -> Node | None:
     rows = _operand(x, p, u)
     if rows is None:
         return None
-    product = _product(red, u, v, rows, cols)
+    product = _product(red, rows, cols)
     return _epilogue(call, p, q, body, red, x, y, product)
 
 
@@ -92,7 +92,7 @@ def _operand(xs: Node, p: Param, u: Node) -> Node | None:
     return FunCall(Map(Lambda((p,), u)), (xs,))
 
 
-def _product(red: FunCall, u: Node, v: Node, rows: Node, cols: Node) -> Node:
+def _product(red: FunCall, rows: Node, cols: Node) -> Node:
     """`map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << cols) << rows`."""
     xs = red.args[1]
     mapped = isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1

@@ -94,7 +94,7 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
     if isinstance(n, Lambda):
         return _as_builtin(n)
     if isinstance(n, Map):
-        op = facts.pair_operator(n.f) if not _pair_call(n.f) else None
+        op = facts.pair_operator(n.f) if facts.pair_call(n.f) is None else None
         if op is not None:
             return Map(_pair_fun(op, n.f), **meta(n))
         return None
@@ -105,15 +105,6 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
         if new is not None:
             return new
     return None
-
-
-def _pair_call(f: FunDecl) -> bool:
-    """Whether `f` is `p => uf(p.0, p.1)` (how `map(uf) << zip(a, b)` is built)."""
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
-        return False
-    q = f.params[0]
-    return (isinstance(f.body.f, UserFun) and len(f.body.args) == 2 and all(
-        isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,) for i, a in enumerate(f.body.args)))
 
 
 def _pair_fun(op: facts.Operator, like: FunDecl) -> Lambda:
@@ -224,7 +215,8 @@ def _binding_order(expr: Node) -> dict[int, tuple[int, int, int]]:
 
 def _order_zip(n: FunCall, order: dict[int, tuple[int, int, int]]) -> Node | None:
     """`map(op) << zip(b, a) -> map(op) << zip(a, b)` for a commutative built-in `op`."""
-    if type(n.f) is not Map or len(n.args) != 1 or not _pair_call(n.f.f) or not facts.commutes(n.f.f.body.f):
+    uf = facts.pair_call(n.f.f) if type(n.f) is Map and len(n.args) == 1 else None
+    if uf is None or not facts.commutes(uf):
         return None
     z = n.args[0]
     if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and len(z.args) == 2):

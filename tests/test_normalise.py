@@ -191,13 +191,6 @@ def test_every_spelling_at_once_normalises_to_the_canonical_points(family: str) 
     assert alpha_equal(normalise(without_own), prog), f"{without_own}\n -> {normalise(without_own)}"
 
 
-def _decisions(draw_list: list[bool]):
-    def chooser():
-        it = iter(draw_list)
-        return (lambda kind, n: next(it, False)), (lambda: 0)
-    return chooser
-
-
 _COMPILED: dict[str, dict] = {}
 
 

@@ -355,6 +355,17 @@ def _mentions_arg(t: Any, i: int) -> bool:
     return any(_mentions_arg(x, i) for x in t[1:])
 
 
+def pair_call(f: FunDecl) -> UserFun | None:
+    """`uf` when `f` is `p => uf(p.0, p.1)` (how `map(uf) << zip(a, b)` is built), else None."""
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
+        return None
+    q, uf = f.params[0], f.body.f
+    if not (isinstance(uf, UserFun) and len(f.body.args) == 2 and all(
+            isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,) for i, a in enumerate(f.body.args))):
+        return None
+    return uf
+
+
 def is_identity(f: FunDecl) -> bool:
     """Whether `f` returns its one argument unchanged."""
     typed = _types(f)
