@@ -1,0 +1,158 @@
+"""Golden OpenCL for a corpus beyond the examples: a refactor must leave generated code byte-identical.
+
+`tests/test_golden.py` pins every variant of the six examples. This test pins what the rest of the
+project compiles by default, where the policy of `lift.compile` (database, default reduction, default
+register blocks and grid launch, automatic points, widths, specialisation, GPU tiles) decides the
+code: each seed workload of the papers (`benchmarks/seed_programs.py`) generic and specialised to its
+tiny and reduced sizes, each Tensor Comprehensions example (`examples/tc/`) at small sizes, the
+VGG-16 layers at the small scale, and the examples' high-level programs for the offline GPU profiles.
+Every program is compiled for an offline profile (so the z3 mapping does not depend on the attached
+device) with a fresh cache folder (no tuning database). A compile that raises is pinned too: its
+error class and message are the golden text.
+
+    python tests/test_golden_corpus.py --update      # after checking the change in the diff
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "golden" / "corpus"
+UPDATE = f"python tests/{Path(__file__).name} --update"
+
+for extra in ("examples", "benchmarks"):
+    if str(ROOT / extra) not in sys.path:
+        sys.path.insert(0, str(ROOT / extra))
+
+import lift  # noqa: E402
+import lift.devices  # noqa: E402
+from lift.errors import LiftError  # noqa: E402
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _source(make: Callable[[], Any], device: str, arrays: Callable[[], tuple[Any, ...]] | None,
+            cache: str) -> str:
+    """The OpenCL source of `make()` compiled for the profile `device`, specialised to `arrays()`
+    when given; a `LiftError` becomes its class name and message."""
+    try:
+        prog = lift.compile(make(), device=lift.devices.profile(device), cache_dir=cache)
+        if arrays is not None:
+            prog = prog.specialised(*arrays())
+        return prog.source
+    except LiftError as err:
+        return f"// {type(err).__name__}: {err}\n"
+
+
+def _seed_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    from seed_programs import SEEDS
+
+    out: dict[str, tuple[Callable[[], Any], str, Any]] = {}
+    for seed in SEEDS:
+        out.setdefault(f"seed-{seed.name}-generic", (seed.build, "pocl-cpu", None))
+        for scale in ("tiny", "quick"):
+            sizes = getattr(seed, scale)
+            stem = f"seed-{seed.name}-{scale}-{'x'.join(map(str, sizes))}"
+            out.setdefault(stem, (seed.build, "pocl-cpu", functools.partial(_inputs, seed, sizes)))
+    return out
+
+
+def _inputs(seed: Any, sizes: tuple[int, ...]) -> tuple[Any, ...]:
+    return tuple(seed.inputs(sizes))
+
+
+def _tc_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    out: dict[str, tuple[Callable[[], Any], str, Any]] = {}
+    for path in sorted((ROOT / "examples" / "tc").glob("*.tc")):
+        try:
+            functions = lift.tc(path.read_text())
+        except LiftError:
+            continue  # a TC the front end refuses has no code to pin
+        for name, prog in functions.items():
+            out[f"tc-{slug(path.stem)}-{slug(name)}"] = (functools.partial(lambda p: p, prog), "pocl-cpu", None)
+    return out
+
+
+def _vgg_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    from vgg_layers import programs
+
+    return {f"vgg-{slug(name)}": (functools.partial(lambda p: p, prog), "pocl-cpu", None)
+            for name, (prog, _) in programs("small").items()}
+
+
+def _gpu_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    out: dict[str, tuple[Callable[[], Any], str, Any]] = {}
+    for example in ("dot", "gemv", "matmul", "conv", "stencil2d", "axpy"):
+        module = importlib.import_module(example)
+        for v in module.variants():
+            if "high-level" not in slug(v.name) or v.compile_kw:
+                continue
+            for device in ("nvidia", "mali-g72"):
+                out[f"gpu-{device}-{example}-{slug(v.name)}"] = (functools.partial(lambda p: p, v.program),
+                                                                 device, None)
+    return out
+
+
+@functools.cache
+def cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    return {**_seed_cases(), **_tc_cases(), **_vgg_cases(), **_gpu_cases()}
+
+
+def golden_file(stem: str) -> Path:
+    return CORPUS / f"{stem}.cl"
+
+
+def _ids() -> list[str]:
+    return sorted(cases())
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("stem", _ids())
+def test_corpus_code_matches_golden(stem: str, tmp_path: Path) -> None:
+    path = golden_file(stem)
+    if not path.exists():
+        pytest.fail(f"no golden file {path.relative_to(ROOT)}; write it with: {UPDATE}")
+    make, device, arrays = cases()[stem]
+    got = _source(make, device, arrays, str(tmp_path))
+    assert got == path.read_bytes().decode(), \
+        f"{stem}: the generated OpenCL differs from {path.relative_to(ROOT)}; if intended: {UPDATE}"
+
+
+def test_every_corpus_file_belongs_to_a_case() -> None:
+    stale = sorted(p.name for p in CORPUS.glob("*.cl") if p.stem not in cases())
+    assert not stale, f"golden files of no corpus case (delete them with {UPDATE}): {stale}"
+
+
+def update() -> None:
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    for stem in _ids():
+        make, device, arrays = cases()[stem]
+        with tempfile.TemporaryDirectory() as cache:
+            text = _source(make, device, arrays, cache)
+        path = golden_file(stem)
+        old = path.read_bytes().decode() if path.exists() else None
+        if text != old:
+            path.write_bytes(text.encode())
+        print(f"{'unchanged' if text == old else 'written':9s} {path.relative_to(ROOT)}", flush=True)
+    for path in sorted(CORPUS.glob("*.cl")):
+        if path.stem not in cases():
+            path.unlink()
+            print(f"{'deleted':9s} {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit(f"usage: {UPDATE}")
+    update()
