@@ -15,8 +15,10 @@ error class and message are the golden text.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
+import json
 import re
 import sys
 import tempfile
@@ -27,7 +29,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "golden" / "corpus"
+CORPUS = ROOT / "tests" / "golden" / "corpus.json"  # {case: its OpenCL source}, one file
 UPDATE = f"python tests/{Path(__file__).name} --update"
 
 for extra in ("examples", "benchmarks"):
@@ -110,8 +112,8 @@ def cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
     return {**_seed_cases(), **_tc_cases(), **_vgg_cases(), **_gpu_cases()}
 
 
-def golden_file(stem: str) -> Path:
-    return CORPUS / f"{stem}.cl"
+def golden() -> dict[str, str]:
+    return json.loads(CORPUS.read_text()) if CORPUS.exists() else {}
 
 
 def _ids() -> list[str]:
@@ -121,35 +123,33 @@ def _ids() -> list[str]:
 @pytest.mark.device
 @pytest.mark.parametrize("stem", _ids())
 def test_corpus_code_matches_golden(stem: str, tmp_path: Path) -> None:
-    path = golden_file(stem)
-    if not path.exists():
-        pytest.fail(f"no golden file {path.relative_to(ROOT)}; write it with: {UPDATE}")
+    want = golden().get(stem)
+    if want is None:
+        pytest.fail(f"{CORPUS.relative_to(ROOT)} has no {stem}; write it with: {UPDATE}")
     make, device, arrays = cases()[stem]
     got = _source(make, device, arrays, str(tmp_path))
-    assert got == path.read_bytes().decode(), \
-        f"{stem}: the generated OpenCL differs from {path.relative_to(ROOT)}; if intended: {UPDATE}"
+    if got != want:
+        diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "golden", "now"))[:80])
+        pytest.fail(f"{stem}: the generated OpenCL differs from {CORPUS.relative_to(ROOT)}; if intended: {UPDATE}\n"
+                    f"{diff}")
 
 
-def test_every_corpus_file_belongs_to_a_case() -> None:
-    stale = sorted(p.name for p in CORPUS.glob("*.cl") if p.stem not in cases())
-    assert not stale, f"golden files of no corpus case (delete them with {UPDATE}): {stale}"
+def test_every_corpus_entry_belongs_to_a_case() -> None:
+    stale = sorted(set(golden()) - set(cases()))
+    assert not stale, f"golden entries of no corpus case (drop them with {UPDATE}): {stale}"
 
 
 def update() -> None:
-    CORPUS.mkdir(parents=True, exist_ok=True)
+    old = golden()
+    new: dict[str, str] = {}
     for stem in _ids():
         make, device, arrays = cases()[stem]
         with tempfile.TemporaryDirectory() as cache:
-            text = _source(make, device, arrays, cache)
-        path = golden_file(stem)
-        old = path.read_bytes().decode() if path.exists() else None
-        if text != old:
-            path.write_bytes(text.encode())
-        print(f"{'unchanged' if text == old else 'written':9s} {path.relative_to(ROOT)}", flush=True)
-    for path in sorted(CORPUS.glob("*.cl")):
-        if path.stem not in cases():
-            path.unlink()
-            print(f"{'deleted':9s} {path.relative_to(ROOT)}")
+            new[stem] = _source(make, device, arrays, cache)
+        print(f"{'unchanged' if new[stem] == old.get(stem) else 'written':9s} {stem}", flush=True)
+    for stem in sorted(set(old) - set(new)):
+        print(f"{'deleted':9s} {stem}")
+    CORPUS.write_text(json.dumps(new, indent=0, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
