@@ -54,8 +54,6 @@ def fold_exact(p: Poly) -> Poly:
         m, c, f = hit
         rest = {remove(m, (f,)): c}
         g, atoms = _common(remove(m, (f,)), c, f.b)
-        from lift.arith.ranged import exact_div
-
         quot = exact_div(f.a, from_poly(scale_down(to_poly(f.b), g, atoms)))
         acc(p, {m: c}, -1)
         acc(p, poly_mul(scale_down(rest, g, atoms), to_poly(quot)))  # type: ignore[arg-type]
@@ -89,8 +87,6 @@ def _fold_once(p: Poly) -> bool:
 
 def _fold_quotient(p: Poly, f: FloorDiv) -> bool:
     """c*b*(a // b) - c*a -> -c*(a % b): the multiple of b cancels against a."""
-    from lift.arith.ranged import mod
-
     quot = poly_mul(to_poly(f.b), {(f,): 1})
     c = _multiple(p, quot)
     pa = to_poly(f.a)
@@ -104,8 +100,6 @@ def _fold_quotient(p: Poly, f: FloorDiv) -> bool:
 
 def _fold_remainder(p: Poly, f: Mod, has_div: bool) -> bool:
     """k*(a % b) + k*b*(a // b) -> k*a, and k*(a % b) - k*a -> -k*b*(a // b)."""
-    from lift.arith.ranged import floordiv
-
     k = p.get((f,))
     if k is None:
         return False
@@ -145,3 +139,7 @@ def _contains(p: Poly, pa: Poly, c: int) -> bool:
     """Does p hold c * (each non-constant term of pa)?"""
     terms = [m for m in pa if m]
     return bool(terms) and all(p.get(m) == c * pa[m] for m in terms)
+
+
+# Last: lift.arith.ranged imports this module (its simplifications add and multiply).
+from lift.arith.ranged import exact_div, floordiv, mod  # noqa: E402

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import z3
+
 from lift.arith.expr import Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum, Var, negated
+from lift.arith.ops import free_vars
 from lift.arith.ranges import prove_nonneg, prove_positive
 
 # Contexts of a C subexpression, from loosest to tightest: 0 top level or function
@@ -83,7 +86,6 @@ def to_z3(e: Arith, env: Mapping[str, Any] | None = None) -> Any:
     `//` and `%` have floor semantics for divisors of either sign: z3's own division is
     Euclidean, which agrees for positive divisors, and is used where the divisor is
     provably positive (sizes); otherwise the term branches on the divisor's sign."""
-    import z3
 
     env = dict(env or {})
 
@@ -121,7 +123,6 @@ def _positive_divisor(b: Arith) -> bool:
 
 
 def _z3_floordiv(ga: Any, gb: Any, b: Arith) -> Any:
-    import z3
 
     if _positive_divisor(b):
         return ga / gb
@@ -130,7 +131,6 @@ def _z3_floordiv(ga: Any, gb: Any, b: Arith) -> Any:
 
 def range_constraints_z3(vars_: Iterable[Var], env: Mapping[str, Any] | None = None) -> list[Any]:
     """z3 facts `lo <= v <= hi` for the given variables (and the variables in their bounds)."""
-    from lift.arith.ops import free_vars
 
     out = []
     seen: set[str] = set()

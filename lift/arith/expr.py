@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Union
 
+from lift.errors import LiftTypeError
+
 ArithLike = Union["Arith", int]
 
 
@@ -210,7 +212,6 @@ def as_arith(x: ArithLike) -> Arith:
     """An `Arith` from an int (or numpy integer), or the expression itself."""
     if isinstance(x, Arith):
         return x
-    from lift.errors import LiftTypeError
 
     if isinstance(x, bool):
         raise LiftTypeError("a size cannot be a bool", got=x)

@@ -156,8 +156,6 @@ def exact_div(a: ArithLike, b: ArithLike) -> Arith:
     """`a / b` for a `b` that divides `a` (checked where both are constants).
 
     Example: `exact_div(N, 4) * 4 == N`; `exact_div(exact_div(N, 4), 2) == exact_div(N, 8)`."""
-    from lift.arith.poly import content, exact_quotient, from_poly, scale_down, to_poly
-
     a, b = as_arith(a), as_arith(b)
     if b == 0:
         raise ZeroDivisionError(f"symbolic division of {a} by zero")
@@ -168,13 +166,9 @@ def exact_div(a: ArithLike, b: ArithLike) -> Arith:
     if b == 1:
         return a
     if isinstance(a, ExactDiv):
-        from lift.arith.algebra import mul
-
         return exact_div(a.a, mul(a.b, b))
     pa, pb = to_poly(a), to_poly(b)
     if all(c < 0 for c in pa.values()) or all(c < 0 for c in pb.values()):
-        from lift.arith.algebra import mul
-
         sign_a, sign_b = (-1 if all(c < 0 for c in pa.values()) else 1), (-1 if all(c < 0 for c in pb.values()) else 1)
         return mul(sign_a * sign_b, exact_div(mul(sign_a, a), mul(sign_b, b)))
     q = exact_quotient(pa, pb)

@@ -15,6 +15,8 @@ from lift.arith.algebra import add, mul
 from lift.arith.expr import Arith, ArithLike, Cst, ExactDiv, FloorDiv, Max, Min, Mod, Var, as_arith
 from lift.arith.poly import Poly, atom_key, from_poly, to_poly
 
+# lift.arith.ranged (floordiv, mod, min_, max_) imports this module: they are imported where used.
+
 _MAX_DEPTH = 32
 
 
