@@ -23,6 +23,7 @@ from lift.devices import Device
 from .context import Context
 from .mapping import DIMS, _uses
 from .model import Constraint, Model
+from .tuning import PRIVATE_MEM, buffer_bytes, private_per_group
 
 LAUNCH, WORK_GROUP = "launch configuration", "work-group size"
 MAX_GROUPS = 1 << 12
@@ -73,7 +74,6 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
 
 def _private_per_group(model: Model, ctx: Context, device: Device, ls: list, sizes: Mapping[str, int]) -> None:
     """The private arrays of a work-group's work-items fit where the device keeps them together."""
-    from .tuning import PRIVATE_MEM, buffer_bytes, private_per_group
 
     limit, per_item = private_per_group(device), buffer_bytes(ctx, "private")
     if limit is None or per_item is None:

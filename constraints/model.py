@@ -21,6 +21,8 @@ import z3
 from lift.arith import Arith
 from lift.errors import UnsatisfiableError
 
+from .sampling import Sampler
+
 Choice = dict[str, int]
 
 Z3_LOCK = threading.RLock()
@@ -202,7 +204,6 @@ class Model:
 
     def _sampler(self) -> Any:
         """The concrete sampler of this model (rebuilt when constraints were added), or None."""
-        from .sampling import Sampler
 
         key = len(self.constraints)
         if getattr(self, "_fast", (None, -1))[1] != key:

@@ -20,7 +20,7 @@ from lift.arith import Arith, Cst, prove_divides, substitute
 from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
-from lift.ir.paths import Path, at
+from lift.ir.paths import Path, at, walk
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 from .boundary import apply_boundary, needs_boundary, result_chain
@@ -97,7 +97,6 @@ class _Lowering:
                 call = _beta(f, args[0])
             comps.append(call)
         body = FunCall(e.f, tuple(comps), label=e.label, loc=e.loc)
-        from lift.ir.paths import walk
 
         bound = {q.id for _, x in walk(body) if isinstance(x, Lambda) for q in x.params} | {q.id for q in params}
         free = list({x.id: x for _, x in walk(body) if isinstance(x, Param) and x.id not in bound}.values())
@@ -203,7 +202,6 @@ def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
 def _kernel(call: FunCall) -> Expr:
     """`ocl_kernel((k0, ...) => call') << (non-literal arguments, free parameters)`; a
     `reduce_atomic` keeps its array argument inside (computed by its kernel's map)."""
-    from lift.ir.paths import walk
 
     whole = isinstance(call.f, n.ReduceAtomic)
     inside = call.args[1] if whole else call.f

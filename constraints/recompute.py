@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
+from lift.arith import Cst
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, Lambda, Node, Param
 from lift.ir.paths import transform_bottom_up, walk
@@ -120,7 +121,6 @@ def _then(h: n.FunDecl, g: n.FunDecl, t) -> Lambda:
 
 
 def _constant(t) -> bool:
-    from lift.arith import Cst
 
     while isinstance(t, ArrayType):
         if not isinstance(t.size, Cst) or t.size.value > 64:

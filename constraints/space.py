@@ -18,19 +18,22 @@ their default launch).
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 from typing import Any
 
 import z3
 
-from lift.arith import Arith, Cst, free_vars, to_z3
+from lift import devices
+from lift.arith import Arith, Cst, evaluate, free_vars, substitute, to_z3
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
+from lift.ir.paths import at, replace_at
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.typecheck import typecheck
 
@@ -130,7 +133,6 @@ class Space:
 
 
 def _device(device: Device | str | None) -> Device:
-    from lift import devices
 
     if isinstance(device, Device):
         return device
@@ -160,7 +162,6 @@ def _tuning(expr: Node, ctx: Context, device: Device, sizes: Mapping[str, int],
 
 
 def _int(a: Arith, sizes: Mapping[str, int]) -> int:
-    from lift.arith import evaluate, substitute
 
     v = substitute(a, sizes)
     if free_vars(v):
@@ -275,7 +276,6 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
     """`(kernel, path of its ocl_kernel call)` of the kernel whose maps nest deepest (ties: the
     later kernel, which consumes the others), or None when that kernel is no `ocl_kernel` of
     its own (a staged top-level call) or is launched together with others."""
-    from lift.ir.paths import at
 
     depth: dict[int, int] = {}
     for m in ctx.maps.values():
@@ -295,7 +295,6 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
 
 def _kernel_name(expr: Node, path: tuple[int, ...]) -> str:
     """The name of the `ocl_kernel` call at `path`: its label, else `LAUNCH_KERNEL`."""
-    from lift.ir.paths import at
 
     kernel = at(expr, path).f  # type: ignore[attr-defined]
     return kernel.label or getattr(kernel.f, "label", None) or LAUNCH_KERNEL
@@ -304,9 +303,7 @@ def _kernel_name(expr: Node, path: tuple[int, ...]) -> str:
 def _named_kernel(expr: Node, path: tuple[int, ...]) -> Node:
     """`expr` with the `ocl_kernel` call at `path` labelled `_kernel_name` (a program launched with
     launch choices only: the others keep their kernels' names)."""
-    from dataclasses import replace
 
-    from lift.ir.paths import at, replace_at
 
     call = at(expr, path)
     name = _kernel_name(expr, path)
@@ -388,7 +385,6 @@ def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Map
 
 def _natural(label: str) -> tuple:
     """`m2` before `m10`: digits compare as numbers."""
-    import re
 
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
 
@@ -415,7 +411,6 @@ def _parallel_score(space: Space, sizes: Mapping[str, int]) -> list[tuple[Any, i
 
 
 def _weight(length: Arith, sizes: Mapping[str, int]) -> int:
-    from lift.arith import evaluate, substitute
 
     v = substitute(length, sizes)
     return max(1, evaluate(v, {}).bit_length()) if not free_vars(v) else 8

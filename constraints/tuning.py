@@ -14,12 +14,29 @@ ranges and the other constraints. `reduce_ranges` is Algorithm 2.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import z3
 
-from lift.arith import Arith, Cst, Var, free_vars, lower, prove_eq, prove_le, prove_lt, substitute, to_z3, upper
+from lift.arith import (
+    Arith,
+    Cst,
+    Mod,
+    Var,
+    evaluate,
+    free_vars,
+    lower,
+    max_,
+    min_,
+    prove_eq,
+    prove_le,
+    prove_lt,
+    substitute,
+    to_z3,
+    upper,
+)
 from lift.devices import Device
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Lambda, Node
@@ -266,7 +283,6 @@ def simplify(params: Mapping[str, TuningParam], cons: list[Constraint]) -> tuple
 
 def _multiples(cons: list[Constraint]) -> dict[str, tuple[Arith, Constraint]]:
     """{v: (d, c)} for constraints c of the form `v % d == 0`."""
-    from lift.arith import Mod
 
     out = {}
     for c in cons:
@@ -331,7 +347,6 @@ def _equivalent(c: Constraint, d: Constraint, others: list[Constraint], params: 
 def _differ(c: Constraint, d: Constraint, others: list[Constraint], params: Mapping[str, TuningParam]) -> bool:
     """A concrete point (sizes from 1 to 2^40, log-uniform, and tuning values in their ranges)
     where the other constraints hold and `c` and `d` disagree: they are not equivalent."""
-    import random
 
     names = sorted({v.name for x in (c, d, *others) if x.pred for v in
                     free_vars(x.pred.lhs) | free_vars(x.pred.rhs)})
@@ -357,7 +372,6 @@ def _probe(rng, k: int) -> int:
 
 
 def _in_ranges(env: Mapping[str, int], params: Mapping[str, TuningParam]) -> bool:
-    from lift.arith import evaluate
 
     try:
         for t in params.values():
@@ -370,7 +384,6 @@ def _in_ranges(env: Mapping[str, int], params: Mapping[str, TuningParam]) -> boo
 
 
 def _holds(p: Pred, env: Mapping[str, int]) -> bool:
-    from lift.arith import evaluate
 
     a, b = evaluate(p.lhs, env), evaluate(p.rhs, env)
     return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[p.op]
@@ -406,13 +419,11 @@ def _tighten(t: TuningParam, op: str, x: Arith) -> TuningParam:
 
 
 def _max(a: Arith, b: Arith) -> Arith:
-    from lift.arith import max_
 
     return max_(a, b)
 
 
 def _min(a: Arith, b: Arith) -> Arith:
-    from lift.arith import min_
 
     return min_(a, b)
 
@@ -473,7 +484,6 @@ def _relational(ts: dict[str, TuningParam], cs: list[Constraint]) -> dict[str, T
 
 def concrete_range(t: TuningParam, sizes: Mapping[str, int]) -> range:
     """The integer range of `t` with problem sizes known."""
-    from lift.arith import evaluate
 
     lo = evaluate(substitute(t.lo, sizes), {}) if not free_vars(substitute(t.lo, sizes)) else 1
     hi_e = substitute(t.hi, sizes) if t.hi is not None else None

@@ -31,7 +31,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import lift
+from lift import devices, runtime
+from lift.cli_tune import add_tune
+from lift.constraints import describe, joint_space
 from lift.errors import LiftError
+from lift.explore import TuningDB
+from lift.files import write_atomic
+from lift.interpret import bind_sizes
+from lift.ir.nodes import Lambda
+from lift.lower import is_high_level
+from lift.typecheck import typecheck
 
 USAGE, FAILURE = 2, 1
 
@@ -49,7 +59,6 @@ class CliError(Exception):
 
 def load_program(path: str, inputs_args: str | None = None) -> tuple[Any, tuple[Any, ...], str]:
     """The `program`, the arguments `inputs(...)` returns, and a name, from a program file."""
-    from lift.ir.nodes import Lambda
 
     file = Path(path)
     if not file.is_file():
@@ -95,7 +104,6 @@ def _literals(text: str | None) -> tuple[Any, ...]:
 def device_arg(name: str | None) -> Any:
     """`--device`: an offline profile's name gives its `Device` (compile for it without it attached);
     any other name is matched against the attached devices."""
-    from lift import devices
 
     if name is not None and name.lower() in devices.PROFILE_NAMES:
         return devices.profile(name)
@@ -103,7 +111,6 @@ def device_arg(name: str | None) -> Any:
 
 
 def _db(opts: argparse.Namespace) -> Any:
-    from lift.explore import TuningDB
 
     return TuningDB(opts.db)
 
@@ -112,7 +119,6 @@ def _db(opts: argparse.Namespace) -> Any:
 
 
 def cmd_devices(opts: argparse.Namespace) -> int:
-    from lift import devices
 
     rows = _device_rows()
     try:
@@ -147,7 +153,6 @@ def cmd_devices(opts: argparse.Namespace) -> int:
 
 def _device_rows() -> list[dict[str, Any]]:
     """Every platform's devices, usable or not and why (`lift.devices.list` where there is one)."""
-    from lift import devices, runtime
 
     listed = getattr(devices, "list", None)
     if callable(listed):
@@ -195,8 +200,6 @@ def _profile_dict(p: Any) -> dict[str, Any]:
 
 
 def cmd_show(opts: argparse.Namespace) -> int:
-    import lift
-    from lift.typecheck import typecheck
 
     program, arrays, _ = load_program(opts.file, opts.inputs)
     print(f"program:\n  {program}\n\ntype:\n  {typecheck(program)}\n")
@@ -260,7 +263,6 @@ def _describe_choices(choices: Any, maps: set[str]) -> str:
 
 
 def _shown(name: str, v: Any, maps: set[str]) -> str:
-    from lift.constraints import describe
 
     if name in maps and isinstance(v, int):
         try:
@@ -272,9 +274,6 @@ def _shown(name: str, v: Any, maps: set[str]) -> str:
 
 def _constraints(program: Any, arrays: Sequence[Any], device: Any) -> tuple[str, set[str]]:
     """The joint space's constraint report and its map labels."""
-    from lift.constraints import joint_space
-    from lift.interpret import bind_sizes
-    from lift.lower import is_high_level
 
     if not is_high_level(program):
         return "the program is already mapped (no mapping or tuning space)", set()
@@ -335,7 +334,6 @@ def cmd_db(opts: argparse.Namespace) -> int:
 def write_user_file(path: str, text: str) -> None:
     """Replace the user's file `path` with `text` at once (`lift.files.write_atomic`): on any failure
     the old file stays whole, and the failure is a CliError."""
-    from lift.files import write_atomic
 
     try:
         write_atomic(path, text)
@@ -381,7 +379,6 @@ def _run_script(name: str, argv: list[str]) -> int:
 
 def cmd_tc(opts: argparse.Namespace) -> int:
     """`lift tc FILE`: each TC function's `lift.fun` program and its type."""
-    import lift
 
     try:
         source = open(opts.file).read()
@@ -397,7 +394,6 @@ def cmd_tc(opts: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from lift.cli_tune import add_tune
 
     top = argparse.ArgumentParser(prog="lift", description=__doc__.split("\n\n")[0],
                                   epilog=__doc__.split("\n\n", 2)[2],
@@ -441,7 +437,6 @@ def _program_args(p: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    import lift
 
     return str(getattr(lift, "__version__", "?"))
 

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from lift.errors import LiftValueError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
+from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
+from lift.typecheck import typecheck
+from lift.types import types_equal
 
 _PLUMBING = (Lambda, n.Let, *n.LAYOUT)
 
@@ -47,7 +51,6 @@ def lower(program: Lambda) -> Lambda:
     A `map` under a `reduce` is first fused into the reduction's operator
     (`lift.rules.fusion.fuse_reduce_maps`) and an elementwise consumer into its producer's map
     (`lift.rules.fusion.fuse_epilogues`), so neither becomes a temporary array."""
-    from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 
     program = fuse_reduce_maps(fuse_epilogues(program))  # type: ignore[assignment]
     body = _expr(program.body, nested=False)
@@ -79,7 +82,7 @@ def _fun(f: FunDecl, nested: bool) -> FunDecl:
         case n.AbstractMap(f=g) | n.AbstractReduce(f=g):
             return with_children(f, (_fun(g, True),))  # type: ignore[return-value]
         case Lambda(_, body):
-            return with_children(f, (_expr(body, nested),))  # type: ignore[return-value]
+            return with_children(f, (_expr(body, nested),))
     cs = children(f)
     if cs and isinstance(cs[0], FunDecl):
         return with_children(f, (_fun(cs[0], nested),))  # type: ignore[return-value]
@@ -199,9 +202,6 @@ def _rename(e: Expr, mapping: dict[int, Param]) -> Expr:
 def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
     """The postcondition of `lower`: no `reduce` and no computing `map` is left (a `map` of layout
     patterns is a view and may stay), and the program type is the original's."""
-    from lift.errors import LiftValueError
-    from lift.typecheck import typecheck
-    from lift.types import types_equal
 
     left = [str(x)[:60] for _, x in walk(program)
             if isinstance(x, n.Reduce) or (isinstance(x, n.Map) and computes(x.f))]

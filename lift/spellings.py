@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lift.errors import LiftValueError
 from lift.ir.nodes import FunCall, Lambda, Let, Map, Node, Param, Reduce, Transpose, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
-from lift.rules.terms import call, lam, mentions, meta, substitute
+from lift.rules.terms import bound_ids, call, lam, mentions, meta, substitute
+from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, TupleType
 from lift.userfun import facts, user_fun
 
@@ -109,7 +111,6 @@ def _fused(n: Node, salt: int) -> Node | None:
     if not (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1):
         return None
     f, g, x = n.f.f, xs.f.f, xs.args[0]
-    from lift.typecheck import type_of
 
     acc_t, elem_t = type_of(z), type_of(x).elem  # type: ignore[attr-defined]
     step = lam([acc_t, elem_t], lambda acc, e: call(f, [acc, call(g, [e])]), ["acc", "x"])
@@ -135,7 +136,6 @@ def _fission(n: Node, salt: int) -> Node | None:
             and type(f.body.f) is Reduce and len(f.body.args) == 2 and f.body.args[1] != f.params[0]
             and not mentions(f.body.args[0], f.params)):
         return None
-    from lift.typecheck import type_of
 
     red, e = f.body, f.body.args[1]
     produce = Lambda(f.params, e)
@@ -161,7 +161,6 @@ def _let(prog: Node, choose: Chooser) -> Node:
     before its use."""
     if not isinstance(prog, Lambda):
         return prog
-    from lift.typecheck import type_of, typecheck
 
     typecheck(prog)
     top = {p.id for p in prog.params}
@@ -178,7 +177,6 @@ def _let(prog: Node, choose: Chooser) -> Node:
 
 def _free_in(e: Node, top: set[int]) -> bool:
     """Whether every parameter `e` uses is one of `top` (the program's own)."""
-    from lift.rules.terms import bound_ids
 
     bound = bound_ids(e)
     return all(m.id in top or m.id in bound for _, m in walk(e) if isinstance(m, Param))
@@ -215,7 +213,6 @@ def respell(prog: Node, choose: Chooser, salt: Callable[[], int] = lambda: 0) ->
     out = bottom_up(out, own)  # operators last: the other spellings look for the built-ins' pairs
     out = _transposes(out, choose)
     out = _let(out, choose)
-    from lift.typecheck import typecheck
 
     typecheck(out)
     return out
@@ -225,7 +222,6 @@ def spell(prog: Node, *kinds: str) -> Node:
     """`prog` with every site of the named spellings (`KINDS`) rewritten."""
     unknown = set(kinds) - set(KINDS)
     if unknown:
-        from lift.errors import LiftValueError
 
         raise LiftValueError(f"unknown spellings {sorted(unknown)}; the spellings are {', '.join(KINDS)}")
     return respell(prog, lambda kind, _n: kind in kinds)

@@ -52,16 +52,23 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lift.arith import as_arith, evaluate, free_vars
+from lift.arith import Cst, as_arith, evaluate, free_vars
 from lift.errors import LiftError, LiftValueError
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, Lambda, Node
 from lift.ir.paths import at
-from lift.ir.patterns import fun, let, map, pad, reduce, split
+from lift.ir.patterns import as_scalar, fun, join, let, map, pad, reduce, slide, split, transpose
+from lift.ir.patterns import zip as zip_
 from lift.ir.printer import show
+from lift.rules import ALL
+from lift.rules.instantiate import instances
+from lift.rules.rule import same_type
+from lift.spellings import spellings as draw
+from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, Float, Int, ScalarType, TupleType, Type
 from lift.userfun import user_fun
 from lift.userfun.builtins import add, max_, min_, mult, neg
+from lift.userfun.facts import Laws
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
@@ -161,11 +168,11 @@ def _scalar(e: Expr) -> ScalarType:
     t = e.type
     while isinstance(t, ArrayType):
         t = t.elem
-    return t if isinstance(t, ScalarType) else Float  # type: ignore[return-value]
+    return t if isinstance(t, ScalarType) else Float
 
 
 def _len(e: Expr) -> int:
-    return int(e.type.size)  # type: ignore[attr-defined, call-overload]
+    return int(e.type.size)  # type: ignore[attr-defined]
 
 
 def divisors(n: int) -> list[int]:
@@ -215,7 +222,6 @@ def prefix_1d(draw: Draw, a: Expr, b: Expr) -> Expr:
     if kind == "split" and n > 2:
         return _join(split(draw(st.sampled_from(divisors(n)))) << a)
     if kind == "slide" and n >= 4:
-        from lift.ir.patterns import slide
 
         op, z = draw(monoids(s))
         return map(lambda w: reduce(op, z) << w) << slide(3, 1) << a
@@ -224,20 +230,17 @@ def prefix_1d(draw: Draw, a: Expr, b: Expr) -> Expr:
 
 def zipped(a: Expr, b: Expr) -> Expr:
     """`zip(a, b)`."""
-    from lift.ir.patterns import zip as zip_
 
     return zip_(a, b)
 
 
 def _join(e: Expr) -> Expr:
-    from lift.ir.patterns import join
 
     return join << e
 
 
 def prefix_2d(draw: Draw, a: Expr, b: Expr) -> Expr:
     """`a` turned into a 2-D array of scalars."""
-    from lift.ir.patterns import slide, transpose
 
     if isinstance(a.type.elem, ArrayType):  # type: ignore[attr-defined]
         kind = draw(st.sampled_from(("id", "transpose", "map", "pad")))
@@ -259,7 +262,6 @@ def prefix_2d(draw: Draw, a: Expr, b: Expr) -> Expr:
 
 def suffix(draw: Draw, e: Expr) -> Expr:
     """A random consumer of `e`'s value (possibly none)."""
-    from lift.ir.patterns import as_scalar, join, transpose
 
     t = e.type
     if not isinstance(t, ArrayType) or draw(st.booleans()):
@@ -294,7 +296,6 @@ def _input_types(draw: Draw, s: ScalarType, two_d: bool, nested: bool) -> Type:
 
 
 def _c(n: int) -> Any:
-    from lift.arith import Cst
 
     return Cst(n)
 
@@ -349,13 +350,11 @@ def programs_for(rule: Any, *, scalar: ScalarType = Float, nested: bool | None =
 
 
 def _is_library_rule(rule: Any) -> bool:
-    from lift.rules import ALL
 
     return any(r is rule or (r.name == rule.name and r.law == rule.law) for r in ALL)
 
 
 def _instances_of(rule: Any, params: dict[str, Any] | None) -> st.SearchStrategy[Case]:
-    from lift.rules.instantiate import instances
 
     ps, found = instances(rule, params)
     if not found:
@@ -393,7 +392,6 @@ def sizes_for(draw: Draw, program: Lambda, *, max_size: int = 16) -> dict[str, i
     names = sorted({v.name for p in program.params for v in _type_vars(p.ptype)})
     if not names:
         return {}
-    from lift.typecheck import size_conditions
 
     conds = size_conditions(program)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="size seed"))
@@ -456,8 +454,6 @@ def assert_same(expected: Any, got: Any, *, rtol: float = 1e-4, atol: float = 1e
 def check_rule(rule: Any, program: Node, inputs: Sequence[Any], path: tuple[int, ...],
                params: dict[str, Any] | None = None, *, rtol: float = 1e-4, atol: float = 1e-4) -> Node:
     """Apply `rule` at `path` and assert that the type and the value are unchanged."""
-    from lift.rules.rule import same_type
-    from lift.typecheck import typecheck
 
     try:
         new = rule.apply(program, at=path, **(params or {}))
@@ -526,13 +522,12 @@ def assert_vouched(f: Any, *, samples: int = 200, seed: int = 0, rtol: float = 1
     commutative=..., neutral=...)`) keeps its laws: `f(f(a, b), c) == f(a, f(b, c))` (to float
     rounding), `f(a, b) == f(b, a)` when commutative, `f(z, a) == a` for its neutral `z`.
     `AssertionError` naming the law and the inputs that break it."""
-    from lift.userfun.facts import Laws
 
     laws = getattr(f, "laws", None)
     if not isinstance(laws, Laws):
         raise AssertionError(f"{f} vouches for no laws (pass associative=True to user_fun)")
     rng = np.random.default_rng(seed)
-    dtype = f.out_type.dtype  # type: ignore[attr-defined]
+    dtype = f.out_type.dtype
     a, b, c = (rng.uniform(-4, 4, samples).astype(dtype) for _ in range(3))
     call = np.vectorize(f.py_fn, otypes=[dtype])
     checks = [("associative", call(call(a, b), c), call(a, call(b, c)))]
@@ -551,7 +546,6 @@ def spellings(prog: Any, **kw: Any) -> Any:
     """A hypothesis strategy of programs equal in meaning to `prog`, spelled differently
     (`lift.spellings`: own copies of built-ins, commuted operands, pair functions, fused fold
     steps, zip orders, cancelling transposes, map fission, `let`); `kinds=` selects spellings."""
-    from lift.spellings import spellings as draw
 
     return draw(prog, **kw)
 

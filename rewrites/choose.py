@@ -24,6 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lift.arith import free_vars
+from lift.constraints import tuning_space
+from lift.constraints.realise import substitute_sizes
+from lift.constraints.tuning import collect_params, input_sizes
 from lift.ir.nodes import Node
 
 from .apply import apply_all, points
@@ -45,7 +48,6 @@ def structural_choice(expr: Node, given: Mapping[str, Any]) -> dict[str, dict[st
 
 def tuning_vars(prog: Node, inputs: set[str]) -> set[str]:
     """Size variables of `prog`'s patterns that are not input sizes: the tuning variables to choose."""
-    from lift.constraints.tuning import collect_params
 
     return set(collect_params(prog)) - inputs
 
@@ -53,7 +55,6 @@ def tuning_vars(prog: Node, inputs: set[str]) -> set[str]:
 def choose_tuning(prog: Node, names: set[str], given: Mapping[str, int], device: Any,
                   inputs: set[str]) -> dict[str, int]:
     """A value for each tuning variable in `names` (see the module docstring)."""
-    from lift.constraints import tuning_space
 
     fixed = {k: int(v) for k, v in given.items() if k in names}
     if set(fixed) == names:  # everything given: no space to build (the explorer's candidates)
@@ -77,7 +78,6 @@ def choose_tuning(prog: Node, names: set[str], given: Mapping[str, int], device:
         out[k] = next((v for v in range(1, 257) if space.is_valid({**_known(out, space), k: v})), 1)
     rest = [k for k in open_vars if k not in out]
     if rest:
-        from lift.constraints.realise import substitute_sizes
 
         space = tuning_space(substitute_sizes(prog, out), device) if out else space
         cands = space.sample(16, seed=0)
@@ -96,8 +96,6 @@ def _known(values: Mapping[str, int], space: Any) -> dict[str, int]:
 def choose(expr: Node, given: Mapping[str, Any], device: Any = None) -> tuple[Node, dict[str, Any]]:
     """`expr` with its points applied and every tuning variable they introduced chosen;
     `given` holds the user's choices (point labels -> dicts, tuning names -> ints)."""
-    from lift.constraints.realise import substitute_sizes
-    from lift.constraints.tuning import input_sizes
 
     structural = structural_choice(expr, {k: v for k, v in given.items() if not isinstance(v, int)})
     prog = apply_all(expr, structural)
@@ -121,8 +119,6 @@ def complete_points(expr: Node, choices: Any) -> Any:
 def choose_open_tuning(expr: Node, pointed: Node, given: Mapping[str, int], device: Any) -> tuple[Node, dict[str, int]]:
     """`pointed` (the points of `expr` applied) with its open tuning variables chosen and substituted,
     and the values used (given ones included)."""
-    from lift.constraints.realise import substitute_sizes
-    from lift.constraints.tuning import input_sizes
 
     inputs = input_sizes(expr)
     names = tuning_vars(pointed, inputs)

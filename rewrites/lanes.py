@@ -27,6 +27,7 @@ import numpy as np
 
 from lift.arith import Cst
 from lift.ir.nodes import (
+    AsScalar,
     AsVector,
     At,
     FunCall,
@@ -174,7 +175,6 @@ def _lifted_windows(call: FunCall, g: Lambda, x: FunCall, w: int) -> Any:
 
 
 def _rebuilt(call: FunCall, g: Lambda, elem: Param, vec: Param, data: Any, w: int, window: bool) -> Any:
-    from lift.ir.nodes import AsScalar
 
     body = _Lift(w, elem, vec, window).go(g.body)
     if isinstance(body, str):

@@ -28,7 +28,8 @@ from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Param, node
 from lift.lower import computes
-from lift.rules.terms import eta, mentions
+from lift.rules.terms import call as apply_fun
+from lift.rules.terms import eta, mentions, substitute
 from lift.typecheck import type_of
 from lift.types import ArrayType
 
@@ -62,10 +63,8 @@ class InterchangeMaps(RewritePoint):
         if not computes(g):
             return "the inner function does not compute (transpose_w needs a concrete write)"
         a = outer[1]
-        eb = Param(type_of(b).elem, "b")  # type: ignore[union-attr]
-        ea = Param(type_of(a).elem, fa.params[0].name)  # type: ignore[union-attr]
-        from lift.rules.terms import call as apply_fun
-        from lift.rules.terms import substitute
+        eb = Param(type_of(b).elem, "b")
+        ea = Param(type_of(a).elem, fa.params[0].name)
 
         body_a = substitute(apply_fun(g, [eb]), {fa.params[0].id: ea})
         swapped = FunCall(nested(n.Map(Lambda((eb,), FunCall(n.Map(Lambda((ea,), body_a)), (a,))),
@@ -194,7 +193,6 @@ class PadExtraND(RewritePoint):
             return f"pad needs {k} values (one per padded dimension), got {given!r}"
         zero = 0.0 if _scalar(xt) in ("float", "double") else 0
         padded = p.pad_nd(k, 0, tuple(pads) if k > 1 else pads[0], zero) << x
-        from lift.rules.terms import substitute
 
         body = substitute(call, {x.id: padded})
         out = p.take(out_dims[0]) << body

@@ -232,14 +232,14 @@ class TileNestedMapReduce(RewritePoint):
         ta = p.transpose << (p.map(p.split(t)) << a)
         tb = p.transpose << (p.map(p.split(t)) << b)
         tile_a = Param(ArrayType(ArrayType(at.elem.elem, t), at.size), "tileA")
-        tile_b = Param(ArrayType(ArrayType(bt.elem.elem, t), bt.size), "tileB")  # type: ignore[union-attr]
+        tile_b = Param(ArrayType(ArrayType(bt.elem.elem, t), bt.size), "tileB")
         ea = Param(tile_a.ptype.elem, fa.params[0].name)  # type: ignore[attr-defined]
         h_lam = eta(h)
-        eb = Param(tile_b.ptype.elem, h_lam.params[0].name)  # type: ignore[attr-defined, union-attr]
-        h_new = Lambda((eb,), substitute(h_lam.body, {h_lam.params[0].id: eb, fa.params[0].id: ea}))  # type: ignore[union-attr]
+        eb = Param(tile_b.ptype.elem, h_lam.params[0].name)  # type: ignore[attr-defined]
+        h_new = Lambda((eb,), substitute(h_lam.body, {h_lam.params[0].id: eb, fa.params[0].id: ea}))
         inner = FunCall(n.Map(h_new, label=fa.body.f.label, loc=fa.body.f.loc), (tile_b,))
         nest = FunCall(nested(n.Map(Lambda((ea,), inner), label=call.f.label, loc=call.f.loc)), (tile_a,))
-        pair = TupleType((type_of(ta).elem, type_of(tb).elem))  # type: ignore[union-attr]
+        pair = TupleType((type_of(ta).elem, type_of(tb).elem))
 
         def per_tile(q: Param) -> Any:
             body = substitute(nest, {tile_a.id: FunCall(n.Get(0), (q,)), tile_b.id: FunCall(n.Get(1), (q,))})

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from lift.arith import Arith, as_arith
-from lift.errors import user_loc
+from lift.errors import RewriteError, user_loc
 from lift.ir.build import Deferred, apply, elaborate
 from lift.ir.nodes import Expr, FunDecl, Pattern
+from lift.rules.rule import _call
 from lift.types import Size
 
 Nested = Callable[[FunDecl], FunDecl]  # wraps a function in the points nested in this one
@@ -118,8 +119,6 @@ class Outcome:
 def via_rule(rule: Any, call: Expr, **params: Any) -> Expr:
     """`rule` applied at the root of `call` with `params`, without the rule engine's type check
     (a symbolic tile size defeats its sampled size equality; `apply_all` checks the result)."""
-    from lift.errors import RewriteError
-    from lift.rules.rule import _call
 
     env = rule.bindings(call, params)
     if env is None:

@@ -24,9 +24,10 @@ from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Reduc
 from lift.rules import map_fusion, partial_reduce, partial_reduce_split_join
 from lift.rules import split_join as split_join_rule
 from lift.rules.reduce import is_monoid
-from lift.rules.terms import eta, mentions
+from lift.rules.terms import eta, mentions, substitute
 from lift.types import ArrayType
 
+from .memory_points import copy_into
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var, via_rule
 
 
@@ -156,7 +157,6 @@ PREFETCH = ("none", "private", "local", "global")
 
 def _prefetch(params: Mapping[str, Any], point: Any, name: str, tile: Param) -> Any:
     """`tile`, or its copy into the memory chosen by `name` ("none": the tile itself)."""
-    from .memory_points import copy_into
 
     mem = params.get(name) or getattr(point, name) or "none"
     if mem not in PREFETCH:
@@ -169,7 +169,6 @@ def _prefetch(params: Mapping[str, Any], point: Any, name: str, tile: Param) -> 
 
 def _subst_param(fa: Lambda, ea: Param, tile_b: Any) -> Any:
     """The body of `fa` with its parameter renamed to `ea` and its inner array `tile_b`."""
-    from lift.rules.terms import substitute
 
     body = substitute(fa.body, {fa.params[0].id: ea})
     return dataclasses.replace(body, args=(tile_b,))

@@ -19,7 +19,7 @@ from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map
 from lift.rules import vectorise as vectorise_rule
 from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
-from lift.types import ArrayType, VectorType
+from lift.types import ArrayType, TupleType, VectorType
 
 from .lanes import lifted_map
 from .point import Nested, RewritePoint, constructor
@@ -77,7 +77,6 @@ class VectorisePoint(RewritePoint):
 
 
 def _tuple_of(vecs: tuple[Any, ...]) -> Any:
-    from lift.types import TupleType
 
     return TupleType(tuple(VectorType(v.args[0].type.elem, v.f.n) for v in vecs))
 

@@ -45,12 +45,12 @@ Builder = Callable[[Draw, Expr, Expr], Expr]
 def _s(e: Expr) -> Any:
     t = e.type
     while hasattr(t, "elem"):
-        t = t.elem  # type: ignore[attr-defined]
+        t = t.elem
     return t
 
 
 def _n(e: Expr) -> int:
-    return int(e.type.size)  # type: ignore[attr-defined, call-overload]
+    return int(e.type.size)  # type: ignore[attr-defined]
 
 
 def _even(e: Expr) -> Expr:
@@ -65,7 +65,7 @@ def _one_d(draw: Draw, a: Expr, b: Expr) -> tuple[Expr, Expr]:
 def _any_map(draw: Draw, a: Expr, b: Expr) -> Expr:
     """`map(f) << x` over a 1-D or a 2-D array."""
     x = draw(st.sampled_from((prefix_1d, prefix_2d)))(draw, a, b)
-    return map(element_fun(draw, x.type.elem)) << x  # type: ignore[attr-defined]
+    return map(element_fun(draw, x.type.elem)) << x
 
 
 def _split_join_id(draw: Draw, a: Expr, b: Expr) -> Expr:
@@ -86,7 +86,7 @@ def _slide_tiling(draw: Draw, a: Expr, b: Expr) -> Expr:
 
 def _map_fusion(draw: Draw, a: Expr, b: Expr) -> Expr:
     x = draw(st.sampled_from((prefix_1d, prefix_2d)))(draw, a, b)
-    t = x.type.elem  # type: ignore[attr-defined]
+    t = x.type.elem
     if hasattr(t, "elem"):
         inner = map(map(draw(unary_funs(_s(x))))) << x
         return map(element_fun(draw, t)) << inner
@@ -97,7 +97,7 @@ def _map_fission(draw: Draw, a: Expr, b: Expr) -> Expr:
     x = draw(st.sampled_from((prefix_1d, prefix_2d)))(draw, a, b)
     s = _s(x)
     f, g = draw(unary_funs(s)), draw(unary_funs(s))
-    if hasattr(x.type.elem, "elem"):  # type: ignore[attr-defined]
+    if hasattr(x.type.elem, "elem"):
         op, z = draw(folds(s))
         return map(lambda r: reduce(op, z) << map(g) << r) << x
     op = draw(st.sampled_from(BINARY))

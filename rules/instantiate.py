@@ -19,6 +19,7 @@ from lift.arith import Arith, Cst
 from lift.errors import LiftError
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, Zip
 from lift.rules.match import Either, Named, PVar
+from lift.typecheck import typecheck
 from lift.types import ArrayType, Float
 
 TRIES = 3000    # assignments tried per rule
@@ -34,7 +35,7 @@ def inputs() -> tuple[Param, Param, Param]:
 
 
 def _pools(params: tuple[Param, Param, Param]) -> dict[str, list[Any]]:
-    from lift.testing import FOLDS, UNARY  # the same building blocks as the other strategies
+    from lift.testing import FOLDS, UNARY  # lift.testing imports this module (its rule instances)
 
     def typed(f: Any, *ts: Any) -> Any:
         return f.specialise(*ts) if hasattr(f, "specialise") else f
@@ -104,7 +105,6 @@ def _fill(p: Any, env: dict[str, Any]) -> Any:
 
 def instances(rule: Any, params: dict[str, Any] | None = None) -> tuple[tuple[Param, ...], list[Expr]]:
     """Parameters and expressions over them that contain `rule`'s left-hand side where it applies."""
-    from lift.typecheck import typecheck
 
     ps = inputs()
     pools = _pools(ps)

@@ -33,7 +33,7 @@ def _inner_map(f: Lambda) -> tuple[FunDecl, Expr] | None:
     if len(f.params) != 1 or not (isinstance(b, FunCall) and type(b.f) is Map):
         return None
     ys = b.args[0]
-    return None if mentions(ys, f.params) else (b.f.f, ys)  # type: ignore[attr-defined]
+    return None if mentions(ys, f.params) else (b.f.f, ys)
 
 
 def _map_map_interchange(f: Lambda, x: Expr, matched: FunCall) -> Expr:

@@ -50,9 +50,10 @@ from lift.ir.nodes import (
     Zip,
 )
 from lift.ir.paths import children, walk, with_children
-from lift.rules.terms import call, lam, meta, uses
+from lift.rules.terms import call, elem, lam, meta, substitute, uses
+from lift.typecheck import type_of, typecheck
 from lift.types import ScalarType, TupleType, Type
-from lift.userfun import facts
+from lift.userfun import builtins, facts
 
 _DONE: dict[Node, Node] = {}
 _ROUNDS = 8  # rules applied at one node before moving up (each application shrinks or orders it)
@@ -65,7 +66,6 @@ def normalise(expr: Node) -> Node:
     order = _binding_order(expr)
     out = _bottom_up(expr, lambda n: _local(n, order), root=True)
     if out is not expr:
-        from lift.typecheck import typecheck
 
         typecheck(out)
     if len(_DONE) > 256:
@@ -110,14 +110,13 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
 def _pair_fun(op: facts.Operator, like: FunDecl) -> Lambda:
     """`p => op(p.0, p.1)` on the pairs `like` takes."""
     pt = like.in_types[0] if isinstance(like, UserFun) else like.params[0].ptype  # type: ignore[attr-defined]
-    uf = op.on(pt.elems[0])  # type: ignore[attr-defined]
+    uf = op.on(pt.elems[0])
     return lam([pt], lambda q: FunCall(uf, (FunCall(Get(0), (q,)), FunCall(Get(1), (q,)))), ["p"])
 
 
 def _out_type(f: FunDecl) -> Type:
     if isinstance(f, UserFun):
         return f.out_type
-    from lift.typecheck import type_of
 
     return type_of(f.body)  # type: ignore[attr-defined]
 
@@ -178,7 +177,6 @@ class _NotExpressible(Exception):
 
 def _expr_of(t: facts.Term, x: Param, out: Type) -> Expr:
     """The IR expression computing term `t` with `("arg", 1)` read as `x`."""
-    from lift.userfun import builtins
 
     if t == ("arg", 1):
         return x
@@ -250,7 +248,6 @@ def _fuse_reduce_map(n: FunCall, order: Any) -> Node | None:
     if not (isinstance(f, Lambda) and len(f.params) == 1 and _reduces(f.body, f.params[0])):
         return None
     g, x = inner.f.f, inner.args[0]
-    from lift.rules.terms import elem, substitute
 
     body = lam([elem(x)], lambda c: substitute(f.body, {f.params[0].id: call(g, [c])}),
                [f.params[0].name], **meta(f))
@@ -278,9 +275,8 @@ def _inline_let(n: FunCall, order: Any) -> Node | None:
     v = f.params[0]
     if uses(f.body, v) != 1 or (_under_lambda(f.body, v) and not is_view(n.args[0])):
         return None
-    from lift.rules.terms import substitute
 
-    return substitute(f.body, {v.id: n.args[0]})  # type: ignore[return-value]
+    return substitute(f.body, {v.id: n.args[0]})
 
 
 _VIEWS = (Transpose, Zip, Get, Join, Split, Slide, Pad)

@@ -69,7 +69,7 @@ def _is_partials(f: FunDecl, z: Expr, g: FunDecl) -> bool:
     if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
         return False
     b = g.body
-    return (type(b.f) is Reduce and b.f.f == f and alpha_equal(b.args[0], z)  # type: ignore[attr-defined]
+    return (type(b.f) is Reduce and b.f.f == f and alpha_equal(b.args[0], z)
             and b.args[1] == g.params[0])
 
 

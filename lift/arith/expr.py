@@ -216,7 +216,7 @@ def as_arith(x: ArithLike) -> Arith:
     if isinstance(x, bool):
         raise LiftTypeError("a size cannot be a bool", got=x)
     try:
-        return Cst(int(x.__index__()))  # type: ignore[union-attr]
+        return Cst(int(x.__index__()))
     except AttributeError:
         raise LiftTypeError(f"expected an integer or a symbolic size, got {x!r}", got=x) from None
 

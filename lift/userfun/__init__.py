@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lift.errors import SourceLoc, UserFunError, user_loc
-from lift.ir.build import Deferred
+from lift.ir.build import Deferred, apply
 from lift.ir.nodes import Lambda, Param, UserFun, is_plain_value
 from lift.types import ArrayType, Type
 from lift.userfun.arrays import elements, scalar_twin
@@ -48,7 +48,6 @@ def _make(tr: Translation, py_fn: Callable | None, loc: SourceLoc | None, laws: 
 
 def _pass_elements(uf: UserFun, types: tuple[Type, ...]) -> Any:
     """`(w, ...) => uf(w[0][0], ..., w[2][2], ...)`: each array argument passed element by element."""
-    from lift.ir.build import apply
 
     params = tuple(Param(t, p, loc=uf.loc) for p, t in zip(_array_param_names(uf, types), types))
     flat: list[Any] = []

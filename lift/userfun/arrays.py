@@ -36,7 +36,7 @@ def array_shape(t: ArrayType, *, loc: Any = None) -> tuple[tuple[int, ...], Scal
         if not isinstance(u.size, Cst):
             raise UserFunError(f"user functions take arrays of constant size, not {t}", loc=loc,
                                hint="a window from slide_nd(2, 3, 1) has constant sizes")
-        dims.append(int(u.size))  # type: ignore[call-overload]
+        dims.append(int(u.size))
         u = u.elem
     if not isinstance(u, ScalarType):
         raise UserFunError(f"user functions take arrays of scalars, not {t}", loc=loc)

@@ -13,6 +13,7 @@ from lift.types import ArrayType, Bool, Double, Float, Int, ScalarType, VectorTy
 from lift.userfun import numpy_impl as npi
 from lift.userfun.arithmetic import Arithmetic
 from lift.userfun.ctypes import C_MATH, c_type
+from lift.userfun.trace import select
 from lift.userfun.values import ADD, EQ, POSTFIX, UNARY, Val, numeric, scalar, val_type, wrap
 
 _BUILTIN_NAMES = ("float", "int", "bool", "abs", "min", "max", "pow", "len")
@@ -27,7 +28,7 @@ class Calls(Arithmetic):
         if self._is_select(node.func):
             if len(node.args) != 3:
                 self.err(node, "select(cond, a, b) takes three arguments")
-            return self.visit_IfExp(ast.copy_location(ast.IfExp(*node.args), node))  # type: ignore[attr-defined]
+            return self.visit_IfExp(ast.copy_location(ast.IfExp(*node.args), node))
         user = self._user_callee(node.func)
         args = [self.expr(a) for a in node.args]
         if user is not None:
@@ -72,7 +73,6 @@ class Calls(Arithmetic):
                  hint="user functions can call math functions, abs, min, max, pow, float, int and bool")
 
     def _is_select(self, func: ast.expr) -> bool:
-        from lift.userfun.trace import select  # trace imports the translator's source module
 
         if isinstance(func, ast.Name) and func.id not in self.locals:
             return self.src.env.get(func.id) is select

@@ -95,7 +95,7 @@ def _fuse(f: UserFun, g: UserFun, i: int) -> UserFun | None:
 
     py = twin(f.py_fn, g.py_fn)
     if py is not None:
-        py.__liftcl_raw_c__ = True  # type: ignore[attr-defined]  # vectorised by widening the C types
+        py.__liftcl_raw_c__ = True  # vectorised by widening the C types
     return UserFun(name, params, in_types, f.out_type, source, (), py, twin(f.np_fn, g.np_fn))
 
 

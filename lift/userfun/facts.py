@@ -25,7 +25,8 @@ from typing import Any
 
 from lift.errors import LiftError
 from lift.ir.nodes import FunCall, FunDecl, Get, Lambda, Literal, Node, Param, UserFun
-from lift.types import ScalarType, Type, VectorType
+from lift.typecheck import type_of, typecheck
+from lift.types import ScalarType, TupleType, Type, VectorType
 
 Term = tuple  # ("arg", i) | ("get", t, j) | ("bin", op, l, r) | ("cmp", op, l, r) | ("where", c, a, b)
 #               ("neg", t) | ("call", name, *args) | ("const", value)
@@ -229,7 +230,6 @@ def _types(f: FunDecl) -> tuple[tuple[Type, ...], Type] | None:
     if isinstance(f, UserFun):
         return tuple(f.in_types), f.out_type
     if isinstance(f, Lambda):
-        from lift.typecheck import type_of, typecheck
 
         try:
             typecheck(f)
@@ -279,7 +279,6 @@ def pair_operator(f: FunDecl) -> Operator | None:
 
 
 def _pair_operator(f: FunDecl) -> Operator | None:
-    from lift.types import TupleType
 
     typed = _types(f)
     if typed is None or len(typed[0]) != 1:

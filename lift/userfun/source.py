@@ -13,6 +13,7 @@ from typing import Any
 
 from lift.errors import SourceLoc, UserFunError
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
+from lift.userfun.arrays import array_shape
 from lift.userfun.ctypes import is_c_identifier
 
 
@@ -102,7 +103,6 @@ def check_signature(src: Source, in_types: Sequence[Type], name: str, out_type: 
                            expected=len(src.params), got=len(in_types))
     if not is_c_identifier(name):
         raise UserFunError(f"'{name}' is not a usable C function name", loc=loc)
-    from lift.userfun.arrays import array_shape
 
     for t in in_types:
         if isinstance(t, ArrayType):

@@ -131,7 +131,7 @@ class Traced:
         raise _ControlFlow("a traced value cannot be converted to a Python float here (a math function "
                            "imported under another name, or a library call?)")
 
-    __int__ = __index__ = __float__  # type: ignore[assignment]
+    __int__ = __index__ = __float__
     __hash__ = object.__hash__
 
     def __neg__(self) -> Traced:
