@@ -21,6 +21,7 @@ from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at, walk
+from lift.rules.terms import as_call
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 from .boundary import apply_boundary, needs_boundary, result_chain
@@ -101,7 +102,7 @@ class _Lowering:
         bound = {q.id for _, x in walk(body) if isinstance(x, Lambda) for q in x.params} | {q.id for q in params}
         free = list({x.id: x for _, x in walk(body) if isinstance(x, Param) and x.id not in bound}.values())
         extra = [Param(q.type, f"k{len(params) + k}") for k, q in enumerate(free)]
-        body = _rename(body, {q.id: p for q, p in zip(free, extra)})  # type: ignore[assignment]
+        body = as_call(_rename(body, {q.id: p for q, p in zip(free, extra)}))
         kernel = n.OclKernel(Lambda(tuple(params + extra), body), label=e.f.label, loc=e.loc)
         return FunCall(kernel, tuple(leaves + free), loc=e.loc)
 
@@ -214,7 +215,7 @@ def _kernel(call: FunCall) -> Expr:
     if whole:
         init = call.args[0] if isinstance(call.args[0], n.Literal) else next(it)
         body = dataclasses.replace(call, args=(init, _rename(call.args[1], ren)))
-        kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)  # type: ignore[arg-type]
+        kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
         return FunCall(kernel, tuple(outside + free), loc=call.loc)
     args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)

@@ -35,6 +35,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Node
 from lift.ir.paths import at, replace_at
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
+from lift.rules.terms import as_call, fun_of
 from lift.typecheck import typecheck
 
 from . import launch as ln
@@ -296,8 +297,8 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
 def _kernel_name(expr: Node, path: tuple[int, ...]) -> str:
     """The name of the `ocl_kernel` call at `path`: its label, else `LAUNCH_KERNEL`."""
 
-    kernel = at(expr, path).f  # type: ignore[attr-defined]
-    return kernel.label or getattr(kernel.f, "label", None) or LAUNCH_KERNEL
+    kernel = as_call(at(expr, path)).f
+    return kernel.label or fun_of(kernel).label or LAUNCH_KERNEL
 
 
 def _named_kernel(expr: Node, path: tuple[int, ...]) -> Node:
@@ -305,11 +306,11 @@ def _named_kernel(expr: Node, path: tuple[int, ...]) -> Node:
     launch choices only: the others keep their kernels' names)."""
 
 
-    call = at(expr, path)
+    call = as_call(at(expr, path))
     name = _kernel_name(expr, path)
-    if call.f.label == name:  # type: ignore[attr-defined]
+    if call.f.label == name:
         return expr
-    return replace_at(expr, path, replace(call, f=replace(call.f, label=name)))  # type: ignore[attr-defined]
+    return replace_at(expr, path, replace(call, f=replace(call.f, label=name)))
 
 
 def code_of(m: n.AbstractMap) -> int:

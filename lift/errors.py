@@ -169,6 +169,11 @@ class LiftWarning(UserWarning):
 class RewritePointSkipped(LiftWarning):
     """A rewrite point did not apply (label, line and reason in the message)."""
 
+    label: str | None  # set by `lift.rewrites.apply.skipped`
+    line: int | None
+    reason: str
+    loc: SourceLoc | None
+
 
 class MappingFallback(LiftWarning):
     """Kept for the public API: `lift.compile` once used the default lowering when the solver's

@@ -28,6 +28,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
+from lift.rules.terms import as_call, as_expr
 from lift.typecheck import typecheck
 from lift.types import types_equal
 
@@ -52,7 +53,9 @@ def lower(program: Lambda) -> Lambda:
     (`lift.rules.fusion.fuse_reduce_maps`) and an elementwise consumer into its producer's map
     (`lift.rules.fusion.fuse_epilogues`), so neither becomes a temporary array."""
 
-    program = fuse_reduce_maps(fuse_epilogues(program))  # type: ignore[assignment]
+    fused = fuse_reduce_maps(fuse_epilogues(program))
+    assert isinstance(fused, Lambda)  # fusion rewrites the body, never the program's lambda
+    program = fused
     body = _expr(program.body, nested=False)
     staged = _stages(body)
     if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
@@ -67,7 +70,7 @@ def _expr(e: Expr, nested: bool) -> Expr:
     if not isinstance(e, FunCall):
         return e
     f = _fun(e.f, nested)
-    return with_children(e, (f, *(_expr(a, nested) for a in e.args)))  # type: ignore[return-value]
+    return with_children(e, (f, *(_expr(a, nested) for a in e.args)))
 
 
 def _fun(f: FunDecl, nested: bool) -> FunDecl:
@@ -80,12 +83,12 @@ def _fun(f: FunDecl, nested: bool) -> FunDecl:
         case n.Reduce(g):
             return n.ReduceSeq(_fun(g, True), **meta)
         case n.AbstractMap(f=g) | n.AbstractReduce(f=g):
-            return with_children(f, (_fun(g, True),))  # type: ignore[return-value]
+            return with_children(f, (_fun(g, True),))
         case Lambda(_, body):
             return with_children(f, (_expr(body, nested),))
     cs = children(f)
     if cs and isinstance(cs[0], FunDecl):
-        return with_children(f, (_fun(cs[0], nested),))  # type: ignore[return-value]
+        return with_children(f, (_fun(cs[0], nested),))
     return f
 
 
@@ -123,7 +126,7 @@ def _stages(e: Expr) -> Expr:
         if isinstance(lam, Lambda):
             new = dataclasses.replace(lam, body=_stages(lam.body))
             f = new if isinstance(f, Lambda) else dataclasses.replace(f, f=new)
-    return with_children(e, (f, *(_stages(a) for a in e.args)))  # type: ignore[return-value]
+    return with_children(e, (f, *(_stages(a) for a in e.args)))
 
 
 def fused_tuple(e: Expr) -> bool:
@@ -162,18 +165,19 @@ def _kernel(stage: FunCall, components: bool = False) -> Expr:
         return p
 
     def inline(call: FunCall) -> Expr:
-        args = []
+        args: list[Expr] = []
         for a in call.args:
             if isinstance(a, n.Literal):
                 args.append(a)
-            elif _fusable(call, a):
-                args.append(inline(a))  # type: ignore[arg-type]
+            elif isinstance(a, FunCall) and _fusable(call, a):
+                args.append(inline(a))
             else:
                 args.append(leaf(a))
-        return with_children(call, (call.f, *args))  # type: ignore[return-value]
+        return with_children(call, (call.f, *args))
 
+    body: Expr
     if components:
-        body = with_children(stage, (stage.f, *(inline(a) for a in stage.args)))  # type: ignore[arg-type]
+        body = with_children(stage, (stage.f, *(inline(as_call(a)) for a in stage.args)))
     else:
         body = inline(stage)
     free = _free_params(body, {p.id for p in params})
@@ -196,7 +200,7 @@ def _rename(e: Expr, mapping: dict[int, Param]) -> Expr:
     def swap(x: Node) -> Node:
         return mapping.get(x.id, x) if isinstance(x, Param) else x
 
-    return transform_bottom_up(e, swap)  # type: ignore[return-value]
+    return as_expr(transform_bottom_up(e, swap))
 
 
 def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from lift.errors import LiftValueError
 from lift.ir.nodes import FunCall, Lambda, Let, Map, Node, Param, Reduce, Transpose, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
-from lift.rules.terms import bound_ids, call, lam, mentions, meta, substitute
+from lift.rules.terms import as_expr, bound_ids, call, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, TupleType
 from lift.userfun import facts, user_fun
@@ -112,7 +112,7 @@ def _fused(n: Node, salt: int) -> Node | None:
         return None
     f, g, x = n.f.f, xs.f.f, xs.args[0]
 
-    acc_t, elem_t = type_of(z), type_of(x).elem  # type: ignore[attr-defined]
+    acc_t, elem_t = type_of(z), elem(x)
     step = lam([acc_t, elem_t], lambda acc, e: call(f, [acc, call(g, [e])]), ["acc", "x"])
     return FunCall(Reduce(step, **meta(n.f)), (z, x), **meta(n))
 
@@ -153,7 +153,7 @@ def _transposes(prog: Node, choose: Chooser) -> Node:
         return prog
     env = {p.id: FunCall(Transpose(), (FunCall(Transpose(), (p,)),)) for p in prog.params
            if isinstance(p.ptype, ArrayType) and isinstance(p.ptype.elem, ArrayType) and choose("transposes", p)}
-    return Lambda(prog.params, substitute(prog.body, env), **meta(prog)) if env else prog  # type: ignore[arg-type]
+    return Lambda(prog.params, as_expr(substitute(prog.body, env)), **meta(prog)) if env else prog
 
 
 def _let(prog: Node, choose: Chooser) -> Node:

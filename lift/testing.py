@@ -52,7 +52,9 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import lift.spellings as _spellings
 from lift.arith import Cst, as_arith, evaluate, free_vars
+from lift.arith.ops import as_int
 from lift.errors import LiftError, LiftValueError
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, Lambda, Node
@@ -63,7 +65,7 @@ from lift.ir.printer import show
 from lift.rules import ALL
 from lift.rules.instantiate import instances
 from lift.rules.rule import same_type
-from lift.spellings import spellings as draw
+from lift.rules.terms import elem, length
 from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, Float, Int, ScalarType, TupleType, Type
 from lift.userfun import user_fun
@@ -172,7 +174,7 @@ def _scalar(e: Expr) -> ScalarType:
 
 
 def _len(e: Expr) -> int:
-    return int(e.type.size)  # type: ignore[attr-defined]
+    return as_int(length(e))
 
 
 def divisors(n: int) -> list[int]:
@@ -202,7 +204,7 @@ def element_fun(draw: Draw, t: Type) -> Any:
 def prefix_1d(draw: Draw, a: Expr, b: Expr) -> Expr:
     """`a` ([S]n or [[S]m]n) turned into a 1-D array of scalars by random layout and maps."""
     s = _scalar(a)
-    if isinstance(a.type.elem, ArrayType):  # type: ignore[attr-defined]
+    if isinstance(elem(a), ArrayType):
         op, z = draw(monoids(s))
         if draw(st.booleans()):
             return _join(a)
@@ -242,7 +244,7 @@ def _join(e: Expr) -> Expr:
 def prefix_2d(draw: Draw, a: Expr, b: Expr) -> Expr:
     """`a` turned into a 2-D array of scalars."""
 
-    if isinstance(a.type.elem, ArrayType):  # type: ignore[attr-defined]
+    if isinstance(elem(a), ArrayType):
         kind = draw(st.sampled_from(("id", "transpose", "map", "pad")))
         if kind == "transpose":
             return transpose << a
@@ -547,7 +549,7 @@ def spellings(prog: Any, **kw: Any) -> Any:
     (`lift.spellings`: own copies of built-ins, commuted operands, pair functions, fused fold
     steps, zip orders, cancelling transposes, map fission, `let`); `kinds=` selects spellings."""
 
-    return draw(prog, **kw)
+    return _spellings.spellings(prog, **kw)
 
 
 __all__ = [

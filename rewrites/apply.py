@@ -16,12 +16,13 @@ import dataclasses
 import itertools
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
 from lift.ir.paths import children, walk, with_children
 from lift.rules.rule import same_type
+from lift.rules.terms import as_fun
 from lift.rules.terms import call as beta_call
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, Type
@@ -31,7 +32,7 @@ from .point import Outcome, RewritePoint
 Choices = Mapping[str, Any]  # label -> {param: value} (or False: skip the point)
 
 
-def is_point(n: object) -> bool:
+def is_point(n: object) -> TypeGuard[RewritePoint]:
     """Whether `n` is a rewrite point."""
     return isinstance(n, RewritePoint)
 
@@ -44,7 +45,7 @@ def label_points(expr: Node) -> Node:
         if is_point(n):
             k = next(counter)
             if n.label is None:
-                n = dataclasses.replace(n, label=f"{n.kind}{k}")  # type: ignore[attr-defined]
+                n = dataclasses.replace(n, label=f"{n.kind}{k}")
         return with_children(n, tuple(go(c) for c in children(n)))
 
     return go(expr)
@@ -52,7 +53,7 @@ def label_points(expr: Node) -> Node:
 
 def points(expr: Node) -> dict[str, RewritePoint]:
     """The rewrite points of `expr` by label (after `label_points`), in pre-order."""
-    return {n.label: n for _, n in walk(label_points(expr)) if is_point(n)}  # type: ignore[misc]
+    return {n.label or "": n for _, n in walk(label_points(expr)) if is_point(n)}
 
 
 def structural_space(expr: Node) -> dict[str, dict[str, tuple[Any, ...]]]:
@@ -91,16 +92,16 @@ class _Applier:
             return dataclasses.replace(n, body=self.expr(n.body))
         if isinstance(n, Expr):
             return self.expr(n)
-        return self.fun(n, None)  # type: ignore[arg-type]
+        return self.fun(as_fun(n), None)
 
     def expr(self, e: Expr) -> Expr:
         if not isinstance(e, FunCall):
             return e
         args = tuple(self.expr(a) for a in e.args)
         if is_point(e.f):
-            return self.point(e.f, args, e)  # type: ignore[arg-type]
+            return self.point(e.f, args, e)
         types = [type_of(a) for a in args]
-        return with_children(e, (self.fun(e.f, types), *args))  # type: ignore[return-value]
+        return with_children(e, (self.fun(e.f, types), *args))
 
     def fun(self, f: FunDecl, types: list[Type] | None) -> FunDecl:
         """`f` with the points inside it applied; `types`: the types it is applied to."""
@@ -110,7 +111,7 @@ class _Applier:
             case RewritePoint():
                 if types is None:
                     self.skip(f, "its argument types are unknown here; apply it to an expression")
-                    return self.fun(f.f, types)  # type: ignore[attr-defined]
+                    return self.fun(f.f, types)
                 ps = tuple(Param(t, "x") for t in types)
                 return Lambda(ps, self.point(f, ps, None), label=f.label, loc=f.loc)
             case AbstractMap(f=g):
@@ -129,10 +130,10 @@ class _Applier:
         """The call `p << args` with `p` applied, then what it produced rewritten too."""
         params = point_params(p, self.choices)
         chain: list[RewritePoint] = []
-        core: FunDecl = p.f  # type: ignore[attr-defined]
+        core: FunDecl = p.f
         while is_point(core):
-            chain.append(core)  # type: ignore[arg-type]
-            core = core.f  # type: ignore[attr-defined]
+            chain.append(core)
+            core = core.f
 
         def nested(fn: FunDecl) -> FunDecl:
             for q in reversed(chain):
@@ -184,7 +185,7 @@ def skipped(p: RewritePoint, reason: str) -> RewritePointSkipped:
     line = p.loc.line if p.loc is not None else None
     where = f" at {p.loc}" if p.loc is not None else ""
     w = RewritePointSkipped(f"rewrite point {p.kind} [{p.label}]{where} was not applied: {reason}")
-    w.label, w.line, w.reason, w.loc = p.label, line, reason, p.loc  # type: ignore[attr-defined]
+    w.label, w.line, w.reason, w.loc = p.label, line, reason, p.loc
     return w
 
 

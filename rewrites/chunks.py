@@ -43,6 +43,7 @@ import numpy as np
 from lift.arith import Cst, prove_divides
 from lift.ir.nodes import (
     AsVector,
+    Expr,
     FunCall,
     FunDecl,
     Get,
@@ -61,7 +62,7 @@ from lift.ir.nodes import (
 )
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import call as call_fun
-from lift.rules.terms import eta, lam, refresh
+from lift.rules.terms import elem, eta, lam, length, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType, TupleType, VectorType
@@ -168,12 +169,12 @@ class ReduceChunks(RewritePoint):
         size = size_param(self.size, params, self.label or "T")
         tail = params.get("tail")
         init = z
-        if (tail if tail is not None else self.tail) and not prove_divides(size * w, type_of(x).size):  # type: ignore[attr-defined]
-            if _whole(type_of(x).size, size * w) == Cst(0):  # type: ignore[attr-defined]
-                return f"the array ({type_of(x).size} elements) is shorter than one chunk ({size * w})"  # type: ignore[attr-defined]
+        if (tail if tail is not None else self.tail) and not prove_divides(size * w, length(x)):
+            if _whole(length(x), size * w) == Cst(0):
+                return f"the array ({length(x)} elements) is shorter than one chunk ({size * w})"
             x, init = _tail_step(x, size * w, f, z, g)
         if w == 1:
-            elem_t = type_of(x).elem  # type: ignore[attr-defined]
+            elem_t = elem(x)
             step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
             data = x
         else:
@@ -184,7 +185,7 @@ class ReduceChunks(RewritePoint):
                 return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
             uf, arrays = found
             vec = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
-            vt = tuple(VectorType(type_of(a).elem, w) for a in arrays)  # type: ignore[attr-defined]
+            vt = tuple(VectorType(_scalar_elem(a), w) for a in arrays)
             data = FunCall(Zip(len(vec)), vec) if len(vec) > 1 else vec[0]
             elem_t = TupleType(vt) if len(vec) > 1 else vt[0]
             acc_t = VectorType(type_of(z), w)
@@ -223,11 +224,18 @@ def _whole(n: Any, block: Any) -> Any:
     return n - n % block
 
 
+def _scalar_elem(a: Expr) -> ScalarType:
+    """The element type of `a`, an array of scalars (`_zip_fun` found it so)."""
+    t = elem(a)
+    assert isinstance(t, ScalarType), t
+    return t
+
+
 def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tuple[Any, Any]:
     """`(main, tail)` for a length `n` that `block` may not divide: `main` the first
     m = n - n % block elements of the array(s) `x` (`take(m)`), `tail` the reduction of the rest
     (`reduce(f, z) << map(g) << pad(-m, 0)`), the initial value of the reduction of the chunks."""
-    n = type_of(x).size  # type: ignore[attr-defined]
+    n = length(x)
     m = _whole(n, block)
 
     def each(a: Any, left: Any, right: Any) -> Any:
@@ -252,17 +260,17 @@ def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any
     """`data` (an array, as_vector of one, or a zip of them) padded at the end with `z` up to a
     multiple of `block` elements (vectors of as_vector's scalars), unless `block` provably divides its
     length; or why not."""
-    length = type_of(data).size  # type: ignore[attr-defined]
-    if prove_divides(block, length):
+    total = length(data)
+    if prove_divides(block, total):
         return data
     if not (isinstance(z, Literal) and is_monoid(f, z) and _neutral_image(g, z, x)):
-        return f"the chunks may not divide the length {length} and padding with {z} is not neutral for {g}"
+        return f"the chunks may not divide the length {total} and padding with {z} is not neutral for {g}"
 
     def pad(a: Any) -> Any:
         if isinstance(a, FunCall) and isinstance(a.f, AsVector):  # pad the scalars, then view as vectors
-            n = type_of(a.args[0]).size  # type: ignore[attr-defined]
+            n = length(a.args[0])
             return FunCall(a.f, (FunCall(Pad(Cst(0), _rest(n, block * a.f.n), z.value), (a.args[0],)),))
-        return FunCall(Pad(Cst(0), _rest(type_of(a).size, block), z.value), (a,))  # type: ignore[attr-defined]
+        return FunCall(Pad(Cst(0), _rest(length(a), block), z.value), (a,))
 
     if isinstance(data, FunCall) and isinstance(data.f, Zip):
         return FunCall(data.f, tuple(pad(a) for a in data.args))
@@ -279,11 +287,13 @@ def _neutral_image(g: FunDecl | None, z: Literal, x: Any) -> bool:
     if g is None:
         return True
     found = _zip_fun(g, x)
-    uf = found[0] if found is not None else None
+    if found is None:
+        return False
+    uf, arrays = found
     if uf is None or uf.py_fn is None:
         return False
     try:
-        return bool(float(uf.py_fn(*([z.value] * len(found[1])))) == float(z.value))  # type: ignore[index]
+        return bool(float(uf.py_fn(*([z.value] * len(arrays)))) == float(z.value))
     except Exception:  # noqa: BLE001 - a function the check cannot evaluate: do not pad
         return False
 

@@ -36,10 +36,7 @@ class Flatten(RewritePoint):
 
     f: FunDecl
     kind: ClassVar[str] = "flatten"
-
-    @property
-    def places_nested(self) -> bool:
-        return True
+    places_nested: ClassVar[bool] = True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         found = _nest(call)

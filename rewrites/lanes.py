@@ -46,7 +46,7 @@ from lift.ir.nodes import (
     UserFun,
     Vectorise,
 )
-from lift.rules.terms import eta
+from lift.rules.terms import eta, length
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType, TupleType, VectorType
@@ -110,7 +110,7 @@ class _Lift:
             h, xs = eta(xs.f.f), xs.args[0]
         if not _is(xs, self.elem):
             return "a reduction of something other than the window"
-        n = type_of(self.vec).size  # type: ignore[attr-defined]
+        n = length(self.vec)
         if not (isinstance(n, Cst) and n.value <= UNROLL):
             return f"a window of {n} elements is not unrolled"
         f = eta(red.f)

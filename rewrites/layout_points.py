@@ -44,10 +44,7 @@ class InterchangeMaps(RewritePoint):
 
     f: FunDecl
     kind: ClassVar[str] = "interchange_maps"
-
-    @property
-    def places_nested(self) -> bool:
-        return True
+    places_nested: ClassVar[bool] = True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         outer = map_call(call)

@@ -80,14 +80,11 @@ class InterchangeReduceND(RewritePoint):
     rank: Any = None
     factor: Any = None
     kind: ClassVar[str] = "interchange_reduce_nd"
+    places_nested: ClassVar[bool] = True
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"rank": (2, 3), "new_reduce_dim": (1, 2)}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
-
-    @property
-    def places_nested(self) -> bool:
-        return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         if not (isinstance(call, FunCall) and type(call.f) is n.Reduce and len(call.args) == 2):
@@ -208,10 +205,7 @@ class TileNestedMapReduce(RewritePoint):
     final: Any = None
     size: Any = None
     kind: ClassVar[str] = "tile_nested_map_reduce"
-
-    @property
-    def places_nested(self) -> bool:
-        return True
+    places_nested: ClassVar[bool] = True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         found = nest_reduction(call)
@@ -231,11 +225,13 @@ class TileNestedMapReduce(RewritePoint):
         t = size_param(self.size, params, lab)
         ta = p.transpose << (p.map(p.split(t)) << a)
         tb = p.transpose << (p.map(p.split(t)) << b)
-        tile_a = Param(ArrayType(ArrayType(at.elem.elem, t), at.size), "tileA")
-        tile_b = Param(ArrayType(ArrayType(bt.elem.elem, t), bt.size), "tileB")
-        ea = Param(tile_a.ptype.elem, fa.params[0].name)  # type: ignore[attr-defined]
+        row_a, row_b = ArrayType(at.elem.elem, t), ArrayType(bt.elem.elem, t)
+        tile_a = Param(ArrayType(row_a, at.size), "tileA")
+        tile_b = Param(ArrayType(row_b, bt.size), "tileB")
+        ea = Param(row_a, fa.params[0].name)
         h_lam = eta(h)
-        eb = Param(tile_b.ptype.elem, h_lam.params[0].name)  # type: ignore[attr-defined]
+        assert isinstance(h_lam, Lambda)  # nest_reduction found rb => reduce(..) << ..
+        eb = Param(row_b, h_lam.params[0].name)
         h_new = Lambda((eb,), substitute(h_lam.body, {h_lam.params[0].id: eb, fa.params[0].id: ea}))
         inner = FunCall(n.Map(h_new, label=fa.body.f.label, loc=fa.body.f.loc), (tile_b,))
         nest = FunCall(nested(n.Map(Lambda((ea,), inner), label=call.f.label, loc=call.f.loc)), (tile_a,))

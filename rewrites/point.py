@@ -25,6 +25,7 @@ from lift.errors import RewriteError, user_loc
 from lift.ir.build import Deferred, apply, elaborate
 from lift.ir.nodes import Expr, FunDecl, Pattern
 from lift.rules.rule import _call
+from lift.rules.terms import compare_fields
 from lift.types import Size
 
 Nested = Callable[[FunDecl], FunDecl]  # wraps a function in the points nested in this one
@@ -34,16 +35,18 @@ class RewritePoint(Pattern):
     """Base of the rewrite-point families: a transparent wrapper whose call means `f`."""
 
     __slots__ = ()
+    f: FunDecl  # every family's first field (declared there): the function the point wraps
     transparent: ClassVar[bool] = True
     kind: ClassVar[str] = "point"
+    places_nested: ClassVar[bool] = False  # whether `rewrite` places the nested points itself (thesis 6.2.3.2)
 
     @property
     def arity(self) -> int:
-        return self.f.arity  # type: ignore[attr-defined]
+        return self.f.arity
 
     def fixed(self) -> dict[str, Any]:
         """The parameters given when the point was written (fields other than `f`)."""
-        names = [n for n in self._compare_fields if n != "f"]  # type: ignore[attr-defined]
+        names = [n for n in compare_fields(self) if n != "f"]
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def point_text(self, inner: str) -> str:
@@ -62,11 +65,6 @@ class RewritePoint(Pattern):
         `nested` wraps a function in the points nested in this one; a family that does not
         use it gets them around its whole result (thesis Listing 6.1, line 13)."""
         raise NotImplementedError
-
-    @property
-    def places_nested(self) -> bool:
-        """Whether `rewrite` places the nested points itself (thesis 6.2.3.2)."""
-        return False
 
 
 def _show(v: Any) -> str:

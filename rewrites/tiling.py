@@ -45,10 +45,7 @@ class SplitJoin(RewritePoint):
     f: FunDecl
     size: Any = None
     kind: ClassVar[str] = "split_join"
-
-    @property
-    def places_nested(self) -> bool:
-        return True
+    places_nested: ClassVar[bool] = True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         m = map_call(call)
@@ -104,14 +101,11 @@ class ABTile(RewritePoint):
     prefetch_a: Any = None
     prefetch_b: Any = None
     kind: ClassVar[str] = "ab_tile"
+    places_nested: ClassVar[bool] = True
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"prefetch_a": PREFETCH, "prefetch_b": PREFETCH}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
-
-    @property
-    def places_nested(self) -> bool:
-        return True
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         outer = map_call(call)

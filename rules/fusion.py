@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lift.ir.nodes import (
+    AbstractReduce,
     Expr,
     FunCall,
     FunDecl,
@@ -10,6 +11,7 @@ from lift.ir.nodes import (
     Join,
     Lambda,
     Let,
+    Literal,
     MakeTuple,
     Map,
     MapSeq,
@@ -17,12 +19,17 @@ from lift.ir.nodes import (
     Param,
     Reduce,
     ReduceSeq,
+    ToGlobal,
+    ToLocal,
+    ToPrivate,
+    UserFun,
     Zip,
 )
+from lift.ir.paths import transform_bottom_up, walk
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
+from lift.rules.terms import as_call, as_expr, compose, elem, eta, fun_of, lam, mentions, meta, refresh, substitute
 from lift.rules.terms import call as apply_fun
-from lift.rules.terms import compose, elem, eta, lam, mentions, meta, refresh, substitute
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, Type
 
@@ -31,7 +38,7 @@ x, z = expr("x"), expr("z")
 
 
 def _map_fusion(f: FunDecl, g: FunDecl, x: Expr, matched: FunCall) -> Expr:
-    outer, inner = matched.f, matched.args[0].f  # type: ignore[attr-defined]
+    outer, inner = matched.f, as_call(matched.args[0]).f
     label = outer.label or inner.label
     return FunCall(Map(compose(f, g, elem(x)), label=label, loc=outer.loc), (x,), **meta(matched))
 
@@ -44,9 +51,8 @@ map_fusion = Rule(
 
 
 def _map_row_fusion(f: FunDecl, g: FunDecl, x: Expr, matched: FunCall) -> Expr:
-    outer, inner = matched.f, matched.args[0].f  # type: ignore[attr-defined]
-    body = f if isinstance(f, Lambda) else lam([type_of(matched.args[0]).elem], lambda v: FunCall(f, (v,)),  # type: ignore[attr-defined]
-                                               ["v"])
+    outer, inner = matched.f, as_call(matched.args[0]).f
+    body = f if isinstance(f, Lambda) else lam([elem(matched.args[0])], lambda v: FunCall(f, (v,)), ["v"])
     row = lam([elem(x)], lambda r: FunCall(Let(body), (FunCall(g, (r,)),)), ["r"])
     return FunCall(Map(row, label=outer.label or inner.label, loc=outer.loc), (x,), **meta(matched))
 
@@ -76,7 +82,7 @@ def fission_point(f: FunDecl) -> int | None:
 def _map_fission(f: Lambda, x: Expr, matched: FunCall) -> Expr:
     i = fission_point(f)
     assert i is not None
-    b: FunCall = f.body  # type: ignore[assignment]
+    b = as_call(f.body)
     inner = eta(Lambda(f.params, b.args[i], loc=f.loc))
     q = Param(type_of(b.args[i]), "y")
     args = b.args[:i] + (q,) + b.args[i + 1:]
@@ -107,19 +113,21 @@ reduce_map_fusion = Rule(
 )
 
 
-def _is_map_call(a: Node) -> bool:
-    return isinstance(a, FunCall) and isinstance(a.f, Map)
+def _map_call(a: Node) -> FunCall | None:
+    """`a` if it is a call of a map, else None."""
+    return a if isinstance(a, FunCall) and isinstance(a.f, Map) else None
 
 
 def _zip_map_fusion(args: tuple[Expr, ...], matched: FunCall) -> Expr:
-    xs = tuple(a.args[0] if _is_map_call(a) else a for a in args)  # type: ignore[attr-defined]
+    calls = [_map_call(a) for a in args]
+    xs = tuple(a if c is None else c.args[0] for a, c in zip(args, calls))
     t = TupleType(tuple(elem(a) for a in xs))
 
     def body(p: Param) -> Expr:
         parts = []
-        for i, a in enumerate(args):
+        for i, c in enumerate(calls):
             comp = FunCall(Get(i), (p,))
-            parts.append(apply_fun(a.f.f, [comp]) if _is_map_call(a) else comp)  # type: ignore[attr-defined]
+            parts.append(comp if c is None else apply_fun(fun_of(c.f), [comp]))
         return FunCall(MakeTuple(len(parts)), tuple(parts))
 
     zipped = FunCall(Zip(len(xs)), xs, **meta(matched))
@@ -130,7 +138,7 @@ zip_map_fusion = Rule(
     "zip_map_fusion",
     law="zip(map(f) << x, map(g) << y) -> map(p => tuple(f(get(0, p)), g(get(1, p)))) << zip(x, y)",
     lhs=FunCall(Zip(PVar("k")), PVar("args")),
-    where=lambda args: any(_is_map_call(a) for a in args),
+    where=lambda args: any(_map_call(a) is not None for a in args),
     rhs=_zip_map_fusion,
     doc="Maps over zipped arrays move after the zip, into one map (any arity; plain arguments pass).",
 )
@@ -138,7 +146,6 @@ zip_map_fusion = Rule(
 def _materialises(g: Node) -> bool:
     """Whether `g` asks for its result in memory: `to_global(..)`, `to_local(..)`, `to_private(..)`
     (what the `materialise` rewrite point writes), possibly under a lambda."""
-    from lift.ir.nodes import ToGlobal, ToLocal, ToPrivate
 
     while isinstance(g, Lambda) and isinstance(g.body, FunCall):
         g = g.body.f
@@ -146,8 +153,6 @@ def _materialises(g: Node) -> bool:
 
 
 def _computes(g: Node) -> bool:
-    from lift.ir.nodes import AbstractReduce, Literal, UserFun
-    from lift.ir.paths import walk
 
     return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
 
@@ -163,8 +168,6 @@ def _fusable_reduce(e: Node) -> bool:
 def _reduces(g: Node) -> bool:
     """Whether `g` reduces: `map(chunk => reduce(..) << chunk)` makes partial results, one per
     chunk (reduction tiling, `split_reduce`); they are what the parallel stage hands on."""
-    from lift.ir.nodes import AbstractReduce
-    from lift.ir.paths import walk
 
     return any(isinstance(m, AbstractReduce) for _, m in walk(g))
 
@@ -175,12 +178,12 @@ def fuse_reduce_maps(expr: Node) -> Node:
     so that no temporary array holds `map(g)`. Kept: a map that materialises on purpose
     (`map(to_global(..))`, as the `materialise` point writes), a map of views, and a map whose
     function reduces (partial results of a tiled reduction, one per chunk: the parallel stage)."""
-    from lift.ir.paths import transform_bottom_up
 
     def fuse(m: Node) -> Node:
         while _fusable_reduce(m):
-            red, xs = m.f, m.args[1]  # type: ignore[attr-defined]
-            m = _reduce_map_fusion(red.f, xs.f.f, m.args[0], xs.args[0], red, m)  # type: ignore[attr-defined]
+            call = as_call(m)
+            red, xs = call.f, as_call(call.args[1])
+            m = _reduce_map_fusion(fun_of(red), fun_of(xs.f), call.args[0], xs.args[0], red, call)
         return m
 
     return transform_bottom_up(expr, fuse)
@@ -199,7 +202,6 @@ def fuse_epilogues(expr: Node) -> Node:
     producer that materialises on purpose (`to_global(..)`) or reduces per element only when its
     consumer is scalar (a reduction's result is read once) is fused as well. A `join` between them (a
     producer tiled by `split_join`) is crossed: `map(f) << join == join << map(map(f))`."""
-    from lift.ir.paths import transform_bottom_up
 
     def fuse(m: Node) -> Node:
         if isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1:
@@ -250,7 +252,8 @@ def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:
         def mapped(v: Param) -> Expr:
             gfun, src = gm(v)
             inner = _fuse_fun(f.f, gfun, _elem_of(src))
-            return FunCall(Map(inner, **meta(f)), (src,))  # type: ignore[arg-type]
+            assert inner is not None  # the probe above fused
+            return FunCall(Map(inner, **meta(f)), (src,))
 
         return lam([t], mapped, ["r"])
     zf = _zip_consumer(f)
@@ -290,7 +293,7 @@ def _map_body(g: FunDecl):
 
         def at(v: Expr):
             new = substitute(body, {p.id: v})
-            return new.f.f, new.args[0]  # type: ignore[union-attr]
+            return new.f.f, new.args[0]
 
         return at
     return None
@@ -313,21 +316,19 @@ def _zip_consumer(f: FunDecl):
 
 def _only_gets(body: Node, p: Param) -> bool:
     """Whether `p` occurs in `body` only as `get(i) << p`."""
-    from lift.ir.paths import walk
 
     gets = sum(1 for _, y in walk(body) if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,))
     return gets == sum(1 for _, y in walk(body) if y == p)
 
 
 def _replace_gets(body: Node, p: Param, comps: list[Expr]) -> Expr:
-    from lift.ir.paths import transform_bottom_up
 
     def swap(y: Node) -> Node:
         if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,):
             return refresh(comps[y.f.i])
         return y
 
-    return transform_bottom_up(body, swap)  # type: ignore[return-value]
+    return as_expr(transform_bottom_up(body, swap))
 
 
 RULES = (map_fusion, map_row_fusion, map_fission, reduce_map_fusion, zip_map_fusion)

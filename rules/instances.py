@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from lift.arith.ops import as_int
 from lift.ir.nodes import Expr
 from lift.ir.patterns import (
     as_scalar,
@@ -26,6 +27,7 @@ from lift.ir.patterns import (
     transpose,
     vectorise,
 )
+from lift.rules.terms import elem, length
 from lift.testing import (
     BINARY,
     Draw,
@@ -38,6 +40,7 @@ from lift.testing import (
     unary_funs,
     zipped,
 )
+from lift.types import ArrayType
 
 Builder = Callable[[Draw, Expr, Expr], Expr]
 
@@ -50,7 +53,7 @@ def _s(e: Expr) -> Any:
 
 
 def _n(e: Expr) -> int:
-    return int(e.type.size)  # type: ignore[attr-defined]
+    return as_int(length(e))
 
 
 def _even(e: Expr) -> Expr:
@@ -70,7 +73,9 @@ def _any_map(draw: Draw, a: Expr, b: Expr) -> Expr:
 
 def _split_join_id(draw: Draw, a: Expr, b: Expr) -> Expr:
     x = prefix_2d(draw, a, b)
-    return split(x.type.elem.size) << join << x  # type: ignore[attr-defined]
+    row = elem(x)
+    assert isinstance(row, ArrayType), row  # prefix_2d: a 2-D array
+    return split(row.size) << join << x
 
 
 def _join_split_id(draw: Draw, a: Expr, b: Expr) -> Expr:

@@ -19,6 +19,7 @@ from lift.arith import Arith, Cst
 from lift.errors import LiftError
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, Zip
 from lift.rules.match import Either, Named, PVar
+from lift.rules.terms import compare_fields
 from lift.typecheck import typecheck
 from lift.types import ArrayType, Float
 
@@ -79,7 +80,7 @@ def _options(p: Any) -> list[Any]:
     if isinstance(p, tuple):
         return [tuple(c) for c in itertools.product(*(_options(x) for x in p))]
     if isinstance(p, Node) and not isinstance(p, Param):
-        names = [f for f in type(p)._compare_fields]  # type: ignore[attr-defined]
+        names = list(compare_fields(p))
         alts = [_options(getattr(p, f)) for f in names]
         return [_rebuild(p, dict(zip(names, c))) for c in itertools.product(*alts)][:64]
     return [p]
@@ -98,7 +99,7 @@ def _fill(p: Any, env: dict[str, Any]) -> Any:
     if isinstance(p, tuple):
         return tuple(_fill(x, env) for x in p)
     if isinstance(p, Node) and not isinstance(p, Param):
-        names = type(p)._compare_fields  # type: ignore[attr-defined]
+        names = compare_fields(p)
         return dataclasses.replace(p, **{f: _fill(getattr(p, f), env) for f in names})
     return p
 

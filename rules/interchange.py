@@ -17,8 +17,8 @@ from lift.ir.nodes import (
 )
 from lift.rules.match import PVar, call, expr, fun
 from lift.rules.rule import Rule
+from lift.rules.terms import array_type, as_call, elem, fun_of, lam, mentions, meta, refresh
 from lift.rules.terms import call as apply_fun
-from lift.rules.terms import elem, lam, mentions, meta, refresh
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType
 
@@ -37,9 +37,11 @@ def _inner_map(f: Lambda) -> tuple[FunDecl, Expr] | None:
 
 
 def _map_map_interchange(f: Lambda, x: Expr, matched: FunCall) -> Expr:
-    g, ys = _inner_map(f)  # type: ignore[misc]
+    inner = _inner_map(f)
+    assert inner is not None  # the rule's side condition
+    g, ys = inner
     a = f.params[0]
-    inner_map = f.body.f  # type: ignore[attr-defined]
+    inner_map = as_call(f.body).f
 
     def swapped(b: Param) -> Expr:
         return FunCall(Map(Lambda((a,), apply_fun(g, [b])), **meta(inner_map)), (x,))
@@ -76,16 +78,20 @@ def _row_reduce(f: Lambda) -> tuple[FunDecl, Expr, type] | None:
     if len(f.params) != 1 or not (isinstance(b, FunCall) and type(b.f) in (Reduce, ReduceSeq)):
         return None
     z, xs = b.args
-    op = b.f.f  # type: ignore[attr-defined]
+    op = fun_of(b.f)
     if xs != f.params[0] or mentions(z, f.params) or mentions(op, f.params):
         return None
     return op, z, type(b.f)
 
 
 def _map_reduce_interchange(f: Lambda, x: Expr, matched: FunCall) -> Expr:
-    op, z, cls = _row_reduce(f)  # type: ignore[misc]
-    rows: ArrayType = x.type  # type: ignore[assignment]
-    u, t, n = type_of(z), rows.elem.elem, rows.size  # type: ignore[attr-defined]
+    found = _row_reduce(f)
+    assert found is not None  # the rule's side condition
+    op, z, cls = found
+    rows = array_type(x)
+    row = rows.elem
+    assert isinstance(row, ArrayType)  # x holds rows: f reduces each
+    u, t, n = type_of(z), row.elem, rows.size
     init = FunCall(Map(lam([elem(x)], lambda _: refresh(z), ["row"])), (refresh(x),))
 
     def step(acc: Param, col: Param) -> Expr:

@@ -9,7 +9,7 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Let, Map, OclKernel, P
 from lift.ir.paths import Path
 from lift.rules.match import PVar, call
 from lift.rules.rule import REQUIRED, Rule
-from lift.rules.terms import abstract, elem, liftable, meta, substitute
+from lift.rules.terms import abstract, as_expr, elem, liftable, meta, substitute
 
 e_call = PVar("e", FunCall)
 
@@ -37,7 +37,7 @@ def _one_param(f: object) -> bool:
 
 
 def _let_inline(f: Lambda, e: Expr) -> Expr:
-    return substitute(f.body, {f.params[0].id: e})  # type: ignore[return-value]
+    return as_expr(substitute(f.body, {f.params[0].id: e}))
 
 
 let_inline = Rule(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
-from lift.rules.terms import eta
+from lift.rules.terms import compare_fields, eta
 
 Bindings = dict[str, Any]
 
@@ -119,4 +119,4 @@ def _match_node(p: Node, v: Any, env: Bindings) -> bool:
         v = eta(v)
     if type(v) is not type(p):
         return False
-    return all(_match(getattr(p, f), getattr(v, f), env) for f in type(p)._compare_fields)
+    return all(_match(getattr(p, f), getattr(v, f), env) for f in compare_fields(p))

@@ -109,16 +109,28 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
 
 def _pair_fun(op: facts.Operator, like: FunDecl) -> Lambda:
     """`p => op(p.0, p.1)` on the pairs `like` takes."""
-    pt = like.in_types[0] if isinstance(like, UserFun) else like.params[0].ptype  # type: ignore[attr-defined]
+    pt = _in_type(like, 0)
+    assert isinstance(pt, TupleType), pt  # the operator's pairs
     uf = op.on(pt.elems[0])
     return lam([pt], lambda q: FunCall(uf, (FunCall(Get(0), (q,)), FunCall(Get(1), (q,)))), ["p"])
 
 
+def _in_type(f: FunDecl, i: int) -> Type:
+    """The type of the `i`-th argument of `f`, a user function or a lambda."""
+    if isinstance(f, UserFun):
+        return f.in_types[i]
+    if isinstance(f, Lambda):
+        return f.params[i].ptype
+    raise TypeError(f"{type(f).__name__} declares no argument types")
+
+
 def _out_type(f: FunDecl) -> Type:
+    """The result type of `f`, a user function or a lambda."""
     if isinstance(f, UserFun):
         return f.out_type
-
-    return type_of(f.body)  # type: ignore[attr-defined]
+    if isinstance(f, Lambda):
+        return type_of(f.body)
+    raise TypeError(f"{type(f).__name__} declares no result type")
 
 
 def _as_builtin(f: Lambda) -> Node | None:
@@ -143,7 +155,7 @@ def _split_fold(n: FunCall, order: Any) -> Node | None:
         return None
     op, g = found
     step = n.f.f
-    xt = step.in_types[1] if isinstance(step, UserFun) else step.params[1].ptype  # type: ignore[attr-defined]
+    xt = _in_type(step, 1)
     acc_t = _out_type(step)
     z, xs = n.args
     red = Reduce(op.on(acc_t), **meta(n.f))

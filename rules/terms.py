@@ -13,7 +13,7 @@ from lift.arith import Arith
 from lift.ir.alpha import refresh as refresh  # the IR's one substitution helper (lift/ir/alpha.py)
 from lift.ir.alpha import substitute as substitute
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
-from lift.ir.paths import children, walk
+from lift.ir.paths import at, children, replace_at, walk
 from lift.types import ArrayType, Type
 
 
@@ -64,7 +64,7 @@ def call(f: FunDecl, args: Sequence[Expr], **kw: Any) -> Expr:
     """`f(args)`, beta-reduced when `f` is a lambda whose parameters are used at most once."""
     if isinstance(f, Lambda) and len(f.params) == len(args):
         if all(_cheap(a) or uses(f.body, p) <= 1 for p, a in zip(f.params, args)):
-            return substitute(f.body, {p.id: a for p, a in zip(f.params, args)})  # type: ignore[return-value]
+            return as_expr(substitute(f.body, {p.id: a for p, a in zip(f.params, args)}))
     return FunCall(eta(f), tuple(args), **kw)
 
 
@@ -73,20 +73,58 @@ def compose(f: FunDecl, g: FunDecl, t: Type, **kw: Any) -> FunDecl:
     return eta(lam([t], lambda p: call(f, [call(g, [p])]), ["x"], **kw))
 
 
-def length(e: Expr) -> Arith:
-    """The outer length of an array expression."""
+def array_type(e: Expr) -> ArrayType:
+    """The type of an array expression (a `TypeError` if it is not an array)."""
     t = e.type
     if not isinstance(t, ArrayType):
         raise TypeError(f"not an array: {t}")
-    return t.size
+    return t
+
+
+def length(e: Expr) -> Arith:
+    """The outer length of an array expression."""
+    return array_type(e).size
 
 
 def elem(e: Expr) -> Type:
     """The element type of an array expression."""
-    t = e.type
-    if not isinstance(t, ArrayType):
-        raise TypeError(f"not an array: {t}")
-    return t.elem
+    return array_type(e).elem
+
+
+def as_call(n: Node) -> FunCall:
+    """`n` as a call, where a rule's pattern or a caller guarantees one (a `TypeError` if not)."""
+    if not isinstance(n, FunCall):
+        raise TypeError(f"expected a call, got {type(n).__name__}")
+    return n
+
+
+def compare_fields(n: Node) -> tuple[str, ...]:
+    """The names of the fields of `n` that take part in equality (its children and parameters, in
+    order; `label` and `loc` are not among them), as `lift.ir.nodes.node` records them."""
+    names: tuple[str, ...] = getattr(type(n), "_compare_fields")  # noqa: B009 - set by the decorator
+    return names
+
+
+def as_expr(n: Node) -> Expr:
+    """`n` as an expression, where a rebuilt expression is one (a `TypeError` if not)."""
+    if not isinstance(n, Expr):
+        raise TypeError(f"expected an expression, got {type(n).__name__}")
+    return n
+
+
+def fun_of(n: Node) -> FunDecl:
+    """The function a pattern applies (`f` of `map(f)`, `reduce(f)`, `to_local(f)`; a `TypeError` if none)."""
+    f = getattr(n, "f", None)
+    if not isinstance(f, FunDecl):
+        raise TypeError(f"{type(n).__name__} applies no function")
+    return f
+
+
+def as_fun(n: Node) -> FunDecl:
+    """`n` as a function declaration, where a pattern guarantees one (a `TypeError` if not)."""
+    if not isinstance(n, FunDecl):
+        raise TypeError(f"expected a function, got {type(n).__name__}")
+    return n
 
 
 def bound_ids(n: Node) -> frozenset[int]:
@@ -126,9 +164,8 @@ def liftable(e: Node, *, top_level: bool = False) -> list[tuple[int, ...]]:
 
 def abstract(e: Expr, path: tuple[int, ...], name: str = "v") -> tuple[Lambda, Expr]:
     """`(v => e[v at path], s)` where `s` is the sub-expression of `e` at `path`."""
-    from lift.ir.paths import at, replace_at
 
     s = at(e, path)
     assert isinstance(s, Expr)
     v = Param(s.type, name)
-    return Lambda((v,), replace_at(e, path, v)), s  # type: ignore[arg-type]
+    return Lambda((v,), as_expr(replace_at(e, path, v))), s

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lift.arith import free_vars
+from lift.arith.ops import as_int
 from lift.ir.nodes import AsScalar, AsVector, Expr, FunCall, FunDecl, Lambda, Map, UserFun, Vectorise
 from lift.rules.match import PVar, call, expr, fun
 from lift.rules.rule import REQUIRED, Rule, divides
@@ -42,7 +43,7 @@ def _widths(x: Expr) -> dict[str, tuple[int, ...]]:
     n = length(x)
     if free_vars(n):
         return {"n": (2, 4)}
-    return {"n": tuple(w for w in WIDTHS if n.value % w == 0)}  # type: ignore[attr-defined]
+    return {"n": tuple(w for w in WIDTHS if as_int(n) % w == 0)}
 
 
 vectorise = Rule(

@@ -152,15 +152,20 @@ class Prod(Arith):
     _hfields = ("factors",)
 
 
-@_hashed
 @dataclass(frozen=True, slots=True, eq=True, repr=False)
-class FloorDiv(Arith):
-    """`a // b`, floor division."""
+class _Binary(Arith):
+    """The fields of an operation on two operands (`FloorDiv`, `Mod`, `Min`, `Max`)."""
 
     a: Arith
     b: Arith
     _h: int | None = field(default=None, init=False, compare=False, repr=False)
     _hfields = ("a", "b")
+
+
+@_hashed
+@dataclass(frozen=True, slots=True, eq=True, repr=False)
+class FloorDiv(_Binary):
+    """`a // b`, floor division."""
 
 
 @_hashed
@@ -174,35 +179,20 @@ class ExactDiv(FloorDiv):
 
 @_hashed
 @dataclass(frozen=True, slots=True, eq=True, repr=False)
-class Mod(Arith):
+class Mod(_Binary):
     """`a % b`, with the sign of `b` (floor modulo)."""
 
-    a: Arith
-    b: Arith
-    _h: int | None = field(default=None, init=False, compare=False, repr=False)
-    _hfields = ("a", "b")
-
 
 @_hashed
 @dataclass(frozen=True, slots=True, eq=True, repr=False)
-class Min(Arith):
+class Min(_Binary):
     """`min(a, b)`."""
 
-    a: Arith
-    b: Arith
-    _h: int | None = field(default=None, init=False, compare=False, repr=False)
-    _hfields = ("a", "b")
-
 
 @_hashed
 @dataclass(frozen=True, slots=True, eq=True, repr=False)
-class Max(Arith):
+class Max(_Binary):
     """`max(a, b)`."""
-
-    a: Arith
-    b: Arith
-    _h: int | None = field(default=None, init=False, compare=False, repr=False)
-    _hfields = ("a", "b")
 
 
 ATOMS = (Var, FloorDiv, ExactDiv, Mod, Min, Max)

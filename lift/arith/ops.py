@@ -131,3 +131,11 @@ def try_evaluate(e: ArithLike, env: Mapping[str, int] | None = None) -> int | No
         return evaluate(e, env)
     except KeyError:
         return None
+
+
+def as_int(e: ArithLike) -> int:
+    """The value of a constant size, as `int(e)`; a `TypeError` for a symbolic one (as `int(Var)`)."""
+    e = as_arith(e)
+    if not isinstance(e, Cst):
+        raise TypeError(f"the size {e} is symbolic, not an integer")
+    return e.value

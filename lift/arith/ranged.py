@@ -130,26 +130,25 @@ def _common(pa: Poly, pb: Poly) -> tuple[Arith, Arith, Arith] | None:
 
 def min_(a: ArithLike, b: ArithLike) -> Arith:
     """min(a, b). Example: `min_(N, N + 1) == N`."""
-    a, b = as_arith(a), as_arith(b)
-    if isinstance(a, Cst) and isinstance(b, Cst):
-        return Cst(min(a.value, b.value))
-    if prove_le(a, b):
-        return a
-    if prove_le(b, a):
-        return b
-    return Min(*sorted((a, b), key=atom_key))
+    return _extremum(a, b, smaller=True)
 
 
 def max_(a: ArithLike, b: ArithLike) -> Arith:
     """max(a, b). Example: `max_(N, 1) == N` for a size N."""
+    return _extremum(a, b, smaller=False)
+
+
+def _extremum(a: ArithLike, b: ArithLike, smaller: bool) -> Arith:
+    """min(a, b) (`smaller`) or max(a, b): folded for constants, the provably smaller (larger)
+    operand where one is, else a `Min` (`Max`) of the operands in canonical order."""
     a, b = as_arith(a), as_arith(b)
     if isinstance(a, Cst) and isinstance(b, Cst):
-        return Cst(max(a.value, b.value))
+        return Cst(min(a.value, b.value) if smaller else max(a.value, b.value))
     if prove_le(a, b):
-        return b
+        return a if smaller else b
     if prove_le(b, a):
-        return a
-    return Max(*sorted((a, b), key=atom_key))
+        return b if smaller else a
+    return (Min if smaller else Max)(*sorted((a, b), key=atom_key))
 
 
 def exact_div(a: ArithLike, b: ArithLike) -> Arith:

@@ -8,6 +8,7 @@ import inspect
 import math
 from typing import Any
 
+from lift.arith.ops import as_int
 from lift.ir.nodes import UserFun
 from lift.types import ArrayType, Bool, Double, Float, Int, ScalarType, VectorType
 from lift.userfun import numpy_impl as npi
@@ -48,7 +49,7 @@ class Calls(Arithmetic):
         if fname == "abs" and len(args) == 1:
             return self._abs(args[0], node)
         if fname == "len" and len(args) == 1 and isinstance(args[0].t, ArrayType):
-            return self._const(int(args[0].t.size), node)  # type: ignore[call-overload]
+            return self._const(as_int(args[0].t.size), node)
         self.err(node, f"{fname}() with {len(args)} argument(s) is not supported in user functions")
 
     def _callee(self, func: ast.expr) -> tuple[str, str]:

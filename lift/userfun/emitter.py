@@ -164,7 +164,8 @@ class Emitter(ast.NodeVisitor):
             if not isinstance(t, TupleType) or len(t.elems) != len(v.elems):
                 return None
             parts = [self._join_to(te, e) for te, e in zip(t.elems, v.elems)]
-            return None if None in parts else TupleType(tuple(parts))  # type: ignore[arg-type]
+            joined = [p for p in parts if p is not None]
+            return TupleType(tuple(joined)) if len(joined) == len(parts) else None
         if v.weak:
             return adopt(t, v.t)
         return t if isinstance(t, TupleType) and t == v.t else join_types(t, v.t)
@@ -177,7 +178,10 @@ class Emitter(ast.NodeVisitor):
         return adopt(t, v.t) == t if v.weak else v.t == t
 
     def _strong(self, v: Val) -> Val:
-        return v.weak(v.t) if v.weak else v  # type: ignore[arg-type]
+        if not v.weak:
+            return v
+        assert isinstance(v.t, ScalarType), v.t  # a weak value is a Python literal
+        return v.weak(v.t)
 
     def _coerce(self, v: Val, t: Type, node: ast.AST) -> Val:
         """`v` converted to type `t` (literal typing, numeric promotion, scalar splat)."""
@@ -189,8 +193,8 @@ class Emitter(ast.NodeVisitor):
             v = v.weak(scalar(t))
         if v.t == t:
             return v
-        if numeric(v.t) and numeric(t) and RANK[v.t.name] <= RANK[t.name]:  # type: ignore[attr-defined]
-            return Val(f"({t.c_name}){wrap(v, UNARY)}", t, npi.np_cast(v.np, t), UNARY)  # type: ignore[attr-defined]
+        if numeric(v.t) and numeric(t) and RANK[v.t.name] <= RANK[t.name]:
+            return Val(f"({t.c_name}){wrap(v, UNARY)}", t, npi.np_cast(v.np, t), UNARY)
         if isinstance(t, VectorType) and join_types(t, v.t) == t:
             s = self._coerce(v, t.scalar, node)
             return Val(f"({t.c_name})({s.c})", t, f"_np.asarray({s.np})[..., None]", POSTFIX)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from lift.arith.ops import as_int
 from lift.types import ArrayType, Bool, Int, ScalarType, TupleType, Type, VectorType
 from lift.userfun import numpy_impl as npi
 from lift.userfun.arithmetic import PYOPS
@@ -76,7 +77,7 @@ class Expressions(Calls):
         """`w[i]` of an array parameter: a constant or a loop variable whose bounds fit the array."""
         t = base.t
         assert isinstance(t, ArrayType)
-        n = int(t.size)  # type: ignore[call-overload]
+        n = as_int(t.size)
         index = self._strong(index)
         if index.t != Int:
             self.err(node, f"an array index must be an Int, not {index.t}")

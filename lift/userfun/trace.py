@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from lift.arith.ops import as_int
 from lift.errors import SourceLoc, UserFunError
 from lift.types import ArrayType, TupleType, Type, VectorType
 from lift.userfun.source import Source
@@ -114,7 +115,7 @@ class Traced:
 
     def __len__(self) -> int:
         if isinstance(self.t, ArrayType):
-            return int(self.t.size)  # type: ignore[call-overload]
+            return as_int(self.t.size)
         if isinstance(self.t, (TupleType, VectorType)):
             return len(self.t.elems) if isinstance(self.t, TupleType) else self.t.n
         raise _ControlFlow(f"len() of a traced {self.t}")

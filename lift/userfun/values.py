@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from lift.types import Float, Int, ScalarType, TupleType, Type, VectorType
 
@@ -43,7 +43,7 @@ class Val:
     rng: tuple[int, int] | None = None               # a loop-uniform Int's bounds (loop variables)
 
 
-def numeric(t: Type) -> bool:
+def numeric(t: Type) -> TypeGuard[ScalarType]:
     """Whether `t` is Int, Float or Double."""
     return isinstance(t, ScalarType) and t.name in RANK
 
@@ -53,9 +53,9 @@ def join_types(a: Type, b: Type) -> Type | None:
     if a == b:
         return a
     if numeric(a) and numeric(b):
-        return a if RANK[a.name] >= RANK[b.name] else b  # type: ignore[attr-defined]
+        return a if RANK[a.name] >= RANK[b.name] else b
     for v, s in ((a, b), (b, a)):
-        if isinstance(v, VectorType) and numeric(s) and RANK[s.name] <= RANK.get(v.scalar.name, 0):  # type: ignore[attr-defined]
+        if isinstance(v, VectorType) and numeric(s) and RANK[s.name] <= RANK.get(v.scalar.name, 0):
             return v
     return None
 
