@@ -28,7 +28,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
-from lift.rules.terms import as_call, as_expr
+from lift.rules.terms import as_call, as_expr, as_fun
 from lift.typecheck import typecheck
 from lift.types import types_equal
 
@@ -70,7 +70,7 @@ def _expr(e: Expr, nested: bool) -> Expr:
     if not isinstance(e, FunCall):
         return e
     f = _fun(e.f, nested)
-    return with_children(e, (f, *(_expr(a, nested) for a in e.args)))
+    return as_expr(with_children(e, (f, *(_expr(a, nested) for a in e.args))))
 
 
 def _fun(f: FunDecl, nested: bool) -> FunDecl:
@@ -83,12 +83,12 @@ def _fun(f: FunDecl, nested: bool) -> FunDecl:
         case n.Reduce(g):
             return n.ReduceSeq(_fun(g, True), **meta)
         case n.AbstractMap(f=g) | n.AbstractReduce(f=g):
-            return with_children(f, (_fun(g, True),))
+            return as_fun(with_children(f, (_fun(g, True),)))
         case Lambda(_, body):
-            return with_children(f, (_expr(body, nested),))
+            return as_fun(with_children(f, (_expr(body, nested),)))
     cs = children(f)
     if cs and isinstance(cs[0], FunDecl):
-        return with_children(f, (_fun(cs[0], nested),))
+        return as_fun(with_children(f, (_fun(cs[0], nested),)))
     return f
 
 
@@ -126,7 +126,7 @@ def _stages(e: Expr) -> Expr:
         if isinstance(lam, Lambda):
             new = dataclasses.replace(lam, body=_stages(lam.body))
             f = new if isinstance(f, Lambda) else dataclasses.replace(f, f=new)
-    return with_children(e, (f, *(_stages(a) for a in e.args)))
+    return as_expr(with_children(e, (f, *(_stages(a) for a in e.args))))
 
 
 def fused_tuple(e: Expr) -> bool:
@@ -173,11 +173,11 @@ def _kernel(stage: FunCall, components: bool = False) -> Expr:
                 args.append(inline(a))
             else:
                 args.append(leaf(a))
-        return with_children(call, (call.f, *args))
+        return as_expr(with_children(call, (call.f, *args)))
 
     body: Expr
     if components:
-        body = with_children(stage, (stage.f, *(inline(as_call(a)) for a in stage.args)))
+        body = as_expr(with_children(stage, (stage.f, *(inline(as_call(a)) for a in stage.args))))
     else:
         body = inline(stage)
     free = _free_params(body, {p.id for p in params})

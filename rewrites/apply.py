@@ -22,7 +22,7 @@ from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
 from lift.ir.paths import children, walk, with_children
 from lift.rules.rule import same_type
-from lift.rules.terms import as_fun
+from lift.rules.terms import as_expr, as_fun
 from lift.rules.terms import call as beta_call
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, Type
@@ -101,7 +101,7 @@ class _Applier:
         if is_point(e.f):
             return self.point(e.f, args, e)
         types = [type_of(a) for a in args]
-        return with_children(e, (self.fun(e.f, types), *args))
+        return as_expr(with_children(e, (self.fun(e.f, types), *args)))
 
     def fun(self, f: FunDecl, types: list[Type] | None) -> FunDecl:
         """`f` with the points inside it applied; `types`: the types it is applied to."""

@@ -47,7 +47,6 @@ from lift.ir.nodes import (
     FunCall,
     FunDecl,
     Get,
-    Lambda,
     Literal,
     Map,
     Pad,
@@ -70,6 +69,7 @@ from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import operator, sums
 
+from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
 
 AUTO_WIDTHS = (8, 16, 4, 1)
@@ -104,19 +104,11 @@ def _zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]
         if isinstance(xt, ArrayType) and xt.elem in VECTOR_SCALARS and (g is None or len(g.in_types) == 1):
             return g, (x,)
         return None
-    if not (isinstance(x, FunCall) and isinstance(x.f, Zip)):
+    found = zip_userfun(g, x)
+    if found is None or any(not (isinstance(type_of(a), ArrayType) and type_of(a).elem in VECTOR_SCALARS)
+                            for a in found[1]):
         return None
-    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
-        return None
-    uf, q = g.body.f, g.params[0]
-    if not isinstance(uf, UserFun) or len(g.body.args) != len(x.args):
-        return None
-    for i, a in enumerate(g.body.args):
-        if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,)):
-            return None
-    if any(not (isinstance(type_of(a), ArrayType) and type_of(a).elem in VECTOR_SCALARS) for a in x.args):
-        return None
-    return uf, tuple(x.args)
+    return found
 
 
 def _apply(g: FunDecl | None, e: Any) -> Any:

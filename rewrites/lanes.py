@@ -31,6 +31,7 @@ from lift.ir.nodes import (
     AsVector,
     At,
     FunCall,
+    FunDecl,
     Get,
     Join,
     Lambda,
@@ -45,6 +46,7 @@ from lift.ir.nodes import (
     Transpose,
     UserFun,
     Vectorise,
+    Zip,
 )
 from lift.rules.terms import eta, length
 from lift.rules.vector import VECTOR_SCALARS
@@ -187,3 +189,18 @@ def _rebuilt(call: FunCall, g: Lambda, elem: Param, vec: Param, data: Any, w: in
 
 
 __all__ = ["lifted_map", "broadcast", "UNROLL"]
+
+
+def zip_userfun(f: FunDecl, x: Any) -> tuple[UserFun, tuple[Any, ...]] | None:
+    """`(uf, arrays)` when `f` is `q => uf(get(0, q), .., get(k-1, q))` and `x` zips `arrays`."""
+    if not (isinstance(x, FunCall) and isinstance(x.f, Zip)):
+        return None
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
+        return None
+    uf, q = f.body.f, f.params[0]
+    if not isinstance(uf, UserFun) or len(f.body.args) != len(x.args):
+        return None
+    for i, a in enumerate(f.body.args):
+        if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,)):
+            return None
+    return uf, tuple(x.args)

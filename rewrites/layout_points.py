@@ -31,7 +31,7 @@ from lift.lower import computes
 from lift.rules.terms import call as apply_fun
 from lift.rules.terms import eta, mentions, substitute
 from lift.typecheck import type_of
-from lift.types import ArrayType
+from lift.types import ArrayType, shape
 
 from .memory_points import copy_into
 from .point import Nested, RewritePoint, constructor, tuning_var
@@ -95,7 +95,7 @@ class OptimiseDataLayout(RewritePoint):
         if len(hits) != 1 or not computes(call.f):
             return "expects a computing f applied to the result of a computing g (f << g << x)"
         g_call = call.args[hits[0]]
-        dims = _dims(type_of(g_call))
+        dims = shape(type_of(g_call))
         if not dims:
             return f"the result of g is not an array ({type_of(g_call)})"
         k = self.n
@@ -179,7 +179,7 @@ class PadExtraND(RewritePoint):
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             return f"k must be a positive number of dimensions, got {k!r}"
         xt, out_t = type_of(x), type_of(call)
-        in_dims, out_dims = _dims(xt), _dims(out_t)
+        in_dims, out_dims = shape(xt), shape(out_t)
         if len(in_dims) < k or len(out_dims) < k:
             return f"expects arrays of {k} dimension(s), got {xt} => {out_t}"
         lab = self.label or "P"
@@ -196,14 +196,6 @@ class PadExtraND(RewritePoint):
         for d in range(1, k):  # cut each padded dimension back to f's result size
             out = p.map_nd(d, p.take(out_dims[d])) << out
         return copy_into("global", out)  # depadding: the kept elements copied (Listing 6.15, line 17)
-
-
-def _dims(t: Any) -> list[Any]:
-    dims = []
-    while isinstance(t, ArrayType):
-        dims.append(t.size)
-        t = t.elem
-    return dims
 
 
 def _scalar(t: Any) -> str:

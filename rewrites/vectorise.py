@@ -15,29 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map, Param, UserFun, Vectorise, node
+from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map, Param, Vectorise, node
 from lift.rules import vectorise as vectorise_rule
 from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.types import ArrayType, TupleType, VectorType
 
-from .lanes import lifted_map
+from .lanes import lifted_map, zip_userfun
 from .point import Nested, RewritePoint, constructor
-
-
-def _zip_userfun(f: FunDecl, x: Any) -> tuple[UserFun, tuple[Any, ...]] | None:
-    """`(uf, arrays)` when `f` is `q => uf(get(0, q), .., get(k-1, q))` and `x` zips `arrays`."""
-    if not (isinstance(x, FunCall) and type(x.f).__name__ == "Zip"):
-        return None
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
-        return None
-    uf, q = f.body.f, f.params[0]
-    if not isinstance(uf, UserFun) or len(f.body.args) != len(x.args):
-        return None
-    for i, a in enumerate(f.body.args):
-        if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (q,)):
-            return None
-    return uf, tuple(x.args)
 
 
 @node
@@ -58,7 +43,7 @@ class VectorisePoint(RewritePoint):
         if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
             return f"expects map(f) << x, got {call}"
         f, x = call.f.f, call.args[0]
-        zipped = _zip_userfun(f, x)
+        zipped = zip_userfun(f, x)
         if zipped is None:
             out = vectorise_rule(call, n=w)
             if out is not None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
+import warnings
+from typing import Any
+
 import numpy as np
 
 import lift
@@ -89,3 +93,33 @@ def conv_numpy(inp: np.ndarray, wts: np.ndarray, stride: int, padding: int) -> n
 
 def rand(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed + sum(shape)).random(shape, dtype=np.float32)
+
+
+def apply_choice(prog: Any, label: str, choice: dict[str, Any], *refusals: str) -> tuple[Any, Any]:
+    """`prog` with `choice` applied at the point `label` (its warnings silenced) and the point's
+    outcome, which applied or was refused for a reason containing one of `refusals`."""
+    outcomes: list = []
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        out = lift.rewrites.apply_all(prog, {label: choice}, outcomes=outcomes)
+    outcome = outcomes[0]
+    assert outcome.applied or any(r in outcome.reason for r in refusals), outcome.reason
+    return out, outcome
+
+
+# A program file for the `lift` command (lift/cli.py): the dot product, `inputs(n)` of length n.
+DOT_PROGRAM_FILE = textwrap.dedent("""\
+    import numpy as np
+
+    import lift
+    from lift import Array, Float, Size, fun, map, reduce, zip
+
+    N = Size("N")
+    program = fun([Array(Float, N), Array(Float, N)],
+                  lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
+
+
+    def inputs(n=1024):
+        rng = np.random.default_rng(0)
+        return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    """)

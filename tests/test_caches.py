@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lift.devices import caches, probe
+from programs import DOT_PROGRAM_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = textwrap.dedent("""\
@@ -67,16 +68,7 @@ def test_unwritable_pocl_cache_alone_falls_back(tmp_path: Path) -> None:
 @pytest.mark.device
 def test_lift_tune_works_with_unwritable_caches(tmp_path: Path) -> None:
     prog = tmp_path / "dotprog.py"
-    prog.write_text(textwrap.dedent("""\
-        import numpy as np, lift
-        from lift import Array, Float, Size, fun, map, reduce, zip
-        N = Size("N")
-        program = fun([Array(Float, N), Array(Float, N)],
-                      lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
-        def inputs(n=1024):
-            rng = np.random.default_rng(0)
-            return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-        """))
+    prog.write_text(DOT_PROGRAM_FILE)
     env = {k: v for k, v in os.environ.items() if k not in ("POCL_CACHE_DIR", "PYOPENCL_NO_CACHE",
                                                             "LIFTCL_TUNING_DB")}
     out = subprocess.run([sys.executable, "-m", "lift", "tune", str(prog), "--budget", "3", "--quiet"],

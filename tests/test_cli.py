@@ -16,23 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from programs import DOT_PROGRAM_FILE
+
 ROOT = Path(__file__).resolve().parents[1]
 
-PROGRAM = textwrap.dedent("""\
-    import numpy as np
-
-    import lift
-    from lift import Array, Float, Size, fun, map, reduce, zip
-
-    N = Size("N")
-    program = fun([Array(Float, N), Array(Float, N)],
-                  lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
-
-
-    def inputs(n=1024):
-        rng = np.random.default_rng(0)
-        return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-    """)
+PROGRAM = DOT_PROGRAM_FILE
 
 
 def lift_cmd(*args: str, db: Path | None = None, **kw) -> subprocess.CompletedProcess:

@@ -20,19 +20,24 @@ M = Size("M")
 mult = user_fun(lambda x, y: x * y, name="mult")
 
 
-@pytest.fixture
-def contractions(monkeypatch):
-    """The results of every precise contraction (None where it declined)."""
+def _spy(monkeypatch, name: str) -> list:
+    """Whether each call of `batch.<name>` gave a result (not None), in call order."""
     seen: list = []
-    original = batch.contract
+    original = getattr(batch, name)
 
     def spy(*args):
         r = original(*args)
         seen.append(r is not None)
         return r
 
-    monkeypatch.setattr(batch, "contract", spy)
+    monkeypatch.setattr(batch, name, spy)
     return seen
+
+
+@pytest.fixture
+def contractions(monkeypatch):
+    """The results of every precise contraction (None where it declined)."""
+    return _spy(monkeypatch, "contract")
 
 
 def rows_dot():
@@ -82,16 +87,7 @@ def sequential(monkeypatch):
     monkeypatch.setattr(contract_mod, "MIN_COLUMNS", 2)
     monkeypatch.setattr(contract_mod, "BLOCK", 64)  # a few rows per block
     monkeypatch.setattr(contract_mod, "PARALLEL_WORK", 0)  # blocks on every core
-    seen: list = []
-    original = batch.contract_sequential
-
-    def spy(*args):
-        r = original(*args)
-        seen.append(r is not None)
-        return r
-
-    monkeypatch.setattr(batch, "contract_sequential", spy)
-    return seen
+    return _spy(monkeypatch, "contract_sequential")
 
 
 def bits(a):

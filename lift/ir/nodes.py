@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lift.arith import Arith
 from lift.errors import SourceLoc
 from lift.types import Type
 
 _ids = itertools.count()
+
+if TYPE_CHECKING:  # type checkers read `node` as the dataclass decorator it wraps
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_kw: Any) -> Any:
+        return lambda f: f
 
 
 def is_plain_value(x: Any) -> bool:
@@ -29,6 +35,7 @@ def is_plain_value(x: Any) -> bool:
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
 
 
+@dataclass_transform(frozen_default=True)
 def node(cls):
     """Make `cls` a frozen, slotted IR dataclass with a cached structural hash."""
     cls = dataclass(frozen=True, slots=True, repr=False)(cls)

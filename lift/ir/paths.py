@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import TypeVar
 
 from lift.errors import RewriteError
 from lift.ir.nodes import FunCall, Lambda, Node
 
 Path = tuple[int, ...]
-N = TypeVar("N", bound=Node)
 
 
 def children(n: Node) -> tuple[Node, ...]:
@@ -28,7 +26,7 @@ def children(n: Node) -> tuple[Node, ...]:
     return (f,) if isinstance(f, Node) else ()
 
 
-def with_children(n: N, new: tuple[Node, ...]) -> N:
+def with_children(n: Node, new: tuple[Node, ...]) -> Node:
     """`n` with its children replaced (label and loc kept); `n` itself if unchanged."""
     old = children(n)
     if len(new) != len(old):
