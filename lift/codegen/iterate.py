@@ -24,10 +24,12 @@ kernel per iteration instead.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from lift.arith import Arith, Cst, Var, to_c
 from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
+from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
 from lift.ir.paths import Path, transform_bottom_up, walk
@@ -37,6 +39,7 @@ from lift.types import Type
 from lift.views import View
 
 if TYPE_CHECKING:
+    from lift.codegen.generate import HostStep, _Host
     from lift.codegen.kernel import Arg, KernelGen
 
 
@@ -145,31 +148,34 @@ def top_iterate(e: Node) -> bool:
     return False
 
 
-def host_iterate(prog, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None) -> View:
+def host_iterate(host: _Host, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None
+                 ) -> Generator[HostStep, None, View]:
     """`iterate(k, g) << x` at the top level, `g` with a parallel map: every iteration needs
     all work-items' results of the one before (a global barrier), so each is a kernel launch,
     `g` specialised to that iteration's length; the launches ping-pong between two temporary
-    global buffers, the first reads `x` and the last writes the destination."""
-    from lift.errors import UnsupportedError
-
+    global buffers, the first reads `x` and the last writes the destination. Yields the host
+    steps (`lift.codegen.generate._Host.steps`); returns the view of the result."""
     it = e.f
     assert isinstance(it, n.Iterate)
     (x,) = e.args
     if not isinstance(it.f, Lambda) or it.n == 0:
         raise UnsupportedError("a top-level iterate with a parallel map needs a count >= 1 and a lambda "
                                "(iterate(k, lambda a: map_glb(f) << a))", node=it)
-    cur = prog.host(x, path + (1,), env, None)
+    cur = yield from host.host(x, path + (1,), env, None)
     types = iterate_types(it, x.type)
     var = iterate_var(it)
-    bufs = [prog.temp(largest(held)) for held in (types[1:-1:2], types[2:-1:2]) if held]
+    bufs = []
+    for held in (types[1:-1:2], types[2:-1:2]):
+        if held:
+            bufs.append((yield from host.temp(largest(held))))
     label = it.label or e.label or "iterate"
     for i in range(it.n):
         g = specialise(it.f, var, types[i].size) if var is not None else it.f
         if i < it.n - 1:
             target = bufs[i % 2]
         else:
-            target = dest if dest is not None else prog.temp(types[it.n])
-        prog.kernel(prog.names(f"{label}_{i}"), (g, path + (0, 0), [cur]), None, path, env, target)
+            target = dest if dest is not None else (yield from host.temp(types[it.n]))
+        yield host.job(host.names(f"{label}_{i}"), (g, path + (0, 0), (cur,)), None, path, env, target)
         cur = target
     return cur
 
