@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 
 import pytest
 
 import lift
 from lift.codegen import stages
-from lift.codegen.kernel import KernelGen
+from lift.codegen.kernel import KERNEL_TABLE, KernelGen
 from lift.ir import nodes as n
-from lift.memory import KERNEL_CASES, KERNEL_REFUSED, _Alloc, kernel_case
+from lift.memory import (
+    KERNEL_CASES,
+    KERNEL_REFUSED,
+    KERNEL_RULES,
+    Allocator,
+    KernelCase,
+    install_kernel_cases,
+    kernel_case,
+)
 
 FUNCTION_NODES = sorted((c for c in vars(n).values() if isinstance(c, type) and issubclass(c, n.FunDecl)
                          and c not in (n.FunDecl, n.Pattern, n.AbstractMap, n.AbstractReduce)),
@@ -27,14 +34,26 @@ def test_every_function_node_has_a_kernel_case_or_a_named_refusal(cls):
     assert cls in n.ALL_NODE_TYPES
 
 
-def _cases(method) -> set[str]:
-    return set(re.findall(r'case "(\w+)"', inspect.getsource(method)))
-
-
 def test_memory_allocation_and_kernel_generation_take_the_same_cases():
+    """One table (`KERNEL_TABLE`) holds both walks' handler of every family, and both walks
+    dispatch through it (no `match` of their own)."""
     every = set(KERNEL_CASES.values())
-    assert _cases(_Alloc.apply) == every
-    assert _cases(KernelGen.apply) == every
+    assert set(KERNEL_RULES) == every and {c.family for c in KERNEL_TABLE} == every
+    for case in KERNEL_TABLE:
+        assert KERNEL_RULES[case.family] is case
+        assert case.allocate is getattr(Allocator, f"on_{case.family}")
+        assert case.emit is getattr(KernelGen, f"on_{case.family}")
+    for walk in (Allocator.apply, KernelGen.apply):
+        assert "KERNEL_RULES[kernel_case(" in inspect.getsource(walk) and "match" not in inspect.getsource(walk)
+
+
+def test_installing_kernel_cases_needs_every_family_once():
+    short = tuple(c for c in KERNEL_TABLE if c.family != "map")
+    with pytest.raises(lift.LiftError, match="kernel cases for"):
+        install_kernel_cases(short)
+    with pytest.raises(lift.LiftError, match="kernel cases for"):
+        install_kernel_cases((*KERNEL_TABLE, KernelCase("map", Allocator.on_map, KernelGen.on_map)))
+    assert {c.family for c in KERNEL_RULES.values()} == set(KERNEL_CASES.values())  # left as it was
 
 
 def test_a_refused_node_names_itself_and_the_reason():

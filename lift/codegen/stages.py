@@ -291,7 +291,7 @@ def ndrange(par: dict[tuple[str, int], Arith], global_size: Sizes, local_size: S
                                "local ids)", node=node,
                                hint="use one form in the kernel, or split it into ocl_kernel stages")
     ndim = max((d for _, d in par), default=0) + 1
-    loc = tuple(Cst(x) for x in local_size) if local_size is not None else None
+    loc: tuple[Arith, ...] | None = tuple(Cst(x) for x in local_size) if local_size is not None else None
     if global_size is not None:
         return tuple(Cst(x) for x in global_size), loc
     if "glb" in kinds or not kinds:
