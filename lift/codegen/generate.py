@@ -7,9 +7,11 @@ write), and a kernel whose result feeds another gets a temporary global buffer. 
 `iterate` at the top level whose function has a parallel map is one kernel launch per
 iteration (`lift.codegen.iterate.host_iterate`). Each kernel
 has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
-counts of its parallel maps. Each kernel goes through the kernel stages
-(`lift.codegen.stages`): allocated (`lift.memory`), probed, synchronised (`lift.barriers`),
-emitted (`lift.codegen.kernel`), assembled; `finish` links them into the host plan.
+counts of its parallel maps. The host traversal (`_Host.steps`) yields the program's buffers
+and kernel jobs in order; `build` takes each kernel job through the kernel stages
+(`lift.codegen.stages`: allocated (`lift.memory`), probed, synchronised (`lift.barriers`),
+emitted (`lift.codegen.kernel`), assembled), each a function from a frozen record to the
+next, and `link` makes the C unit and host plan of the buffers and kernels so collected.
 Postcondition (`lift.codegen.verify`): every buffer a kernel touches is one of its arguments
 and in `buffers`, every temporary is used, and the launches run in data-dependence order.
 """

@@ -6,9 +6,10 @@ element `i` of the destination: `map_glb`, `map_wrg`, `map_lcl` become the strid
 thesis Listing 2.3 (a single guarded trip when the ND-range provably covers the array),
 `map_seq` and `reduce_seq` sequential loops; a reduction accumulates in a private variable
 and the result is copied to the destination afterwards; `iterate` is a sequence of
-applications over ping-pong buffers (`lift.codegen.iterate`). The traversal mirrors
-`lift.memory` (its side tables say which expression has memory of its own) and emits the
-barriers of `lift.barriers` after the nodes they follow.
+applications over ping-pong buffers (`lift.codegen.iterate`). The traversal takes the cases of
+`lift.memory`'s (one table, `KERNEL_TABLE` at the end of this module, holds both walks' handler
+of every family; the memory pass's side tables say which expression has memory of its own) and
+emits the barriers of `lift.barriers` after the nodes they follow.
 
 A map whose loop `lift.barriers` made uniform (`Synchronised.uniform`) runs up to its trip
 count rounded up to a multiple of its stride, and its body in guarded parts split at its
