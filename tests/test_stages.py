@@ -4,15 +4,23 @@ the kernel stages run in the order `lift.compile` shows."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 
 import pytest
 
 import lift
+from lift import Array, Float, Size, fun, map_glb, map_seq, ocl_kernel, reduce_seq, split, transpose
+from lift.arith import Cst
+from lift.barriers import insert_barriers
 from lift.codegen import stages
+from lift.codegen.access import divisibility
+from lift.codegen.generate import _Host, build
 from lift.codegen.kernel import KERNEL_TABLE, KernelGen
+from lift.codegen.names import Funs, Names
 from lift.ir import nodes as n
+from lift.ir.patterns import reduce_atomic
 from lift.memory import (
     KERNEL_CASES,
     KERNEL_REFUSED,
@@ -22,6 +30,9 @@ from lift.memory import (
     install_kernel_cases,
     kernel_case,
 )
+from lift.plan import BufferSpec
+from lift.typecheck import size_conditions, typecheck
+from lift.types import size_names
 
 FUNCTION_NODES = sorted((c for c in vars(n).values() if isinstance(c, type) and issubclass(c, n.FunDecl)
                          and c not in (n.FunDecl, n.Pattern, n.AbstractMap, n.AbstractReduce)),
@@ -101,19 +112,11 @@ def test_type_checking_runs_once_per_node_through_compile(monkeypatch):
 
 
 def _two_kernels() -> lift.Lambda:
-    from lift import Array, Float, Size, fun, map_glb, map_seq, ocl_kernel, split, transpose
-
     return fun([Array(Float, Size("N"))], lambda x: ocl_kernel(lambda q: map_glb(map_seq(lift.id)) << q)
                << transpose << ocl_kernel(lambda q: map_glb(map_seq(lambda v: v * 2.0)) << q) << split(8) << x)
 
 
 def _context(program: lift.Lambda) -> stages.KernelContext:
-    from lift.barriers import insert_barriers
-    from lift.codegen.access import divisibility
-    from lift.codegen.names import Funs, Names
-    from lift.typecheck import size_conditions, typecheck
-    from lift.types import size_names
-
     typecheck(program)
     sizes = tuple(size_names(q.ptype for q in program.params))
     names = Names(set(sizes) | {"id"})
@@ -122,14 +125,9 @@ def _context(program: lift.Lambda) -> stages.KernelContext:
 
 
 def test_the_host_traversal_yields_buffers_and_kernel_jobs_in_order():
-    from lift.codegen.generate import _Host
-    from lift.plan import BufferSpec
-
     prog = _two_kernels()
     ctx = _context(prog)
-    steps = []
-    for step in _Host(prog, ctx.names, None, (4,)).steps():  # one local size: every parallel kernel
-        steps.append(step)
+    steps = list(_Host(prog, ctx.names, None, (4,)).steps())  # one local size: every parallel kernel
     kinds = [("buffer", s.role) if isinstance(s, BufferSpec) else ("job", s.name) for s in steps]
     assert kinds == [("buffer", "input"), ("buffer", "output"), ("buffer", "temp"), ("job", "lift_kernel"),
                      ("job", "lift_kernel_1")]
@@ -139,11 +137,6 @@ def test_the_host_traversal_yields_buffers_and_kernel_jobs_in_order():
 
 
 def test_every_kernel_stage_returns_a_frozen_record_and_leaves_the_context_alone():
-    import dataclasses
-
-    from lift.codegen.generate import _Host
-    from lift.plan import BufferSpec
-
     prog = _two_kernels()
     ctx = _context(prog)
     buffers: list = []
@@ -165,20 +158,14 @@ def test_every_kernel_stage_returns_a_frozen_record_and_leaves_the_context_alone
 
 
 def test_an_atomic_kernel_assembles_with_its_fill_launch_first():
-    from lift import Array, Float, Size, fun, map_glb, reduce_seq, split
-    from lift.codegen.generate import build
-    from lift.ir.patterns import reduce_atomic
-
     prog = fun([Array(Float, Size("N"))], lambda x: reduce_atomic(lift.add, 0.0) << map_glb(
         lambda c: reduce_seq(lift.add, 0.0) << c) << split(64) << x)
     gen = build(prog, verify=True)
     assert [launch.kernel for launch in gen.source.launches] == ["lift_kernel_fill", "lift_kernel"]
-    assert gen.source.launches[0].global_size == (lift.arith.Cst(1),)
+    assert gen.source.launches[0].global_size == (Cst(1),)
 
 
 def test_launch_sizes_are_computed_without_changing_the_request():
-    from lift.arith import Cst
-
     par = {("glb", 0): Cst(100), ("glb", 1): Cst(7)}
     request = (8,)
     local = stages.local_request(par, None, request)

@@ -5,7 +5,8 @@
     probed       = probed(ctx, allocated)            code generated with every candidate barrier, read
                                                      back as accesses and index expressions
     synchronised = synchronised(ctx, probed)         lift.barriers: Algorithm 3 on the probe
-    emitted      = emitted(ctx, synchronised)        lift.codegen.kernel: the kernel body, with its views
+    emitted      = emitted(ctx, synchronised)        lift.codegen.kernel: the kernel body (views built as
+                                                     it walks), what it touches, fills, barriers
     kernel       = assembled(ctx, emitted)           parameters, ND-range, barrier report; the kernel,
                                                      its pre-fill launch and new buffers as fields
 
@@ -19,14 +20,14 @@ emitted body both walk them), so "viewed" is part of those two stages, not a rec
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lift.arith import Arith, Cst
 from lift.barriers import Synchronised, candidates
 from lift.barriers.graph import Probe
 from lift.codegen.access import Facts
-from lift.codegen.c_ast import Assign, Block, KernelDef, KParam
+from lift.codegen.c_ast import Assign, Block, CExpr, Decl, KernelDef, KParam
 from lift.codegen.kernel import Arg, KernelGen, cap
 from lift.codegen.names import Funs, Names
 from lift.codegen.probe import probe
@@ -36,7 +37,7 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
-from lift.memory import Allocated, allocate, allocate_fun, verify_allocated
+from lift.memory import Allocated, Buffer, allocate, allocate_fun, verify_allocated
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, Launch
 from lift.types import ScalarType, Type, VectorType, base_type, scalar_count
 from lift.userfun.ctypes import c_type
@@ -115,8 +116,20 @@ class SynchronisedKernel:
 
 @dataclass(frozen=True)
 class EmittedKernel:
+    """The kernel's C body and what its generation collected, as fields: the memories it
+    touches (`uses`), its global temporaries and fixed-size local arrays, the trip count of each
+    parallel (kind, dimension), its barriers, reduce_atomic's initial values to pre-fill
+    (`fills`: target, value) and its sequential result components (`tasks`, codegen/tasks.py)."""
+
     job: KernelJob
-    gen: KernelGen
+    body: Block
+    uses: Mapping[str, Mem]
+    temps: tuple[tuple[Mem, Buffer], ...]
+    locals_: tuple[Decl, ...]
+    parallel: Mapping[tuple[str, int], Arith]
+    barriers: tuple[tuple[str, str, str, tuple[str, ...]], ...]
+    fills: tuple[tuple[CExpr, CExpr], ...]
+    tasks: int
     local_size: Sizes
 
 
@@ -170,13 +183,16 @@ def synchronised(ctx: KernelContext, p: ProbedKernel) -> SynchronisedKernel:
 
 def emitted(ctx: KernelContext, s: SynchronisedKernel) -> EmittedKernel:
     """The kernel body with the chosen barriers."""
-    return EmittedKernel(s.job, kernel_body(ctx, s.sync, ctx.names, s.job, s.local_size), s.local_size)
+    gen = kernel_body(ctx, s.sync, ctx.names, s.job, s.local_size)
+    st = gen.state
+    return EmittedKernel(s.job, gen.body, dict(st.uses), tuple(st.temps), tuple(st.locals_), dict(st.parallel),
+                         tuple(st.barriers), tuple(st.fills), st.tasks, s.local_size)
 
 
 def assembled(ctx: KernelContext, e: EmittedKernel) -> AssembledKernel:
     """Parameters, launch sizes and barrier report: the kernel as the host plan links it, with
     its pre-fill launch (reduce_atomic's result) and the global temporaries it adds."""
-    job, st = e.job, e.gen.state
+    job, st = e.job, e
     known = {b.name for b in ctx.buffers}
     new = tuple({m.name: buffer_spec(m, "temp") for m, _ in st.temps if m.name not in known}.values())
     buffers = (*ctx.buffers, *new)
@@ -188,7 +204,7 @@ def assembled(ctx: KernelContext, e: EmittedKernel) -> AssembledKernel:
     for v in ctx.sizes:
         params.append(KParam("int", v))
         args.append(KernelArg("size", v))
-    kdef = KernelDef(job.name, params, Block(list(st.locals_) + e.gen.body.stmts), _short(job.node))
+    kdef = KernelDef(job.name, params, Block(list(st.locals_) + e.body.stmts), _short(job.node))
     gsize, lsize = ndrange(st.parallel, job.global_size, e.local_size, job.node)
     if st.tasks and job.global_size is None and e.local_size is None and set(st.parallel) == {("glb", 0)}:
         lsize = (Cst(1),)  # one work-group per sequential result component (codegen/tasks.py)
@@ -272,7 +288,7 @@ def _pick(req: SizeReq, name: str, fits: bool) -> Sizes:
     return req if fits else None
 
 
-def local_request(par: dict[tuple[str, int], Arith], global_size: Sizes, local_size: Sizes) -> Sizes:
+def local_request(par: Mapping[tuple[str, int], Arith], global_size: Sizes, local_size: Sizes) -> Sizes:
     """A local size given without a global one, completed with 1s to the dimensions the kernel uses."""
     if local_size is None or global_size is not None:
         return local_size
@@ -280,7 +296,7 @@ def local_request(par: dict[tuple[str, int], Arith], global_size: Sizes, local_s
     return tuple(local_size) + (1,) * (ndim - len(local_size))
 
 
-def ndrange(par: dict[tuple[str, int], Arith], global_size: Sizes, local_size: Sizes, node: Node | None = None
+def ndrange(par: Mapping[tuple[str, int], Arith], global_size: Sizes, local_size: Sizes, node: Node | None = None
             ) -> NDRange:
     """The launch sizes: the requested ones, else the outer parallel trip counts rounded to the
     work-group size (`par`: (kind, dim) -> trip count; `local_size` completed by `local_request`;
@@ -309,7 +325,8 @@ def ndrange(par: dict[tuple[str, int], Arith], global_size: Sizes, local_size: S
 # ------------------------------------------------------------------ helpers
 
 
-def _fill(ctx: KernelContext, name: str, kdef: KernelDef, args: tuple[KernelArg, ...], fills: list) -> Kernel:
+def _fill(ctx: KernelContext, name: str, kdef: KernelDef, args: tuple[KernelArg, ...],
+          fills: tuple[tuple[CExpr, CExpr], ...]) -> Kernel:
     """A one-work-item kernel writing the initial values `fills` (target, value) of the atomic
     combinations in kernel `name` (`lift.codegen.atomic`), with its parameters."""
     body = Block([Assign(target, value, "reduce_atomic's initial value") for target, value in fills])
