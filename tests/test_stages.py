@@ -16,7 +16,7 @@ from lift.arith import Cst
 from lift.barriers import insert_barriers
 from lift.codegen import stages
 from lift.codegen.access import divisibility
-from lift.codegen.generate import _Host, build
+from lift.codegen.generate import HostTraversal, build
 from lift.codegen.kernel import KERNEL_TABLE, KernelGen
 from lift.codegen.names import Funs, Names
 from lift.ir import nodes as n
@@ -127,7 +127,7 @@ def _context(program: lift.Lambda) -> stages.KernelContext:
 def test_the_host_traversal_yields_buffers_and_kernel_jobs_in_order():
     prog = _two_kernels()
     ctx = _context(prog)
-    steps = list(_Host(prog, ctx.names, None, (4,)).steps())  # one local size: every parallel kernel
+    steps = list(HostTraversal(prog, ctx.names, None, (4,)).steps())  # one local size: every parallel kernel
     kinds = [("buffer", s.role) if isinstance(s, BufferSpec) else ("job", s.name) for s in steps]
     assert kinds == [("buffer", "input"), ("buffer", "output"), ("buffer", "temp"), ("job", "lift_kernel"),
                      ("job", "lift_kernel_1")]
@@ -140,7 +140,7 @@ def test_every_kernel_stage_returns_a_frozen_record_and_leaves_the_context_alone
     prog = _two_kernels()
     ctx = _context(prog)
     buffers: list = []
-    for step in _Host(prog, ctx.names, None, None).steps():
+    for step in HostTraversal(prog, ctx.names, None, None).steps():
         if isinstance(step, BufferSpec):
             buffers.append(step)
             continue

@@ -7,8 +7,8 @@ write), and a kernel whose result feeds another gets a temporary global buffer. 
 `iterate` at the top level whose function has a parallel map is one kernel launch per
 iteration (`lift.codegen.iterate.host_iterate`). Each kernel
 has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
-counts of its parallel maps. The host traversal (`_Host.steps`) yields the program's buffers
-and kernel jobs in order; `build` takes each kernel job through the kernel stages
+counts of its parallel maps. The host traversal (`HostTraversal.steps`) yields the program's
+buffers and kernel jobs in order; `build` takes each kernel job through the kernel stages
 (`lift.codegen.stages`: allocated (`lift.memory`), probed, synchronised (`lift.barriers`),
 emitted (`lift.codegen.kernel`), assembled), each a function from a frozen record to the
 next, and `link` makes the C unit and host plan of the buffers and kernels so collected.
@@ -106,7 +106,7 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
     global_req, local_req = _dims(global_size), _dims(local_size)
     buffers: list[BufferSpec] = []
     kernels: list[Kernel] = []
-    for step in _Host(program, names, global_req, local_req).steps():
+    for step in HostTraversal(program, names, global_req, local_req).steps():
         if isinstance(step, BufferSpec):
             buffers.append(step)
             continue
@@ -135,7 +135,7 @@ def _sizes(s: int | tuple[int, ...] | None) -> Sizes:
 HostStep = BufferSpec | KernelJob  # what the host traversal yields, in program order
 
 
-class _Host:
+class HostTraversal:
     """The host-level traversal: the program's buffers (inputs, outputs, temporaries between
     kernels) and kernel jobs, yielded in program order (`steps`). It draws C names from the
     program's name supply as it goes, so it is consumed step by step, each kernel job through
@@ -328,4 +328,5 @@ def _decl_bytes(ctype: str) -> int:
     return base * int(m.group(2) or 1)
 
 
-__all__ = ["generate", "build", "Generated", "Names", "Funs", "SizeArg"]
+__all__ = ["generate", "build", "link", "check_requests", "Generated", "HostTraversal", "HostStep", "Names", "Funs",
+           "SizeArg"]

@@ -41,7 +41,7 @@ from lift.types import ArrayType, Type
 from lift.views import View
 
 if TYPE_CHECKING:
-    from lift.codegen.generate import HostStep, _Host
+    from lift.codegen.generate import HostStep, HostTraversal
     from lift.codegen.kernel import KernelGen
 
 
@@ -155,13 +155,13 @@ def top_iterate(e: Node) -> bool:
     return False
 
 
-def host_iterate(host: _Host, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None
+def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None
                  ) -> Generator[HostStep, None, View]:
     """`iterate(k, g) << x` at the top level, `g` with a parallel map: every iteration needs
     all work-items' results of the one before (a global barrier), so each is a kernel launch,
     `g` specialised to that iteration's length; the launches ping-pong between two temporary
     global buffers, the first reads `x` and the last writes the destination. Yields the host
-    steps (`lift.codegen.generate._Host.steps`); returns the view of the result."""
+    steps (`lift.codegen.generate.HostTraversal.steps`); returns the view of the result."""
     it = e.f
     assert isinstance(it, n.Iterate)
     (x,) = e.args
