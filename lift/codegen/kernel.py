@@ -190,7 +190,7 @@ class KernelGen:
 
     def units(self, kind: str, dim: int) -> Arith | None:
         """The work-items (glb, lcl) or work-groups (wrg) of the launch in dimension `dim`: the
-        requested sizes, else the defaults of ``_Program.ndrange`` (the first loop's trip count)."""
+        requested sizes, else the defaults of ``lift.codegen.stages.ndrange`` (the first loop's trip count)."""
         g = self.gsize[dim] if self.gsize is not None and dim < len(self.gsize) else None
         loc = self.lsize[dim] if self.lsize is not None and dim < len(self.lsize) else None
         first = self.state.parallel.get((kind, dim))
