@@ -31,16 +31,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from lift.arith import Arith, Cst
-from lift.errors import UnsupportedError
+from lift.arith import Arith, Cst, Var, max_, prove_le
+from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
 from lift.ir.registry import kernel_table
-from lift.types import ArrayType, Type, scalar_count
+from lift.rules.terms import eta
+from lift.typecheck import subst_type, type_of, unify
+from lift.types import ArrayType, ScalarType, Type, scalar_count
+from lift.userfun.facts import operator
 
+LoweredMap = n.MapSeq | n.MapGlb | n.MapWrg | n.MapLcl  # the "map" family of the kernel traversal
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
 SPACES = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}
 
@@ -85,7 +90,7 @@ class Buffer:
 class Allocated:
     """Stage record: the intermediate buffers of one kernel body, by path."""
 
-    body: Expr
+    body: Expr | FunDecl  # the kernel body, or the function `allocate_fun` allocated for
     buffers: Mapping[Path, Buffer]
     accs: Mapping[Path, Buffer]  # reduce accumulators, by the reduce call's path
     inline: frozenset[Path]
@@ -99,7 +104,7 @@ def allocate(body: Expr, path: Path = (), *, dest_space: str | None = "global",
     """Allocate the intermediates of a kernel body at `path` whose result goes to `dest_space`.
 
     `names` makes a fresh C name from a prefix (default: tmp0, tmp1, ...)."""
-    a = _Alloc(names or _counter())
+    a = Allocator(names or _counter())
     a.expr(body, path, (), dest_space)
     return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces), dict(a.loops),
                      dict(a.pingpong))
@@ -108,10 +113,10 @@ def allocate(body: Expr, path: Path = (), *, dest_space: str | None = "global",
 def allocate_fun(f: FunDecl, fpath: Path, arity: int, out: Type, *, dest_space: str = "global",
                  names: Callable[[str], str] | None = None) -> Allocated:
     """Allocate for function `f` (at `fpath`) applied to `arity` arguments that are already in memory."""
-    a = _Alloc(names or _counter())
+    a = Allocator(names or _counter())
     a.apply(f, fpath, [(None, None)] * arity, out, (), dest_space, f, fpath)
-    body = f.body if isinstance(f, Lambda) else f  # type: ignore[assignment]
-    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces),  # type: ignore[arg-type]
+    body = f.body if isinstance(f, Lambda) else f
+    return Allocated(body, dict(a.buffers), dict(a.accs), frozenset(a.inline), dict(a.spaces),
                      dict(a.loops), dict(a.pingpong))
 
 
@@ -179,8 +184,6 @@ def verify_allocated(alloc: Allocated) -> None:
     """The postcondition of `allocate`: every buffer has a known space and a unique name, private
     buffers have constant sizes and are multiplied by no loop, and reduction accumulators live
     in private or global memory; raise listing every violation."""
-    from lift.errors import LiftValueError
-
     bufs = [*alloc.buffers.values(), *alloc.accs.values()]
     names = [b.name for b in bufs]
     problems = [f"{b.name} is in unknown space {b.space}" for b in bufs if b.space not in SPACES.values()]
@@ -198,8 +201,6 @@ def verify_allocated(alloc: Allocated) -> None:
 
 def iterate_var(f: n.Iterate):
     """The length variable of `iterate`'s function (its parameter's outer length), if any."""
-    from lift.arith import Var
-
     g = f.f
     if isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.params[0].ptype, ArrayType):
         size = g.params[0].ptype.size
@@ -209,8 +210,6 @@ def iterate_var(f: n.Iterate):
 
 def iterate_types(f: n.Iterate, t: Type) -> list[Type]:
     """The types of `iterate(k, g)`'s values: the argument's `t`, then each iteration's result."""
-    from lift.typecheck import subst_type, type_of, unify
-
     out = [t]
     g = f.f
     for _ in range(f.n):
@@ -224,8 +223,6 @@ def iterate_types(f: n.Iterate, t: Type) -> list[Type]:
 
 def largest(types: list[Type]) -> Type:
     """The type among `types` (arrays differing in their outer length) with the largest length."""
-    from lift.arith import max_, prove_le
-
     best = types[0]
     for t in types[1:]:
         if not (isinstance(t, ArrayType) and isinstance(best, ArrayType)):
@@ -256,11 +253,8 @@ def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None
     commutative operator on a 32-bit scalar, `init` a literal or an input of the kernel (the
     result is pre-filled with it by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
     enclosing loop: it is complete only when the kernel ends)."""
-    from lift.rules.terms import eta
-    from lift.types import ScalarType
-    from lift.userfun.facts import operator
-
-    g = f.f  # type: ignore[attr-defined]
+    assert isinstance(f, n.ReduceAtomic)
+    g = f.f
     why = None
     t = init.type
     op = operator(eta(g))
@@ -289,10 +283,39 @@ def _inlinable(a: Expr) -> bool:
 
 # What the kernel traversal does with each function node, and what it rejects (an
 # `UnsupportedError` naming the node, with the reason): the `kernel` column of the per-pattern
-# registry (lift.ir.registry). Memory allocation (`_Alloc.apply`) and kernel generation
-# (`lift.codegen.kernel.KernelGen.apply`) both dispatch on `kernel_case` and descend with
-# `body_path`, so they cannot take different cases or paths.
+# registry (lift.ir.registry), a family name per node class. Memory allocation
+# (`Allocator.apply`) and kernel generation (`lift.codegen.kernel.KernelGen.apply`) both take
+# `f`'s family from `kernel_case` and call that family's handler in `KERNEL_RULES`, and descend
+# with `body_path`, so they cannot take different cases or paths.
 KERNEL_CASES, KERNEL_REFUSED = kernel_table()
+
+Site = tuple[Expr | None, Path | None]  # an argument and its path (None: an element of an enclosing loop)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCase:
+    """One family of the kernel traversal and what its two walks do with it: `allocate` (an
+    `Allocator` handler: memory for its intermediates) and `emit` (a `KernelGen` handler: its C,
+    lift.codegen.kernel). The families' cases are one table, `lift.codegen.kernel.KERNEL_TABLE`
+    (where both walks are visible), so adding a pattern's kernel case is one entry there."""
+
+    family: str
+    allocate: Callable[..., None]
+    emit: Callable[..., Any]
+
+
+KERNEL_RULES: dict[str, KernelCase] = {}  # family -> its handlers (`install_kernel_cases`)
+
+
+def install_kernel_cases(cases: tuple[KernelCase, ...]) -> None:
+    """Hang the handlers of `cases` on their families (lift.codegen.kernel does, once, when it is
+    imported); every family of the registry's kernel column needs exactly one."""
+    table = {c.family: c for c in cases}
+    families = set(KERNEL_CASES.values())
+    if len(table) != len(cases) or set(table) != families:
+        raise LiftValueError(f"kernel cases for {sorted(table)}, the registry's families are {sorted(families)}")
+    KERNEL_RULES.clear()
+    KERNEL_RULES.update(table)
 
 
 def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
@@ -312,7 +335,9 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
 
 def lambda_body(f: FunDecl) -> Expr:
     """The body of a "lambda" case: a lambda's, or the lambda's of a let."""
-    return f.body if isinstance(f, Lambda) else f.f.body  # type: ignore[attr-defined]
+    lam = f.f if isinstance(f, n.Let) else f
+    assert isinstance(lam, Lambda), f"{f} is not a lambda case"
+    return lam.body
 
 
 def body_path(f: FunDecl, fpath: Path) -> Path:
@@ -320,8 +345,9 @@ def body_path(f: FunDecl, fpath: Path) -> Path:
     return fpath + (0,) if isinstance(f, Lambda) else fpath + (0, 0)
 
 
-class _Alloc:
-    """The top-down traversal (its cases: `kernel_case`); the code generator takes the same ones."""
+class Allocator:
+    """Memory allocation's top-down walk of a kernel (its cases: `kernel_case`, handled by the
+    `on_<family>` methods through `KERNEL_RULES`); the code generator takes the same cases."""
 
     def __init__(self, names: Callable[[str], str]) -> None:
         self.names = names
@@ -337,8 +363,6 @@ class _Alloc:
             role: str = "temp") -> Buffer:
         name = self.names("acc" if role == "acc" else "tmp")
         if self.bounds:  # inside iterate: the largest size of each iteration's length
-            from lift.typecheck import subst_type
-
             t = subst_type(t, self.bounds)
         buf = Buffer(path, name, space, t, multiplied(loops, space), role, loops)
         if space == "private" and not isinstance(buf.count, Cst):
@@ -350,38 +374,51 @@ class _Alloc:
         """Allocate for `e`, which writes into a destination in space `dest` (None: none)."""
         if not isinstance(e, FunCall) or not concrete(e):
             return  # a parameter, a literal or a view: read in place (copied if there is a dest)
-        args = [(a, path + (k + 1,)) for k, a in enumerate(e.args)]
+        args: list[Site] = [(a, path + (k + 1,)) for k, a in enumerate(e.args)]
         self.apply(e.f, path + (0,), args, e.type, loops, dest, e, path)
 
-    def apply(self, f: FunDecl, fpath: Path, args: list[tuple[Expr | None, Path | None]], out: Type,
-              loops: tuple[Loop, ...], dest: str | None, node: n.Node, key: Path) -> None:
-        """Allocate for `f` applied to `args` (None: an element of an enclosing loop)."""
-        match kernel_case(f, node):
-            case "lambda":
-                for a, p in args:
-                    self.arg(a, p, loops)
-                self.expr(lambda_body(f), body_path(f, fpath), loops, dest)
-            case "userfun":
-                for a, p in args:
-                    self.uf_arg(a, p, loops)
-                self.spaces[key] = dest or self.own(key, out, None, loops, node)
-            case "layout":
-                self.layout(f, args, loops, dest)  # a view: no loop, no memory
-            case "map":
-                self.map(f, fpath, args, out, loops, dest, node, key)
-            case "reduce":
-                self.reduce(f.f, fpath, args, loops, dest, node, key)  # type: ignore[attr-defined]
-            case "atomic":
-                self.atomic(f, args, loops, dest, node)
-            case "address":
-                space = SPACES[type(f)]
-                if dest != space:
-                    self.own(key, out, space, loops, node)
-                self.apply(f.f, fpath + (0,), args, out, loops, space, node, fpath + (0,))  # type: ignore[attr-defined]
-            case "let":
-                self.apply(f.f, fpath + (0,), args, out, loops, dest, node, key)  # type: ignore[attr-defined]
-            case "iterate":
-                self.iterate(f, fpath, args, out, loops, dest, node, key)  # type: ignore[arg-type]
+    def apply(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+              dest: str | None, node: n.Node, key: Path) -> None:
+        """Allocate for `f` applied to `args` (None: an element of an enclosing loop): the
+        `allocate` handler of `f`'s family in `KERNEL_RULES`."""
+        KERNEL_RULES[kernel_case(f, node)].allocate(self, f, fpath, args, out, loops, dest, node, key)
+
+    # The handlers of the families (`KernelCase.allocate`), one signature:
+    # (f, its path, args, result type, enclosing loops, destination space, node, key path).
+
+    def on_lambda(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                  dest: str | None, node: n.Node, key: Path) -> None:
+        for a, p in args:
+            self.arg(a, p, loops)
+        self.expr(lambda_body(f), body_path(f, fpath), loops, dest)
+
+    def on_userfun(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                   dest: str | None, node: n.Node, key: Path) -> None:
+        for a, p in args:
+            self.uf_arg(a, p, loops)
+        self.spaces[key] = dest or self.own(key, out, None, loops, node)
+
+    def on_layout(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                  dest: str | None, node: n.Node, key: Path) -> None:
+        """A layout function (a view: no loop, no memory): arguments written through its
+        destination when it is invertible."""
+        through = dest if invertible(f) else None
+        for a, p in args:
+            if a is not None and p is not None:
+                self.expr(a, p, loops, through)
+
+    def on_address(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                   dest: str | None, node: n.Node, key: Path) -> None:
+        assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
+        space = SPACES[type(f)]
+        if dest != space:
+            self.own(key, out, space, loops, node)
+        self.apply(f.f, fpath + (0,), args, out, loops, space, node, fpath + (0,))
+
+    def on_let(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+               dest: str | None, node: n.Node, key: Path) -> None:
+        assert isinstance(f, n.Let)
+        self.apply(f.f, fpath + (0,), args, out, loops, dest, node, key)
 
     def own(self, key: Path, t: Type, space: str | None, loops: tuple[Loop, ...], node: n.Node) -> str:
         """Give the value at `key` memory of its own; returns its space."""
@@ -405,11 +442,13 @@ class _Alloc:
             return
         self.inline.add(p)
         self.spaces[p] = "private"
-        for k, b in enumerate(a.args):  # type: ignore[union-attr]
+        assert isinstance(a, FunCall)  # _inlinable
+        for k, b in enumerate(a.args):
             self.uf_arg(b, p + (k + 1,), loops)
 
-    def map(self, f: FunDecl, fpath: Path, args: list, out: Type, loops: tuple[Loop, ...],
-            dest: str | None, node: n.Node, key: Path) -> None:
+    def on_map(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+               dest: str | None, node: n.Node, key: Path) -> None:
+        assert isinstance(f, LoweredMap)
         (x, xp), = args
         self.arg(x, xp, loops)
         kind = LOOP_KINDS[type(f)]
@@ -426,9 +465,12 @@ class _Alloc:
         self.loops[fpath] = loop
         self.apply(f.f, fpath + (0,), [(None, None)], out.elem, loops + (loop,), dest, f, fpath + (0,))
 
-    def reduce(self, g: FunDecl, fpath: Path, args: list, loops: tuple[Loop, ...], dest: str | None,
-               node: n.Node, key: Path) -> None:
+    def on_reduce(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                  dest: str | None, node: n.Node, key: Path) -> None:
+        assert isinstance(f, n.ReduceSeq)
+        g = f.f
         (init, ip), (x, xp) = args
+        assert init is not None and ip is not None and x is not None and isinstance(x.type, ArrayType)
         self.arg(x, xp, loops)
         if concrete(init):
             self.expr(init, ip, loops, None)
@@ -442,24 +484,29 @@ class _Alloc:
         none = (None, None)
         self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
 
-    def atomic(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None, node: n.Node) -> None:
+    def on_atomic(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                  dest: str | None, node: n.Node, key: Path) -> None:
         """`reduce_atomic(f, z) << map(g) << xs` (`lift.codegen.atomic`): the map's loop, each element
         computed into private memory of its own (at the map call's path) and combined into the
         destination, which must be the kernel's global result."""
         (init, _), (x, xp) = args
-        check_atomic(f, init, x, loops, dest, node)  # type: ignore[arg-type]
+        assert init is not None and x is not None and xp is not None
+        check_atomic(f, init, x, loops, dest, node)
+        assert isinstance(x, FunCall) and isinstance(x.type, ArrayType)  # a map's result (check_atomic)
         m, (xs,) = x.f, x.args
+        assert isinstance(m, LoweredMap)
         self.arg(xs, xp + (1,), loops)
         self.buffers[xp] = self.new(xp, x.type.elem, "private", loops, node)
         loop = Loop(xp + (0,), LOOP_KINDS[type(m)], getattr(m, "dim", 0), x.type.size)
         self.loops[xp + (0,)] = loop
         self.apply(m.f, xp + (0, 0), [(None, None)], x.type.elem, loops + (loop,), "private", m, xp + (0, 0))
 
-    def iterate(self, f: n.Iterate, fpath: Path, args: list, out: Type, loops: tuple[Loop, ...],
-                dest: str | None, node: n.Node, key: Path) -> None:
+    def on_iterate(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+                   dest: str | None, node: n.Node, key: Path) -> None:
         """`iterate(k, g)`: the first iteration reads the argument, the last writes the destination;
         the others ping-pong between two buffers (`Allocated.pingpong`, by the `iterate`'s path),
         each as big as the largest value it holds. Sizes inside `g` are bounded by the largest input."""
+        assert isinstance(f, n.Iterate)
         (x, xp), = args
         if x is None:
             raise UnsupportedError("iterate needs a named argument here; write (lambda a: iterate(k, g) << a)",
@@ -475,19 +522,15 @@ class _Alloc:
         held = (types[1:-1:2], types[2:-1:2])  # A holds the results of iterations 0, 2, ...; B of 1, 3, ...
         self.pingpong[fpath] = tuple(self.new(fpath, largest(h), space, loops, node) for h in held if h)
         var = iterate_var(f)
-        if var is not None:
-            self.bounds[var.name] = largest(types[:-1]).size  # type: ignore[union-attr]
+        if var is not None:  # the argument is an array of length `var` (iterate_var)
+            bound = largest(types[:-1])
+            assert isinstance(bound, ArrayType)
+            self.bounds[var.name] = bound.size
         self.apply(f.f, fpath + (0,), [(None, None)], out, loops, space if f.n > 1 else dest, f, fpath + (0,))
-
-    def layout(self, f: FunDecl, args: list, loops: tuple[Loop, ...], dest: str | None) -> None:
-        """A layout function: arguments written through its destination when it is invertible."""
-        through = dest if invertible(f) else None
-        for a, p in args:
-            if a is not None and p is not None:
-                self.expr(a, p, loops, through)
 
 
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
-           "lambda_body", "body_path", "check_atomic"]
+           "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
+           "install_kernel_cases", "Site", "LoweredMap"]

@@ -28,6 +28,7 @@ import numpy as np
 from lift import devices
 from lift.devices import Device, caches
 from lift.errors import DeviceError
+from lift.version import __version__
 
 MAGIC = b"LIFTCL-BINARY 2\n"
 CacheDir = str | os.PathLike | None | bool  # None: default folder; False: no cache
@@ -122,8 +123,6 @@ def default_cache_dir() -> Path:
 
 def cache_key(source: str, device: Device, options: tuple[str, ...] = ()) -> str:
     """sha256 of the source, build options, device and driver, pyopencl and liftcl versions."""
-    from lift.version import __version__
-
     parts = [source, " ".join(options), device.key, _cl().VERSION_TEXT, __version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -136,7 +135,7 @@ def build(dc: DeviceContext, source: str, *, options: tuple[str, ...] = (),
     if cache_dir is False:
         prg = _build_source(dc, source, options)
         return Built(prg, key, None, "uncached", time.perf_counter() - start)
-    folder = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)  # type: ignore[arg-type]
+    folder = default_cache_dir() if cache_dir is None or isinstance(cache_dir, bool) else Path(cache_dir)
     path = folder / key[:2] / f"{key}.bin"
     binary = read_entry(path, key)
     status = "miss" if binary is None and not path.exists() else "rebuilt"

@@ -16,6 +16,7 @@ from lift.ir.nodes import (
     ToPrivate,
     UserFun,
 )
+from lift.ir.paths import walk
 from lift.rules.match import PVar
 from lift.rules.rule import Rule
 from lift.rules.terms import eta, meta
@@ -29,8 +30,6 @@ CONCRETE = (*MAPS, *REDUCES, UserFun)
 def _writer(g: object) -> bool:
     """A map, reduction or user function that writes memory (a map of layouts, `map(pad(1, 0, 0))`,
     is a view: an address space on it means nothing and the code generator cannot read it)."""
-    from lift.ir.paths import walk
-
     return isinstance(g, CONCRETE) and any(isinstance(x, UserFun | Literal) for _, x in walk(g))
 
 

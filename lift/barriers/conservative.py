@@ -91,9 +91,11 @@ def _elementwise(root: Node, path: Path, producer: Node) -> bool:
         inner = FunCall(inner.f.f, inner.args)
     if not (isinstance(consumer, FunCall) and isinstance(inner, FunCall)):
         return False
-    kc, kp = type(consumer.f), type(inner.f)
-    return (kc is kp and kc in _PARALLEL and consumer.f.dim == inner.f.dim  # type: ignore[attr-defined]
-            and len(consumer.args) == 1)
+    fc, fp = consumer.f, inner.f
+    if type(fc) not in _PARALLEL or type(fp) is not type(fc):
+        return False
+    assert isinstance(fc, n.MapGlb | n.MapWrg | n.MapLcl) and isinstance(fp, n.MapGlb | n.MapWrg | n.MapLcl)
+    return fc.dim == fp.dim and len(consumer.args) == 1
 
 
 def _node(x: Node) -> Node:

@@ -112,8 +112,8 @@ class Dependences:
 
     def overlap(self, p: Pair, *, same_group: bool) -> bool:
         """The z3 question: may two distinct work-items touch one element in `p`'s accesses?"""
-        a1, a2 = self.flat.leaves[p.first].item, self.flat.leaves[p.second].item
-        if gcd_disjoint(a1.lo, a1.width, a2.lo, a2.width):  # type: ignore[union-attr]
+        a1, a2 = self.flat.acc(p.first), self.flat.acc(p.second)
+        if gcd_disjoint(a1.lo, a1.width, a2.lo, a2.width):
             return False
         t = self.threads
         c1 = t.copy("1")
@@ -177,8 +177,7 @@ def gcd_disjoint(lo1: Arith, w1: int, lo2: Arith, w2: int) -> bool:
 
 def iterators(flat: Flat, leaf: int) -> tuple[int, ...]:
     """The loops around an access whose variables index the buffer (outermost first)."""
-    acc = flat.leaves[leaf].item
-    names = {v.name for v in free_vars(acc.lo)}  # type: ignore[union-attr]
+    names = {v.name for v in free_vars(flat.acc(leaf).lo)}
     return tuple(k for k in flat.leaves[leaf].loops if flat.loops[k].var.name in names)
 
 
@@ -201,9 +200,9 @@ def corresponding(flat: Flat, a: int, b: int) -> bool:
     both corresponds to itself), every loop around either access that tells work-items of a
     group apart (map_lcl, map_glb) must be one of them, and renaming the iterators of `b` to
     those of `a` must give the index expression of `a`."""
-    xa, xb = flat.leaves[a].item, flat.leaves[b].item
+    xa, xb = flat.acc(a), flat.acc(b)
     ia, ib = iterators(flat, a), iterators(flat, b)
-    if xa.width != xb.width or len(ia) != len(ib):  # type: ignore[union-attr]
+    if xa.width != xb.width or len(ia) != len(ib):
         return False
     common = set(common_loops(flat, a, b))
     for x, y in zip(ia, ib):
@@ -215,7 +214,7 @@ def corresponding(flat: Flat, a: int, b: int) -> bool:
         if any(flat.loops[k].kind in ("lcl", "glb") and k not in its for k in flat.leaves[leaf].loops):
             return False
     rename = {flat.loops[y].var.name: flat.loops[x].var for x, y in zip(ia, ib) if x != y}
-    return substitute(xb.lo, rename) == xa.lo  # type: ignore[union-attr]
+    return substitute(xb.lo, rename) == xa.lo
 
 
 def injective(flat: Flat, leaf: int) -> bool:
@@ -224,22 +223,22 @@ def injective(flat: Flat, leaf: int) -> bool:
     The index must be `base + sum(c_v * v)` over the iterators `v`, each `c_v` free of loop
     variables, and the coefficients must form a mixed radix: sorted increasingly, each one
     exceeds the largest value the smaller terms (and the access's width) can reach."""
-    acc = flat.leaves[leaf].item
+    acc = flat.acc(leaf)
     its = iterators(flat, leaf)
     loop_vars = {info.var.name for info in flat.loops}
     zero = {flat.loops[k].var.name: 0 for k in its}
-    base = substitute(acc.lo, zero)  # type: ignore[union-attr]
+    base = substitute(acc.lo, zero)
     terms, total = [], base
     for k in its:
         v = flat.loops[k].var
-        c = substitute(acc.lo, {**zero, v.name: 1}) - base  # type: ignore[union-attr]
+        c = substitute(acc.lo, {**zero, v.name: 1}) - base
         if any(x.name in loop_vars for x in free_vars(c)):
             return False
         terms.append((c, flat.loops[k].count))
         total = total + c * v
-    if total != acc.lo:  # type: ignore[union-attr]
+    if total != acc.lo:
         return False
-    span: Arith = Cst(acc.width - 1)  # type: ignore[union-attr]
+    span: Arith = Cst(acc.width - 1)
     for c, n in sorted(terms, key=cmp_to_key(_compare)):
         if not prove_le(span + 1, c):
             return False

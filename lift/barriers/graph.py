@@ -104,6 +104,12 @@ class Flat:
     loops: tuple[LoopInfo, ...]
     spans: tuple[tuple[int, int], ...]
 
+    def acc(self, leaf: int) -> Acc:
+        """The access at leaf `leaf` (an `AssertionError` for a point)."""
+        item = self.leaves[leaf].item
+        assert isinstance(item, Acc), f"leaf {leaf} is a barrier point, not an access"
+        return item
+
 
 def flatten(body: tuple[Item, ...]) -> Flat:
     """The leaves of a probe body in program order, with their enclosing loops."""

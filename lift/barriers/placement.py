@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from lift.arith import Cst
 from lift.barriers.dependence import Pair
-from lift.barriers.graph import MAG, Flat, Point, route_points
+from lift.barriers.graph import MAG, Flat, LoopInfo, Point, route_points
 from lift.barriers.reachability import Reach
 from lift.barriers.records import Dependence, Placement, Uniform, fence_for
 from lift.ir.nodes import FunCall, Node
@@ -123,9 +124,7 @@ def _slots(flat: Flat) -> dict[int, int]:
     return out
 
 
-def _single(info) -> bool:
-    from lift.arith import Cst
-
+def _single(info: LoopInfo) -> bool:
     return (info.once and not info.guard) or info.count == Cst(1)
 
 

@@ -26,18 +26,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lift.codegen.access import write
+from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, AtomicCombine, Block, CExpr, CRaw, CStmt
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.paths import Path
-from lift.memory import LOOP_KINDS
+from lift.memory import LOOP_KINDS, LoweredMap
 from lift.rules.terms import eta
-from lift.types import ScalarType, Type
+from lift.types import ArrayType, ScalarType, Type
 from lift.userfun.facts import operator
 from lift.views import Access, View
 
 if TYPE_CHECKING:
-    from lift.codegen.kernel import Arg, KernelGen
+    from lift.codegen.kernel import KernelGen
 
 NATIVE = {"add": "atomic_add", "max_": "atomic_max", "min_": "atomic_min"}  # 32-bit int atomics
 GROUP_LEADER = "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0"
@@ -62,14 +63,14 @@ def helper(kg: KernelGen, f: n.FunDecl, t: Type) -> str:
     assert isinstance(t, ScalarType)
     op = operator(eta(f))
     name = op.kind if op is not None and op.kind else "op"
-    op = kg.funs(f if isinstance(f, n.UserFun) else _user_fun(f))
+    cop = kg.funs(f if isinstance(f, n.UserFun) else _user_fun(f))
     funs = kg.funs
-    key = ("atomic", name, t.name, op)
-    if key not in funs.by_key:  # type: ignore[attr-defined]
-        cname = funs.names(f"lift_atomic_{name.rstrip('_')}_{t.c_name}")  # type: ignore[attr-defined]
-        funs.by_key[key] = cname  # type: ignore[attr-defined]
-        funs.sources.append(helper_source(cname, op, name, t))  # type: ignore[attr-defined]
-    return funs.by_key[key]  # type: ignore[attr-defined]
+    key = ("atomic", name, t.name, cop)
+    if key not in funs.by_key:
+        cname = funs.names(f"lift_atomic_{name.rstrip('_')}_{t.c_name}")
+        funs.by_key[key] = cname
+        funs.sources.append(helper_source(cname, cop, name, t))
+    return funs.by_key[key]
 
 
 def _user_fun(f: n.FunDecl) -> n.UserFun:
@@ -82,26 +83,25 @@ def _user_fun(f: n.FunDecl) -> n.UserFun:
 def atomic(kg: KernelGen, f: n.ReduceAtomic, fpath: Path, args: list[Arg], env: dict[int, View],
            dest: View | None) -> View:
     """Generate `reduce_atomic(g, z) << map(h) << xs` (checked by `lift.memory.check_atomic`)."""
-    from lift.codegen.kernel import Arg
-
     init, xa = args
     if dest is None or xa.expr is None or xa.path is None or not isinstance(xa.expr, n.FunCall):
         raise UnsupportedError("reduce_atomic must be the kernel's result, applied to a map", node=f)
     call, xp = xa.expr, xa.path
     m, (x,) = call.f, call.args
+    out_t = call.type
+    assert isinstance(m, LoweredMap) and isinstance(out_t, ArrayType) and isinstance(x.type, ArrayType)
     t = init.type
     target = _lvalue(kg, dest, t)
     kg.state.fills.append((target, kg.read(kg.arg(init, env))))
     fn = helper(kg, f.f, t)
     xs = kg.arg(Arg(x.type, x, xp + (1,)), env)
-    out_t = call.type
-    loop = kg.make_loop(m, LOOP_KINDS[type(m)], out_t.size, xp + (0,))  # type: ignore[attr-defined]
-    elem = Arg(x.type.elem, view=Access(xs, loop.var))  # type: ignore[attr-defined]
+    loop = kg.make_loop(m, LOOP_KINDS[type(m)], out_t.size, xp + (0,))
+    elem = Arg(x.type.elem, view=Access(xs, loop.var))
     guard = GROUP_LEADER if isinstance(m, n.MapWrg) else None
 
     def body() -> None:
         v = kg.declare(kg.alloc.buffers[xp])
-        value = kg.apply(m.f, xp + (0, 0), [elem], out_t.elem, env, v, m.f, xp + (0, 0))  # type: ignore[attr-defined]
+        value = kg.apply(m.f, xp + (0, 0), [elem], out_t.elem, env, v, m.f, xp + (0, 0))
         kg.block.add(combine_stmt(fn, target, kg.read(value), guard, f"{f}: combined atomically"))
 
     kg.loop_body(loop, body)

@@ -24,27 +24,30 @@ kernel per iteration instead.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from lift.arith import Arith, Cst, Var, to_c
+from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
+from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
 from lift.ir.paths import Path, transform_bottom_up, walk
+from lift.layout import is_layout_fun
 from lift.memory import Buffer, iterate_types, iterate_var, largest
 from lift.typecheck import subst_type, type_of
-from lift.types import Type
+from lift.types import ArrayType, Type
 from lift.views import View
 
 if TYPE_CHECKING:
-    from lift.codegen.kernel import Arg, KernelGen
+    from lift.codegen.generate import HostStep, HostTraversal
+    from lift.codegen.kernel import KernelGen
 
 
 def iterate(kg: KernelGen, f: n.Iterate, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
             dest: View | None, own: Buffer | None) -> View:
     """Generate `iterate(k, g) << a` into `dest` (or the memory of its own); returns the result's view."""
-    from lift.codegen.kernel import Arg
-
     (a,) = args
     xs = kg.arg(a, env)
     target = kg.declare(own) if own is not None else dest
@@ -60,12 +63,18 @@ def iterate(kg: KernelGen, f: n.Iterate, fpath: Path, args: list[Arg], out: Type
     def step(g: n.FunDecl, t: Type, src: View, dst: View, note: str, length: str | None = None) -> None:
         kg.block.add(Comment(f"{what}: {note}"))
         scoped(kg, lambda: kg.apply(g, fpath + (0,), [Arg(t, view=src)], t, env, dst, g, fpath + (0,)))
-        if length is not None:
-            size = type_of(g.body).size  # type: ignore[attr-defined]
-            kg.block.add(Assign(CRaw(length), CRaw(to_c(size)), "the next iteration's length"))
+        if length is not None:  # g has a length variable: a lambda over an array (iterate_var)
+            assert isinstance(g, Lambda)
+            result = type_of(g.body)
+            assert isinstance(result, ArrayType)
+            kg.block.add(Assign(CRaw(length), CRaw(to_c(result.size)), "the next iteration's length"))
 
     def fixed(i: int) -> n.FunDecl:
-        return specialise(f.f, var, types[i].size) if var is not None else f.f  # type: ignore[attr-defined]
+        if var is None:
+            return f.f
+        g, t = f.f, types[i]
+        assert isinstance(g, Lambda) and isinstance(t, ArrayType)  # iterate_var found the length
+        return specialise(g, var, t.size)
 
     if f.n == 1:
         step(fixed(0), types[0], xs, target, "the only iteration")
@@ -89,11 +98,14 @@ def _middle(kg: KernelGen, f: n.Iterate, types: list[Type], var: Var | None, buf
     steps: list[tuple[n.FunDecl, Type, str | None]] = [(f.f, types[1], None), (f.f, types[2], None)]
     if var is not None:
         names = [kg.fresh("len_a"), kg.fresh("len_b")]
+        g = f.f
+        assert isinstance(g, Lambda)  # iterate_var found a length: a lambda over an array
         for k, held in enumerate((types[1:-1:2], types[2:-1:2])):
             if held:
-                v = Var(names[k], Cst(1), largest(held).size)  # type: ignore[attr-defined]
-                ptype = f.f.params[0].ptype  # type: ignore[attr-defined]
-                steps[k] = (specialise(f.f, var, v), subst_type(ptype, {var.name: v}), names[1 - k])
+                bound = largest(held)
+                assert isinstance(bound, ArrayType)
+                v = Var(names[k], Cst(1), bound.size)
+                steps[k] = (specialise(g, var, v), subst_type(g.params[0].ptype, {var.name: v}), names[1 - k])
         kg.block.add(Decl("int", names[0], CRaw(to_c(types[1].size)), comment=f"length in {what}"))
         kg.block.add(Decl("int", names[1], CRaw("0")))
     (ga, ta, na), (gb, tb, nb) = steps
@@ -127,8 +139,6 @@ def top_iterate(e: Node) -> bool:
     """Whether `e`, at the top level of a program, reaches an `iterate` whose function has a
     parallel map through host-level plumbing (lambdas, lets, layout functions): that `iterate`
     becomes one kernel launch per iteration (`host_iterate`)."""
-    from lift.layout import is_layout_fun
-
     if not isinstance(e, n.FunCall):
         return False
     f = e.f
@@ -145,31 +155,34 @@ def top_iterate(e: Node) -> bool:
     return False
 
 
-def host_iterate(prog, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None) -> View:
+def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None
+                 ) -> Generator[HostStep, None, View]:
     """`iterate(k, g) << x` at the top level, `g` with a parallel map: every iteration needs
     all work-items' results of the one before (a global barrier), so each is a kernel launch,
     `g` specialised to that iteration's length; the launches ping-pong between two temporary
-    global buffers, the first reads `x` and the last writes the destination."""
-    from lift.errors import UnsupportedError
-
+    global buffers, the first reads `x` and the last writes the destination. Yields the host
+    steps (`lift.codegen.generate.HostTraversal.steps`); returns the view of the result."""
     it = e.f
     assert isinstance(it, n.Iterate)
     (x,) = e.args
     if not isinstance(it.f, Lambda) or it.n == 0:
         raise UnsupportedError("a top-level iterate with a parallel map needs a count >= 1 and a lambda "
                                "(iterate(k, lambda a: map_glb(f) << a))", node=it)
-    cur = prog.host(x, path + (1,), env, None)
+    cur = yield from host.host(x, path + (1,), env, None)
     types = iterate_types(it, x.type)
     var = iterate_var(it)
-    bufs = [prog.temp(largest(held)) for held in (types[1:-1:2], types[2:-1:2]) if held]
+    bufs = []
+    for held in (types[1:-1:2], types[2:-1:2]):
+        if held:
+            bufs.append((yield from host.temp(largest(held))))
     label = it.label or e.label or "iterate"
     for i in range(it.n):
         g = specialise(it.f, var, types[i].size) if var is not None else it.f
         if i < it.n - 1:
             target = bufs[i % 2]
         else:
-            target = dest if dest is not None else prog.temp(types[it.n])
-        prog.kernel(prog.names(f"{label}_{i}"), (g, path + (0, 0), [cur]), None, path, env, target)
+            target = dest if dest is not None else (yield from host.temp(types[it.n]))
+        yield host.job(host.names(f"{label}_{i}"), (g, path + (0, 0), (cur,)), None, path, env, target)
         cur = target
     return cur
 
@@ -197,7 +210,9 @@ def specialise(g: Lambda, var: Var, size: Arith) -> Lambda:
                 return dataclasses.replace(x, params=params)
         return x
 
-    return transform_bottom_up(g, fix)  # type: ignore[return-value]
+    out = transform_bottom_up(g, fix)
+    assert isinstance(out, Lambda)
+    return out
 
 
 def _short(x: object) -> str:

@@ -6,9 +6,10 @@ element `i` of the destination: `map_glb`, `map_wrg`, `map_lcl` become the strid
 thesis Listing 2.3 (a single guarded trip when the ND-range provably covers the array),
 `map_seq` and `reduce_seq` sequential loops; a reduction accumulates in a private variable
 and the result is copied to the destination afterwards; `iterate` is a sequence of
-applications over ping-pong buffers (`lift.codegen.iterate`). The traversal mirrors
-`lift.memory` (its side tables say which expression has memory of its own) and emits the
-barriers of `lift.barriers` after the nodes they follow.
+applications over ping-pong buffers (`lift.codegen.iterate`). The traversal takes the cases of
+`lift.memory`'s (one table, `KERNEL_TABLE` at the end of this module, holds both walks' handler
+of every family; the memory pass's side tables say which expression has memory of its own) and
+emits the barriers of `lift.barriers` after the nodes they follow.
 
 A map whose loop `lift.barriers` made uniform (`Synchronised.uniform`) runs up to its trip
 count rounded up to a multiple of its stride, and its body in guarded parts split at its
@@ -33,16 +34,31 @@ from typing import Any
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, read, write
+from lift.codegen.args import Arg
 from lift.codegen.atomic import atomic
 from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
 from lift.codegen.iterate import iterate
+from lift.codegen.names import Funs
 from lift.codegen.tasks import share_components
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
-from lift.memory import LOOP_KINDS, Buffer, body_path, concrete, kernel_case, lambda_body
+from lift.memory import (
+    KERNEL_RULES,
+    LOOP_KINDS,
+    Allocator,
+    Buffer,
+    KernelCase,
+    LoweredMap,
+    body_path,
+    concrete,
+    install_kernel_cases,
+    kernel_case,
+    lambda_body,
+)
+from lift.typecheck import infer
 from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
 from lift.views import Access, ConstV, ExprV, Mem, Proj, View, storage_type
@@ -63,16 +79,6 @@ _IDS = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "ge
 
 
 @dataclass
-class Arg:
-    """An argument: an expression to generate at `path`, or an already available `view`."""
-
-    type: Type
-    expr: Expr | None = None
-    path: Path | None = None
-    view: View | None = None
-
-
-@dataclass
 class KernelState:
     """What one kernel's generation collects, besides its body."""
 
@@ -88,7 +94,7 @@ class KernelState:
 class KernelGen:
     """Generate the body of one kernel into `self.body`."""
 
-    def __init__(self, sync: Synchronised, funs: Callable[[FunDecl], str], fresh: Callable[[str], str],
+    def __init__(self, sync: Synchronised, funs: Funs, fresh: Callable[[str], str],
                  global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None,
                  *, facts: Facts = NO_FACTS, lcl_dims: int = 1) -> None:
         self.alloc = sync.allocated
@@ -184,7 +190,7 @@ class KernelGen:
 
     def units(self, kind: str, dim: int) -> Arith | None:
         """The work-items (glb, lcl) or work-groups (wrg) of the launch in dimension `dim`: the
-        requested sizes, else the defaults of ``_Program.ndrange`` (the first loop's trip count)."""
+        requested sizes, else the defaults of ``lift.codegen.stages.ndrange`` (the first loop's trip count)."""
         g = self.gsize[dim] if self.gsize is not None and dim < len(self.gsize) else None
         loc = self.lsize[dim] if self.lsize is not None and dim < len(self.lsize) else None
         first = self.state.parallel.get((kind, dim))
@@ -195,7 +201,10 @@ class KernelGen:
         if self.gsize is not None:  # explicit global size: work-items, or groups of the local size
             if g is None or (kind == "wrg" and not loc):
                 return None
-            return Cst(g) if kind == "glb" else Cst(g // loc)  # type: ignore[operator]
+            if kind == "glb":
+                return Cst(g)
+            assert loc  # a work-group count needs the local size (checked above)
+            return Cst(g // loc)
         if kind == "wrg" or first is None or loc is None:
             return first
         return (first + loc - 1) // loc * loc  # glb: the count rounded up to the local size
@@ -281,43 +290,70 @@ class KernelGen:
 
     def apply(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
               dest: View | None, node: Any, key: Path) -> View:
-        """Generate `f` applied to `args`, writing into `dest` (or the memory of its own)."""
+        """Generate `f` applied to `args`, writing into `dest` (or the memory of its own): the
+        `emit` handler of `f`'s family in `lift.memory.KERNEL_RULES` (the memory pass takes the
+        same case, `Allocator.apply`), then the barriers placed after it."""
         own = self.alloc.buffers.get(key)
-        match kernel_case(f, node):  # the cases (and paths) of the memory pass, lift.memory._Alloc.apply
-            case "lambda":
-                views = [self.arg(a, env) for a in args]
-                params = (f if isinstance(f, Lambda) else f.f).params  # type: ignore[attr-defined]
-                result = self.expr(lambda_body(f), body_path(f, fpath),
-                                   {**env, **{p.id: v for p, v in zip(params, views)}}, dest)
-            case "userfun":
-                target = self.declare(own) if own is not None else dest
-                assert target is not None, f"no destination for {f}"
-                values = tuple(self.uf_arg(a, env) for a in args)
-                self.write(target, CCall(self.funs(f), values), out, _describe(f))
-                result = target
-            case "layout":
-                result = self.layout(f, args, env, dest)  # map(transpose), map(join): a view
-            case "map":
-                result = self.map(f, fpath, args, out, env, dest, own)
-            case "reduce":
-                result = self.reduce(f.f, f, fpath, args, env, dest, key)  # type: ignore[attr-defined]
-            case "address":
-                target = self.declare(own) if own is not None else dest
-                result = self.apply(f.f, fpath + (0,), args, out, env, target, node, fpath + (0,))  # type: ignore[attr-defined]
-                if own is not None and dest is not None:
-                    self.copy(result, dest, out, f"{_describe(f)} into the destination")
-                    result = dest
-            case "let":
-                result = self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)  # type: ignore[attr-defined]
-            case "iterate":
-                result = iterate(self, f, fpath, args, out, env, dest, own)  # type: ignore[arg-type]
-            case "atomic":
-                result = atomic(self, f, fpath, args, env, dest)  # type: ignore[arg-type]
+        result = KERNEL_RULES[kernel_case(f, node)].emit(self, f, fpath, args, out, env, dest, node, key, own)
         self.barrier_after(key)
         return result
 
-    def map(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-            dest: View | None, own: Buffer | None) -> View:
+    # The handlers of the families (`KernelCase.emit`), one signature: (f, its path, args, result
+    # type, the views of parameters in scope, destination, node, key path, its own buffer).
+
+    def on_lambda(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        views = [self.arg(a, env) for a in args]
+        lam = f.f if isinstance(f, n.Let) else f
+        assert isinstance(lam, Lambda)
+        return self.expr(lambda_body(f), body_path(f, fpath), {**env, **{p.id: v for p, v in zip(lam.params, views)}},
+                         dest)
+
+    def on_userfun(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        target = self.declare(own) if own is not None else dest
+        assert target is not None, f"no destination for {f}"
+        values = tuple(self.uf_arg(a, env) for a in args)
+        self.write(target, CCall(self.funs(f), values), out, _describe(f))
+        return target
+
+    def on_layout(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        return self.layout(f, args, env, dest)  # map(transpose), map(join): a view
+
+    def on_reduce(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, n.ReduceSeq)
+        return self.reduce(f.f, f, fpath, args, env, dest, key)
+
+    def on_address(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
+        target = self.declare(own) if own is not None else dest
+        result = self.apply(f.f, fpath + (0,), args, out, env, target, node, fpath + (0,))
+        if own is not None and dest is not None:
+            self.copy(result, dest, out, f"{_describe(f)} into the destination")
+            return dest
+        return result
+
+    def on_let(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+               dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, n.Let)
+        return self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)
+
+    def on_iterate(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, n.Iterate)
+        return iterate(self, f, fpath, args, out, env, dest, own)
+
+    def on_atomic(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, n.ReduceAtomic)
+        return atomic(self, f, fpath, args, env, dest)
+
+    def on_map(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
+               dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+        assert isinstance(f, LoweredMap)
         (a,) = args
         xs = self.arg(a, env)
         target = self.declare(own) if own is not None else dest
@@ -325,7 +361,7 @@ class KernelGen:
         loop = self.make_loop(f, LOOP_KINDS[type(f)], out.size, fpath)
         i = loop.var
         el = Arg(a.type.elem, view=Access(xs, i))
-        g = f.f  # type: ignore[attr-defined]
+        g = f.f
 
         def body() -> None:
             self.apply(g, fpath + (0,), [el], out.elem, env, Access(target, i), g, fpath + (0,))
@@ -370,13 +406,13 @@ class KernelGen:
     def layout(self, f: FunDecl, args: list[Arg], env: dict[int, View], dest: View | None) -> View:
         types = [a.type for a in args]
         dests = arg_dests(f, dest, types) if dest is not None else None
-        if dests is not None and isinstance(f, n.MakeTuple) and self.block is self.body and not self.guards \
-                and share_components(self, args, env, dests):
-            return dest  # type: ignore[return-value]
-        if dests is not None:
+        if dest is not None and dests is not None:
+            if isinstance(f, n.MakeTuple) and self.block is self.body and not self.guards \
+                    and share_components(self, args, env, dests):
+                return dest
             for a, d in zip(args, dests):
                 self.arg(a, env, d)
-            return dest  # type: ignore[return-value]
+            return dest
         v = apply_view(f, [self.arg(a, env) for a in args], types, env)
         if dest is not None:
             out = _layout_type(f, args)
@@ -432,8 +468,6 @@ class _Guarded:
 
 
 def _layout_type(f: FunDecl, args: list[Arg]) -> Type:
-    from lift.typecheck import infer
-
     return infer(f, [a.type for a in args], f)
 
 
@@ -448,4 +482,20 @@ def _short(e: Any) -> str:
     return text if len(text) <= 50 else text[:47] + "..."
 
 
-__all__ = ["KernelGen", "KernelState", "Arg"]
+# The one table of the kernel traversal's cases: for every family of the registry's kernel column
+# (`lift.memory.kernel_case`), its memory allocation and its code generation. Adding a pattern's
+# kernel case is an entry here (and its family in lift.ir.registry).
+KERNEL_TABLE: tuple[KernelCase, ...] = (
+    KernelCase("lambda", Allocator.on_lambda, KernelGen.on_lambda),
+    KernelCase("userfun", Allocator.on_userfun, KernelGen.on_userfun),
+    KernelCase("layout", Allocator.on_layout, KernelGen.on_layout),
+    KernelCase("map", Allocator.on_map, KernelGen.on_map),
+    KernelCase("reduce", Allocator.on_reduce, KernelGen.on_reduce),
+    KernelCase("atomic", Allocator.on_atomic, KernelGen.on_atomic),
+    KernelCase("address", Allocator.on_address, KernelGen.on_address),
+    KernelCase("let", Allocator.on_let, KernelGen.on_let),
+    KernelCase("iterate", Allocator.on_iterate, KernelGen.on_iterate),
+)
+install_kernel_cases(KERNEL_TABLE)
+
+__all__ = ["KernelGen", "KernelState", "Arg", "KERNEL_TABLE"]

@@ -5,6 +5,7 @@ names repeat."""
 from __future__ import annotations
 
 import re
+import sys
 
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
@@ -131,8 +132,6 @@ def _vector_source(g: n.UserFun, width: int, cname: str) -> tuple[str, tuple[n.U
     out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
     if g.py_fn is not None and not getattr(g.py_fn, "__liftcl_raw_c__", False):
         try:
-            import sys
-
             translate = sys.modules["lift.userfun.translate"].translate
             tr = translate(g.py_fn, vt, name=cname, out_type=out)
             return tr.c_source, tr.deps

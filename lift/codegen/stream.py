@@ -26,6 +26,7 @@ import re
 from collections.abc import Set
 
 from lift.codegen.c_ast import Assign, Block, CIndex, CStmt, For, If, KernelDef, StreamStore, walk_stmts
+from lift.codegen.printer import print_kernel
 
 MACRO = """#if defined(__clang__) && defined(__x86_64__)
 #define LIFT_STREAM_STORE(p, v) __builtin_nontemporal_store((v), (p))
@@ -57,16 +58,14 @@ def _vector_store(s: CStmt, outputs: Set[str]) -> bool:
 def _mentions(kdef: KernelDef, name: str) -> int:
     """How often the buffer `name` appears in the kernel's printed text, comments left out (its
     parameter, every read and every write: whatever kind of statement or expression holds it)."""
-    from lift.codegen.printer import print_kernel
-
     text = "\n".join(line.split("//", 1)[0] for line in print_kernel(kdef).splitlines())
     return len(re.findall(rf"\b{re.escape(name)}\b", text))
 
 
 def _rewrite(block: Block, written: Set[str]) -> None:
     for k, s in enumerate(block.stmts):
-        if _vector_store(s, written):
-            block.stmts[k] = StreamStore(s.lhs, s.rhs, s.comment)  # type: ignore[union-attr]
+        if isinstance(s, Assign) and isinstance(s.lhs, CIndex) and _vector_store(s, written):
+            block.stmts[k] = StreamStore(s.lhs, s.rhs, s.comment)
         elif isinstance(s, Block):
             _rewrite(s, written)
         elif isinstance(s, For | If):
