@@ -77,7 +77,7 @@ class Program:
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
                  options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None,
                  specialiser: Any = None, checks: Node | None = None) -> None:
-        self.choices = choices
+        self._choices = choices
         self.node = node
         # the size conditions a call must meet: the program's own and, with `checks` (the rewritten
         # program the plan was generated from), the divisibility its rewrites added (blocks, vectors:
@@ -119,6 +119,11 @@ class Program:
         return lane
 
     # ------------------------------------------------------------- description
+
+    @property
+    def choices(self) -> Any:
+        """The `lift.Choices` the program was compiled with (`lift.compile(expr, choices=...)` rebuilds it)."""
+        return self._choices
 
     @property
     def source(self) -> str:

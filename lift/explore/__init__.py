@@ -22,14 +22,3 @@ __all__ = [
     "dominates", "front", "pareto_front",
     "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Evolution", "Seeded", "Table", "replay",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
-    if name == "Pipeline":
-        import warnings
-
-        warnings.warn("lift.explore.Pipeline is deprecated; use lift.explore.Evaluator", DeprecationWarning,
-                      stacklevel=2)
-        return Evaluator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

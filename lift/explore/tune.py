@@ -44,7 +44,7 @@ from .drive import LocalBackend, drive
 from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
 from .progress import Progress
-from .reuse import symbolic_sizes, without_lookup
+from .reuse import symbolic_sizes
 from .roles import LocalRunner
 from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
@@ -97,7 +97,6 @@ class TuneResult:
 
 
 @serialised  # z3 (the spaces, the sampler) is not thread-safe: tunes and compiles run one at a time
-@without_lookup
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
