@@ -38,11 +38,11 @@ def points_applied(expr: Node, choices: Choices, spaces: Spaces | None = None, *
     return kept(spaces, ("points", points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
 
 
-def joint_space_of(pointed: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None) -> Any:
+def joint_space_of(applied: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None) -> Any:
     """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
-    program `pointed` that `choices.points` made; kept in `spaces` (one program's) when given."""
+    program `applied` that `choices.points` made; kept in `spaces` (one program's) when given."""
     key = ("space", points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
-    return kept(spaces, key, lambda: joint_space(pointed, profile, sizes=choices.sizes))
+    return kept(spaces, key, lambda: joint_space(applied, profile, sizes=choices.sizes))
 
 
 def points_key(choices: Choices) -> str:

@@ -142,7 +142,7 @@ class Evaluator:
             return None
         return self._ref.get(1, max(self.deadline, time.perf_counter() + 2 * self._ref.seconds + 1.0))
 
-    def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
+    def points_applied(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
         """The program with its rewrite points applied by `structural` (kept as `lift.compile` keeps it)."""
         return points_applied(self.expr, Choices(points=structural), self._spaces, warn=False)
 
@@ -150,7 +150,7 @@ class Evaluator:
         """The joint mapping/tuning/launch space of the program rewritten by `structural` (kept in
         the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
         try:
-            return joint_space_of(self.rewritten(structural), profile_of(self.device),
+            return joint_space_of(self.points_applied(structural), profile_of(self.device),
                                   Choices(points=structural, sizes=self.sizes), self._spaces)
         except LiftError as err:
             return err
