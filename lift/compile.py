@@ -15,7 +15,7 @@
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
 cannot synchronise that mapping, the model learns a named constraint and the solver chooses again
-(`generate_first`). There is no fallback to the default lowering (`MappingFallback` is never
+(`mapped_and_linked`). There is no fallback to the default lowering (`MappingFallback` is never
 warned). `Program.choices` is the `Choices` actually used, so
 `compile(expr, choices=prog.choices)` rebuilds the same program. The tuner
 (`lift.explore.evaluate.Evaluator`) proposes `Choices` and runs the same `plan`.
@@ -152,7 +152,7 @@ def plan(expr: Node, device: Any, choices: Choices, local_size: SizeArg = None, 
          spaces: Spaces | None = None, choose_open: bool = True) -> Planned:
     """The pipeline after the policy: stage "points applied" (structural parameters `choices`
     leaves open completed from their domains; with `choose_open`, open tuning values chosen by the
-    tuning model and substituted), then stages "mapped" and "linked" (`generate_first`)."""
+    tuning model and substituted), then stages "mapped" and "linked" (`mapped_and_linked`)."""
     profile = profile_of(device)
     wanted = complete_points(expr, choices)
     applied = points_applied(expr, wanted, spaces)  # stage "points applied"
@@ -160,7 +160,8 @@ def plan(expr: Node, device: Any, choices: Choices, local_size: SizeArg = None, 
     if choose_open and applied is not expr:
         applied, chosen = choose_open_tuning(expr, applied, dict(wanted.tuning), profile)
         wanted = wanted.replace(tuning={k: v for k, v in wanted.tuning.items() if k not in chosen})
-    source, used = generate_first(applied, profile, wanted, local_size, global_size, None if chosen else spaces)
+    # stages "mapped" and "linked", mapped again while the solver learns from the barrier pass
+    source, used = mapped_and_linked(applied, profile, wanted, local_size, global_size, None if chosen else spaces)
     done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
     return Planned(source, done, used, local_size, global_size)
 
@@ -207,7 +208,7 @@ def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> N
                                     f"them per kernel name, got {s!r}", got=s)
 
 
-def generate_first(applied: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
+def mapped_and_linked(applied: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
                    spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
     """Stages "mapped" and "linked". With the solver's mapping (no mapping in `choices`), a
     mapping the barrier pass cannot synchronise teaches the model a named constraint
@@ -308,5 +309,5 @@ def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
 
 
 __all__ = ["compile", "plan", "Planned", "Mapped", "first_built", "built", "map_program", "link",
-           "generate_first", "serialised", "apply_points", "points_applied", "joint_space_of", "profile_of",
+           "mapped_and_linked", "serialised", "apply_points", "points_applied", "joint_space_of", "profile_of",
            "is_high_level", "LEARN_ROUNDS"]

@@ -3,7 +3,7 @@
     result = lift.explore.tune(dot, x, y, budget=60)        # exported as lift.tune
     result.best(x, y); result.pareto; result.history
 
-`tune` (tune.py) drives a search strategy (search.py) over candidates, evaluated by `lift.compile` (evaluate.py),
+`tune` (tune.py) drives a search strategy (search.py) over candidates, planned by `lift.compile.plan` (evaluate.py),
 seeded for the automatic rewrite points (seeds.py), keeps the time/memory front (pareto.py)
 and a persistent tuning database (database.py).
 """
