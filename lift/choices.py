@@ -84,13 +84,13 @@ class Choices(Mapping[str, Any]):
         return out
 
     @staticmethod
-    def from_json(d: Mapping[str, Any] | str) -> Choices:
-        """The `Choices` of a `to_json()` form (a dict or its JSON text)."""
+    def from_json(d: Mapping[str, Any] | str | None) -> Choices:
+        """The `Choices` of a `to_json()` form (a dict or its JSON text; anything else: `LiftValueError`)."""
         if isinstance(d, str):
             d = json.loads(d)
         if not isinstance(d, Mapping) or d.get("format") != _FORMAT:
             raise LiftValueError(f"not a lift.Choices JSON form (format {_FORMAT}): {str(d)[:200]}")
-        kw = {f.name: d.get(f.name) for f in fields(Choices) if d.get(f.name) is not None}
+        kw: dict[str, Any] = {f.name: d.get(f.name) for f in fields(Choices) if d.get(f.name) is not None}
         return Choices(**kw)
 
     def key(self) -> str:

@@ -11,6 +11,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import lift
+from lift.cli import _literals, device_arg, load_program, write_user_file
+from lift.explore import TuningDB
+from lift.explore.dbkeys import encode_choices
 from lift.explore.search import STRATEGIES
 
 
@@ -61,10 +65,6 @@ def add_tune_all(sub: Any) -> None:
 
 
 def cmd_tune_all(opts: argparse.Namespace) -> int:
-    import lift
-    from lift.cli import _literals, device_arg
-    from lift.explore import TuningDB
-
     def line(name: str, result: Any) -> None:
         st, best = result.stats, result.best_record
         how = "from the database" if result.cached else (
@@ -80,10 +80,6 @@ def cmd_tune_all(opts: argparse.Namespace) -> int:
 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
-    import lift
-    from lift.cli import device_arg, load_program, write_user_file
-    from lift.explore import TuningDB
-
     program, arrays, name = load_program(opts.file, opts.inputs)
     db: Any = False if opts.no_db else TuningDB(opts.db)
     result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=device_arg(opts.device),
@@ -114,8 +110,6 @@ def report(result: Any, name: str, budget: float) -> None:
     gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
         if default and best and best.time else ""
     print(f"best: {_ms(best.time)}, {_mib(best.memory)}{gain}")
-    from lift.explore.dbkeys import encode_choices
-
     print(f"choices: {json.dumps(encode_choices(result.choices), sort_keys=True)}")
     print(f"Pareto front of time and memory ({len(result.pareto)}):")
     for r in result.pareto:

@@ -1,53 +1,63 @@
 """The compilation pipeline, the one module that imports every stage.
 
-    typecheck(expr)                                      typed (once; types are cached)
-    normalise(expr)                                      one canonical spelling (lift.rules.normalise)
-    pointed = rewritten(expr, choices)                   rewrite points applied (structural choices)
-    mapped  = map_program(pointed, profile, choices)     mapping, tuning values, vectorisation, launch
-    linked  = link(mapped)                               per kernel (KERNEL_STAGES): allocated ->
-                                                         probed -> synchronised -> emitted ->
-                                                         assembled; then the host plan (KernelSource)
-    Program(linked)                                      built for the device
+    typed      = typecheck(expr)                           the types (kept by the type checker)
+    normal     = normalise(expr)                           one canonical spelling (lift.rules.normalise)
+    decisions  = decide(normal, device, choices, ...)      the policy: what to plan (lift.decide)
+    planned    = plan(program, device, choices):           the first decision that plans:
+      applied  = points_applied(program, choices)            rewrite points applied (structural choices),
+                                                             open tuning values chosen
+      mapped   = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch
+      linked   = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
+                                                             probed -> synchronised -> emitted ->
+                                                             assembled; then the host plan (KernelSource)
+    program    = built(planned, device, ...)               the `Program`, built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
 cannot synchronise that mapping, the model learns a named constraint and the solver chooses again
-(`generate_first`). There is no fallback to the default lowering (`MappingFallback` is never
+(`mapped_and_linked`). There is no fallback to the default lowering (`MappingFallback` is never
 warned). `Program.choices` is the `Choices` actually used, so
-`compile(expr, choices=prog.choices)` rebuilds the same program.
+`compile(expr, choices=prog.choices)` rebuilds the same program. The tuner
+(`lift.explore.evaluate.Evaluator`) proposes `Choices` and runs the same `plan`.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lift.choices import Choices, as_choices, is_launch, joint_fields
-from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError
-from lift.ir.nodes import Node
+from lift.choices import Choices, is_launch
+from lift.codegen import generate
+from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
+from lift.constraints import choose_mapping, mapping_space, substitute_sizes
+from lift.constraints.learn import learn
+from lift.constraints.model import Z3_LOCK
+from lift.decide import Decision, Lookup, TunedChoices, decide, tuned_lookup
+from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError, RewritePointSkipped
+from lift.ir.nodes import Lambda, Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
 from lift.program import Program
+from lift.rewrites.choose import choose_open_tuning, complete_points
 from lift.rules.normalise import normalise
 from lift.runtime import CacheDir
+from lift.spaces import Spaces, apply_points, joint_space_of, points_applied, profile_of
+from lift.specialise import Specialiser, symbolic_sizes
 from lift.typecheck import typecheck
 from lift.userfun.frozen import warn_changed
 
 OneSize = int | tuple[int, ...] | None
 SizeArg = OneSize | dict[str, OneSize]  # one size, or one per kernel name
-Spaces = dict[Any, Any]  # one program's rewritten forms and spaces, kept by a caller compiling many choices
 
 
 def serialised(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` run under `lift.constraints.model.Z3_LOCK` (z3 is not thread-safe): calls from
-    several threads run one at a time, and a call inside another (a recursive compile) goes on."""
+    several threads run one at a time, and a call inside another (a compile in a tune) goes on."""
     @functools.wraps(fn)
     def run(*args: Any, **kw: Any) -> Any:
-        from lift.constraints.model import Z3_LOCK  # lazily: `import lift` does not load z3
-
         with Z3_LOCK:
             return fn(*args, **kw)
 
@@ -64,10 +74,27 @@ class Mapped:
     local_size: SizeArg = None
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What `plan` made of a program: its linked source, the choices used (`Program.choices`:
+    the tuning values chosen included) and the mapped program the source was generated from."""
+
+    source: KernelSource
+    choices: Choices
+    mapped: Mapped
+    local_size: SizeArg = None
+    global_size: SizeArg = None
+
+    def widened(self) -> KernelSource:
+        """The same program linked with 64-bit indices (for sizes past `source.index_limits`)."""
+        return link(self.mapped, self.local_size, self.global_size, wide=True)
+
+
 @serialised
 def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any] | None = None,
             local_size: SizeArg = None, global_size: SizeArg = None, *, cache_dir: CacheDir = None,
-            options: tuple[str, ...] = (), spaces: Spaces | None = None, specialise: bool = True) -> Program:
+            options: tuple[str, ...] = (), spaces: Spaces | None = None, specialise: bool = True,
+            tuned: bool = True) -> Program:
     """Compile `expr` for `device` and build it: `lift.compile(dot)(x, y) == lift.interpret(dot, x, y)`.
 
     `choices`: a `lift.Choices`, or a dict from labels to decisions: a rewrite point's label to
@@ -80,171 +107,90 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     call with new sizes compiles the program specialised to them, when the tuning database or the
     default points have something for those sizes, and runs it (`lift.specialise`;
     `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program.
+    `tuned` (with no choices, launch sizes or options): the tuning database's winner for `expr`
+    is used when there is one (`lift.decide`; `LIFTCL_USE_TUNED=0` in the environment: never).
     Thread-safe: compiles from several threads run one at a time (z3 is not thread-safe)."""
     _check_args(expr, choices, local_size, global_size)
     warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)
     if not isinstance(specialise, bool):
         raise LiftTypeError(f"specialise must be True or False, got {specialise!r}", got=specialise)
-    typecheck(expr)
-    expr = normalise(expr)  # stage "normalised": one spelling for every spelling (lift.rules.normalise)
+    typecheck(expr)  # stage "typed"
+    normal = normalise(expr)  # stage "normalised": one spelling for every spelling (lift.rules.normalise)
     plain = choices is None and local_size is None and global_size is None and not options and spaces is None
-    if plain:
-        from lift.explore.reuse import tuned_program  # lazily: the tuning database sits above compile
+    lookup = tuned_lookup(tuned)
+    decisions = decide(normal, device, choices, plain=plain, spaces=spaces, tuned=lookup, specialise=specialise)
+    program = first_built(decisions, device, local_size, global_size, cache_dir=cache_dir, options=options,
+                          lookup=lookup)
+    assert program is not None  # decide's last decision is not fallible: its error is raised
+    return program
 
-        tuned = tuned_program(expr, device, cache_dir)  # the best known choices (see lift.explore.reuse)
-        if tuned is not None:
-            return tuned
-    if plain and profile_of(device).kind == "gpu":  # local-memory tiles and trees (lift.rewrites.gpu_tiles)
-        from lift.rewrites.gpu_tiles import gpu_default
 
-        tiled = gpu_default(expr, profile_of(device))
+def first_built(decisions: Iterable[Decision], device: Any, local_size: SizeArg = None, global_size: SizeArg = None,
+                *, cache_dir: CacheDir = None, options: tuple[str, ...] = (), lookup: Lookup | None = None
+                ) -> Program | None:
+    """The `Program` of the first of `decisions` that plans and builds; None when every one is
+    fallible and failed (a stale tuned winner is reported through its `stale`)."""
+    for d in decisions:
         try:
-            if tiled is not None:
-                return compile(tiled[0], device, choices=tiled[1], cache_dir=cache_dir)
-        except LiftError:
-            pass  # the points do not compile here: the defaults below
-    from lift.rewrites.defaults import default_reduction, with_auto_points
-
-    default = default_reduction(expr) if choices is None and spaces is None else None
-    if default is None and plain:
-        blocked = _default_blocks(expr, device, cache_dir)  # register blocks of nests (constant sizes)
-        if blocked is not None:
-            return blocked
-    if default is not None:  # a full reduction: parallel chunks, atomic combine (lift/rewrites/defaults.py)
-        choices = default[1]
-    search = default[0] if default is not None else _with_default_points(expr, as_choices(choices))
-    search = with_auto_points(expr, as_choices(choices)) if search is expr else search
-    profile = profile_of(device)
-    wanted = device_widths(search, as_choices(choices), profile)
-    pointed, wanted, chosen = _open_choices(search, wanted, profile, spaces)
-    plan, used = generate_first(pointed, profile, wanted, local_size, global_size, None if chosen else spaces)
-    node = used.program if wanted.sizes is not None else expr  # a specialised program checks its own sizes
-    done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
-    wide = (lambda: link(used, local_size, global_size, wide=True)) if plan.index_limits else None
-    special = _specialiser(expr, device, cache_dir) if specialise and plain else None
-    return Program(plan, device=device, choices=done, node=node, cache_dir=cache_dir, options=options, wide=wide,
-                   specialiser=special, checks=used.program)
-
-
-def _specialiser(expr: Node, device: Any, cache_dir: CacheDir) -> Any:
-    """A `lift.specialise.Specialiser` for a program with symbolic sizes, else None."""
-    from lift.explore.reuse import symbolic_sizes
-    from lift.ir.nodes import Lambda
-    from lift.specialise import Specialiser
-
-    if not isinstance(expr, Lambda) or not symbolic_sizes(expr):
-        return None
-    return Specialiser(expr, device, cache_dir)
-
-
-def _default_blocks(expr: Node, device: Any, cache_dir: CacheDir) -> Program | None:
-    """`expr` with the automatic points `lift.compile` applies by default (`lift.rewrites.auto.
-    default_points`: register blocks of nested map-reduces with constant sizes) compiled with their
-    first valid choices, or None (none placed, or they do not compile: the program as written)."""
-    from lift.errors import RewritePointSkipped
-    from lift.rewrites import VectorisePoint, points
-    from lift.rewrites.auto import auto_space, default_points
-
-    placed = default_points(expr)
-    if placed is expr:
-        return None
-    space = auto_space(placed)
-    first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in space.items()}
-    for lab, p in points(placed).items():
-        if isinstance(p, VectorisePoint) and lab in first:
-            first[lab] = _map_width(first[lab], space[lab]["width"], _elem_bytes(p), device)
-    if all(c.get("skip") for c in first.values()):
-        return None  # nothing the program as written lacks
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RewritePointSkipped)  # a point the user did not write
-        blocks = any("along" in doms for doms in space.values())  # a block_nest point: a 2-D grid of blocks
-        spaces: Spaces = {}  # the grid launch's rewriting and joint space, reused by its compile
-        for choices in (_grid_launch(placed, first, device, spaces) if blocks else None, first):
-            if choices is None:
+            with warnings.catch_warnings():
+                if d.quiet:
+                    warnings.simplefilter("ignore", RewritePointSkipped)  # a point the user did not write
+                planned = plan(d.program, device, d.choices, local_size, global_size, spaces=d.spaces)
+            special = _specialiser(d.node, device, cache_dir, lookup) if d.specialise else None
+            return built(planned, device, node=d.node, origin=d.origin, sizes=d.sizes, cache_dir=cache_dir,
+                         options=options, specialiser=special)
+        except Exception as err:  # noqa: BLE001 - a stale tuned winner fails in any way: reported, not raised
+            if d.fallible and isinstance(err, LiftError):
                 continue
-            try:
-                return compile(placed, device, choices=choices, cache_dir=cache_dir, spaces=spaces)
-            except LiftError:
-                continue
+            if d.stale is None:
+                raise
+            d.stale(err)
     return None
 
 
-def _grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spaces: Spaces) -> Choices | None:
-    """On a CPU device, the default points' `first` choices (register blocks) with the blocks
-    launched as a 2-D grid in groups one column block wide (`lift.constraints.prefer.complete` with
-    `grid`; the tuner's first seed): PoCL's own work-group for matmul 1024^3 is 64 x 64 blocks,
-    whose work-items sweep every column panel of B per row block (block kernel 31.4-35.3 ms on
-    Zen 1; groups of 1 x 64: 28.5-29.7 ms, interleaved). None on other devices, or when the space
-    offers no such choice. The space is kept in `spaces`."""
-    from lift.constraints.prefer import complete
-
+def plan(expr: Node, device: Any, choices: Choices, local_size: SizeArg = None, global_size: SizeArg = None, *,
+         spaces: Spaces | None = None, choose_open: bool = True) -> Planned:
+    """The pipeline after the policy: stage "points applied" (structural parameters `choices`
+    leaves open completed from their domains; with `choose_open`, open tuning values chosen by the
+    tuning model and substituted), then stages "mapped" and "linked" (`mapped_and_linked`)."""
     profile = profile_of(device)
-    if profile.kind != "cpu":
+    wanted = complete_points(expr, choices)
+    applied = points_applied(expr, wanted, spaces)  # stage "points applied"
+    chosen: dict[str, int] = {}
+    if choose_open and applied is not expr:
+        applied, chosen = choose_open_tuning(expr, applied, dict(wanted.tuning), profile)
+        wanted = wanted.replace(tuning={k: v for k, v in wanted.tuning.items() if k not in chosen})
+    # stages "mapped" and "linked", mapped again while the solver learns from the barrier pass
+    source, used = mapped_and_linked(applied, profile, wanted, local_size, global_size, None if chosen else spaces)
+    done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
+    return Planned(source, done, used, local_size, global_size)
+
+
+def built(planned: Planned, device: Any, *, node: Node, origin: str = "", sizes: Mapping[str, int] | None = None,
+          cache_dir: CacheDir = None, options: tuple[str, ...] = (), specialiser: Specialiser | None = None
+          ) -> Program:
+    """The `Program` of `planned` for `device`. `node` is the program a call's sizes are checked
+    against, unless the choices fix the sizes (a specialised program checks its own); `origin`:
+    where its choices came from (`TunedChoices`); `sizes`: the sizes its choices record (a
+    program specialised to them: `lift.specialise`)."""
+    choices = planned.choices.replace(sizes=dict(sizes)) if sizes is not None else planned.choices
+    choices = TunedChoices.of(choices, origin) if origin else choices
+    checks = planned.mapped.program
+    wide = planned.widened if planned.source.index_limits else None
+    return Program(planned.source, device=device, choices=choices,
+                   node=checks if planned.choices.sizes is not None else node, cache_dir=cache_dir,
+                   options=options, wide=wide, specialiser=specialiser, checks=checks)
+
+
+def _specialiser(expr: Node, device: Any, cache_dir: CacheDir, lookup: Lookup | None) -> Specialiser | None:
+    """A `lift.specialise.Specialiser` for a program with symbolic sizes, else None."""
+    if not isinstance(expr, Lambda) or not symbolic_sizes(expr):
         return None
-    try:
-        space = joint_space_of(rewritten(placed, Choices(points=first), spaces, warn=False), profile,
-                               Choices(points=first, sizes={}), spaces)
-    except LiftError:
-        return None
-    joint = complete(space, {}, grid=True)
-    if joint is None or not any(is_launch(k) for k in joint):
-        return None
-    return Choices(points=first, **joint_fields(joint, space.context.maps), sizes={})
 
+    def build(decisions: Iterable[Decision]) -> Program | None:
+        return first_built(decisions, device, cache_dir=cache_dir, lookup=lookup)
 
-def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int, device: Any) -> dict[str, Any]:
-    """A default `vectorise` point's choice on `device`: on a CPU the widest offered width whose
-    vectors of `elem_bytes`-byte scalars fit a cache line (float16: a line per work-item; on the
-    2-core Zen 1 here a padded stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9
-    as written), skipped on a GPU (consecutive work-items already read consecutive elements)."""
-    dev = profile_of(device)
-    if dev.kind != "cpu":
-        return {"skip": True}
-    fit = [w for w in widths if w * elem_bytes <= max(dev.cache_line_bytes or 64, 16)]
-    return {**chosen, "width": max(fit)} if fit else {"skip": True}
-
-
-def _elem_bytes(point: Any) -> int:
-    """The size of a scalar the `vectorise` point's map computes (4 where it is not a scalar)."""
-    from lift.typecheck import type_of
-    from lift.types import ArrayType, ScalarType
-
-    t = type_of(point.f.body) if hasattr(point.f, "body") else None
-    return t.elem.dtype.itemsize if isinstance(t, ArrayType) and isinstance(t.elem, ScalarType) else 4
-
-
-def _with_default_points(expr: Node, choices: Choices) -> Node:
-    """`expr` with its default automatic points when `choices` (a `Program.choices` of a default
-    compilation, or of one specialised to `choices.sizes`: `lift.specialise`) name them, so that
-    `compile(expr, choices=prog.choices)` rebuilds `prog`."""
-    from lift.constraints import substitute_sizes
-    from lift.rewrites import is_auto, points
-    from lift.rewrites.auto import default_points
-
-    wanted = {lab for lab in choices.points if is_auto(lab)}
-    if not wanted or wanted <= set(points(expr)):
-        return expr
-    placed = default_points(substitute_sizes(expr, dict(choices.sizes or {})))
-    if not wanted <= set(points(placed)):  # a GPU default's tiles (lift.rewrites.gpu_tiles)
-        from lift.rewrites.gpu_tiles import gpu_points
-
-        placed = gpu_points(substitute_sizes(expr, dict(choices.sizes or {})))
-    return placed if wanted <= set(points(placed)) else expr
-
-
-def _open_choices(expr: Node, wanted: Choices, profile: Any, spaces: Spaces | None) -> tuple[Node, Choices, dict]:
-    """The points applied with what the user left open chosen (`lift.rewrites.choose`): structural
-    parameters from their domains, tile sizes by the tuning model; `wanted` without the tuning values
-    so decided (they are substituted), and those values, for `Program.choices`."""
-    from lift.rewrites.choose import choose_open_tuning, complete_points
-
-    wanted = complete_points(expr, wanted)
-    pointed = rewritten(expr, wanted, spaces)
-    if pointed is expr:
-        return pointed, wanted, {}
-    pointed, chosen = choose_open_tuning(expr, pointed, dict(wanted.tuning), profile)
-    rest = {k: v for k, v in wanted.tuning.items() if k not in chosen}
-    return pointed, wanted.replace(tuning=rest), chosen
+    return Specialiser(expr, device, cache_dir, lookup=lookup, build=build)
 
 
 def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> None:
@@ -262,76 +208,35 @@ def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> N
                                     f"them per kernel name, got {s!r}", got=s)
 
 
-def apply_points(expr: Node, points: Mapping[str, Mapping[str, Any]], *, warn: bool = True) -> Node:
-    """Stage "points applied": every rewrite point of `expr` applied with its structural choice."""
-    from lift.ir.paths import walk
-    from lift.rewrites import apply_all
-    from lift.rewrites.point import RewritePoint
-
-    if any(isinstance(n, RewritePoint) for _, n in walk(expr)):
-        return apply_all(expr, {k: dict(v) for k, v in points.items()}, warn=warn)
-    return expr
-
-
-def device_widths(expr: Node, choices: Choices, device: Any) -> Choices:
-    """`choices` with the device's vector width for each `vectorise` point given none (skipped
-    when the device prefers scalars or a width the point does not offer; 8, not 16, for user
-    functions that PoCL 3.0 cannot run 16 wide)."""
-    from lift.ir.nodes import UserFun
-    from lift.ir.paths import walk
-    from lift.rewrites import VectorisePoint, points
-    from lift.rewrites.chunks import safe_widths
-
-    if not any(isinstance(n, VectorisePoint) for _, n in walk(expr)):
-        return choices
-    out = {k: dict(v) for k, v in choices.points.items()}
-    for label, p in points(expr).items():
-        if isinstance(p, VectorisePoint) and p.width is None and "width" not in out.get(label, {}):
-            w = device.preferred_vector_width
-            if w == 16 and 16 not in safe_widths([n for _, n in walk(p) if isinstance(n, UserFun)]):
-                w = 8
-            width = {"width": w} if w in p.structural()["width"] else {"skip": True}
-            out[label] = {**width, **out.get(label, {})}
-    return choices.replace(points=out)
-
-
-def rewritten(expr: Node, choices: Choices, spaces: Spaces | None = None, *, warn: bool = True) -> Node:
-    """`apply_points` with `choices.points`, kept in `spaces` (one program's) when given."""
-    return _kept(spaces, ("points", _points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
-
-
-def generate_first(pointed: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
+def mapped_and_linked(applied: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
                    spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
-    """Stages "mapped" and "generated". With the solver's mapping (no mapping in `choices`), a
+    """Stages "mapped" and "linked". With the solver's mapping (no mapping in `choices`), a
     mapping the barrier pass cannot synchronise teaches the model a named constraint
     (`lift.constraints.learn`: "no barrier placement") and the solver chooses again, at most
     `LEARN_ROUNDS` times; there is no fallback to another lowering."""
     for _ in range(LEARN_ROUNDS):
-        mapped = map_program(pointed, profile, choices, spaces)
+        mapped = map_program(applied, profile, choices, spaces)
         try:
             return link(mapped, local_size, global_size), mapped
         except NotSynchronisableError as err:
-            if not _learnt(err, pointed, profile, choices, mapped, spaces):
+            if not _learnt(err, applied, profile, choices, mapped, spaces):
                 raise
-    mapped = map_program(pointed, profile, choices, spaces)
+    mapped = map_program(applied, profile, choices, spaces)
     return link(mapped, local_size, global_size), mapped
 
 
 LEARN_ROUNDS = 8
 
 
-def _learnt(err: NotSynchronisableError, pointed: Node, profile: Any, choices: Choices, mapped: Mapped,
+def _learnt(err: NotSynchronisableError, applied: Node, profile: Any, choices: Choices, mapped: Mapped,
             spaces: Spaces | None) -> bool:
     """Whether `err` taught the solver's spaces a constraint (only for the solver's own mapping)."""
-    if choices.mapping is not None or not is_high_level(pointed) or not mapped.choices.mapping:
+    if choices.mapping is not None or not is_high_level(applied) or not mapped.choices.mapping:
         return False
     if any(k in mapped.choices.mapping for k in choices.tuning):  # a map code given by label: explicit
         return False
-    from lift.constraints import mapping_space
-    from lift.constraints.learn import learn
-
-    joint = joint_space_of(pointed, profile, choices, spaces)
-    solver = mapping_space(pointed, profile)  # the space `choose_mapping` solves
+    joint = joint_space_of(applied, profile, choices, spaces)
+    solver = mapping_space(applied, profile)  # the space `choose_mapping` solves
     return learn(err, mapped.program, [joint, solver], dict(mapped.choices.mapping)) is not None
 
 
@@ -341,9 +246,6 @@ def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None
     launches in order, sizes). Explicit sizes override the choices' launch sizes. `wide`: 64-bit
     indices wherever the symbolic sizes could need them (the plan a `Program` switches to when a
     call's sizes pass its 32-bit limits)."""
-    from lift.codegen import generate  # lazily: the runtime imports without the code generator
-    from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
-
     return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
                     local_size=local_size if local_size is not None else mapped.local_size,
                     global_size=global_size if global_size is not None else mapped.global_size, wide=wide)
@@ -356,8 +258,6 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
         return Mapped(expr, choices)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
         return Mapped(lower(expr), choices)  # the empty mapping: the default lowering
-    from lift.constraints import choose_mapping, substitute_sizes
-
     space = joint_space_of(expr, profile, choices, spaces)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
@@ -408,41 +308,6 @@ def _check_launch(choices: Choices, space: Any, expr: Node) -> None:
                              hint=f"give all of {', '.join(have)} (global size = local_size_d x groups_d)")
 
 
-def joint_space_of(pointed: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Any:
-    """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
-    program `pointed` that `choices.points` made; kept in `spaces` (one program's) when given."""
-    from lift.constraints import joint_space
-
-    key = ("space", _points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
-    return _kept(spaces, key, lambda: joint_space(pointed, profile, sizes=choices.sizes))
-
-
-def _points_key(choices: Choices) -> str:
-    return Choices(points=choices.points).key()
-
-
-def _kept(spaces: Spaces | None, key: Any, make: Any) -> Any:
-    """`make()`, or what it gave (or raised) before for `key` in `spaces`."""
-    if spaces is None:
-        return make()
-    if key not in spaces:
-        try:
-            spaces[key] = make()
-        except LiftError as err:
-            spaces[key] = err
-    got = spaces[key]
-    if isinstance(got, LiftError):
-        raise got
-    return got
-
-
-def profile_of(device: Any) -> Any:
-    """The `lift.devices.Device` whose limits constrain a compilation for `device`."""
-    from lift import devices
-
-    if isinstance(device, devices.Device):
-        return device
-    try:
-        return devices.current(device)
-    except LiftError:
-        return devices.profile("pocl-cpu")
+__all__ = ["compile", "plan", "Planned", "Mapped", "first_built", "built", "map_program", "link",
+           "mapped_and_linked", "serialised", "apply_points", "points_applied", "joint_space_of", "profile_of",
+           "is_high_level", "LEARN_ROUNDS"]

@@ -77,7 +77,7 @@ class Program:
                  node: Node | None = None, cache_dir: runtime.CacheDir = None,
                  options: tuple[str, ...] = (), wide: Callable[[], KernelSource] | None = None,
                  specialiser: Any = None, checks: Node | None = None) -> None:
-        self.choices = choices
+        self._choices = choices
         self.node = node
         # the size conditions a call must meet: the program's own and, with `checks` (the rewritten
         # program the plan was generated from), the divisibility its rewrites added (blocks, vectors:
@@ -113,12 +113,18 @@ class Program:
         lane = getattr(self._local, "lane", None)
         built = self.build_info
         if lane is None or lane.built is not built:
-            dc = runtime.for_thread(self._dc)  # type: ignore[arg-type]
+            assert self._dc is not None and built is not None, "an offline program has no lanes (its calls raise first)"
+            dc = runtime.for_thread(self._dc)
             lane = _Lane(dc, built, runtime.kernels(built, self.plan.kernels), runtime.BufferPool(dc))
             self._local.lane = lane
         return lane
 
     # ------------------------------------------------------------- description
+
+    @property
+    def choices(self) -> Any:
+        """The `lift.Choices` the program was compiled with (`lift.compile(expr, choices=...)` rebuilds it)."""
+        return self._choices
 
     @property
     def source(self) -> str:
@@ -133,7 +139,10 @@ class Program:
     @property
     def device(self) -> Device:
         """The `lift.devices.Device` this program runs on (its offline profile when not attached)."""
-        return self._dc.device if self._dc is not None else self.offline.device  # type: ignore[union-attr]
+        if self._dc is not None:
+            return self._dc.device
+        assert self.offline is not None  # `_attach` gives one or the other
+        return self.offline.device
 
     @property
     def attached(self) -> bool:

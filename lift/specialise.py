@@ -7,10 +7,10 @@ other sizes fail, and a tuned winner is stored for the sizes it was tuned at. So
 carries a `Specialiser`, and a call with sizes it has not seen before decides, once per size tuple:
 
 1. the tuning database's winner for `expr` tuned at these sizes (`lift.tune(expr, *arrays)`;
-   `lift.explore.reuse.tuned_program` with the call's bindings), else
+   the `lift.decide` lookup with the call's bindings), else
 2. the program with these sizes substituted, when that has what the generic one cannot have:
    a tuned winner of the fixed-size program, or the default points (compiled with their first
-   valid choices, `lift.compile._default_blocks`), else
+   valid choices, `lift.decide.default_blocks`), else
 3. the generic program (nothing compiled: nothing to gain at these sizes).
 
 A specialisation that is refused (the default points do not compile for these sizes) or fails
@@ -34,11 +34,18 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from lift.constraints import substitute_sizes
+from lift.constraints.model import Z3_LOCK
+from lift.decide import Decision, Lookup, tuned_decisions
+from lift.decide import default_blocks as default_block_decisions
 from lift.ir.nodes import Lambda
+from lift.program import Program
+from lift.rewrites.auto import default_points
+from lift.types import size_names
 
 log = logging.getLogger("lift.specialise")
 
@@ -59,15 +66,26 @@ class Specialisation:
         return f"<Specialisation {self.sizes}: {what}, {self.seconds:.2f} s: {self.reason}>"
 
 
+def symbolic_sizes(expr: Lambda) -> set[str]:
+    """The names of the symbolic sizes in the program's parameter types."""
+    return set(size_names(p.ptype for p in expr.params))
+
+
+Build = Callable[[Iterable[Decision]], Program | None]  # the first decision built (lift.compile.first_built)
+
+
 class Specialiser:
     """The specialised programs of one program with symbolic sizes, by size tuple (the last `limit`).
 
-    s = Specialiser(expr, device, cache_dir); s.get({"N": 1024}).program -> Program | None"""
+    s = Specialiser(expr, device, cache_dir, lookup=..., build=...); s.get({"N": 1024}).program -> Program | None
 
-    def __init__(self, expr: Lambda, device: Any = None, cache_dir: Any = None, *, limit: int = LIMIT) -> None:
-        from lift.explore.reuse import symbolic_sizes
+    `build` builds the first of some `lift.decide` decisions that plans (`lift.compile` gives
+    `first_built`; None: nothing is specialised); `lookup` is the tuning database's (None: not asked)."""
 
+    def __init__(self, expr: Lambda, device: Any = None, cache_dir: Any = None, *, limit: int = LIMIT,
+                 lookup: Lookup | None = None, build: Build | None = None) -> None:
         self.expr, self.device, self.cache_dir, self.limit = expr, device, cache_dir, limit
+        self.lookup, self.build = lookup, build
         self.names = tuple(sorted(symbolic_sizes(expr)))
         self._done: OrderedDict[tuple[int, ...], Specialisation] = OrderedDict()
         self._table = threading.Lock()  # guards `_done` (never held while compiling)
@@ -87,8 +105,6 @@ class Specialiser:
         rec = self._decided(key)
         if rec is not None:
             return rec
-        from lift.constraints.model import Z3_LOCK
-
         with Z3_LOCK:  # one specialisation at a time; a thread that waited finds it made
             rec = self._decided(key)
             if rec is not None:
@@ -119,30 +135,32 @@ class Specialiser:
             rec.reason = f"the specialised program failed to run ({type(err).__name__}: {_first_line(err)}); generic"
             log.warning("%s", rec)
 
-    def _make(self, bound: dict[str, int]) -> tuple[Any, str]:
+    def _make(self, bound: dict[str, int]) -> tuple[Program | None, str]:
         """The specialised program for `bound` and why, or None and why not (see the module docstring)."""
-        from lift.compile import _default_blocks
-        from lift.constraints import substitute_sizes
-        from lift.explore.reuse import tuned_program
-        from lift.rewrites.auto import default_points
-
+        if self.build is None:
+            return None, "no compiler to specialise with; generic"
         try:
-            tuned = tuned_program(self.expr, self.device, self.cache_dir, sizes=bound)
-            if tuned is not None and not tuned.specialises:  # one that does is compile's own default: below
-                return tuned, f"tuned for these sizes: {tuned.choices.origin}"
+            tuned = self.lookup(self.expr, self.device, bound) if self.lookup is not None else None
+            # a default winner is compile's own default of the generic program, which this is: below
+            if tuned is not None and not tuned.default:
+                program = self.build(tuned_decisions(self.expr, self.device, tuned))
+                if program is not None:
+                    return program, f"tuned for these sizes: {tuned.origin}"
             fixed = substitute_sizes(self.expr, bound)
-            tuned = tuned_program(fixed, self.device, self.cache_dir)
+            tuned = self.lookup(fixed, self.device) if self.lookup is not None else None
             if tuned is not None:
-                return tuned, f"the program with these sizes fixed was tuned: {tuned.choices.origin}"
+                program = self.build(tuned_decisions(fixed, self.device, tuned))
+                if program is not None:
+                    return program, f"the program with these sizes fixed was tuned: {tuned.origin}"
             placed = default_points(fixed)
             if placed is fixed:
                 return None, "nothing to specialise: no tuned choice and no default point for these sizes; generic"
-            blocked = _default_blocks(fixed, self.device, self.cache_dir)
+            # recorded with the sizes, so that `compile(expr, choices=...)` rebuilds it
+            blocked = self.build(replace(d, sizes=bound) for d in default_block_decisions(fixed, self.device))
         except Exception as err:  # noqa: BLE001 - a refusal: the generic program runs the call
             return None, f"specialisation failed ({type(err).__name__}: {_first_line(err)}); generic"
         if blocked is None:
             return None, "the default points do not compile for these sizes; generic"
-        blocked.choices = blocked.choices.replace(sizes=bound)  # `compile(expr, choices=...)` rebuilds it
         shown = "; ".join(f"{lab} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'skip')})"
                           for lab, c in sorted(blocked.choices.points.items()) if not c.get("skip"))
         return blocked, f"default points {shown or '(all skipped)'} with these sizes fixed"
@@ -152,4 +170,4 @@ def _first_line(err: BaseException) -> str:
     return (str(err).splitlines() or [""])[0][:200]
 
 
-__all__ = ["Specialiser", "Specialisation", "LIMIT"]
+__all__ = ["Specialiser", "Specialisation", "LIMIT", "symbolic_sizes"]

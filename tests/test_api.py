@@ -101,13 +101,14 @@ def test_every_public_submodule_is_an_attribute_after_a_bare_import() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_the_candidate_evaluator_keeps_its_old_name_deprecated():
+def test_the_deprecated_pipeline_alias_is_gone():
+    """Issue 24: `lift.compile` is the pipeline; the tuner's evaluator is only `Evaluator`."""
     import pytest
 
     import lift.explore
     from lift.explore import evaluate
 
-    with pytest.warns(DeprecationWarning, match="Evaluator"):
-        assert lift.explore.Pipeline is lift.explore.Evaluator
-    with pytest.warns(DeprecationWarning, match="Evaluator"):
-        assert evaluate.Pipeline is evaluate.Evaluator
+    with pytest.raises(AttributeError):
+        lift.explore.Pipeline  # noqa: B018
+    with pytest.raises(AttributeError):
+        evaluate.Pipeline  # noqa: B018

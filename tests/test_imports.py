@@ -35,6 +35,8 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 # - layout (views of memories and layout functions) sits with views, whose view records it builds.
 # - plan (`KernelSource`, what code generation hands to the runtime) sits with codegen.
 # - program (`KernelSource -> Program`, runs through the runtime) sits with runtime.
+# - decide (the policy: what compile plans), spaces (one program's rewritten forms and spaces,
+#   kept) and specialise (a program's specialisations to its calls' sizes) sit with compile.
 # - testing (public hypothesis strategies and oracles) and `lift.rules.instances` (hypothesis
 #   instances of every rule's left-hand side, built from `lift.testing`'s strategies for it) are
 #   test support above the pipeline; the `lift` package itself (the public API, re-exporting every
@@ -55,7 +57,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.barriers",),
     ("lift.codegen", "lift.plan"),
     ("lift.runtime", "lift.program"),
-    ("lift.compile", "lift.specialise"),
+    ("lift.compile", "lift.decide", "lift.spaces", "lift.specialise"),
     ("lift.explore",),
     ("lift.testing", "lift.spellings", "lift.rules.instances", "lift.rules.instantiate"),
     ("lift", "lift.cli", "lift.cli_tune", "lift.__main__"),
@@ -74,13 +76,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the built-in user function `add` (`lift.userfun.builtins.OPERATORS`), which the userfun
     # translator (a layer up: it types and translates Python into C and numpy) builds.
     ("lift.ir.build", "lift.userfun.builtins"): "arith_op: operators on expressions call builtin user functions",
-    # `lift.compile(expr)` with no choices uses the best known choices from the tuning database
-    # (DESIGN.md, issue 15 item 5); the database and its keys belong to the explorer, above compile.
-    ("lift.compile", "lift.explore.reuse"): "compile asks the tuning database for a tuned winner",
-    # A program with symbolic sizes specialises to a call's sizes (lift/specialise.py, issue 15), using the
-    # winner tuned for those sizes when the database has one.
-    ("lift.specialise", "lift.explore.reuse"): "a call's specialisation asks the tuning database",
 }
+# (compile -> explore.reuse and specialise -> explore.reuse are gone: the tuning database is asked
+# through the one hook `lift.decide.register_tuned`, which `lift.explore.reuse` registers.)
 
 
 @dataclass(frozen=True)
@@ -232,3 +230,12 @@ def test_the_scanner_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert found == {("lift.devices", 3, "module"), ("lift.codegen.names", 4, "module"),
                      ("lift.ir.nodes", 5, "module"), ("lift.plan", 7, "type-checking"),
                      ("lift.arith.expr", 9, "lazy"), ("lift.compile", 10, "lazy")}
+
+
+def test_compile_does_not_import_the_explorer() -> None:
+    """Issue 24: `lift.compile` and `lift.decide` never import `lift.explore`; the explorer plugs
+    its tuning database into the policy through `lift.decide.register_tuned`."""
+    edges = [str(imp) for imp in back_edges() if imp.importer in ("lift.compile", "lift.decide", "lift.spaces",
+                                                                   "lift.specialise")
+             and imp.imported.startswith("lift.explore")]
+    assert not edges, "\n".join(edges)

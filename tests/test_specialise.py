@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import lift
 from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+from lift.decide import Tuned
 from lift.errors import DeviceError, LiftTypeError
 from lift.specialise import Specialiser
 from lift.testing import assert_same
@@ -174,9 +175,13 @@ def test_a_tuned_default_winner_is_compiles_own_specialisation(monkeypatch) -> N
     """A database winner that is compile's default (a generic, specialising program) does not recurse:
     the call gets what compile's default gives at these sizes, the default blocks."""
     expr = matmul()
+
+    def lookup(e, device=None, sizes=None):  # a default winner for every call's sizes
+        return Tuned(lift.Choices(), e, True, "test", lambda err: None) if sizes else None
+
+    monkeypatch.setattr(lift.decide, "_TUNED", [lookup])
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "1")
     prog = lift.compile(expr)
-    monkeypatch.setattr(sys.modules["lift.explore.reuse"], "tuned_program",
-                        lambda e, *a, sizes=None: lift.compile(e) if sizes else None)
     a, b = args(16, 32, 256)
     assert_same(lift.interpret(expr, a, b), prog(a, b))
     assert blocked(prog.specialised(a, b)) and "default points auto_b0" in prog.specialisations[-1].reason
@@ -201,12 +206,12 @@ def test_a_specialised_program_that_fails_leaves_the_call_to_the_generic_one() -
 
 
 @pytest.mark.device
-@pytest.mark.parametrize("blocks, why", [(lambda *a: None, "do not compile for these sizes"),
+@pytest.mark.parametrize("blocks, why", [(lambda *a: iter(()), "do not compile for these sizes"),
                                          (lambda *a: 1 // 0, "specialisation failed (ZeroDivisionError")])
 def test_refused_or_failing_specialisations_leave_the_call_to_the_generic_program(monkeypatch, blocks, why) -> None:
     expr = matmul()
     prog = lift.compile(expr)
-    monkeypatch.setattr(sys.modules["lift.compile"], "_default_blocks", blocks)  # refuse, or raise
+    monkeypatch.setattr(sys.modules["lift.specialise"], "default_block_decisions", blocks)  # refuse, or raise
     a, b = args(16, 32, 256)
     assert_same(lift.interpret(expr, a, b), prog(a, b))
     rec = prog.specialisations[-1]

@@ -3,7 +3,7 @@
     result = lift.explore.tune(dot, x, y, budget=60)        # exported as lift.tune
     result.best(x, y); result.pareto; result.history
 
-`tune` (tune.py) drives a search strategy (search.py) over candidates, evaluated by `lift.compile` (evaluate.py),
+`tune` (tune.py) drives a search strategy (search.py) over candidates, planned by `lift.compile.plan` (evaluate.py),
 seeded for the automatic rewrite points (seeds.py), keeps the time/memory front (pareto.py)
 and a persistent tuning database (database.py).
 """
@@ -22,14 +22,3 @@ __all__ = [
     "dominates", "front", "pareto_front",
     "Strategy", "RandomSearch", "LocalSearch", "RandomThenLocal", "Evolution", "Seeded", "Table", "replay",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
-    if name == "Pipeline":
-        import warnings
-
-        warnings.warn("lift.explore.Pipeline is deprecated; use lift.explore.Evaluator", DeprecationWarning,
-                      stacklevel=2)
-        return Evaluator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

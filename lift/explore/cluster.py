@@ -20,12 +20,17 @@ stays the only writer of the tuning database.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
+import sys
 import time
 from typing import Any
 
+from lift import devices, runtime
 from lift.errors import LiftError
+from lift.ir import nodes
 
 from .evaluate import Candidate, Evaluator, Record
 from .roles import Built, Spec, build, limit, run_checked, why
@@ -46,8 +51,6 @@ def resource(device: Any) -> str:
 
 def advertise(device: Any = None) -> dict[str, float]:
     """The resources for `ray start --resources` / `ray.init(resources=)`: this machine's device."""
-    from lift import devices
-
     dev = device if isinstance(device, devices.Device) else devices.current(device)
     return {resource(dev): 1.0}
 
@@ -81,8 +84,6 @@ def connect(cluster: str, device: Any) -> Any:
 def start_local(num_cpus: int | None = None, device: Any = None) -> Any:
     """`ray.init` of a cluster on this machine, its device advertised, its workers importing
     what this process imports (its `sys.path`: the modules a program's user functions live in)."""
-    import sys
-
     ray = ray_module()
     env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
     ray.init(num_cpus=num_cpus, resources=advertise(device), include_dashboard=False, log_to_driver=False,
@@ -96,8 +97,6 @@ class Runner:
     actor serves tune after tune (`tune_all`) and a restarted one picks them up again."""
 
     def __init__(self, device: Any) -> None:
-        from lift import devices, runtime
-
         dev = devices.current(device)  # this node's device of that name
         runtime.open_device(dev)
         self.served = Served(dev)
@@ -154,20 +153,12 @@ def _ids_from(first: int) -> None:
     """Number this process's new lambda parameters from `first` on at least: a `Param` is its
     `id` (lift.ir.nodes), and the program arrived from a driver whose parameters, numbered by
     its own counter, would collide with ones the rewrites make here."""
-    import itertools
-
-    from lift.ir import nodes
-
     nxt = next(nodes._ids)
     nodes._ids = itertools.count(max(nxt, first))
 
 
 def _next_id() -> int:
     """The driver's next parameter id (above every parameter of the programs it holds)."""
-    import itertools
-
-    from lift.ir import nodes
-
     nxt = next(nodes._ids)
     nodes._ids = itertools.count(nxt + 1)
     return nxt
@@ -313,6 +304,4 @@ def ray_backend(cluster: str, pipe: Evaluator, device: Any, arrays: Any, builder
 
 
 if __name__ == "__main__":  # ray start --resources="$(python -m lift.explore.cluster)"
-    import json
-
     print(json.dumps(advertise()))

@@ -29,9 +29,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from itertools import count
 from typing import Any
 
 from .evaluate import Record
+from .worker import MIN_TIMEOUT_S
 
 ROUNDS = 5
 REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
@@ -79,10 +81,10 @@ def reserve(history: Sequence[Record], rank: Any, rounds: int = ROUNDS, repeat: 
     cs = contenders(history, rank)
     if not cs:
         return 0.0
-    best = min(float(r.time) for r in cs)  # type: ignore[arg-type]
+    times = [float(r.time) for r in cs if r.time is not None]  # contenders are measured records
+    best = min(times, default=0.0)
     # a contender slower than DROP x the best is timed in one round only
-    runs = sum((repeat + 1) * float(r.time) * (rounds if r.time <= DROP * best else 1)  # type: ignore[operator]
-               for r in cs)
+    runs = sum((repeat + 1) * t * (rounds if t <= DROP * best else 1) for t in times)
     return len(cs) * BUILD_S + runs + 0.05 * rounds * len(cs) + BUILD_S
 
 
@@ -104,9 +106,10 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     for k in range(rounds):
         order = [(k + i) % len(cands) for i in range(len(cands))]  # rotated: no contender always first
         for i in order:
-            if not alive[i] or time.perf_counter() > deadline:
+            timer = timers[i]
+            if not alive[i] or timer is None or time.perf_counter() > deadline:
                 continue
-            t = timers[i]()  # type: ignore[misc]
+            t = timer()
             if t is None:
                 alive[i] = False
             else:
@@ -119,19 +122,20 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
         if best is None:  # nothing could be prepared or timed: no round to rank
             break
         fastest = [min(ts) if ts and alive[i] else None for i, ts in enumerate(runs)]  # a load spike only slows
-        limit = drop * (2 if k == 0 else 1) * best  # type: ignore[operator] # one timing each: spikes double it
+        limit = drop * (2 if k == 0 else 1) * best  # one timing each: spikes double it
         alive = [a and f is not None and f <= limit for a, f in zip(alive, fastest)]
     medians = [statistics.median(ts) if ts else None for ts in runs]
     for r, m in zip(cands, medians):
         r.confirmed = m
     measured = [(m, i) for i, m in enumerate(medians) if m is not None]
     default = next((j for j, r in enumerate(cands) if r.candidate.default), None)
-    if default is not None and medians[default] is None:  # nothing was measured against the default
+    against = medians[default] if default is not None else None
+    if default is not None and against is None:  # nothing was measured against the default
         return cands[default], {"medians": medians, "rounds": done}
     if not measured:
         return None, {"medians": medians, "rounds": done}
     best, i = min(measured)
-    if default is not None and best > (1.0 - margin) * medians[default]:  # type: ignore[operator]
+    if default is not None and against is not None and best > (1.0 - margin) * against:
         i = default  # no clear lead over the default: it is kept
     return cands[i], {"medians": medians, "rounds": done}
 
@@ -140,10 +144,6 @@ def worker_timer(pipe: Any, worker: Any, repeat: int = REPEAT) -> Callable[[Reco
     """`timer_for` of a candidate measured in `worker` (lift.explore.worker): its plan is made here
     and built there into a slot of its own, kept while the rounds alternate between contenders
     (`worker.call(("drop",))` frees them)."""
-    from itertools import count
-
-    from .worker import MIN_TIMEOUT_S
-
     slots = count()
 
     def prepare(r: Record) -> Timer | None:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from lift.errors import LiftWarning
+from lift.runtime import default_cache_dir
 
 from . import dbrepair
 from .dbkeys import VERSION, check_entry, check_record, decode_choices, liftcl_version, rank
@@ -70,8 +71,6 @@ def default_path() -> Path:
     """`$LIFTCL_TUNING_DB`, else `<liftcl cache>/tuning.sqlite`."""
     if os.environ.get("LIFTCL_TUNING_DB"):
         return Path(os.environ["LIFTCL_TUNING_DB"])
-    from lift.runtime import default_cache_dir
-
     return default_cache_dir() / "tuning.sqlite"
 
 

@@ -15,8 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from lift.choices import Choices
+from lift.errors import LiftError
+from lift.ir.alpha import canonical
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
+from lift.version import __version__
 
 from .evaluate import Candidate
 
@@ -25,8 +29,6 @@ VERSION = 2  # of the database's layout and keys
 
 def program_hash(expr: Node) -> str:
     """sha256 of the canonical (alpha-normalised) program and its user functions' C bodies."""
-    from lift.ir.alpha import canonical
-
     canon = canonical(expr)
     funs = sorted({f"{n.name}:{n.c_source}" for _, n in walk(canon) if isinstance(n, UserFun)})
     text = str(canon) + "\0" + "\0".join(funs) + "\0" + _points_text(canon)
@@ -52,8 +54,6 @@ def shapes_key(arrays: Sequence[Any]) -> str:
 
 def liftcl_version() -> str:
     """The liftcl version (part of every key: a new compiler measures again)."""
-    from lift.version import __version__
-
     return str(__version__)
 
 
@@ -121,13 +121,10 @@ def check_record(d: Any) -> dict[str, Any]:
 def check_entry(d: Any) -> dict[str, Any]:
     """A winner entry (its `lift.Choices` as JSON, the search's candidate, time, memory, candidates,
     pareto), validated."""
-    from lift.choices import Choices
-    from lift.errors import LiftError
-
     if not isinstance(d, Mapping):
         raise ValueError("an entry is an object")
     try:
-        Choices.from_json(d.get("choices"))  # type: ignore[arg-type]
+        Choices.from_json(d.get("choices"))
     except (LiftError, TypeError, ValueError, AttributeError) as err:
         raise ValueError(f"choices: {str(err).splitlines()[0][:200]}") from None
     if "candidate" in d:

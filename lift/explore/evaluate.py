@@ -2,12 +2,13 @@
 
 A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
 mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
-maps to vectorise. `Evaluator.build` turns a candidate into a `lift.Choices` (its joint choice sorted by the
-candidate's constraint space) and compiles it with `lift.compile` itself, so the program's
-`.choices` rebuild it exactly; `Evaluator.measure` runs it, checks it against the interpreter's result (computed
-once) and records time and memory. The default candidate is `lift.compile` of the program
-with every point skipped (the default lowering), or, when `plain` is set (tune placed automatic
-points), `lift.compile` of the user's program itself, so the search never does worse than it.
+maps to vectorise. `Evaluator.planned` turns a candidate into a `lift.Choices` (its joint choice
+sorted by the candidate's constraint space) and runs `lift.compile.plan`, the pipeline
+`lift.compile` runs, on it (in this process and for the worker alike), so the program's
+`.choices` rebuild it exactly; `Evaluator.measure` builds and runs it, checks it against the
+interpreter's result (computed once) and records time and memory. The default candidate is the
+program with every point skipped (the default lowering), or, when `plain` is set (tune placed
+automatic points), `lift.compile` of the user's program itself, so the search never does worse.
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ from typing import Any
 import numpy as np
 
 from lift.choices import Choices, joint_fields
-from lift.errors import LiftError, RewritePointSkipped
+from lift.compile import Planned, built, plan
+from lift.compile import compile as lift_compile
+from lift.decide import device_widths
+from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import Node
+from lift.spaces import joint_space_of, points_applied, profile_of
+
+from .reference import Reference
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,7 @@ def all_skipped(structural: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[s
 
 class Evaluator:
     """Builds and measures candidates of one program on one device for fixed arguments (through
-    `lift.compile`, the one pipeline). Named `Pipeline` before issue 16; that name still works,
-    with a DeprecationWarning."""
+    `lift.compile.plan`, the one pipeline)."""
 
     def __init__(self, expr: Node, arrays: Sequence[Any], device: Any, sizes: Mapping[str, int],
                  *, repeat: int = 3, rtol: float = 1e-3) -> None:
@@ -110,8 +116,6 @@ class Evaluator:
     def start_reference(self) -> None:
         """Start computing the interpreter's result (once, in a child process: see reference.py)."""
         if self._ref is None:
-            from .reference import Reference
-
             self._ref = Reference(self.expr, self.arrays)
 
     def compute_reference(self) -> None:
@@ -138,19 +142,15 @@ class Evaluator:
             return None
         return self._ref.get(1, max(self.deadline, time.perf_counter() + 2 * self._ref.seconds + 1.0))
 
-    def rewritten(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
+    def points_applied(self, structural: Mapping[str, Mapping[str, Any]]) -> Node:
         """The program with its rewrite points applied by `structural` (kept as `lift.compile` keeps it)."""
-        from lift.compile import rewritten
-
-        return rewritten(self.expr, Choices(points=structural), self._spaces, warn=False)
+        return points_applied(self.expr, Choices(points=structural), self._spaces, warn=False)
 
     def space(self, structural: Mapping[str, Mapping[str, Any]]) -> Any:
         """The joint mapping/tuning/launch space of the program rewritten by `structural` (kept in
         the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
-        from lift.compile import joint_space_of, profile_of
-
         try:
-            return joint_space_of(self.rewritten(structural), profile_of(self.device),
+            return joint_space_of(self.points_applied(structural), profile_of(self.device),
                                   Choices(points=structural, sizes=self.sizes), self._spaces)
         except LiftError as err:
             return err
@@ -167,75 +167,58 @@ class Evaluator:
                        vectorise=cand.vectorise, sizes=self.sizes)
 
     def build(self, cand: Candidate) -> Any:
-        """The compiled `Program` of a candidate, by `lift.compile` (raises on a candidate that cannot
-        be built); its `.choices` rebuild it."""
-        from lift.errors import RewriteError
-
+        """The compiled `Program` of a candidate, from its `planned` (raises on a candidate that
+        cannot be built); its `.choices` rebuild it."""
         if cand.default and self.plain is not None:
             return self.default_program()
-        choices = self.choices(cand)
-        try:
-            return self.compile(choices)
-        except RewriteError:
-            if not cand.vectorise:
-                raise
-            return self.compile(choices.replace(vectorise={}))  # not vectorisable here: the plain mapping
+        return built(self.planned(cand), self.device, node=self.expr, cache_dir=self.cache_dir)
 
     def plan(self, cand: Candidate) -> tuple[Any, Choices]:
-        """A candidate's generated `KernelSource` and the `Choices` used, as `build` makes them
+        """A candidate's linked `KernelSource` and the `Choices` used, as `build` makes them
         but without the OpenCL build (which the worker does)."""
-        from lift.errors import RewriteError
-
         if cand.default and self.plain is not None:
             prog = self.default_program()
             return prog.plan, prog.choices
+        planned = self.planned(cand)
+        return planned.source, planned.choices
+
+    def planned(self, cand: Candidate) -> Planned:
+        """`lift.compile.plan` of a candidate's `choices` (the device's vector widths where it
+        gives none; not vectorisable here: the plain mapping). What the candidate leaves open,
+        such as the parameters of a skipped point or the default's tile sizes, is chosen as
+        `lift.compile` chooses it, so the choices recorded are those it reports for the program;
+        a candidate that sets mapping and tuning values has only a skipped point's open."""
         choices = self.choices(cand)
         try:
-            return self._plan(choices)
+            return self._planned(choices)
         except RewriteError:
             if not cand.vectorise:
                 raise
-            return self._plan(choices.replace(vectorise={}))
+            return self._planned(choices.replace(vectorise={}))
+
+    def _planned(self, choices: Choices) -> Planned:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RewritePointSkipped)
+            wanted = device_widths(self.expr, choices, profile_of(self.device))
+            return plan(self.expr, self.device, wanted, spaces=self._spaces,
+                        choose_open=choices.mapping is None and not choices.tuning)
 
     def default_program(self) -> Any:
         """`lift.compile` of the user's program (`plain`) with no choices, as a call with this
         evaluator's arrays runs it (`Program.specialised`: specialised to their sizes where compile
         does that): what a user gets without tuning (its default points, e.g. a full reduction's
         parallel chunks, which the program with automatic points placed and all skipped does not
-        get). Built here, once."""
+        get), never the tuning database's winner. Built here, once."""
         if self._default is None:
-            from lift.compile import compile as lift_compile
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RewritePointSkipped)
-                prog = lift_compile(self.plain, device=self.device, cache_dir=self.cache_dir)
+                prog = lift_compile(self.plain, device=self.device, cache_dir=self.cache_dir, tuned=False)
                 self._default = prog.specialised(*self.arrays) if self.arrays else prog
         return self._default
 
-    def _plan(self, choices: Choices) -> tuple[Any, Choices]:
-        """`lift.compile`'s own stages up to the generated source (what it leaves open, such as
-        the parameters of a skipped point or the default's tile sizes, is chosen as it chooses),
-        so the choices recorded are those `lift.compile` reports for the same program."""
-        from lift.compile import _open_choices, device_widths, generate_first, profile_of, rewritten
-        from lift.rewrites.choose import complete_points
-
-        profile = profile_of(self.device)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RewritePointSkipped)
-            wanted = device_widths(self.expr, choices, profile)
-            if choices.mapping is None and not choices.tuning:  # the default: compile chooses the rest
-                pointed, wanted, chosen = _open_choices(self.expr, wanted, profile, self._spaces)
-            else:  # a candidate sets mapping and tuning; only a skipped point's parameters are open
-                wanted, chosen = complete_points(self.expr, wanted), {}
-                pointed = rewritten(self.expr, wanted, self._spaces, warn=False)
-            plan, used = generate_first(pointed, profile, wanted, None, None, None if chosen else self._spaces)
-        done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
-        return plan, done
-
     def compile(self, choices: Choices) -> Any:
-        """`lift.compile` of the program with `choices`, sharing this pipeline's constraint spaces."""
-        from lift.compile import compile as lift_compile
-
+        """`lift.compile` of the program with `choices` (a stored winner's), sharing this evaluator's
+        constraint spaces."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RewritePointSkipped)
             return lift_compile(self.expr, device=self.device, choices=choices, cache_dir=self.cache_dir,
@@ -245,7 +228,7 @@ class Evaluator:
         """Build, run, check against the interpreter and time one candidate; never raises.
         With a `worker` (lift.explore.worker), the OpenCL build and the runs happen there."""
         if self.worker is not None:
-            from .worker import measure_isolated
+            from .worker import measure_isolated  # the worker's module imports this one
 
             return measure_isolated(self, cand, self.worker)
         t0 = time.perf_counter()
@@ -332,12 +315,3 @@ def _as_accurate(got: Any, semantics: Any, precise: Any) -> bool:
 def _why(err: BaseException) -> str:
     msg = getattr(err, "message", None) or str(err)
     return f"{type(err).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
-
-
-def __getattr__(name: str) -> Any:
-    """`Pipeline`, the old name of `Evaluator` (deprecated: `lift.compile` is the pipeline)."""
-    if name == "Pipeline":
-        warnings.warn("lift.explore.evaluate.Pipeline is deprecated; use Evaluator", DeprecationWarning,
-                      stacklevel=2)
-        return Evaluator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,8 @@ from typing import Any
 from lift.errors import LiftValueError
 from lift.ir.nodes import Lambda
 
+from .tune import tune
+
 Source = Any  # a path (str or Path) or a (name, program, arguments) tuple
 
 
@@ -65,8 +67,6 @@ def tune_all(sources: Iterable[Source], *, budget: float = 60, cluster: str | No
     with `budget` seconds, on the runners of `cluster` (None: this machine; "ray", "ray://...");
     `tune_kw` are `lift.tune`'s other keywords. Returns {name: TuneResult}; `on_result(name,
     result)` is called as each finishes. Resumable: see the module's docstring."""
-    from .tune import tune
-
     out: dict[str, Any] = {}
     for name, program, arrays in programs(sources, inputs_args):
         result = tune(program, *arrays, budget=budget, cluster=cluster, **tune_kw)

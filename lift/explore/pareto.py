@@ -37,7 +37,8 @@ def front(items: Iterable[R], key: Callable[[R], tuple[float, ...]]) -> list[R]:
 
 def objectives(r: Record) -> tuple[float, float]:
     """(seconds, bytes) of a measured record."""
-    return (float(r.time), float(r.memory))  # type: ignore[arg-type]
+    assert r.time is not None and r.memory is not None, "objectives of an unmeasured record"
+    return (float(r.time), float(r.memory))
 
 
 def pareto_front(history: Sequence[Record]) -> list[Record]:

@@ -18,14 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from lift.errors import LiftError
+from lift.interpret import interpret
 
 
 def _interpret(conn: Any, other: Any, expr: Any, arrays: Sequence[Any]) -> None:
     """The child: the result, then the float64 one only when asked for it. It closes its copy of
     the parent's end first, so a parent that dies (even by SIGKILL) ends it: its next send or
     receive fails."""
-    from lift.interpret import interpret
-
     other.close()
     try:
         conn.send(("ok", interpret(expr, *arrays)))
@@ -88,8 +87,6 @@ class Reference:
         return self.values[index] if len(self.values) > index else None
 
     def _inline(self, index: int) -> None:
-        from lift.interpret import interpret
-
         while len(self.values) <= index:
             self.values.append(interpret(self.expr, *self.arrays, precise=len(self.values) == 1))
             if len(self.values) == 1:

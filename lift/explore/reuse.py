@@ -1,69 +1,47 @@
 """`lift.compile` reuses what tuning found: the best known choices from the tuning database.
 
-`compile(expr)` (with no explicit choices, launch sizes or build options) asks `tuned_program`
-for the stored winner of `expr` on the device. The key is the program as the user wrote it
+`lookup` is the hook `lift.decide` asks (`register_tuned`, done when `lift.explore` is imported):
+`compile(expr)` (with no explicit choices, launch sizes or build options) plans the stored
+winner of `expr` on the device first. The key is the program as the user wrote it
 (`program_hash`), the device key, the liftcl version, and the size bindings: `compile` has
 no arguments, so only a program whose parameter types are concrete (no symbolic `Size`)
 can match, namely a tune of the same program, whose size bindings were `{}`; a winner
 tuned for `N = 4096` is never used for a program over a symbolic `N`, since its kernels are
 specialised to that size; a call of such a program with `N = 4096` asks again with those
 bindings (`lift.specialise`: the program specialises to the sizes of its calls). The
-objective "time" is preferred, then "pareto". The program is rebuilt from the stored
+objective "time" is preferred, then "pareto". The program is planned from the stored
 `lift.Choices`; its `choices` are a `TunedChoices` (equal to them, the same JSON) whose
-`origin` says where they came from. The lookup is off while `tune` runs (its candidates are
-compiled with their own choices), and when the environment sets `LIFTCL_USE_TUNED=0`.
+`origin` says where they came from. `lift.tune` compiles its candidates and its default
+without the lookup (`compile(..., tuned=False)`), and the environment turns it off with
+`LIFTCL_USE_TUNED=0`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import warnings
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import fields
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
+from lift import devices
 from lift.choices import Choices
+from lift.compile import first_built
+from lift.decide import Tuned, TunedChoices, register_tuned, tuned_decisions, tuned_lookup
 from lift.errors import LiftError
 from lift.ir.nodes import Lambda, Node
+from lift.program import Program
+from lift.rewrites import auto_points
+from lift.specialise import symbolic_sizes
 
 from .database import TuningDatabaseWarning, TuningDB, default_path
 from .dbkeys import program_hash
 
-_OFF: ContextVar[bool] = ContextVar("lift_tuned_lookup_off", default=False)
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-def without_lookup(fn: F) -> F:
-    """Run `fn` with `lift.compile`'s tuning-database lookup off."""
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kw: Any) -> Any:
-        token = _OFF.set(True)
-        try:
-            return fn(*args, **kw)
-        finally:
-            _OFF.reset(token)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def symbolic_sizes(expr: Lambda) -> set[str]:
-    """The names of the symbolic sizes in the program's parameter types."""
-    from lift.types import size_names
-
-    return set(size_names(p.ptype for p in expr.params))
-
-
-def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,
-                  sizes: Mapping[str, int] | None = None) -> Any | None:
-    """The compiled winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes).
+def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = None) -> Tuned | None:
+    """The winner stored for `expr` on `device`, or None (no database, no match, symbolic sizes).
     With `sizes` (the bindings of a call of a program with symbolic sizes: `lift.specialise`), the
     winner a tune of `expr` found for those bindings (`lift.tune(expr, *arrays)` with arrays of
-    those sizes), specialised to them."""
-    if _OFF.get() or os.environ.get("LIFTCL_USE_TUNED", "1") == "0":
-        return None
+    those sizes), for the program specialised to them."""
     symbolic = symbolic_sizes(expr) if isinstance(expr, Lambda) else set()
     if not isinstance(expr, Lambda) or not symbolic <= set(sizes or {}):
         return None
@@ -71,61 +49,44 @@ def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,
     path = default_path()
     if not path.is_file():
         return None
-    from lift.explore.tune import _device
-
     try:
-        dev = _device(device)
+        dev = device if isinstance(device, devices.Device) else devices.current(device)
     except LiftError:
         return None
     found = TuningDB(path).find(program_hash(expr), json.dumps(bound, sort_keys=True), dev.key)
     if found is None:
         return None
     info, entry = found
-    # a default winner of a tune with automatic points is compile's own default of the program as written
-    default = bool(info.get("auto", True)) and bool((entry.get("candidate") or {}).get("default"))
-    token = _OFF.set(True)
-    try:
-        choices = Choices.from_json(entry["choices"])
-        if default:
-            from lift.compile import compile as lift_compile
 
-            prog = lift_compile(expr, device, cache_dir=cache_dir)  # runs on any sizes, these too
-        else:
-            prog = _build(expr, bool(info.get("auto", True)), choices, device, cache_dir, bound)
-    except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
+    def stale(err: BaseException) -> None:
         warnings.warn(TuningDatabaseWarning(f"the tuned choices stored in {path} no longer build "
-                                            f"({type(err).__name__}: {err}); compiling without them"), stacklevel=3)
-        return None
-    finally:
-        _OFF.reset(token)
+                                            f"({type(err).__name__}: {err}); compiling without them"), stacklevel=4)
+
     t = entry.get("time")
     shown = f", {t * 1e3:.3f} ms" if isinstance(t, (int, float)) else ""
-    prog.choices = TunedChoices.of(prog.choices, f"tuning database {path} "
-                                   f"(objective {info.get('objective', 'time')}{shown})")
-    return prog
+    origin = f"tuning database {path} (objective {info.get('objective', 'time')}{shown})"
+    auto = bool(info.get("auto", True))
+    try:
+        choices = Choices.from_json(entry["choices"])
+        # a default winner of a tune with automatic points is compile's own default of the program as written
+        default = auto and bool((entry.get("candidate") or {}).get("default"))
+        program = auto_points(expr, bound) if auto and not default else expr  # placed as `tune` placed them
+    except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
+        stale(err)
+        return None
+    return Tuned(choices, program, default, origin, stale)
 
 
-class TunedChoices(Choices):
-    """The `lift.Choices` of a program `lift.compile` rebuilt from the tuning database: equal to
-    (and with the JSON form of) the plain record; `origin` says where they came from."""
-
-    origin: str = ""
-
-    @staticmethod
-    def of(choices: Choices, origin: str) -> TunedChoices:
-        """`choices` with where they came from."""
-        out = TunedChoices(**{f.name: getattr(choices, f.name) for f in fields(Choices)})
-        object.__setattr__(out, "origin", origin)
-        return out
+def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,
+                  sizes: Mapping[str, int] | None = None) -> Program | None:
+    """The compiled winner stored for `expr` on `device` (see `lookup`), or None (none, or it no
+    longer builds: warned); what `lift.compile(expr)` builds first."""
+    found = lookup(expr, device, sizes) if tuned_lookup() is not None else None
+    if found is None:
+        return None
+    return first_built(tuned_decisions(expr, device, found), device, cache_dir=cache_dir, lookup=tuned_lookup())
 
 
-def _build(expr: Lambda, auto: bool, choices: Choices, device: Any, cache_dir: Any,
-           sizes: dict[str, int]) -> Any:
-    from lift.rewrites import auto_points
+register_tuned(lookup)
 
-    from .evaluate import Evaluator
-
-    search = auto_points(expr, sizes) if auto else expr  # placed as `tune` placed them for these sizes
-    pipe = Evaluator(search, (), device, sizes)
-    pipe.cache_dir = cache_dir
-    return pipe.compile(choices)
+__all__ = ["lookup", "tuned_program", "TunedChoices", "symbolic_sizes"]

@@ -36,12 +36,18 @@ running a kernel (benchmarks/strategies.py).
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from lift.arith import Cst
+from lift.constraints import CODES
+from lift.errors import LiftValueError
+
 from .evaluate import Candidate, Evaluator, Record
+from .surrogate import improvement, predict
 
 VECTOR_WIDTHS = (4, 8, 16)
 
@@ -97,8 +103,6 @@ class RandomSearch:
         space = self.pipeline.space(structural)
         if isinstance(space, Exception) or self.rng.random() < 0.5:
             return {}
-        from lift.arith import Cst
-
         out = {}
         for lab, site in space.context.maps.items():
             if joint.get(lab) == 0 and site.scalar_elems and site.stride == Cst(1):
@@ -181,8 +185,6 @@ def _moves(var: str, value: int | None, space: Any) -> list[int]:
     if value is None:
         return []
     if var in space.context.maps:
-        from lift.constraints import CODES
-
         return [c for c in CODES if c != value]
     return sorted({v for v in (value * 2, value // 2, value * 4, value // 4) if v >= 1 and v != value})
 
@@ -223,8 +225,6 @@ def make_strategy(name: str, pipeline: Evaluator, structural: Mapping[str, Mappi
     if name == "random-local":
         return RandomThenLocal(RandomSearch(pipeline, structural, seed=seed),
                                LocalSearch(pipeline, structural, score, seed=seed), switch=switch)
-    from lift.errors import LiftValueError
-
     raise LiftValueError(f"unknown search strategy {name!r}; one of {', '.join(STRATEGIES)}")
 
 
@@ -323,8 +323,6 @@ class ModelBased:
         self._pool: list[Candidate] = []
 
     def propose(self, history: Sequence[Record]) -> Candidate | None:
-        from .surrogate import improvement, predict
-
         measured = [r for r in history if not r.candidate.default and r.reason != IN_FLIGHT]
         if len(measured) < self.warmup or self.rng.random() < self.explore:
             return self.random_(history)
@@ -371,8 +369,6 @@ def _flat(c: Candidate) -> dict[str, Any]:
 
 
 def _distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
-    import math
-
     d = 0.0
     for k in set(a) | set(b):
         x, y = a.get(k), b.get(k)

@@ -76,12 +76,6 @@ class SharedWork:
         self.pending.discard(k)
         return record_from_json(self.known[k])
 
-    def finished_record(self, cand: Candidate) -> Record | None:
-        """The candidate's record if some tune has finished it (read again from the database), else None."""
-        if self.db is not None and self.reuse:
-            self.known.update(self.db.finished(self.mkey))
-        return self._stored(cand.key()) if cand.key() in self.known else None
-
     def collect(self, history: Sequence[Record]) -> list[Record]:
         """Records finished in the database (by any tune of this problem) that `history` lacks."""
         if self.db is None or not self.reuse:

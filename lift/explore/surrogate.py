@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .evaluate import Candidate, Record
+from .forest import Forest, expected_improvement
 
 RIDGE = 1.0
 _MAP = re.compile(r"m\d+$")
@@ -122,8 +123,6 @@ def improvement(measured: Sequence[Record], pool: Sequence[Candidate], seed: int
     """Expected improvement in log time of each `pool` candidate over the fastest measured, by a
     random forest (`lift.explore.forest`) fitted to `measured` (rejected candidates count as twice
     the slowest time); higher is more promising."""
-    from .forest import Forest, expected_improvement
-
     y, rows, todo, keys = _training(measured, pool)
     forest = Forest(trees=trees, seed=seed).fit(_matrix(rows, keys, -1.0), y)
     mean, sd = forest.predict(_matrix(todo, keys, -1.0))

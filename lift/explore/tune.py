@@ -31,20 +31,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lift import devices
 from lift.choices import Choices
 from lift.compile import serialised
 from lift.errors import LiftValueError
+from lift.interpret import bind_sizes
 from lift.ir.nodes import Lambda, Node
+from lift.rewrites import auto_points, auto_space, is_auto, structural_space
 from lift.rules.normalise import normalise
 
+from .cluster import ray_backend
 from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
 from .drive import LocalBackend, drive
 from .evaluate import Candidate, Evaluator, Record, all_skipped
 from .pareto import pareto_front, score
+from .plot import plot_front
 from .progress import Progress
-from .reuse import symbolic_sizes, without_lookup
+from .reuse import symbolic_sizes
 from .roles import LocalRunner
 from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
@@ -84,8 +89,6 @@ class TuneResult:
         """Draw every correct candidate's time and memory and the Pareto front (thesis Fig. 4.5)
         into an image file `path` (PNG, SVG, PDF: by its suffix); needs matplotlib
         (`pip install "liftcl[plot]"`). Returns the path."""
-        from .plot import plot_front
-
         return plot_front(self, path, title)
 
     def __repr__(self) -> str:
@@ -97,7 +100,6 @@ class TuneResult:
 
 
 @serialised  # z3 (the spaces, the sampler) is not thread-safe: tunes and compiles run one at a time
-@without_lookup
 def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
@@ -168,8 +170,6 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
     """The search of `tune` (its arguments are tune's), from the default lowering to the result."""
     backend: Any = None
     if cluster is not None:
-        from .cluster import ray_backend
-
         backend = ray_backend(cluster, pipe, dev, arrays, builders=builders)
         pipe.worker = backend.ops()  # the default lowering and the confirmation round: on a runner actor
     elif isolate:
@@ -314,8 +314,6 @@ def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record 
 def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool) -> tuple[Any, dict[str, Any], list[str]]:
     """The program searched (with automatic points when `auto`), its structural space and the
     labels of the automatic points (restricted to their useful values by `auto_space`)."""
-    from lift.rewrites import auto_points, auto_space, is_auto, structural_space
-
     if auto:
         expr = auto_points(expr, sizes)
     structural = structural_space(expr)
@@ -376,12 +374,8 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
 
 
 def _sizes(expr: Lambda, arrays: Sequence[Any]) -> dict[str, int]:
-    from lift.interpret import bind_sizes
-
     return bind_sizes([p.ptype for p in expr.params], tuple(arrays), expr)
 
 
 def _device(device: Any) -> Any:
-    from lift import devices
-
     return device if isinstance(device, devices.Device) else devices.current(device)

@@ -28,6 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lift import runtime
+from lift.program import Program
+
 START_TIMEOUT_S = 120.0  # importing pyopencl and opening the device in a fresh process
 MIN_TIMEOUT_S = 2.0
 SLOW_S = 1.0  # the test hook's "slow" build waits this long first
@@ -187,8 +190,6 @@ def shared(device: Any, arrays: Sequence[Any]) -> Worker:
 def _serve(conn: Any, device: Any) -> None:
     """The worker's loop: build, run and time plans on the arrays it was sent, until told to stop."""
     try:
-        from lift import runtime
-
         runtime.open_device(device)
         conn.send(("ok", None))
     except Exception as err:  # noqa: BLE001 - reported to the parent
@@ -226,8 +227,6 @@ class Served:
 
     def handle(self, msg: tuple) -> tuple[str, Any] | None:
         """The answer to one request ("ok", value) or ("error", reason); None for "arrays"."""
-        from lift.program import Program
-
         op, device = msg[0], self.device
         try:
             if op == "arrays":
@@ -267,8 +266,6 @@ def _run_timed(prog: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
     `Program.time` counts), so a slow candidate is checked and timed by one run instead of a
     checked run plus `Program.time`'s warm-up and timed runs (three runs of a 19 s kernel did
     not fit the 30 s candidate timeout)."""
-    from lift import runtime
-
     sizes, leaves = prog._bind(tuple(arrays))
     args = prog._upload(sizes, leaves)
     events = prog._launch(sizes, args)

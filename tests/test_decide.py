@@ -1,0 +1,152 @@
+"""`lift.decide`: compile's policy as alternatives apart from the pipeline (`lift.compile.plan`), issue 24."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+from lift.choices import Choices
+from lift.compile import built, first_built, plan
+from lift.decide import Decision, Tuned, decide, register_tuned, tuned_lookup
+from lift.rules.normalise import normalise
+from lift.testing import assert_same
+
+N = Size("N")
+
+
+def dot_program():
+    return fun([Array(Float, N), Array(Float, N)],
+               lambda x, y: reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1]) << zip(x, y))
+
+
+def matmul(n: int = 256):  # 256: large enough for the default register blocks
+    return fun([Array(Array(Float, n), n), Array(Array(Float, n), n)],
+               lambda a, b: map(lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lambda p: p[0] * p[1])
+                                              << zip(r, c)) << transpose << b) << a)
+
+
+def scale():
+    return fun([Array(Float, N)], lambda x: map(lambda v: v * 2.0) << x)
+
+
+def alternatives(expr, device=None, **kw):
+    kw.setdefault("plain", True)
+    return list(decide(normalise(expr), device, None, **kw))
+
+
+def test_a_map_is_compiled_as_written_and_specialises():
+    (only,) = alternatives(scale())
+    assert not only.fallible and only.specialise and only.origin == ""
+
+
+def test_a_full_reduction_gets_its_default_chunks_and_no_other_alternative():
+    (only,) = alternatives(dot_program())
+    assert any(lab.startswith("auto_r") and not c.get("skip") for lab, c in only.choices.points.items())
+    assert only.program is not only.node  # the automatic point placed; the calls checked against the program
+
+
+def test_constant_nests_try_the_grid_launch_then_the_first_blocks_then_the_program_as_written():
+    grid, first, written = alternatives(matmul())
+    assert grid.fallible and first.fallible and not written.fallible
+    assert grid.choices.launch and not first.choices.launch
+    assert grid.choices.points == first.choices.points and grid.spaces is first.spaces  # one kept space
+
+
+def test_compile_builds_the_first_alternative_that_plans():
+    expr = matmul()
+    grid = alternatives(expr)[0]
+    planned = plan(grid.program, None, grid.choices, spaces=grid.spaces)
+    prog = lift.compile(expr, tuned=False)
+    assert prog.source == planned.source.source and prog.choices == planned.choices
+
+
+def test_a_gpu_profile_tries_its_tiles_first():
+    alts = alternatives(matmul(), lift.devices.profile("nvidia"))
+    assert alts[0].fallible and any(lab.startswith("auto_g") for lab in alts[0].choices.points)
+
+
+def test_explicit_choices_decide_only_the_program_as_written():
+    (only,) = list(decide(normalise(matmul()), None, {"auto_b0": {"skip": True}}, plain=False))
+    assert not only.fallible and not only.specialise
+
+
+def test_a_failing_fallible_alternative_gives_way_to_the_next():
+    expr = normalise(scale())
+    bad = Decision(expr, Choices(mapping={"nope": 30}), node=expr, fallible=True)
+    good = Decision(expr, Choices(), node=expr)
+    prog = first_built([bad, good], None)
+    x = np.arange(16, dtype=np.float32)
+    assert prog is not None and prog.choices == plan(expr, None, Choices()).choices
+    assert_same(lift.interpret(scale(), x), prog(x))
+    with pytest.raises(lift.LiftError, match="nope"):
+        first_built([Decision(expr, Choices(mapping={"nope": 30}), node=expr)], None)
+
+
+def test_the_tuning_database_is_one_hook(monkeypatch):
+    asked = []
+
+    def lookup(expr, device=None, sizes=None):
+        asked.append(sizes)
+        return None
+
+    monkeypatch.setattr(lift.decide, "_TUNED", [])
+    assert tuned_lookup() is None
+    register_tuned(lookup)
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "1")
+    assert tuned_lookup() is lookup and tuned_lookup(False) is None
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "0")
+    assert tuned_lookup() is None
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "1")
+    lift.compile(matmul(16), cache_dir=False)
+    assert asked == [None]
+    lift.compile(matmul(16), cache_dir=False, tuned=False)
+    assert asked == [None]
+
+
+def test_a_tuned_winner_is_planned_first_and_a_stale_one_is_reported(monkeypatch):
+    expr = matmul()
+    default = lift.compile(expr, tuned=False, cache_dir=False)
+    stale: list[BaseException] = []
+    winner = Tuned(Choices(points={"auto_b0": {"skip": True}}), normalise(expr), False, "test db", stale.append)
+    monkeypatch.setattr(lift.decide, "_TUNED", [lambda e, device=None, sizes=None: winner])
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", lift.RewritePointSkipped)
+        prog = lift.compile(expr, cache_dir=False)
+    assert prog.choices.origin == "test db" and prog.choices.points["auto_b0"]["skip"] is True
+    assert prog.source != default.source and not stale
+    broken = Tuned(Choices(mapping={"nope": 30}), normalise(expr), False, "test db", stale.append)
+    monkeypatch.setattr(lift.decide, "_TUNED", [lambda e, device=None, sizes=None: broken])
+    again = lift.compile(expr, cache_dir=False)
+    assert len(stale) == 1 and "nope" in str(stale[0])
+    assert again.source == default.source and not hasattr(again.choices, "origin")
+
+
+def test_a_default_tuned_winner_is_compiles_own_default_with_its_origin(monkeypatch):
+    expr = matmul(16)
+    default = lift.compile(expr, tuned=False, cache_dir=False)
+    winner = Tuned(Choices(), normalise(expr), True, "test db", lambda err: None)
+    monkeypatch.setattr(lift.decide, "_TUNED", [lambda e, device=None, sizes=None: winner])
+    monkeypatch.setenv("LIFTCL_USE_TUNED", "1")
+    prog = lift.compile(expr, cache_dir=False)
+    assert prog.source == default.source and prog.choices == default.choices and prog.choices.origin == "test db"
+
+
+def test_a_program_is_not_changed_after_it_is_built():
+    prog = lift.compile(scale(), cache_dir=False)
+    with pytest.raises(AttributeError):
+        prog.choices = Choices()  # type: ignore[misc]
+    x = np.arange(64, dtype=np.float32)
+    special = prog.specialised(x)
+    assert special.choices is not None
+
+
+def test_built_records_the_sizes_of_a_specialisation():
+    expr = normalise(scale())
+    planned = plan(expr, None, Choices())
+    prog = built(planned, None, node=expr, sizes={"N": 64}, cache_dir=False)
+    assert prog.choices.sizes == {"N": 64} and planned.choices.sizes is None
