@@ -6,6 +6,7 @@ built-in patterns: `(printer, f, lab) -> str`, `lab` the node's label as `[A]` (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lift.ir import nodes as n
@@ -91,11 +92,6 @@ def _lambda(p: _Printer, f: Lambda, lab: str) -> str:
     return p.fun(eta) if eta is not None else p.lam(f)
 
 
-@register(n.UserFun, stage="show")
-def _userfun(p: _Printer, f: n.UserFun, lab: str) -> str:
-    return f.name
-
-
 @register(n.MapGlb, n.MapWrg, n.MapLcl, stage="show")
 def _parallel_map(p: _Printer, f: n.MapGlb | n.MapWrg | n.MapLcl, lab: str) -> str:
     return f"{_NAMES[type(f)]}{lab}({p.fun(f.f)}{'' if f.dim == 0 else f', dim={f.dim}'})"
@@ -107,60 +103,26 @@ def _named(p: _Printer, f: Any, lab: str) -> str:
     return f"{_NAMES[type(f)]}{lab}({p.fun(f.f)})"
 
 
-@register(n.Zip, stage="show")
-def _zip(p: _Printer, f: n.Zip, lab: str) -> str:
-    return f"zip{f.n}"
-
-
-@register(n.MakeTuple, stage="show")
-def _tuple(p: _Printer, f: n.MakeTuple, lab: str) -> str:
-    return "MakeTuple"
-
-
-@register(n.Get, stage="show")
-def _get(p: _Printer, f: n.Get, lab: str) -> str:
-    return f"get({f.i})"
-
-
-@register(n.At, stage="show")
-def _at(p: _Printer, f: n.At, lab: str) -> str:
-    return f"at({f.index})"
-
-
-@register(n.Split, stage="show")
-def _split(p: _Printer, f: n.Split, lab: str) -> str:
-    return f"split{lab}({f.n})"
-
-
-@register(n.Slide, stage="show")
-def _slide(p: _Printer, f: n.Slide, lab: str) -> str:
-    return f"slide{lab}({f.size}, {f.step})"
-
-
-@register(n.Pad, stage="show")
-def _pad(p: _Printer, f: n.Pad, lab: str) -> str:
-    return f"pad{lab}({f.left}, {f.right}, {f.value!r})"
-
-
-@register(n.AsVector, stage="show")
-def _as_vector(p: _Printer, f: n.AsVector, lab: str) -> str:
-    return f"as_vector{lab}({f.n})"
-
-
-@register(n.Join, n.Transpose, n.TransposeW, n.AsScalar, stage="show")
-def _bare(p: _Printer, f: FunDecl, lab: str) -> str:
-    """A pattern without parameters, used bare: `join`, `transpose`, `transpose_w`, `as_scalar`."""
-    return {n.Join: "join", n.Transpose: "transpose", n.TransposeW: "transpose_w", n.AsScalar: "as_scalar"}[type(f)]
-
-
-@register(n.Vectorise, stage="show")
-def _vectorise(p: _Printer, f: n.Vectorise, lab: str) -> str:
-    return f"vectorise({p.fun(f.f)}, {f.n})"
-
-
-@register(n.Iterate, stage="show")
-def _iterate(p: _Printer, f: n.Iterate, lab: str) -> str:
-    return f"iterate({f.n}, {p.fun(f.f)})"
+Show = Callable[[_Printer, Any, str], str]
+_TEXTS: dict[type, Show] = {  # the other patterns: their parameters in line
+    n.UserFun: lambda p, f, lab: f.name,
+    n.Zip: lambda p, f, lab: f"zip{f.n}",
+    n.MakeTuple: lambda p, f, lab: "MakeTuple",
+    n.Get: lambda p, f, lab: f"get({f.i})",
+    n.At: lambda p, f, lab: f"at({f.index})",
+    n.Split: lambda p, f, lab: f"split{lab}({f.n})",
+    n.Slide: lambda p, f, lab: f"slide{lab}({f.size}, {f.step})",
+    n.Pad: lambda p, f, lab: f"pad{lab}({f.left}, {f.right}, {f.value!r})",
+    n.AsVector: lambda p, f, lab: f"as_vector{lab}({f.n})",
+    n.Join: lambda p, f, lab: "join",
+    n.Transpose: lambda p, f, lab: "transpose",
+    n.TransposeW: lambda p, f, lab: "transpose_w",
+    n.AsScalar: lambda p, f, lab: "as_scalar",
+    n.Vectorise: lambda p, f, lab: f"vectorise({p.fun(f.f)}, {f.n})",
+    n.Iterate: lambda p, f, lab: f"iterate({f.n}, {p.fun(f.f)})",
+}
+for _cls, _text in _TEXTS.items():
+    register(_cls, stage="show")(_text)
 
 
 @register(RewritePoint, stage="show")
