@@ -249,11 +249,6 @@ INVERTIBLE = layout_classes("reshape", "combine")
 IN_PLACE = layout_classes("reshape")
 
 
-def stages_of(cls: type) -> Entry | None:
-    """The family entry of node class `cls` (`entry_of`; kept for its older callers)."""
-    return entry_of(cls)
-
-
 __all__ = ["REGISTRY", "FAMILIES", "TRANSPARENT", "STAGES", "Refused", "Entry", "RewritePoint", "define",
            "register", "table", "case", "entry_of", "refusal", "kernel_table", "layout_classes", "LAYOUT",
-           "INVERTIBLE", "IN_PLACE", "stages_of"]
+           "INVERTIBLE", "IN_PLACE"]
