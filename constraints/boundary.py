@@ -24,15 +24,16 @@ from typing import Any
 import z3
 
 from lift.ir import nodes as n
+from lift.ir.layoutfun import is_layout_pattern
 from lift.ir.nodes import Expr, FunCall, Lambda, Node
 from lift.ir.paths import walk
+from lift.ir.registry import IN_PLACE
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 from .context import Context
 from .model import Constraint, Model
 
 BOUNDARY = "kernel boundary"
-_IN_PLACE = (n.Split, n.Join, n.Transpose, n.TransposeW, n.AsVector, n.AsScalar)  # lift.layout.INVERTIBLE
 
 
 def result_chain(expr: Node) -> int:
@@ -87,6 +88,8 @@ def apply_boundary(low: Node, chain: int, stage: Any) -> Node:
 
 
 def _copy_fun(t: Type, depth: int) -> Any:
+    # imported here, not with the constraints: importing lift.userfun.builtins earlier changes the
+    # order of fresh ids, and with it a z3 tie-break (tc-gconv's mapping in the golden corpus)
     from lift.userfun.builtins import id as identity
 
     if isinstance(t, ArrayType):
@@ -103,11 +106,12 @@ def _copyable(t: Type) -> bool:
 
 
 def _layout(f: n.FunDecl) -> bool:
-    return isinstance(f, n.LAYOUT) or (isinstance(f, n.Map) and _layout(f.f))
+    return is_layout_pattern(f) or (isinstance(f, n.Map) and _layout(f.f))
 
 
 def _in_place(f: n.FunDecl) -> bool:
-    return isinstance(f, _IN_PLACE) or (isinstance(f, n.Map) and _in_place(f.f))
+    """A layout written in place: the registry's one-array invertible (\"reshape\") families, or a map of one."""
+    return isinstance(f, IN_PLACE) or (isinstance(f, n.Map) and _in_place(f.f))
 
 
 def _computes(e: Node) -> bool:

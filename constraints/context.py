@@ -16,14 +16,17 @@ A label used twice gets `#2`, `#3`, ... on its later occurrences.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from lift.arith import Arith, Cst, prove_eq
+from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
-from lift.ir.paths import Path, walk
+from lift.ir.paths import Path, at, walk
+from lift.ir.registry import RewritePoint, case, register, table
 from lift.lower import fused_tuple
-from lift.typecheck import infer, typecheck
+from lift.typecheck import infer, typed
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
 
 Mem = tuple[str, Path]  # (address space, the path of the node that creates the buffer)
@@ -121,9 +124,9 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
     With `stages` (and no `ocl_kernel` in the program), each computing call at the top level
     of the program is its own kernel, as the back end's staging does: `reduce(add) << map(mult)
     << zip(x, y)` is two kernels, so the map may be parallel while the reduction is not."""
-    typecheck(expr)
+    record = typed(expr)
     concrete = _concrete_maps(expr)
-    w = _Walker(expr, _labels(expr, concrete))
+    w = _Walker(expr, _labels(expr, concrete), record.types)
     top = stages and not any(isinstance(x, n.OclKernel) for _, x in walk(expr))
     if isinstance(expr, Lambda):
         w.lam(expr, (), [Val(p.ptype, frozenset({("global", ())}), _fresh_dims(p.ptype), level=0)
@@ -147,8 +150,6 @@ def _concrete_maps(expr: Node) -> list[Path]:
 
 
 def _labels(expr: Node, concrete: list[Path]) -> dict[Path, str]:
-    from lift.ir.paths import at
-
     out: dict[Path, str] = {}
     used: dict[str, int] = {}
     for k, p in enumerate(concrete):
@@ -175,8 +176,9 @@ class _Ctx:
 class _Walker:
     """One pass over the program computing `Val`s and recording sites."""
 
-    def __init__(self, root: Node, labels: dict[Path, str]) -> None:
+    def __init__(self, root: Node, labels: dict[Path, str], types: Mapping[Path, Type]) -> None:
         self.root = root
+        self.types = types  # the type checker's record (lift.typecheck.Typed.types)
         self.labels = labels
         self.sites: dict[str, MapSite] = {}
         self.chains: list[tuple[int, tuple[str, ...]]] = []
@@ -198,32 +200,38 @@ class _Walker:
                        tuple(self.stages), tuple(self.launches))
 
     def expr(self, e: Expr, path: Path, ctx: _Ctx) -> Val:
-        match e:
-            case n.Param():
-                v = ctx.env.get(e.id) or Val(e.ptype)
-                for m in ctx.chain[v.level:]:
-                    self.free.setdefault(m, set()).update(s for s, _ in v.mems)
-                return v
-            case n.Literal():
-                if ctx.chain:  # a map that makes a constant writes it like a user function would
-                    self.chains.append((ctx.kernel, ctx.chain))
-                return Val(e.type)
-            case FunCall(f, args) if ctx.top and fused_tuple(e):
-                return self.components(e, path, ctx)
-            case FunCall(f, args):
-                whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
-                vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
-                fctx = ctx
-                if ctx.top and not isinstance(f, Lambda):
-                    fctx = replace(ctx, top=False)
-                    if _has_userfun(e if whole else f):
-                        self.stages.append(path)
-                        self.kernels.append(len(self.kernels))
-                        fctx = replace(fctx, kernel=self.kernels[-1])
-                if whole:  # its initial value may be an earlier kernel's result
-                    vals.append(self.expr(args[1], path + (2,), fctx))
-                return self.fun(f, path + (0,), vals, fctx, e)
+        # the three kinds of expression (the patterns are the functions: `fun`)
+        if isinstance(e, FunCall):
+            return self.top_call(e, path, ctx) if ctx.top else self.fun(
+                e.f, path + (0,), [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(e.args)], ctx, e)
+        if isinstance(e, n.Param):
+            v = ctx.env.get(e.id) or Val(e.ptype)
+            for m in ctx.chain[v.level:]:
+                self.free.setdefault(m, set()).update(s for s, _ in v.mems)
+            return v
+        if isinstance(e, n.Literal):
+            if ctx.chain:  # a map that makes a constant writes it like a user function would
+                self.chains.append((ctx.kernel, ctx.chain))
+            return Val(self.types[path])
         raise TypeError(f"not an expression: {e!r}")
+
+    def top_call(self, e: FunCall, path: Path, ctx: _Ctx) -> Val:
+        """A call at the top level of the program: a computing one is a stage (a kernel)."""
+        if fused_tuple(e):
+            return self.components(e, path, ctx)
+        f, args = e.f, e.args
+        whole = isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+        vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
+        fctx = ctx
+        if not isinstance(f, Lambda):
+            fctx = replace(ctx, top=False)
+            if _has_userfun(e if whole else f):
+                self.stages.append(path)
+                self.kernels.append(len(self.kernels))
+                fctx = replace(fctx, kernel=self.kernels[-1])
+        if whole:  # its initial value may be an earlier kernel's result
+            vals.append(self.expr(args[1], path + (2,), fctx))
+        return self.fun(f, path + (0,), vals, fctx, e)
 
     def components(self, e: FunCall, path: Path, ctx: _Ctx) -> Val:
         """A result tuple of independent computations (`lift.lower.fused_tuple`): one stage, one
@@ -250,32 +258,13 @@ class _Walker:
         return self.expr(f.body, path + (0,), replace(ctx, env=env))
 
     def fun(self, f: FunDecl, path: Path, args: list[Val], ctx: _Ctx, call: Node) -> Val:
-        match f:
-            case Lambda():
-                return self.lam(f, path, args, ctx)
-            case n.UserFun():
-                return self.userfun(f, args, ctx)
-            case n.AbstractMap():
-                return self.map(f, path, args[0], ctx, call)
-            case n.ReduceAtomic():  # its operator runs in its map's loop (lift.codegen.atomic)
-                return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
-            case n.AbstractReduce(f=g):
-                acc = Val(args[0].type, frozenset({("private", path)}))
-                self.fun(g, path + (0,), [acc, _elem(args[1])], ctx, call)
-                return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
-            case n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
-                space = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}[type(f)]
-                return self.fun(g, path + (0,), args, replace(ctx, space=space, origin=path), call)
-            case n.OclKernel(g):
-                self.kernels.append(len(self.kernels))
-                inner = replace(ctx, space="global", origin=path, chain=(), kernel=self.kernels[-1])
-                return self.fun(g, path + (0,), args, inner, call)
-            case n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _):
-                if isinstance(f, n.Iterate) and ctx.chain:
-                    ctx = replace(ctx, in_iterate=True)
-                r = self.fun(g, path + (0,), args, ctx, call)
-                return replace(r, type=infer(f, [a.type for a in args], call))
-        return _layout(f, args, infer(f, [a.type for a in args], call))
+        """The value of `f` applied to `args`: the case its family registered (lift.ir.registry,
+        stage "context")."""
+        rule = _CASES.get(type(f)) or case("context", f)
+        if rule is None:
+            raise UnsupportedError(f"the constraint context has no rule for {type(f).__name__} "
+                                   "(see lift.ir.registry)", node=call)
+        return rule(self, f, path, args, ctx, call)
 
     def userfun(self, f: n.UserFun, args: list[Val], ctx: _Ctx) -> Val:
         chain = ctx.chain
@@ -309,8 +298,6 @@ class _Walker:
 
     def _perfect(self, path: Path) -> bool:
         """`path` is the whole function of the enclosing map (directly or as `x => m << x`)."""
-        from lift.ir.paths import at
-
         parent = at(self.root, path[:-1])
         if isinstance(parent, n.AbstractMap):
             return True
@@ -396,31 +383,6 @@ def _elem(v: Val) -> Val:
     return Val(t, v.mems, v.dims[1:] if v.dims else None, None, v.level)
 
 
-def _layout(f: FunDecl, args: list[Val], t: Type) -> Val:
-    """The value of a layout pattern (no memory access)."""
-    mems = frozenset().union(*[a.mems for a in args]) if args else frozenset()
-    match f:
-        case n.Zip() | n.MakeTuple():
-            return Val(t, mems, None, tuple(args))
-        case n.Get(i):
-            return args[0].parts[i] if args[0].parts is not None else Val(t, mems)
-        case n.At():
-            return replace(_elem(args[0]), type=t)
-        case n.Split(m):
-            return _each(args[0], t, lambda d: ((d[0][0] // m, _mul(d[0][1], m)), (m, d[0][1])) + d[1:])
-        case n.Join():
-            return _each(args[0], t, _join)
-        case n.Transpose() | n.TransposeW():
-            return _each(args[0], t, lambda d: (d[1], d[0]) + d[2:])
-        case n.Slide(size, step):
-            return _each(args[0], t, lambda d: ((t.size, _mul(d[0][1], step)), (size, d[0][1])) + d[1:])
-        case n.Pad():
-            return _each(args[0], t, lambda d: ((t.size, None),) + d[1:])
-        case n.AsVector():
-            return _each(args[0], t, lambda d: ((t.size, d[0][1] if _is_one(d[0][1]) else None),) + d[1:])
-    return Val(t, mems)
-
-
 def _mul(s: Arith | None, m: Arith) -> Arith | None:
     return None if s is None else s * m
 
@@ -433,3 +395,133 @@ def _join(d: tuple[Dim, ...]) -> tuple[Dim, ...]:
     (a, s1), (b, s2) = d[0], d[1]
     ok = s1 is not None and s2 is not None and prove_eq(s1, b * s2)
     return ((a * b, s2 if ok else None),) + d[2:]
+
+
+# ------------------------------------------------------------ the cases (lift.ir.registry)
+
+_CASES = table("context")
+Vals = list[Val]
+
+
+@register(Lambda, stage="context")
+def _lambda(w: _Walker, f: Lambda, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return w.lam(f, path, args, ctx)
+
+
+@register(n.UserFun, stage="context")
+def _userfun(w: _Walker, f: n.UserFun, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return w.userfun(f, args, ctx)
+
+
+@register(*n.MAPS, stage="context")
+def _map(w: _Walker, f: n.AbstractMap, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return w.map(f, path, args[0], ctx, call)
+
+
+@register(n.ReduceAtomic, stage="context")
+def _reduce_atomic(w: _Walker, f: n.ReduceAtomic, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    """Its operator runs in its map's loop (lift.codegen.atomic)."""
+    return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
+
+
+@register(n.Reduce, n.ReduceSeq, stage="context")
+def _reduce(w: _Walker, f: n.AbstractReduce, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    acc = Val(args[0].type, frozenset({("private", path)}))
+    w.fun(f.f, path + (0,), [acc, _elem(args[1])], ctx, call)
+    return Val(args[0].type, frozenset({(ctx.space, ctx.origin)}))
+
+
+_SPACES = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}
+
+
+@register(*n.ADDRESS_SPACES, stage="context")
+def _address(w: _Walker, f: n.ToGlobal | n.ToLocal | n.ToPrivate, path: Path, args: Vals, ctx: _Ctx,
+             call: Node) -> Val:
+    return w.fun(f.f, path + (0,), args, replace(ctx, space=_SPACES[type(f)], origin=path), call)
+
+
+@register(n.OclKernel, stage="context")
+def _ocl_kernel(w: _Walker, f: n.OclKernel, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    w.kernels.append(len(w.kernels))
+    inner = replace(ctx, space="global", origin=path, chain=(), kernel=w.kernels[-1])
+    return w.fun(f.f, path + (0,), args, inner, call)
+
+
+@register(n.Let, n.Iterate, n.Vectorise, stage="context")
+def _wrapped(w: _Walker, f: n.Let | n.Iterate | n.Vectorise, path: Path, args: Vals, ctx: _Ctx,
+             call: Node) -> Val:
+    if isinstance(f, n.Iterate) and ctx.chain:
+        ctx = replace(ctx, in_iterate=True)
+    r = w.fun(f.f, path + (0,), args, ctx, call)
+    return replace(r, type=_type(f, args, call))
+
+
+# The layout patterns: values with no memory access of their own.
+
+
+def _type(f: FunDecl, args: Vals, call: Node) -> Type:
+    return infer(f, [a.type for a in args], call)
+
+
+def _mems(args: Vals) -> frozenset[Mem]:
+    return frozenset().union(*[a.mems for a in args]) if args else frozenset()
+
+
+@register(RewritePoint, n.AsScalar, stage="context")
+def _opaque(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    """A value of its type in its arguments' memories, its layout unknown."""
+    return Val(_type(f, args, call), _mems(args))
+
+
+@register(n.Zip, n.MakeTuple, stage="context")
+def _combine(w: _Walker, f: n.Zip | n.MakeTuple, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return Val(_type(f, args, call), _mems(args), None, tuple(args))
+
+
+@register(n.Get, stage="context")
+def _get(w: _Walker, f: n.Get, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    t = _type(f, args, call)
+    parts = args[0].parts
+    return parts[f.i] if parts is not None else Val(t, _mems(args))
+
+
+@register(n.At, stage="context")
+def _at(w: _Walker, f: n.At, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return replace(_elem(args[0]), type=_type(f, args, call))
+
+
+@register(n.Split, stage="context")
+def _split(w: _Walker, f: n.Split, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    m = f.n
+    return _each(args[0], _type(f, args, call), lambda d: ((d[0][0] // m, _mul(d[0][1], m)), (m, d[0][1])) + d[1:])
+
+
+@register(n.Join, stage="context")
+def _join_val(w: _Walker, f: n.Join, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return _each(args[0], _type(f, args, call), _join)
+
+
+@register(n.Transpose, n.TransposeW, stage="context")
+def _transpose(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    return _each(args[0], _type(f, args, call), lambda d: (d[1], d[0]) + d[2:])
+
+
+@register(n.Slide, stage="context")
+def _slide(w: _Walker, f: n.Slide, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    t = _type(f, args, call)
+    n_out = _length(t)
+    return _each(args[0], t, lambda d: ((n_out, _mul(d[0][1], f.step)), (f.size, d[0][1])) + d[1:])
+
+
+@register(n.Pad, stage="context")
+def _pad(w: _Walker, f: n.Pad, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    t = _type(f, args, call)
+    n_out = _length(t)
+    return _each(args[0], t, lambda d: ((n_out, None),) + d[1:])
+
+
+@register(n.AsVector, stage="context")
+def _as_vector(w: _Walker, f: n.AsVector, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    t = _type(f, args, call)
+    n_out = _length(t)
+    return _each(args[0], t, lambda d: ((n_out, d[0][1] if _is_one(d[0][1]) else None),) + d[1:])

@@ -1,7 +1,9 @@
 """Type checking (thesis 2.3.1.1, Fig. 2.8, 2.9, 2.12) with symbolic array sizes.
 
-`type_of(expr)` computes and caches the type of an expression; `infer(f, arg_types)`
-is the type rule of applying function `f`. Sizes are symbolic: a condition that holds
+`typed(program) -> Typed` is the stage: the program's type, every expression's type by path and
+the size conditions. `type_of(expr)` is the type of one expression (a call's type is computed
+once and memoised on the call); `infer(f, arg_types)` is the type rule of applying function `f`,
+the case its family registered (lift.ir.registry), each rule below. Sizes are symbolic: a condition that holds
 only for some sizes (a split of `N` by 4) is recorded as a `SizeCondition` on the call
 (see `size_conditions`), checked by the interpreter and left to the constraint solver;
 one that is provably false is a `LiftTypeError` at once.
@@ -9,9 +11,10 @@ one that is provably false is a `LiftTypeError` at once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
-from weakref import ref
 
 from lift.arith import (
     Arith,
@@ -26,7 +29,10 @@ from lift.arith import (
     substitute,
 )
 from lift.errors import LiftTypeError, UnsupportedError, is_library_loc
+from lift.ir.build import Deferred
 from lift.ir.nodes import (
+    MAPS,
+    REDUCES,
     AbstractMap,
     AbstractReduce,
     AsScalar,
@@ -56,7 +62,11 @@ from lift.ir.nodes import (
     UserFun,
     Vectorise,
     Zip,
+    memo_of,
+    set_memo,
 )
+from lift.ir.paths import Path, walk
+from lift.ir.registry import RewritePoint, case, register, table
 from lift.types import (
     ArrayType,
     Bool,
@@ -94,6 +104,31 @@ class SizeCondition:
         return self.reason
 
 
+@dataclass(frozen=True)
+class Typed:
+    """The type checker's record of a program (STYLE 4: side tables, not fields on nodes): its
+    type, the type of every expression by path (`lift.ir.paths`), and the size conditions its
+    calls recorded (`SizeCondition`, in pre-order)."""
+
+    program: Node
+    type: Type
+    types: Mapping[Path, Type]
+    conditions: tuple[SizeCondition, ...]
+
+
+def typed(e: Node) -> Typed:
+    """Type check `e`: its `Typed` record (program -> types by path and size conditions)."""
+    t = typecheck(e)
+    types: dict[Path, Type] = {}
+    conds: list[SizeCondition] = []
+    for path, x in walk(e):
+        if isinstance(x, Expr):
+            types[path] = type_of(x)
+            if isinstance(x, FunCall):
+                conds.extend(_memo(x)[1])
+    return Typed(e, t, MappingProxyType(types), tuple(conds))
+
+
 def typecheck(e: Node) -> Type:
     """The type of a program: `FunType` for a lambda, else the expression's type."""
     if isinstance(e, Lambda):
@@ -105,74 +140,46 @@ def typecheck(e: Node) -> Type:
             f"{e} is a function without argument types", node=e,
             hint="wrap the program in lift.fun([types...], lambda ...) or apply it to an expression",
         )
-    from lift.ir.build import Deferred
-
     if isinstance(e, Deferred):
         raise LiftTypeError(f"{e!r} is a function without argument types", loc=e.loc,
                             hint="wrap the program in lift.fun([types...], lambda ...)")
     raise LiftTypeError(f"not a LIFT program: {e!r}")
 
 
-class _Table:
-    """A side table keyed by node identity (not structure: each call keeps its own size
-    conditions, which name its source line); an entry lives as long as its node."""
-
-    def __init__(self) -> None:
-        self._d: dict[int, tuple[ref, Any]] = {}
-
-    def get(self, e: Node) -> Any:
-        hit = self._d.get(id(e))
-        return hit[1] if hit is not None and hit[0]() is e else None
-
-    def put(self, e: Node, value: Any) -> None:
-        k, d = id(e), self._d
-        d[k] = (ref(e, lambda _r: d.pop(k, None)), value)
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-
-# The types: a call -> (its type, the size conditions it recorded), computed once.
-_TYPES = _Table()
-
-
 def type_of(e: Expr) -> Type:
-    """The type of expression `e`, computed once and kept in the side table."""
+    """The type of expression `e`, a pure function of its structure: computed once per call node
+    and memoised on it (`lift.ir.nodes.Memo`, as the structural hash is); no global table."""
     if isinstance(e, Param):
         return e.ptype
     if isinstance(e, Literal):
         return e.ltype
-    return _typed(e)[0]
+    return _memo(e)[0]
 
 
-def _typed(e: Expr) -> tuple[Type, tuple[SizeCondition, ...]]:
-    got = _TYPES.get(e)
+def _memo(e: Expr) -> tuple[Type, tuple[SizeCondition, ...]]:
+    """A call's type and the size conditions it records, computed once (each call keeps its own
+    conditions, which name its source line)."""
+    got = memo_of(e)
     if got is not None:
         return got
     if not isinstance(e, FunCall):
         raise LiftTypeError(f"not an expression: {e!r}")
     conds: list[SizeCondition] = []
     got = (infer(e.f, [type_of(a) for a in e.args], e, conds), tuple(conds))
-    _TYPES.put(e, got)
+    set_memo(e, got)
     return got
 
 
 def size_conditions(e: Node) -> list[SizeCondition]:
     """Every size condition recorded while typing the calls inside `e`."""
-    from lift.ir.paths import walk
-
-    typecheck(e)
-    out: list[SizeCondition] = []
-    for _, n in walk(e):
-        if isinstance(n, FunCall):
-            out.extend(_typed(n)[1])
-    return out
+    return list(typed(e).conditions)
 
 
 def _err(msg: str, call: Node, **kw) -> LiftTypeError:
-    f_loc = call.f.loc if isinstance(call, FunCall) else None
-    user_f = f_loc is not None and not is_library_loc(f_loc)
-    node = call.f if user_f and (call.loc is None or is_library_loc(call.loc)) else call
+    node = call
+    if isinstance(call, FunCall) and call.f.loc is not None and not is_library_loc(call.f.loc) \
+            and (call.loc is None or is_library_loc(call.loc)):
+        node = call.f  # the user's own function, built where the call was not
     return LiftTypeError(msg, node=node, **kw)
 
 
@@ -200,125 +207,182 @@ def _require(kind: str, a: Arith, b: Arith, call: Node, conds: list, reason: str
     conds.append(cond)
 
 
+_RULES = table("typecheck")
+
+
 def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> Type:
-    """The result type of applying `f` to arguments of types `ts` (in `call`)."""
+    """The result type of applying `f` to arguments of types `ts` (in `call`): the typing rule
+    its family registered (lift.ir.registry)."""
     conds = conds if conds is not None else []
-    name = type(f).__name__
     if len(ts) != f.arity:
         raise _err(f"{_fname(f)} takes {f.arity} argument(s), got {len(ts)}", call,
                    expected=f.arity, got=len(ts))
-    match f:
-        case Lambda(params, body):
-            for p, t in zip(params, ts):
-                if not types_equal(p.ptype, t):
-                    raise _err(f"lambda parameter {p.name} expects {p.ptype}, got {t}", call,
-                               expected=p.ptype, got=t)
-            return type_of(body)
-        case UserFun(name=uname, in_types=ins, out_type=out):
-            for k, (want, t) in enumerate(zip(ins, ts)):
-                if not types_equal(want, t):
-                    raise _err(f"user function {uname} expects {want} for argument {k}, got {t}",
-                               call, expected=want, got=t)
-            return out
-        case AbstractMap(f=g):
-            a = _array(ts[0], call, name.lower())
-            return ArrayType(infer(g, [a.elem], call, conds), a.size)
-        case AbstractReduce(f=g):
-            init, x = ts
-            a = _array(x, call, "reduce")
-            r = infer(g, [init, a.elem], call, conds)
-            if not types_equal(r, init):
-                raise _err(f"reduce function must return the accumulator type {init}, returns {r}",
-                           call, expected=init, got=r)
-            return init
-        case Zip(n):
-            arrs = [_array(t, call, "zip") for t in ts]
-            for a in arrs[1:]:
-                if not prove_eq(a.size, arrs[0].size):
-                    shown = " and ".join(str(t) for t in ts)
-                    raise _err(f"zip expects arrays of equal length, got {shown}", call,
-                               expected=arrs[0], got=a,
-                               hint="split or pad one input so both lengths agree")
-            return ArrayType(TupleType(tuple(a.elem for a in arrs)), arrs[0].size)
-        case MakeTuple():
-            return TupleType(tuple(ts))
-        case Get(i):
-            t = ts[0]
-            if not isinstance(t, TupleType):
-                raise _err(f"get({i}) expects a tuple, got {t}", call, got=t)
-            if not 0 <= i < len(t.elems):
-                raise _err(f"get({i}) out of range for {t}", call, got=t)
-            return t.elems[i]
-        case At(i):
-            t = ts[0]
-            if isinstance(t, VectorType):
-                if not (isinstance(i, Cst) and 0 <= i.value < t.n):
-                    raise _err(f"vector index {i} out of range for {t}", call, got=t)
-                return t.scalar
-            a = _array(t, call, "indexing")
-            _require("nonneg", i, Cst(0), call, conds, f"index {i} >= 0")
-            _require("less", i, a.size, call, conds, f"index {i} < {a.size}")
-            return a.elem
-        case Split(m):
-            a = _array(ts[0], call, "split")
-            _require("positive", m, Cst(0), call, conds, f"split size {m} > 0")
-            _require("divides", m, a.size, call, conds, f"split({m}) needs {m} to divide {a.size}",
-                     hint="pad the array or choose a split size that divides its length")
-            return ArrayType(ArrayType(a.elem, m), exact_div(a.size, m))
-        case Join():
-            a = _array(ts[0], call, "join")
-            inner = _array(a.elem, call, "join (of an array of arrays)")
-            return ArrayType(inner.elem, inner.size * a.size)
-        case Slide(size, step):
-            a = _array(ts[0], call, "slide")
-            _require("positive", size, Cst(0), call, conds, f"slide size {size} > 0")
-            _require("positive", step, Cst(0), call, conds, f"slide step {step} > 0")
-            _require("nonneg", a.size - size, Cst(0), call, conds,
-                     f"slide({size}, {step}) needs at least {size} elements, the array has {a.size}")
-            return ArrayType(ArrayType(a.elem, size), (a.size - size + step) // step)
-        case Pad(left, right, value):
-            a = _array(ts[0], call, "pad")
-            b = base_type(a)
-            if isinstance(b, (TupleType, VectorType)) or (
-                isinstance(value, float) and b in (Int, Bool)
-            ):
-                raise _err(f"pad value {value!r} does not fit the element type {b}", call, got=b)
-            n = left + a.size + right
-            _require("positive", n, Cst(0), call, conds, f"padded length {n} > 0")
-            return ArrayType(a.elem, n)
-        case Transpose() | TransposeW():
-            a = _array(ts[0], call, "transpose")
-            inner = _array(a.elem, call, "transpose (of an array of arrays)")
-            return ArrayType(ArrayType(inner.elem, a.size), inner.size)
-        case Let(g) | ToGlobal(g) | ToLocal(g) | ToPrivate(g) | OclKernel(g):
-            return infer(g, ts, call, conds)
-        case Iterate(n, g):
-            return _iterate(n, g, ts[0], call, conds)
-        case AsVector(n):
-            a = _array(ts[0], call, "as_vector")
-            if not isinstance(a.elem, ScalarType):
-                raise _err(f"as_vector({n}) expects an array of scalars, got {a}", call, got=a)
-            _require("divides", Cst(n), a.size, call, conds, f"as_vector({n}) needs {n} to divide {a.size}")
-            return ArrayType(VectorType(a.elem, n), exact_div(a.size, n))
-        case AsScalar():
-            a = _array(ts[0], call, "as_scalar")
-            if not isinstance(a.elem, VectorType):
-                raise _err(f"as_scalar expects an array of vectors, got {a}", call, got=a)
-            return ArrayType(a.elem.scalar, a.size * a.elem.n)
-        case Vectorise(g, n):
-            scal = []
-            for t in ts:
-                if not (isinstance(t, VectorType) and t.n == n):
-                    raise _err(f"vectorise(_, {n}) expects vectors of width {n}, got {t}", call, got=t)
-                scal.append(t.scalar)
-            r = infer(g, scal, call, conds)
-            if not isinstance(r, ScalarType):
-                raise _err(f"vectorise needs a scalar function, {g} returns {r}", call, got=r)
-            return VectorType(r, n)
-    if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites): typed as its body `f`
-        return infer(f.f, ts, call, conds)
-    raise UnsupportedError(f"the type checker has no rule for {type(f).__name__} (see lift.ir.registry)",
-                           node=call)
+    rule = _RULES.get(type(f)) or case("typecheck", f)
+    if rule is None:
+        raise UnsupportedError(f"the type checker has no rule for {type(f).__name__} (see lift.ir.registry)",
+                               node=call)
+    return rule(f, ts, call, conds)
+
+
+# ------------------------------------------------------------ the typing rules (thesis Fig. 2.8)
+
+
+@register(Lambda, stage="typecheck")
+def _lambda(f: Lambda, ts: list[Type], call: Node, conds: list) -> Type:
+    for p, t in zip(f.params, ts):
+        if not types_equal(p.ptype, t):
+            raise _err(f"lambda parameter {p.name} expects {p.ptype}, got {t}", call, expected=p.ptype, got=t)
+    return type_of(f.body)
+
+
+@register(UserFun, stage="typecheck")
+def _userfun(f: UserFun, ts: list[Type], call: Node, conds: list) -> Type:
+    for k, (want, t) in enumerate(zip(f.in_types, ts)):
+        if not types_equal(want, t):
+            raise _err(f"user function {f.name} expects {want} for argument {k}, got {t}",
+                       call, expected=want, got=t)
+    return f.out_type
+
+
+@register(*MAPS, stage="typecheck")
+def _map(f: AbstractMap, ts: list[Type], call: Node, conds: list) -> Type:
+    a = _array(ts[0], call, type(f).__name__.lower())
+    return ArrayType(infer(f.f, [a.elem], call, conds), a.size)
+
+
+@register(*REDUCES, stage="typecheck")
+def _reduce(f: AbstractReduce, ts: list[Type], call: Node, conds: list) -> Type:
+    init, x = ts
+    a = _array(x, call, "reduce")
+    r = infer(f.f, [init, a.elem], call, conds)
+    if not types_equal(r, init):
+        raise _err(f"reduce function must return the accumulator type {init}, returns {r}",
+                   call, expected=init, got=r)
+    return init
+
+
+@register(Zip, stage="typecheck")
+def _zip(f: Zip, ts: list[Type], call: Node, conds: list) -> Type:
+    arrs = [_array(t, call, "zip") for t in ts]
+    for a in arrs[1:]:
+        if not prove_eq(a.size, arrs[0].size):
+            shown = " and ".join(str(t) for t in ts)
+            raise _err(f"zip expects arrays of equal length, got {shown}", call, expected=arrs[0], got=a,
+                       hint="split or pad one input so both lengths agree")
+    return ArrayType(TupleType(tuple(a.elem for a in arrs)), arrs[0].size)
+
+
+@register(MakeTuple, stage="typecheck")
+def _tuple(f: MakeTuple, ts: list[Type], call: Node, conds: list) -> Type:
+    return TupleType(tuple(ts))
+
+
+@register(Get, stage="typecheck")
+def _get(f: Get, ts: list[Type], call: Node, conds: list) -> Type:
+    t, i = ts[0], f.i
+    if not isinstance(t, TupleType):
+        raise _err(f"get({i}) expects a tuple, got {t}", call, got=t)
+    if not 0 <= i < len(t.elems):
+        raise _err(f"get({i}) out of range for {t}", call, got=t)
+    return t.elems[i]
+
+
+@register(At, stage="typecheck")
+def _at(f: At, ts: list[Type], call: Node, conds: list) -> Type:
+    t, i = ts[0], f.index
+    if isinstance(t, VectorType):
+        if not (isinstance(i, Cst) and 0 <= i.value < t.n):
+            raise _err(f"vector index {i} out of range for {t}", call, got=t)
+        return t.scalar
+    a = _array(t, call, "indexing")
+    _require("nonneg", i, Cst(0), call, conds, f"index {i} >= 0")
+    _require("less", i, a.size, call, conds, f"index {i} < {a.size}")
+    return a.elem
+
+
+@register(Split, stage="typecheck")
+def _split(f: Split, ts: list[Type], call: Node, conds: list) -> Type:
+    a, m = _array(ts[0], call, "split"), f.n
+    _require("positive", m, Cst(0), call, conds, f"split size {m} > 0")
+    _require("divides", m, a.size, call, conds, f"split({m}) needs {m} to divide {a.size}",
+             hint="pad the array or choose a split size that divides its length")
+    return ArrayType(ArrayType(a.elem, m), exact_div(a.size, m))
+
+
+@register(Join, stage="typecheck")
+def _join(f: Join, ts: list[Type], call: Node, conds: list) -> Type:
+    a = _array(ts[0], call, "join")
+    inner = _array(a.elem, call, "join (of an array of arrays)")
+    return ArrayType(inner.elem, inner.size * a.size)
+
+
+@register(Slide, stage="typecheck")
+def _slide(f: Slide, ts: list[Type], call: Node, conds: list) -> Type:
+    a, size, step = _array(ts[0], call, "slide"), f.size, f.step
+    _require("positive", size, Cst(0), call, conds, f"slide size {size} > 0")
+    _require("positive", step, Cst(0), call, conds, f"slide step {step} > 0")
+    _require("nonneg", a.size - size, Cst(0), call, conds,
+             f"slide({size}, {step}) needs at least {size} elements, the array has {a.size}")
+    return ArrayType(ArrayType(a.elem, size), (a.size - size + step) // step)
+
+
+@register(Pad, stage="typecheck")
+def _pad(f: Pad, ts: list[Type], call: Node, conds: list) -> Type:
+    a = _array(ts[0], call, "pad")
+    b, value = base_type(a), f.value
+    if isinstance(b, (TupleType, VectorType)) or (isinstance(value, float) and b in (Int, Bool)):
+        raise _err(f"pad value {value!r} does not fit the element type {b}", call, got=b)
+    n = f.left + a.size + f.right
+    _require("positive", n, Cst(0), call, conds, f"padded length {n} > 0")
+    return ArrayType(a.elem, n)
+
+
+@register(Transpose, TransposeW, stage="typecheck")
+def _transpose(f: FunDecl, ts: list[Type], call: Node, conds: list) -> Type:
+    a = _array(ts[0], call, "transpose")
+    inner = _array(a.elem, call, "transpose (of an array of arrays)")
+    return ArrayType(ArrayType(inner.elem, a.size), inner.size)
+
+
+@register(Let, ToGlobal, ToLocal, ToPrivate, OclKernel, RewritePoint, stage="typecheck")
+def _wrapped(f: Any, ts: list[Type], call: Node, conds: list) -> Type:
+    """A function wrapping `f.f` (let, address spaces, ocl_kernel, a rewrite point): typed as it."""
+    return infer(f.f, ts, call, conds)
+
+
+@register(Iterate, stage="typecheck")
+def _iterate_rule(f: Iterate, ts: list[Type], call: Node, conds: list) -> Type:
+    return _iterate(f.n, f.f, ts[0], call, conds)
+
+
+@register(AsVector, stage="typecheck")
+def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list) -> Type:
+    a, k = _array(ts[0], call, "as_vector"), f.n
+    if not isinstance(a.elem, ScalarType):
+        raise _err(f"as_vector({k}) expects an array of scalars, got {a}", call, got=a)
+    _require("divides", Cst(k), a.size, call, conds, f"as_vector({k}) needs {k} to divide {a.size}")
+    return ArrayType(VectorType(a.elem, k), exact_div(a.size, k))
+
+
+@register(AsScalar, stage="typecheck")
+def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list) -> Type:
+    a = _array(ts[0], call, "as_scalar")
+    if not isinstance(a.elem, VectorType):
+        raise _err(f"as_scalar expects an array of vectors, got {a}", call, got=a)
+    return ArrayType(a.elem.scalar, a.size * a.elem.n)
+
+
+@register(Vectorise, stage="typecheck")
+def _vectorise(f: Vectorise, ts: list[Type], call: Node, conds: list) -> Type:
+    scal: list[Type] = []
+    for t in ts:
+        if not (isinstance(t, VectorType) and t.n == f.n):
+            raise _err(f"vectorise(_, {f.n}) expects vectors of width {f.n}, got {t}", call, got=t)
+        scal.append(t.scalar)
+    r = infer(f.f, scal, call, conds)
+    if not isinstance(r, ScalarType):
+        raise _err(f"vectorise needs a scalar function, {f.f} returns {r}", call, got=r)
+    return VectorType(r, f.n)
 
 
 def _fname(f: FunDecl) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, free_vars, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
@@ -315,13 +315,13 @@ def _two(stack: tuple[Step, ...], v: View) -> tuple[Arith, Arith, tuple[Step, ..
 
 def _mem_leaf(m: Mem, stack: tuple[Step, ...]) -> Leaf:
     d = len(shape(m.type))
-    idx = stack[:d]
-    if len(idx) < d or not all(isinstance(s, Idx) for s in idx):
+    idx = [s for s in stack[:d] if isinstance(s, Idx)]
+    if len(idx) < d:
         raise UnsupportedError(f"memory {m.name} of type {m.type} read with {len(idx)} of {d} indices")
     tail = stack[d:]
     if tail and isinstance(tail[0], VecOf) and isinstance(storage_type(m.type), VectorType):
         tail = tail[1:]  # a vector read from vector storage is a plain element read
-    return Load(m, tuple(s.i for s in idx), tail)  # type: ignore[union-attr]
+    return Load(m, tuple(s.i for s in idx), tail)
 
 
 def _pad(w: View, c: Arith, size: Arith, value: Any, rest: tuple[Step, ...]) -> Leaf:
@@ -413,8 +413,6 @@ def _contiguous(load: Load, lane: Var) -> bool:
 
 
 def _vars(e: Arith) -> set:
-    from lift.arith import free_vars
-
     return free_vars(e)
 
 

@@ -1,18 +1,20 @@
 """Golden OpenCL for the examples (STYLE 23): refactors must leave the generated code unchanged.
 
 For every variant of every example (`examples/*.py`, `variants()`), the OpenCL source that
-`lift.compile` generates is compared, as exact text, with `tests/golden/<example>-<variant>.cl`.
+`lift.compile` generates is compared, as exact text, with its entry `<example>-<variant>` in
+`tests/golden/examples.json` (one file; a failure shows a unified diff).
 The device profile is pinned to the offline "pocl-cpu" profile, so the z3 mapping of the
 high-level variants does not depend on the attached device (compiling still builds on PoCL).
-A missing golden file fails the test; write the golden files (after checking the change in the
-diff) with
+A missing entry fails the test; write the entries (after checking the change in the diff) with
 
     python tests/test_golden.py --update
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import json
 import re
 import sys
 import tempfile
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "golden"
+GOLDEN = ROOT / "tests" / "golden" / "examples.json"  # {variant: its OpenCL source}, one file
 EXAMPLES = ("axpy", "dot", "gemv", "matmul", "stencil2d", "conv")
 UPDATE = f"python tests/{Path(__file__).name} --update"
 
@@ -64,8 +66,9 @@ def source(stem: str, cache_dir: Any = None) -> str:
     return lift.compile(v.program, device=device, cache_dir=cache_dir, **v.compile_kw).source
 
 
-def golden_file(stem: str) -> Path:
-    return GOLDEN / f"{stem}.cl"
+def golden() -> dict[str, str]:
+    """The golden sources by variant."""
+    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
 
 
 def _params() -> list[Any]:
@@ -76,39 +79,36 @@ def _params() -> list[Any]:
 @pytest.mark.device
 @pytest.mark.parametrize("stem", _params())
 def test_generated_code_matches_golden(stem: str, tmp_path: Path) -> None:
-    path = golden_file(stem)
-    if not path.exists():
-        pytest.fail(f"no golden file {path.relative_to(ROOT)}; write it with: {UPDATE}")
+    want = golden().get(stem)
+    if want is None:
+        pytest.fail(f"{GOLDEN.relative_to(ROOT)} has no {stem}; write it with: {UPDATE}")
     got = source(stem, cache_dir=tmp_path)
-    want = path.read_bytes().decode()
-    assert got == want, f"{stem}: the generated OpenCL differs from {path.relative_to(ROOT)}; " \
-                        f"if the change is intended, rewrite it with: {UPDATE}"
+    if got != want:
+        diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "golden", "now"))[:80])
+        pytest.fail(f"{stem}: the generated OpenCL differs from {GOLDEN.relative_to(ROOT)}; if the change is "
+                    f"intended, rewrite it with: {UPDATE}\n{diff}")
 
 
 def test_unstable_entries_name_variants() -> None:
     assert set(UNSTABLE) <= set(VARIANTS), f"UNSTABLE names no variant: {sorted(set(UNSTABLE) - set(VARIANTS))}"
 
 
-def test_every_golden_file_belongs_to_a_variant() -> None:
-    stale = sorted(p.name for p in GOLDEN.glob("*.cl") if p.stem not in VARIANTS)
-    assert not stale, f"golden files of no example variant (delete them): {stale}"
+def test_every_golden_entry_belongs_to_a_variant() -> None:
+    stale = sorted(set(golden()) - set(VARIANTS))
+    assert not stale, f"golden entries of no example variant (drop them with {UPDATE}): {stale}"
 
 
 def update() -> None:
-    """Write every golden file, and delete those of variants that no longer exist."""
-    GOLDEN.mkdir(exist_ok=True)
+    """Write every variant's entry, and drop those of variants that no longer exist."""
+    old = golden()
+    new: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as cache:
         for stem in VARIANTS:
-            path = golden_file(stem)
-            text = source(stem, cache_dir=cache)
-            old = path.read_bytes().decode() if path.exists() else None
-            if text != old:
-                path.write_bytes(text.encode())
-            print(f"{'unchanged' if text == old else 'written':9s} {path.relative_to(ROOT)}")
-    for path in sorted(GOLDEN.glob("*.cl")):
-        if path.stem not in VARIANTS:
-            path.unlink()
-            print(f"{'deleted':9s} {path.relative_to(ROOT)}")
+            new[stem] = source(stem, cache_dir=cache)
+            print(f"{'unchanged' if new[stem] == old.get(stem) else 'written':9s} {stem}", flush=True)
+    for stem in sorted(set(old) - set(new)):
+        print(f"{'deleted':9s} {stem}")
+    GOLDEN.write_text(json.dumps(new, indent=0, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The per-pattern registry (lift.ir.registry) against the stages themselves: every IR node class
-has an entry; each stage's dispatch names the classes the registry says it handles; every stage
-runs on a program using each node class (typecheck, batched == element-wise interpretation, the
-default lowering, memory allocation and kernel generation); refusals are named `UnsupportedError`s."""
+has a family; each stage has a registered case for exactly the classes the registry says it handles
+and dispatches through the registry (no `match` on node classes); every stage runs on a program
+using each node class (typecheck, batched == element-wise interpretation, the default lowering,
+memory allocation and kernel generation); refusals are named `UnsupportedError`s; and a new
+pattern is one module plus its registration (`Head` below)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import inspect
 import sys
 import textwrap
 import warnings
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -34,24 +37,34 @@ from lift import (
     to_private,
     transpose_w,
 )
+from lift.arith import Arith, Cst, prove_nonneg
+from lift.constraints.context import Val, analyse
 from lift.devices import profile
 from lift.interpret import Stats
-from lift.interpret.batch import Batched
-from lift.interpret.element import Element
+from lift.interpret.batch import Batched, on_axes
+from lift.interpret.element import Element, NotBatchable
+from lift.interpret.values import axis_op
 from lift.ir import nodes as n
+from lift.ir import registry
+from lift.ir.layoutfun import invertible, is_layout_fun
 from lift.ir.paths import walk
-from lift.ir.registry import REGISTRY, Refused, stages_of
+from lift.ir.registry import REGISTRY, TRANSPARENT, Refused, case, define, entry_of, register, table
+from lift.layout import apply_view
 from lift.lower import is_high_level, lower, verify_lowered
 from lift.memory import KERNEL_CASES, KERNEL_REFUSED, kernel_case
 from lift.testing import assert_same
-from lift.typecheck import infer, typecheck
+from lift.typecheck import infer, typecheck, typed
+from lift.types import ArrayType
 from lift.userfun.builtins import neg
+from lift.views import Mem, PadV
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SMALL = {"axpy": (6,), "dot": (13,), "gemv": (24, 40), "matmul": (32, 32, 8), "stencil2d": (20, 36),
          "conv": (6, 3, 8)}
 N, M = Size("N"), Size("M")
 BASES = (n.Node, n.Expr, n.FunDecl, n.Pattern, n.AbstractMap, n.AbstractReduce)
+CALLED = ("typecheck", "interpret", "batched", "context")  # stages with a case for every function class
+EXPRESSIONS = (n.Param, n.Literal, n.FunCall)
 
 
 def _subclasses(c: type) -> set[type]:
@@ -63,41 +76,69 @@ def _subclasses(c: type) -> set[type]:
 
 NODE_CLASSES = sorted((c for c in _subclasses(n.Node) if c not in BASES and c.__module__ == "lift.ir.nodes"),
                       key=lambda c: c.__name__)
+FUNCTIONS = [c for c in NODE_CLASSES if issubclass(c, n.FunDecl)]
 
 
-def test_every_node_class_has_an_entry_for_every_stage():
-    assert set(REGISTRY) == set(n.ALL_NODE_TYPES) == set(NODE_CLASSES)
+def test_every_node_class_has_a_family_with_every_stage_described():
+    lifts = {c for c in REGISTRY if c.__module__.startswith("lift.")}  # not this file's Head
+    assert lifts == set(n.ALL_NODE_TYPES) == set(NODE_CLASSES)
     others = [c for c in _subclasses(n.Node) if c not in BASES and c not in REGISTRY
               and c.__module__.startswith("lift.")]  # not this file's _Unknown
     assert others, "the rewrite points are node classes too"
+    assert all(entry_of(c) is TRANSPARENT for c in others)
     for c in [*REGISTRY, *others]:
-        s = stages_of(c)
-        assert s is not None, f"{c.__name__} has no registry entry"
+        s = entry_of(c)
+        assert s is not None and c in REGISTRY or s is TRANSPARENT, f"{c.__name__} has no registry entry"
         for stage in ("typecheck", "interpret", "lower", "kernel"):
             e = getattr(s, stage)
             assert (e.reason if isinstance(e, Refused) else e), f"{c.__name__}.{stage} is empty"
+    assert set(registry.FAMILIES.values()) == set(REGISTRY.values())
 
 
-def _matched(fn) -> set[type]:
-    """The node classes a function's `match` statements name in their class patterns."""
+@pytest.mark.parametrize("stage", CALLED)
+def test_each_stage_has_a_case_for_what_the_registry_says_it_handles(stage):
+    for c in FUNCTIONS:
+        handled = c in table(stage)
+        refused = REGISTRY[c].refusal(stage) is not None
+        assert handled != refused, f"{c.__name__}: {stage} {'refuses' if refused else 'handles'} it, " \
+                                   f"{'a' if handled else 'no'} case is registered"
+        assert not handled or REGISTRY[c].cases[stage][c] is table(stage)[c]
+    assert registry.RewritePoint in table(stage), f"{stage} has no case for the rewrite points"
+
+
+def test_the_view_cases_are_the_layout_functions_and_their_inverses():
+    for c in FUNCTIONS:
+        e = REGISTRY[c]
+        composes = c in (n.Lambda, *n.MAPS)
+        assert (c in table("view")) == (e.layout is not None or composes or c is n.Let), c.__name__
+        assert (c in table("dest")) == (e.layout in ("reshape", "combine") or composes), c.__name__
+    assert set(registry.INVERTIBLE) == {c for c in FUNCTIONS if REGISTRY[c].layout in ("reshape", "combine")}
+    assert set(registry.IN_PLACE) < set(registry.INVERTIBLE)
+
+
+def _node_matches(fn) -> set[str]:
+    """The class names a function's `match` statements name in their class patterns."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    names = {p.cls.attr if isinstance(p.cls, ast.Attribute) else p.cls.id
-             for p in ast.walk(tree) if isinstance(p, ast.MatchClass)}
-    return {getattr(n, k) for k in names if isinstance(getattr(n, k, None), type)}
+    return {p.cls.attr if isinstance(p.cls, ast.Attribute) else p.cls.id
+            for p in ast.walk(tree) if isinstance(p, ast.MatchClass)}
 
 
-@pytest.mark.parametrize(("stage", "dispatch"), [
-    ("typecheck", (infer,)), ("interpret", (Element.call,)), ("interpret", (Batched.call, Batched.layout)),
-])
-def test_each_stage_dispatches_on_what_the_registry_says_it_handles(stage, dispatch):
-    named = set().union(*(_matched(fn) for fn in dispatch))
-    for c in NODE_CLASSES:
-        if not issubclass(c, n.FunDecl):
-            continue  # expressions: checked by running the stages below
-        handled = any(issubclass(c, k) for k in named)
-        refused = isinstance(getattr(REGISTRY[c], stage), Refused)
-        assert handled != refused, f"{c.__name__}: {stage} {'refuses' if refused else 'handles'} it, the " \
-                                   f"dispatch {'names' if handled else 'does not name'} it"
+@pytest.mark.parametrize("dispatch", [infer, Element.call, Element.eval, Batched.call, Batched.eval, apply_view],
+                         ids=lambda f: f.__qualname__)
+def test_the_stages_dispatch_through_the_registry(dispatch):
+    assert not _node_matches(dispatch) & {c.__name__ for c in _subclasses(n.Node)}
+    assert "case(" in inspect.getsource(dispatch) or dispatch in (Element.eval, Batched.eval)
+
+
+def test_registration_is_checked():
+    with pytest.raises(ValueError, match="no family"):
+        register(_Unknown, stage="typecheck")(lambda *a: None)
+    with pytest.raises(ValueError, match="unknown stage"):
+        register(n.Split, stage="codegen")
+    with pytest.raises(ValueError, match="another case"):
+        register(n.Split, stage="typecheck")(lambda *a: None)
+    with pytest.raises(ValueError, match="defined already"):
+        define("split", n.Split, typecheck="", interpret="", lower="", kernel="")
 
 
 def test_the_kernel_traversal_dispatches_through_the_registry():
@@ -113,7 +154,7 @@ def test_the_kernel_traversal_dispatches_through_the_registry():
         node = n.OclKernel(high) if c is n.OclKernel else next(x for _, x in walk(high) if type(x) is c)
         with pytest.raises(lift.UnsupportedError) as err:
             kernel_case(node)
-        assert REGISTRY[c].kernel.reason in str(err.value)  # type: ignore[union-attr]
+        assert REGISTRY[c].refusal("kernel") in str(err.value)
 
 
 @n.node
@@ -128,8 +169,76 @@ def test_an_unknown_pattern_is_refused_by_every_stage_by_name():
         typecheck(p)
     with pytest.raises(lift.UnsupportedError, match="_Unknown"):
         Element({}, {}).call(node, [np.zeros(2, np.float32)], None, {})
+    with pytest.raises(NotBatchable, match="_Unknown"):
+        Batched({}, {}, Stats()).call(node, [np.zeros(2, np.float32)], None, {}, ())
+    with pytest.raises(lift.UnsupportedError, match="computes"):
+        apply_view(node, [Mem("x", Array(Float, N), "global")], [Array(Float, N)], {})
     with pytest.raises(lift.UnsupportedError, match="_Unknown"):
         kernel_case(node)
+    assert case("typecheck", node) is None and "_Unknown" in registry.refusal("typecheck", node)
+
+
+# ---------------------------------------------- a new pattern: one module plus its registration
+# (what a module adding a layout pattern holds: its node class, its family, its stages' cases)
+
+
+@n.node
+class Head(n.Pattern):
+    """The first `m` elements of an array: `head(m) << x`, [T]_n -> [T]_m with m <= n."""
+
+    m: Arith
+
+
+define("head", Head, typecheck="[T]_n -> [T]_m; m <= n", interpret="a prefix (a view)", lower="kept",
+       kernel=Refused("head has no kernel case yet"), layout="select")
+
+
+@register(Head, stage="typecheck")
+def _head_type(f: Head, ts: list, call: n.Node, conds: list) -> ArrayType:
+    a = ts[0]
+    if not isinstance(a, ArrayType) or not prove_nonneg(a.size - f.m):
+        raise lift.LiftTypeError(f"head({f.m}) needs an array of at least {f.m} elements, got {a}", node=call)
+    return ArrayType(a.elem, f.m)
+
+
+@register(Head, stage="interpret")
+def _head_value(ev: Element, f: Head, vals: list, node: n.FunCall | None, env: dict) -> object:
+    m = ev.size(f.m)
+    return axis_op(vals[0], lambda a: a[:m], 0)
+
+
+@register(Head, stage="batched")
+def _head_batched(ev: Batched, f: Head, vals: list, node: object, env: dict, bs: tuple) -> object:
+    m, d = ev.size(f.m), len(bs)
+    return on_axes(vals[0], lambda a: a[(slice(None),) * d + (slice(0, m),)], 0)
+
+
+@register(Head, stage="view")
+def _head_view(f: Head, args: list, types: list, env: dict) -> object:
+    assert isinstance(types[0], ArrayType)
+    return PadV(args[0], Cst(0), types[0].size, 0)  # a pad by nothing, read only below m
+
+
+@register(Head, stage="context")
+def _head_context(w: object, f: Head, path: tuple, args: list[Val], ctx: object, call: n.Node) -> Val:
+    return replace(args[0], type=infer(f, [args[0].type], call), dims=None, parts=None)
+
+
+def test_a_new_pattern_is_one_module_plus_its_registration():
+    x = n.Param(Array(Array(Float, 4), 5), "x")
+    prog = n.Lambda((x,), n.FunCall(n.Map(Head(Cst(2))), (n.FunCall(Head(Cst(3)), (x,)),)))
+    assert str(typecheck(prog)) == str(lift.types.FunType((x.ptype,), Array(Array(Float, 2), 3)))
+    assert typed(prog).types[(0,)] == Array(Array(Float, 2), 3)
+    a = np.arange(20, dtype=np.float32).reshape(5, 4)
+    stats = Stats()
+    got = lift.interpret(prog, a, stats=stats)
+    assert np.array_equal(got, a[:3, :2]) and not stats.fallbacks
+    assert np.array_equal(lift.interpret(prog, a, batched=False), a[:3, :2])
+    assert is_layout_fun(Head(Cst(2))) and not invertible(Head(Cst(2)))
+    assert isinstance(apply_view(Head(Cst(3)), [Mem("x", x.ptype, "global")], [x.ptype], {}), PadV)
+    assert analyse(fun([Array(Float, 8)], lambda v: map(neg) << n.FunCall(Head(Cst(3)), (v,)))).maps
+    with pytest.raises(lift.LiftTypeError, match="head"):
+        typecheck(n.Lambda((x,), n.FunCall(Head(Cst(9)), (n.FunCall(Head(Cst(3)), (x,)),))))
 
 
 # ------------------------------------------------------------ every stage on every node class

@@ -86,21 +86,21 @@ def test_the_kernel_stages_run_in_the_documented_order():
 
 def test_type_checking_runs_once_per_node_through_compile(monkeypatch):
     """Every call node of every program `lift.compile` goes through (the user's, the mapped one)
-    is typed once: the stages read the side table afterwards."""
+    is typed once: the stages read the call's memoised type afterwards."""
     from lift.devices import profile
     from lift.userfun.builtins import neg
 
-    table = importlib.import_module("lift.typecheck")._TYPES
+    typecheck = importlib.import_module("lift.typecheck")
     seen: dict[int, int] = {}
     alive: list = []  # no id is reused while counting
-    real = table.put
+    real = typecheck.set_memo
 
     def counting(e, got):
         seen[id(e)] = seen.get(id(e), 0) + 1
         alive.append(e)
         return real(e, got)
 
-    monkeypatch.setattr(table, "put", counting)
+    monkeypatch.setattr(typecheck, "set_memo", counting)
     n_ = lift.Size("N")
     prog = lift.fun([lift.Array(lift.Array(lift.Float, n_), n_)],
                     lambda x: lift.map(lambda r: lift.reduce(lift.add, 0.0) << lift.map(neg) << r) << x)

@@ -140,3 +140,21 @@ def test_array_type_equality_is_up_to_arithmetic():
     assert types_equal(Array(Float, N + N), Array(Float, 2 * N))
     assert not types_equal(Array(Float, N), Array(Float, M))
     assert isinstance(Array(Float, 3), ArrayType)
+
+
+def test_typed_is_the_stage_record_types_by_path_and_size_conditions():
+    import sys
+
+    from lift.ir.paths import at
+    from lift.typecheck import size_conditions, type_of, typed
+
+    n = Size("N")
+    p = fun([Array(Float, n)], lambda x: join << map(map(lift.id)) << split(4) << x)
+    record = typed(p)
+    assert record.program is p and record.type == lift.typecheck(p)
+    for path, t in record.types.items():
+        assert t == at(p, path).type
+    assert record.types[(0,)] == Array(Float, n)  # the body
+    assert [c.kind for c in record.conditions] == ["divides"] and record.conditions == tuple(size_conditions(p))
+    assert not hasattr(sys.modules["lift.typecheck"], "_TYPES")  # no global table: memoised on the call
+    assert type_of(p.body) is type_of(p.body)

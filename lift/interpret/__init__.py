@@ -37,7 +37,7 @@ from lift.interpret.values import (
     widen,
 )
 from lift.ir.nodes import Expr, Lambda, Node
-from lift.typecheck import typecheck
+from lift.typecheck import typed
 from lift.userfun.frozen import warn_changed
 
 __all__ = ["interpret", "Stats", "Zipped", "arguments", "bind_sizes", "check_conditions", "leaf_shape",
@@ -54,7 +54,7 @@ def interpret(program: Node, *args: Any, precise: bool = False, batched: bool = 
     split into chunks rounds differently from the sequential one). With `batched=False`, every
     map is evaluated element by element. `stats` (a `Stats`) collects what the batched evaluator
     left to the element-wise one."""
-    typecheck(program)
+    record = typed(program)
     warn_changed(program)
     if isinstance(program, Lambda):
         sizes, vals = arguments([p.ptype for p in program.params], args, program)
@@ -68,7 +68,7 @@ def interpret(program: Node, *args: Any, precise: bool = False, batched: bool = 
         sizes, env, body = {}, {}, program
     else:
         raise LiftTypeError(f"cannot interpret {program!r}", node=program)
-    check_conditions(program, sizes)
+    check_conditions(program, sizes, record.conditions)
     wide = WIDE if precise else {}
     with np.errstate(all="ignore"):
         return to_numpy(_evaluate(body, env, sizes, wide, batched, stats or Stats()), args)

@@ -31,6 +31,7 @@ from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
+from lift.ir.registry import RewritePoint, case, register, table
 from lift.types import ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
@@ -76,7 +77,8 @@ class Batched:
         """`body` at depth 0."""
         return self.eval(body, {k: (v, 0) for k, v in env.items()}, ())
 
-    def at_depth0(self, node: FunCall, f: FunDecl, vals: list[Any], env: dict[int, Any]) -> Any:
+    def at_depth0(self, node: FunCall, f: n.AbstractMap | n.AbstractReduce, vals: list[Any],
+                  env: dict[int, Any]) -> Any:
         """A map or reduce call of the element-wise evaluator, on its evaluated arguments."""
         benv = {k: (v, 0) for k, v in env.items()}
         if isinstance(f, n.AbstractMap):
@@ -86,19 +88,20 @@ class Batched:
     # ------------------------------------------------------------------ expressions
 
     def eval(self, e: Expr, env: Env, bs: tuple[int, ...]) -> Any:
-        match e:
-            case Param():
-                try:
-                    v, depth = env[e.id]
-                except KeyError:
-                    raise LiftTypeError(f"parameter {e.name} is used outside its lambda", node=e) from None
-                return lift(v, depth, len(bs))
-            case n.Literal(v, t):
-                return self.constant(v, t, len(bs))
-            case FunCall(f, (init, xs)) if isinstance(unwrap(f), n.AbstractReduce):
-                return self.reduce(unwrap(f).f, init, xs, env, bs)  # type: ignore[attr-defined]
-            case FunCall(f, args):
-                return self.call(f, [self.eval(a, env, bs) for a in args], e, env, bs)
+        # the three kinds of expression (the patterns are the functions: `call`)
+        if isinstance(e, FunCall):
+            red = unwrap(e.f)
+            if isinstance(red, n.AbstractReduce) and len(e.args) == 2:
+                return self.reduce(red.f, e.args[0], e.args[1], env, bs)
+            return self.call(e.f, [self.eval(a, env, bs) for a in e.args], e, env, bs)
+        if isinstance(e, Param):
+            try:
+                v, depth = env[e.id]
+            except KeyError:
+                raise LiftTypeError(f"parameter {e.name} is used outside its lambda", node=e) from None
+            return lift(v, depth, len(bs))
+        if isinstance(e, n.Literal):
+            return self.constant(e.value, e.ltype, len(bs))
         raise LiftTypeError(f"cannot evaluate {e!r}", node=e)
 
     def constant(self, v: Any, t: Type, d: int) -> np.ndarray:
@@ -110,64 +113,12 @@ class Batched:
         return np.broadcast_to(np.asarray(v, dtype=dt(scal, self.wide)), shape)
 
     def call(self, f: FunDecl, vals: list[Any], node: Any, env: Env, bs: tuple[int, ...]) -> Any:
-        d = len(bs)
-        match f:
-            case Lambda(params, body):
-                return self.eval(body, {**env, **{p.id: (v, d) for p, v in zip(params, vals)}}, bs)
-            case n.UserFun():
-                return call_twin(f, vals, self.wide)
-            case n.AbstractMap(f=g):
-                return self.map(g, vals[0], env, bs)
-            case n.AbstractReduce(f=g):
-                return self.reduce_values(g, vals[0], vals[1], [], env, bs)
-            case n.Zip():
-                return Zipped(tuple(vals), 1)
-            case n.MakeTuple():
-                return tuple(vals)
-            case n.Get(i):
-                if not isinstance(vals[0], tuple):
-                    raise NotBatchable("get of a value that is not a tuple", node)
-                return vals[0][i]
-            case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
-                return self.call(g, vals, node, env, bs)
-            case n.Vectorise(g, k):
-                r = self.call(g, vals, node, env, bs + (k,))
-                if not isinstance(r, np.ndarray) or r.ndim != d + 1:
-                    raise NotBatchable("vectorise of a function that does not return a scalar", node)
-                return widen_axis(r, d, k)
-            case n.Iterate(k, g):
-                x = vals[0]
-                for _ in range(k):
-                    outer = axis_len(x, d) if isinstance(x, Zipped) or np.ndim(x) > d else None
-                    x = self.with_sizes(iterate_sizes(g, outer, self)).call(g, [x], node, env, bs)
-                return x
-        if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites) means its body `f`
-            return self.call(f.f, vals, node, env, bs)
-        return self.layout(f, vals[0], node, d)
-
-    def layout(self, f: FunDecl, x: Any, node: Any, d: int) -> Any:
-        """A layout pattern on the array axes of `x` (from axis `d`): a view where numpy allows."""
-        match f:
-            case n.At(i):
-                k, m = self.size(i), axis_len(x, d)
-                if not 0 <= k < m:
-                    raise LiftValueError(f"index {k} out of range for length {m}", node=node)
-                return take(x, d, k)
-            case n.Split(m) | n.AsVector(m):
-                m = self.size(m) if isinstance(m, Arith) else m
-                return on_axes(x, lambda a: a.reshape(a.shape[:d] + (a.shape[d] // m, m) + a.shape[d + 1:]), 1)
-            case n.Join() | n.AsScalar():
-                return on_axes(x, lambda a: a.reshape(a.shape[:d] + (a.shape[d] * a.shape[d + 1],)
-                                                      + a.shape[d + 2:]), -1)
-            case n.Slide(size, step):
-                sz, st = self.size(size), self.size(step)
-                return on_axes(x, lambda a: slide_axis(a, sz, st, d), 1)
-            case n.Pad(left, right, value):
-                lo, hi = self.size(left), self.size(right)
-                return on_axes(x, lambda a: pad_axis(a, lo, hi, value, d), 0)
-            case n.Transpose() | n.TransposeW():
-                return on_axes(x, lambda a: np.swapaxes(a, d, d + 1), 0)
-        raise NotBatchable(f"no batched rule for {type(f).__name__}", node)
+        """Apply `f` to batched values: the case `f`'s family registered (lift.ir.registry, stage
+        "batched"); without one, `NotBatchable` (the element-wise evaluator takes over)."""
+        rule = _CASES.get(type(f)) or case("batched", f)
+        if rule is None:
+            raise NotBatchable(f"no batched rule for {type(f).__name__}", node)
+        return rule(self, f, vals, node, env, bs)
 
     # ------------------------------------------------------------------ map and reduce
 
@@ -184,8 +135,10 @@ class Batched:
         """`reduce(g) << (init, xs)`; when `xs` is `map(h) << ys`, `h` is fused into the fold."""
         init = self.eval(init_e, env, bs)
         pre: list[FunDecl] = []
-        if isinstance(xs_e, FunCall) and len(xs_e.args) == 1 and isinstance(unwrap(xs_e.f), n.AbstractMap):
-            pre, xs_e = [unwrap(xs_e.f).f], xs_e.args[0]  # type: ignore[attr-defined]
+        if isinstance(xs_e, FunCall) and len(xs_e.args) == 1:
+            mapped = unwrap(xs_e.f)
+            if isinstance(mapped, n.AbstractMap):
+                pre, xs_e = [mapped.f], xs_e.args[0]
         return self.reduce_values(g, init, self.eval(xs_e, env, bs), pre, env, bs)
 
     def reduce_values(self, g: FunDecl, acc: Any, ys: Any, pre: list[FunDecl], env: Env,
@@ -250,9 +203,15 @@ def _twin_result(f: FunDecl) -> bool:
 
 def unwrap(f: FunDecl) -> FunDecl:
     """`f` without the wrappers that do not change its value (address spaces, rewrite points)."""
-    while isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate) or getattr(f, "transparent", False):
-        f = f.f  # type: ignore[attr-defined]
-    return f
+    while True:
+        if isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate):
+            f = f.f
+        elif getattr(f, "transparent", False):
+            inner = getattr(f, "f")  # noqa: B009 - a rewrite point's body (lift.rewrites.point)
+            assert isinstance(inner, FunDecl)
+            f = inner
+        else:
+            return f
 
 
 def accumulating(g: FunDecl) -> tuple[str | None, FunDecl | None]:
@@ -356,3 +315,116 @@ def widen_axis(r: Any, d: int, m: int) -> Any:
     if a.shape[d] == m:
         return a
     return np.broadcast_to(a, a.shape[:d] + (m,) + a.shape[d + 1:])
+
+
+# ------------------------------------------------------------ the cases (lift.ir.registry)
+
+_CASES = table("batched")
+Vals = list[Any]
+Dims = tuple[int, ...]
+
+
+@register(Lambda, stage="batched")
+def _lambda(ev: Batched, f: Lambda, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d = len(bs)
+    return ev.eval(f.body, {**env, **{p.id: (v, d) for p, v in zip(f.params, vals)}}, bs)
+
+
+@register(n.UserFun, stage="batched")
+def _userfun(ev: Batched, f: n.UserFun, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return call_twin(f, vals, ev.wide)
+
+
+@register(*n.MAPS, stage="batched")
+def _map(ev: Batched, f: n.AbstractMap, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return ev.map(f.f, vals[0], env, bs)
+
+
+@register(*n.REDUCES, stage="batched")
+def _reduce(ev: Batched, f: n.AbstractReduce, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return ev.reduce_values(f.f, vals[0], vals[1], [], env, bs)
+
+
+@register(n.Zip, stage="batched")
+def _zip(ev: Batched, f: n.Zip, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return Zipped(tuple(vals), 1)
+
+
+@register(n.MakeTuple, stage="batched")
+def _tuple(ev: Batched, f: n.MakeTuple, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return tuple(vals)
+
+
+@register(n.Get, stage="batched")
+def _get(ev: Batched, f: n.Get, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    if not isinstance(vals[0], tuple):
+        raise NotBatchable("get of a value that is not a tuple", node)
+    return vals[0][f.i]
+
+
+@register(n.Let, *n.WRAPPERS, RewritePoint, stage="batched")
+def _wrapped(ev: Batched, f: Any, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    """let, the address spaces, ocl_kernel and a rewrite point mean their function `f.f`."""
+    return ev.call(f.f, vals, node, env, bs)
+
+
+@register(n.Vectorise, stage="batched")
+def _vectorise(ev: Batched, f: n.Vectorise, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d, k = len(bs), f.n
+    r = ev.call(f.f, vals, node, env, bs + (k,))
+    if not isinstance(r, np.ndarray) or r.ndim != d + 1:
+        raise NotBatchable("vectorise of a function that does not return a scalar", node)
+    return widen_axis(r, d, k)
+
+
+@register(n.Iterate, stage="batched")
+def _iterate(ev: Batched, f: n.Iterate, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d, x = len(bs), vals[0]
+    for _ in range(f.n):
+        outer = axis_len(x, d) if isinstance(x, Zipped) or np.ndim(x) > d else None
+        x = ev.with_sizes(iterate_sizes(f.f, outer, ev)).call(f.f, [x], node, env, bs)
+    return x
+
+
+# The layout patterns act on the array axes of their argument (from axis `d`, after the batch
+# axes): views where numpy allows.
+
+
+@register(n.At, stage="batched")
+def _at(ev: Batched, f: n.At, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    x, d = vals[0], len(bs)
+    k, m = ev.size(f.index), axis_len(x, d)
+    if not 0 <= k < m:
+        raise LiftValueError(f"index {k} out of range for length {m}", node=node)
+    return take(x, d, k)
+
+
+@register(n.Split, n.AsVector, stage="batched")
+def _split(ev: Batched, f: n.Split | n.AsVector, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d = len(bs)
+    m = ev.size(f.n) if isinstance(f.n, Arith) else f.n
+    return on_axes(vals[0], lambda a: a.reshape(a.shape[:d] + (a.shape[d] // m, m) + a.shape[d + 1:]), 1)
+
+
+@register(n.Join, n.AsScalar, stage="batched")
+def _join(ev: Batched, f: n.Join | n.AsScalar, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d = len(bs)
+    return on_axes(vals[0], lambda a: a.reshape(a.shape[:d] + (a.shape[d] * a.shape[d + 1],) + a.shape[d + 2:]), -1)
+
+
+@register(n.Slide, stage="batched")
+def _slide(ev: Batched, f: n.Slide, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d, sz, st = len(bs), ev.size(f.size), ev.size(f.step)
+    return on_axes(vals[0], lambda a: slide_axis(a, sz, st, d), 1)
+
+
+@register(n.Pad, stage="batched")
+def _pad(ev: Batched, f: n.Pad, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d, lo, hi = len(bs), ev.size(f.left), ev.size(f.right)
+    return on_axes(vals[0], lambda a: pad_axis(a, lo, hi, f.value, d), 0)
+
+
+@register(n.Transpose, n.TransposeW, stage="batched")
+def _transpose(ev: Batched, f: FunDecl, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    d = len(bs)
+    return on_axes(vals[0], lambda a: np.swapaxes(a, d, d + 1), 0)

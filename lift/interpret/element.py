@@ -28,6 +28,7 @@ from lift.interpret.values import (
 )
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
+from lift.ir.registry import RewritePoint, case, register, table
 from lift.typecheck import unify
 from lift.types import ArrayType, ScalarType, Type, VectorType, base_type
 
@@ -60,73 +61,32 @@ class Element:
         return np.full(tuple(self.size(d) for d in dims_of(t)) + lanes, v, dtype=dt(scal, self.wide))
 
     def eval(self, e: Expr, env: dict[int, Any]) -> Any:
-        match e:
-            case n.Param():
+        # the three kinds of expression (the patterns are the functions: `call`)
+        if isinstance(e, FunCall):
+            f = e.f
+            vals = [self.eval(a, env) for a in e.args]
+            if self.fast is not None and isinstance(f, n.AbstractMap | n.AbstractReduce):
                 try:
-                    return env[e.id]
-                except KeyError:
-                    raise LiftTypeError(f"parameter {e.name} is used outside its lambda", node=e) from None
-            case n.Literal(v, t):
-                return self.constant(v, t)
-            case FunCall(f, args):
-                vals = [self.eval(a, env) for a in args]
-                if self.fast is not None and isinstance(f, n.AbstractMap | n.AbstractReduce):
-                    try:
-                        return self.fast.at_depth0(e, f, vals, env)
-                    except NotBatchable as why:
-                        self.fast.stats.fell_back(why, e)
-                return self.call(f, vals, e, env)
+                    return self.fast.at_depth0(e, f, vals, env)
+                except NotBatchable as why:
+                    self.fast.stats.fell_back(why, e)
+            return self.call(f, vals, e, env)
+        if isinstance(e, n.Param):
+            try:
+                return env[e.id]
+            except KeyError:
+                raise LiftTypeError(f"parameter {e.name} is used outside its lambda", node=e) from None
+        if isinstance(e, n.Literal):
+            return self.constant(e.value, e.ltype)
         raise LiftTypeError(f"cannot evaluate {e!r}", node=e)
 
     def call(self, f: FunDecl, vals: list[Any], node: FunCall | None, env: dict[int, Any]) -> Any:
-        """Apply `f` to values; `node` is the call in the program, for errors (or None)."""
-        match f:
-            case Lambda(params, body):
-                return self.eval(body, {**env, **{p.id: v for p, v in zip(params, vals)}})
-            case n.UserFun():
-                return call_userfun(f, vals, self.wide)
-            case n.AbstractMap(f=g):
-                return self.map(g, vals[0], node, env)
-            case n.AbstractReduce(f=g):
-                acc, xs = vals
-                for i in range(length(xs)):
-                    acc = self.call(g, [acc, index0(xs, i)], node, env)
-                return acc
-            case n.Zip():
-                return Zipped(tuple(vals), 1)
-            case n.MakeTuple():
-                return tuple(vals)
-            case n.Get(i):
-                return vals[0][i]
-            case n.At(i):
-                k = self.size(i)
-                x = vals[0]
-                if not 0 <= k < length(x):
-                    raise LiftValueError(f"index {k} out of range for length {length(x)}", node=node)
-                return index0(x, k)
-            case n.Split(m) | n.AsVector(m):
-                m = self.size(m) if isinstance(m, Arith) else m
-                return axis_op(vals[0], lambda a: a.reshape((a.shape[0] // m, m) + a.shape[1:]), +1)
-            case n.Join() | n.AsScalar():
-                return axis_op(vals[0], lambda a: a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:]), -1)
-            case n.Slide(size, step):
-                sz, st = self.size(size), self.size(step)
-                return axis_op(vals[0], lambda a: slide_axis(a, sz, st), +1)
-            case n.Pad(left, right, value):
-                lo, hi = self.size(left), self.size(right)
-                return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, value), 0)
-            case n.Transpose() | n.TransposeW():
-                return axis_op(vals[0], lambda a: np.swapaxes(a, 0, 1), 0)
-            case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
-                return self.call(g, vals, node, env)
-            case n.Vectorise(g, k):
-                lanes = [self.call(g, [v[j] for v in vals], node, env) for j in range(k)]
-                return np.asarray(lanes, dtype=np.asarray(lanes[0]).dtype)
-            case n.Iterate(k, g):
-                return self.iterate(k, g, vals[0], node, env)
-        if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites) means its body `f`
-            return self.call(f.f, vals, node, env)
-        raise UnsupportedError(f"the interpreter has no rule for {type(f).__name__}", node=node)
+        """Apply `f` to values; `node` is the call in the program, for errors (or None). The case
+        is the one `f`'s family registered (lift.ir.registry, stage "interpret")."""
+        rule = _CASES.get(type(f)) or case("interpret", f)
+        if rule is None:
+            raise UnsupportedError(f"the interpreter has no rule for {type(f).__name__}", node=node)
+        return rule(self, f, vals, node, env)
 
     def map(self, g: FunDecl, xs: Any, node: FunCall | None, env: dict[int, Any]) -> Any:
         items = [self.call(g, [index0(xs, i)], node, env) for i in range(length(xs))]
@@ -170,3 +130,101 @@ def call_userfun(f: n.UserFun, vals: list[Any], wide: dict[np.dtype, np.dtype]) 
                                f"interpreter cannot run it", node=f,
                                hint="pass py_fn= to user_fun.c")
     return cast(f.py_fn(*vals), f.out_type, wide)
+
+
+# ------------------------------------------------------------ the cases (lift.ir.registry)
+
+_CASES = table("interpret")
+Vals = list[Any]
+Call = FunCall | None
+
+
+@register(Lambda, stage="interpret")
+def _lambda(ev: Element, f: Lambda, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return ev.eval(f.body, {**env, **{p.id: v for p, v in zip(f.params, vals)}})
+
+
+@register(n.UserFun, stage="interpret")
+def _userfun(ev: Element, f: n.UserFun, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return call_userfun(f, vals, ev.wide)
+
+
+@register(*n.MAPS, stage="interpret")
+def _map(ev: Element, f: n.AbstractMap, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return ev.map(f.f, vals[0], node, env)
+
+
+@register(*n.REDUCES, stage="interpret")
+def _reduce(ev: Element, f: n.AbstractReduce, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    acc, xs = vals
+    for i in range(length(xs)):
+        acc = ev.call(f.f, [acc, index0(xs, i)], node, env)
+    return acc
+
+
+@register(n.Zip, stage="interpret")
+def _zip(ev: Element, f: n.Zip, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return Zipped(tuple(vals), 1)
+
+
+@register(n.MakeTuple, stage="interpret")
+def _tuple(ev: Element, f: n.MakeTuple, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return tuple(vals)
+
+
+@register(n.Get, stage="interpret")
+def _get(ev: Element, f: n.Get, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return vals[0][f.i]
+
+
+@register(n.At, stage="interpret")
+def _at(ev: Element, f: n.At, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    k, x = ev.size(f.index), vals[0]
+    if not 0 <= k < length(x):
+        raise LiftValueError(f"index {k} out of range for length {length(x)}", node=node)
+    return index0(x, k)
+
+
+@register(n.Split, n.AsVector, stage="interpret")
+def _split(ev: Element, f: n.Split | n.AsVector, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    m = ev.size(f.n) if isinstance(f.n, Arith) else f.n
+    return axis_op(vals[0], lambda a: a.reshape((a.shape[0] // m, m) + a.shape[1:]), +1)
+
+
+@register(n.Join, n.AsScalar, stage="interpret")
+def _join(ev: Element, f: n.Join | n.AsScalar, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return axis_op(vals[0], lambda a: a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:]), -1)
+
+
+@register(n.Slide, stage="interpret")
+def _slide(ev: Element, f: n.Slide, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    sz, st = ev.size(f.size), ev.size(f.step)
+    return axis_op(vals[0], lambda a: slide_axis(a, sz, st), +1)
+
+
+@register(n.Pad, stage="interpret")
+def _pad(ev: Element, f: n.Pad, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    lo, hi = ev.size(f.left), ev.size(f.right)
+    return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, f.value), 0)
+
+
+@register(n.Transpose, n.TransposeW, stage="interpret")
+def _transpose(ev: Element, f: FunDecl, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return axis_op(vals[0], lambda a: np.swapaxes(a, 0, 1), 0)
+
+
+@register(n.Let, *n.WRAPPERS, RewritePoint, stage="interpret")
+def _wrapped(ev: Element, f: Any, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    """let, the address spaces, ocl_kernel and a rewrite point mean their function `f.f`."""
+    return ev.call(f.f, vals, node, env)
+
+
+@register(n.Vectorise, stage="interpret")
+def _vectorise(ev: Element, f: n.Vectorise, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    lanes = [ev.call(f.f, [v[j] for v in vals], node, env) for j in range(f.n)]
+    return np.asarray(lanes, dtype=np.asarray(lanes[0]).dtype)
+
+
+@register(n.Iterate, stage="interpret")
+def _iterate(ev: Element, f: n.Iterate, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return ev.iterate(f.n, f.f, vals[0], node, env)

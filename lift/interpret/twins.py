@@ -54,7 +54,7 @@ def widen_type(t: Type) -> Type:
     if isinstance(t, TupleType):
         return TupleType(tuple(widen_type(e) for e in t.elems))
     if isinstance(t, VectorType):
-        return VectorType(widen_type(t.scalar), t.n)  # type: ignore[arg-type]
+        return VectorType(Double if t.scalar == Float else t.scalar, t.n)
     return Double if t == Float else t
 
 

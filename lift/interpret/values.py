@@ -9,6 +9,7 @@ array of a value; the layout helpers here take the axis (`ax`) their array dimen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from lift.arith import Arith, Var, evaluate, free_vars
 from lift.errors import LiftTypeError, LiftValueError
 from lift.ir.nodes import Node
-from lift.typecheck import size_conditions
+from lift.typecheck import SizeCondition, size_conditions
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type
 
 
@@ -41,7 +42,7 @@ def arguments(types: list[Type], args: tuple, where: Node | None,
     if len(args) != len(types):
         raise LiftTypeError(f"the program takes {len(types)} argument(s), got {len(args)}",
                             node=where, expected=len(types), got=len(args))
-    sizes = bind_sizes(types, args, where, names)  # type: ignore[arg-type]
+    sizes = bind_sizes(types, args, where, names)
     whats = names or [f"argument {k}" for k in range(len(types))]
     return sizes, [_checked(a, t, what, where, sizes) for a, t, what in zip(args, types, whats)]
 
@@ -80,7 +81,7 @@ def leaves(value: Any) -> list[np.ndarray]:
     return [np.asarray(value)]
 
 
-def bind_sizes(types: list[Type], args: tuple, where: Node, names: list[str] | None = None) -> dict[str, int]:
+def bind_sizes(types: list[Type], args: tuple, where: Node | None, names: list[str] | None = None) -> dict[str, int]:
     """Size variables from argument shapes; equations with one unknown are solved."""
     eqs: list[tuple[Arith, int, str]] = []
     for k, (t, a) in enumerate(zip(types, args)):
@@ -106,7 +107,7 @@ def bind_sizes(types: list[Type], args: tuple, where: Node, names: list[str] | N
     return sizes
 
 
-def _solve(e: Arith, x: Var, v: int, sizes: dict, what: str, where: Node) -> int:
+def _solve(e: Arith, x: Var, v: int, sizes: dict, what: str, where: Node | None) -> int:
     env0, env1 = dict(sizes, **{x.name: 0}), dict(sizes, **{x.name: 1})
     b = evaluate(e, env0)
     a = evaluate(e, env1) - b
@@ -121,7 +122,7 @@ def _solve(e: Arith, x: Var, v: int, sizes: dict, what: str, where: Node) -> int
                         node=where, expected=e, got=v)
 
 
-def _collect(t: Type, a: Any, what: str, eqs: list, where: Node) -> None:
+def _collect(t: Type, a: Any, what: str, eqs: list, where: Node | None) -> None:
     if isinstance(t, TupleType):
         if not isinstance(a, tuple) or len(a) != len(t.elems):
             raise LiftTypeError(f"{what} must be a tuple of {len(t.elems)} values for {t}", node=where,
@@ -132,8 +133,9 @@ def _collect(t: Type, a: Any, what: str, eqs: list, where: Node) -> None:
     dims = dims_of(t)
     if not dims:
         return
-    if isinstance(base_type(t), TupleType):
-        comps = base_type(t).elems  # type: ignore[union-attr]
+    b = base_type(t)
+    if isinstance(b, TupleType):
+        comps = b.elems
         if not isinstance(a, tuple) or len(a) != len(comps):
             raise LiftTypeError(f"{what} must be a tuple of {len(comps)} arrays for {t}", node=where)
         for k, (ct, ca) in enumerate(zip(comps, a)):
@@ -210,7 +212,7 @@ def _arrays(args: Any) -> list[np.ndarray]:
     return [args] if isinstance(args, np.ndarray) else []
 
 
-def check_conditions(program: Node, sizes: dict[str, int], conditions: list | None = None) -> None:
+def check_conditions(program: Node, sizes: dict[str, int], conditions: Sequence[SizeCondition] | None = None) -> None:
     """The size conditions of `program` (or the given `conditions`) hold for `sizes`, else a
     `LiftValueError` naming the condition's node."""
     for c in size_conditions(program) if conditions is None else conditions:

@@ -14,9 +14,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lift.arith import Arith, Var, as_arith
+from lift.arith import Arith, Cst, Var, as_arith
 from lift.errors import LiftTypeError, SourceLoc, user_loc
-from lift.ir.nodes import Expr, FunCall, FunDecl, Get, Lambda, Literal, Param
+from lift.ir.nodes import At, Expr, FunCall, FunDecl, Get, Lambda, Literal, MakeTuple, Param
 from lift.types import (
     ArrayType,
     Bool,
@@ -26,6 +26,7 @@ from lift.types import (
     TupleType,
     Type,
     VectorType,
+    from_dtype,
 )
 
 Builder = Callable[[tuple[Type, ...], "str | None", "SourceLoc | None"], FunDecl]
@@ -78,8 +79,6 @@ def to_expr(v: Any, like: Type | None = None) -> Expr:
     if isinstance(v, Expr):
         return v
     if isinstance(v, tuple):
-        from lift.ir.nodes import MakeTuple
-
         return apply(MakeTuple(len(v), loc=user_loc()), [to_expr(x) for x in v])
     if isinstance(v, (bool, int, float)) or hasattr(v, "dtype"):
         return literal(v, like)
@@ -95,8 +94,6 @@ def literal(v: Any, like: Type | None = None) -> Literal:
     if not isinstance(s, ScalarType):
         s = Bool if isinstance(v, bool) else Int if isinstance(v, int) else Float
         if hasattr(v, "dtype"):
-            from lift.types import from_dtype
-
             s = from_dtype(v.dtype)
     try:
         py = bool(v) if s == Bool else int(v) if s == Int else float(v)
@@ -266,8 +263,6 @@ def _text(f: FunLike) -> str:
 
 def index(e: Expr, i: Any) -> Expr:
     """`e[i]`: a tuple component, an array element or a vector lane."""
-    from lift.ir.nodes import At
-
     t = e.type
     if isinstance(t, TupleType):
         if not isinstance(i, int):
@@ -280,7 +275,7 @@ def index(e: Expr, i: Any) -> Expr:
 
 def arith_op(op: str, a: Any, b: Any = None) -> Expr:
     """`a + b`, `a * b`, ... on scalar or vector expressions, as built-in user functions."""
-    from lift.userfun.builtins import OPERATORS
+    from lift.userfun.builtins import OPERATORS  # lift.userfun builds on this module
 
     like = a.type if isinstance(a, Expr) else b.type
     args = [to_expr(a, like)] + ([] if b is None else [to_expr(b, like)])
@@ -292,8 +287,6 @@ _fresh = itertools.count()
 
 def fresh_size(hint: str = "n") -> Var:
     """A fresh positive size variable."""
-    from lift.arith import Cst
-
     return Var(f"_{hint}{next(_fresh)}", Cst(1), None)
 
 

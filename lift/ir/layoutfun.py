@@ -1,30 +1,37 @@
 """Which functions only rearrange data (IR predicates the memory pass, the views and the code
 generator must agree on; lift.layout builds their views).
 
-A layout function is a layout pattern, a map of a layout function, or a lambda whose body only
+A layout pattern is one whose family in the registry (lift.ir.registry) has a `layout` kind. A
+layout function is a layout pattern, a map of a layout function, or a lambda whose body only
 applies layout functions to its parameters (`map(transpose)`, `map(join)`): a view that never
-materialises. An invertible one (split, join, transpose, as_vector, as_scalar, zip, tuple, maps
-of those, lambdas chaining them on their one parameter) can have its arguments written through
-its destination.
+materialises. An invertible one (the "reshape" and "combine" families: split, join, transpose,
+as_vector, as_scalar, zip, tuple; maps of those, lambdas chaining them on their one parameter)
+can have its arguments written through its destination.
 """
 
 from __future__ import annotations
 
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
+from lift.ir.registry import INVERTIBLE, REGISTRY
 
-INVERTIBLE = (n.Split, n.Join, n.Transpose, n.TransposeW, n.AsVector, n.AsScalar, n.Zip, n.MakeTuple)
+_INVERTIBLE_KINDS = ("reshape", "combine")
+
+
+def is_layout_pattern(f: FunDecl) -> bool:
+    """Whether `f` is a layout pattern (its family's `layout` kind is set)."""
+    entry = REGISTRY.get(type(f))
+    return entry is not None and entry.layout is not None
 
 
 def is_layout_fun(f: FunDecl) -> bool:
     """Whether `f` only rearranges data: a layout pattern, a map of a layout function, or a
     lambda whose body applies only layout functions to its parameters."""
-    match f:
-        case n.AbstractMap(f=g):
-            return is_layout_fun(g)
-        case Lambda(_, body):
-            return _layout_expr(body)
-    return isinstance(f, n.LAYOUT)
+    if isinstance(f, n.AbstractMap):
+        return is_layout_fun(f.f)
+    if isinstance(f, Lambda):
+        return _layout_expr(f.body)
+    return is_layout_pattern(f)
 
 
 def is_layout_map(f: FunDecl) -> bool:
@@ -33,24 +40,21 @@ def is_layout_map(f: FunDecl) -> bool:
 
 
 def _layout_expr(e: Expr) -> bool:
-    match e:
-        case n.Param():
-            return True
-        case FunCall(f, args):
-            return is_layout_fun(f) and all(_layout_expr(a) for a in args)
-    return False
+    if isinstance(e, FunCall):
+        return is_layout_fun(e.f) and all(_layout_expr(a) for a in e.args)
+    return isinstance(e, n.Param)
 
 
 def invertible(f: FunDecl) -> bool:
     """Whether the arguments of layout function `f` can be written through its destination
     (`arg_dests` is not None): split, join, transpose, as_vector, as_scalar, zip, tuple,
     maps of those, and lambdas chaining them on their one parameter."""
-    match f:
-        case n.AbstractMap(f=g):
-            return invertible(g)
-        case Lambda((p,), body):
-            return _invertible_chain(body, p)
-    return isinstance(f, INVERTIBLE)
+    if isinstance(f, n.AbstractMap):
+        return invertible(f.f)
+    if isinstance(f, Lambda):
+        return len(f.params) == 1 and _invertible_chain(f.body, f.params[0])
+    entry = REGISTRY.get(type(f))
+    return entry is not None and entry.layout in _INVERTIBLE_KINDS
 
 
 def _invertible_chain(e: Expr, p: n.Param) -> bool:
@@ -60,4 +64,4 @@ def _invertible_chain(e: Expr, p: n.Param) -> bool:
             and _invertible_chain(e.args[0], p))
 
 
-__all__ = ["INVERTIBLE", "is_layout_fun", "is_layout_map", "invertible"]
+__all__ = ["INVERTIBLE", "is_layout_pattern", "is_layout_fun", "is_layout_map", "invertible"]

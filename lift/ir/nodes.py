@@ -3,8 +3,9 @@
 Expressions (`Expr`) are parameters, literals and calls; functions (`FunDecl`) are
 lambdas, user functions and patterns. Nodes are frozen dataclasses that compare
 structurally; `label` and `loc` are metadata, not part of equality. A node's hash is
-computed once. Types are computed on demand by `lift.typecheck` and kept in its side table
-(`expr.type`), not on the node.
+computed once. Types are computed on demand by `lift.typecheck` (`expr.type`), a pure function of
+the node's structure memoised on a call as its hash is (`Memo`); its record (`Typed`) holds them by
+path.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from lift.arith import Arith
-from lift.errors import SourceLoc
+from lift.errors import SourceLoc, UnsupportedError
 from lift.types import Type
 
 _ids = itertools.count()
@@ -35,7 +36,7 @@ def is_plain_value(x: Any) -> bool:
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0
 
 
-@dataclass_transform(frozen_default=True)
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def node(cls):
     """Make `cls` a frozen, slotted IR dataclass with a cached structural hash."""
     cls = dataclass(frozen=True, slots=True, repr=False)(cls)
@@ -58,14 +59,26 @@ def node(cls):
     return cls
 
 
-class _Referable:
-    """Lets a slotted node be the key of a weak table (`lift.typecheck`'s types)."""
+class Memo:
+    """A slot for what is a pure function of a node's structure, computed once and kept on it as
+    its hash is (`lift.typecheck` keeps a call's type and size conditions there: `memo_of`); not a
+    field, so neither equality, `dataclasses.replace`, copies nor pickles carry it."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "_memo")
+
+
+def memo_of(e: Memo) -> Any:
+    """What was memoised on `e`, or None."""
+    return getattr(e, "_memo", None)
+
+
+def set_memo(e: Memo, value: Any) -> None:
+    """Memoise `value` on `e` (a value computed from `e`'s structure alone)."""
+    object.__setattr__(e, "_memo", value)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Node(_Referable):
+class Node(Memo):
     """Base of IR nodes: a `label` naming the node and the user's source `loc`."""
 
     label: str | None = field(default=None, compare=False, kw_only=True)
@@ -73,9 +86,7 @@ class Node(_Referable):
     _h: int | None = field(default=None, init=False, compare=False)
 
     def __str__(self) -> str:
-        from lift.ir.printer import show
-
-        return show(self)
+        return printer.show(self)
 
     def __repr__(self) -> str:
         return str(self)
@@ -96,54 +107,34 @@ class Expr(Node):
         return type_of(self)
 
     def __getitem__(self, i: Any) -> Expr:
-        from lift.ir.build import index
-
-        return index(self, i)
+        return build.index(self, i)
 
     def __add__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("add", self, o)
+        return build.arith_op("add", self, o)
 
     def __radd__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("add", o, self)
+        return build.arith_op("add", o, self)
 
     def __sub__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("sub", self, o)
+        return build.arith_op("sub", self, o)
 
     def __rsub__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("sub", o, self)
+        return build.arith_op("sub", o, self)
 
     def __mul__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("mult", self, o)
+        return build.arith_op("mult", self, o)
 
     def __rmul__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("mult", o, self)
+        return build.arith_op("mult", o, self)
 
     def __truediv__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("div", self, o)
+        return build.arith_op("div", self, o)
 
     def __rtruediv__(self, o: Any) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("div", o, self)
+        return build.arith_op("div", o, self)
 
     def __neg__(self) -> Expr:
-        from lift.ir.build import arith_op
-
-        return arith_op("neg", self)
+        return build.arith_op("neg", self)
 
 
 @node
@@ -180,14 +171,10 @@ class FunDecl(Node):
     """A function: a lambda, a user function or a pattern. `f << x` applies it."""
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
-        from lift.ir.build import call_fundecl
-
-        return call_fundecl(self, args, kw)
+        return build.call_fundecl(self, args, kw)
 
     def __lshift__(self, other: Any) -> Any:
-        from lift.ir.build import lshift
-
-        return lshift(self, other)
+        return build.lshift(self, other)
 
     @property
     def arity(self) -> int:
@@ -226,8 +213,6 @@ class UserFun(FunDecl):
         the interpreter): the value, from the function's Python meaning."""
         if args and not kw and all(is_plain_value(a) for a in args):
             if self.py_fn is None:
-                from lift.errors import UnsupportedError
-
                 raise UnsupportedError(f"user function {self.name} has no Python meaning", node=self)
             return self.py_fn(*args)
         trace = next((a for a in args if hasattr(a, "__liftcl_trace__")), None)
@@ -250,6 +235,7 @@ class AbstractMap(Pattern):
     """Base of `map` and its OpenCL forms; `f` is applied to every element."""
 
     __slots__ = ()
+    f: FunDecl  # declared by each map class (a field there)
 
 
 @node
@@ -284,6 +270,7 @@ class AbstractReduce(Pattern):
     """Base of `reduce` forms, called as `reduce(f)(init, x)`; the result is a scalar."""
 
     __slots__ = ()
+    f: FunDecl  # declared by each reduce class (a field there)
 
     @property
     def arity(self) -> int:
@@ -463,3 +450,7 @@ ALL_NODE_TYPES = (
     Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
     *ADDRESS_SPACES, Vectorise, OclKernel,
 )
+
+# The front end and the printer build on these classes; imported last (they import this module),
+# so that operators on nodes (`f << x`, `x + y`, `str(e)`) reach them without function-local imports.
+from lift.ir import build, printer  # noqa: E402

@@ -8,6 +8,7 @@ a function (`map(f)`, `split(4)`); given the argument too, it applies at once
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,8 +41,6 @@ def _fixed(node: n.FunDecl, text: str, label: str | None, args: tuple) -> Any:
 
 
 def _relabel(node: n.FunDecl, label: str | None, loc: SourceLoc | None) -> n.FunDecl:
-    import dataclasses
-
     return dataclasses.replace(node, label=label, loc=loc)
 
 
@@ -332,8 +331,6 @@ def fun(param_types: Sequence[Type] | Type, body: Callable, *, name: str | None 
     if not isinstance(lam, Lambda):
         p = tuple(Param(t, f"x{i}") for i, t in enumerate(param_types))
         lam = Lambda(p, apply(lam, p))
-    import dataclasses
-
     return dataclasses.replace(lam, label=label or name, loc=lam.loc or user_loc())
 
 

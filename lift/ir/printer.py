@@ -1,55 +1,29 @@
-"""Print IR in LIFT notation: `join << map(map(f)) << split(4) << x`."""
+"""Print IR in LIFT notation: `join << map(map(f)) << split(4) << x`.
+
+How a function prints is its family's "show" case (lift.ir.registry), registered here for the
+built-in patterns: `(printer, f, lab) -> str`, `lab` the node's label as `[A]` (or empty).
+"""
 
 from __future__ import annotations
 
-from lift.ir.nodes import (
-    AsScalar,
-    AsVector,
-    At,
-    FunCall,
-    FunDecl,
-    Get,
-    Iterate,
-    Join,
-    Lambda,
-    Let,
-    Literal,
-    MakeTuple,
-    Map,
-    MapGlb,
-    MapLcl,
-    MapSeq,
-    MapWrg,
-    Node,
-    OclKernel,
-    Pad,
-    Param,
-    Reduce,
-    ReduceAtomic,
-    ReduceSeq,
-    Slide,
-    Split,
-    ToGlobal,
-    ToLocal,
-    ToPrivate,
-    Transpose,
-    TransposeW,
-    UserFun,
-    Vectorise,
-    Zip,
-)
+from collections.abc import Callable
+from typing import Any
+
+from lift.ir import nodes as n
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Node, Param
+from lift.ir.paths import walk
+from lift.ir.registry import RewritePoint, case, register
 
 _NAMES = {
-    Map: "map", MapSeq: "map_seq", MapGlb: "map_glb", MapWrg: "map_wrg", MapLcl: "map_lcl",
-    Reduce: "reduce", ReduceSeq: "reduce_seq", ReduceAtomic: "reduce_atomic", ToGlobal: "to_global",
-    ToLocal: "to_local",
-    ToPrivate: "to_private", Let: "let", OclKernel: "ocl_kernel",
+    n.Map: "map", n.MapSeq: "map_seq", n.MapGlb: "map_glb", n.MapWrg: "map_wrg", n.MapLcl: "map_lcl",
+    n.Reduce: "reduce", n.ReduceSeq: "reduce_seq", n.ReduceAtomic: "reduce_atomic", n.ToGlobal: "to_global",
+    n.ToLocal: "to_local", n.ToPrivate: "to_private", n.Let: "let", n.OclKernel: "ocl_kernel",
 }
 
 
-def show(n: Node) -> str:
+def show(e: Node) -> str:
     """LIFT notation for any node; parameters print as their names with a short id."""
-    return _Printer().show(n)
+    return _Printer().show(e)
 
 
 class _Printer:
@@ -67,29 +41,31 @@ class _Printer:
             self.names[p.id] = name
         return self.names[p.id]
 
-    def show(self, n: Node) -> str:
-        match n:
-            case Param():
-                return self.pname(n)
-            case Literal(v, t):
-                name = getattr(t, "name", None)  # vector and array literals: value(0.0, [Float]4)
-                return repr(v) if name in ("Float", "Int", "Bool") else f"value({v!r}, {name or t})"
-            case FunCall(f, (init, xs)) if isinstance(f, (Reduce, ReduceSeq, ReduceAtomic)):
-                name = _NAMES[type(f)] + (f"[{f.label}]" if f.label else "")
-                return f"{name}({self.fun(f.f)}, {self.init(init)}) << {self.show(xs)}"
-            case FunCall(Zip(), args):
-                return "zip(" + ", ".join(self.show(a) for a in args) + ")"
-            case FunCall(MakeTuple(), args):
-                return "tuple(" + ", ".join(self.show(a) for a in args) + ")"
-            case FunCall(f, (x,)):
-                return f"{self.callee(f)} << {self.show(x)}"
-            case FunCall(f, args):
-                return f"{self.callee(f)}(" + ", ".join(self.show(a) for a in args) + ")"
-            case Lambda(params, body):
-                ps = ", ".join(self.pname(p) for p in params)
-                return f"({ps}) => {self.show(body)}"
-            case _:
-                return self.fun(n)
+    def show(self, e: Node) -> str:
+        if isinstance(e, FunCall):
+            return self.call(e)
+        if isinstance(e, Param):
+            return self.pname(e)
+        if isinstance(e, Literal):
+            name = getattr(e.ltype, "name", None)  # vector and array literals: value(0.0, [Float]4)
+            return repr(e.value) if name in ("Float", "Int", "Bool") else f"value({e.value!r}, {name or e.ltype})"
+        if isinstance(e, Lambda):  # a program prints whole (a function inside prints eta-reduced)
+            return self.lam(e)
+        return self.fun(e)
+
+    def lam(self, f: Lambda) -> str:
+        return f"({', '.join(self.pname(q) for q in f.params)}) => {self.show(f.body)}"
+
+    def call(self, e: FunCall) -> str:
+        f, args = e.f, e.args
+        if isinstance(f, n.AbstractReduce) and len(args) == 2:
+            name = _NAMES[type(f)] + (f"[{f.label}]" if f.label else "")
+            return f"{name}({self.fun(f.f)}, {self.init(args[0])}) << {self.show(args[1])}"
+        if isinstance(f, n.Zip | n.MakeTuple):
+            return ("zip(" if isinstance(f, n.Zip) else "tuple(") + ", ".join(self.show(a) for a in args) + ")"
+        if len(args) == 1:
+            return f"{self.callee(f)} << {self.show(args[0])}"
+        return f"{self.callee(f)}(" + ", ".join(self.show(a) for a in args) + ")"
 
     def callee(self, f: Node) -> str:
         s = self.fun(f)
@@ -99,56 +75,63 @@ class _Printer:
         return repr(e.value) if isinstance(e, Literal) and hasattr(e.ltype, "name") else self.show(e)
 
     def fun(self, f: Node) -> str:
-        lab = f"[{f.label}]" if f.label else ""
-        match f:
-            case Lambda(params, body):
-                eta = _eta(f)
-                if eta is not None:
-                    return self.fun(eta)
-                ps = ", ".join(self.pname(p) for p in params)
-                return f"({ps}) => {self.show(body)}"
-            case UserFun(name=name):
-                return name
-            case MapGlb(g, d) | MapWrg(g, d) | MapLcl(g, d):
-                return f"{_NAMES[type(f)]}{lab}({self.fun(g)}{'' if d == 0 else f', dim={d}'})"
-            case Map(g) | MapSeq(g) | Reduce(g) | ReduceSeq(g) | ReduceAtomic(g) | Let(g) | OclKernel(g):
-                return f"{_NAMES[type(f)]}{lab}({self.fun(g)})"
-            case ToGlobal(g) | ToLocal(g) | ToPrivate(g):
-                return f"{_NAMES[type(f)]}{lab}({self.fun(g)})"
-            case Zip(k):
-                return f"zip{k}"
-            case Get(i):
-                return f"get({i})"
-            case At(i):
-                return f"at({i})"
-            case Split(k):
-                return f"split{lab}({k})"
-            case Join():
-                return "join"
-            case Slide(size, step):
-                return f"slide{lab}({size}, {step})"
-            case Pad(left, right, v):
-                return f"pad{lab}({left}, {right}, {v!r})"
-            case Transpose():
-                return "transpose"
-            case TransposeW():
-                return "transpose_w"
-            case AsVector(k):
-                return f"as_vector{lab}({k})"
-            case AsScalar():
-                return "as_scalar"
-            case Vectorise(g, k):
-                return f"vectorise({self.fun(g)}, {k})"
-            case Iterate(k, g):
-                return f"iterate({k}, {self.fun(g)})"
-        if getattr(f, "transparent", False):  # a rewrite point (lift.rewrites) prints itself
-            return f.point_text(self.fun(f.f))
+        rule = case("show", f)
+        if rule is not None:
+            return rule(self, f, f"[{f.label}]" if f.label else "")
         if isinstance(f, FunDecl):  # a pattern the printer does not know (named by the stage refusing it)
             return type(f).__name__
         return self.show(f)
 
 
-def _eta(f: Lambda):
+# ------------------------------------------------------------ the cases (lift.ir.registry)
+
+
+@register(Lambda, stage="show")
+def _lambda(p: _Printer, f: Lambda, lab: str) -> str:
+    eta = _eta(f)
+    return p.fun(eta) if eta is not None else p.lam(f)
+
+
+@register(n.MapGlb, n.MapWrg, n.MapLcl, stage="show")
+def _parallel_map(p: _Printer, f: n.MapGlb | n.MapWrg | n.MapLcl, lab: str) -> str:
+    return f"{_NAMES[type(f)]}{lab}({p.fun(f.f)}{'' if f.dim == 0 else f', dim={f.dim}'})"
+
+
+@register(n.Map, n.MapSeq, *n.REDUCES, n.Let, *n.WRAPPERS, stage="show")
+def _named(p: _Printer, f: Any, lab: str) -> str:
+    """A pattern of one function: `name[label](f)`."""
+    return f"{_NAMES[type(f)]}{lab}({p.fun(f.f)})"
+
+
+Show = Callable[[_Printer, Any, str], str]
+_TEXTS: dict[type, Show] = {  # the other patterns: their parameters in line
+    n.UserFun: lambda p, f, lab: f.name,
+    n.Zip: lambda p, f, lab: f"zip{f.n}",
+    n.MakeTuple: lambda p, f, lab: "MakeTuple",
+    n.Get: lambda p, f, lab: f"get({f.i})",
+    n.At: lambda p, f, lab: f"at({f.index})",
+    n.Split: lambda p, f, lab: f"split{lab}({f.n})",
+    n.Slide: lambda p, f, lab: f"slide{lab}({f.size}, {f.step})",
+    n.Pad: lambda p, f, lab: f"pad{lab}({f.left}, {f.right}, {f.value!r})",
+    n.AsVector: lambda p, f, lab: f"as_vector{lab}({f.n})",
+    n.Join: lambda p, f, lab: "join",
+    n.Transpose: lambda p, f, lab: "transpose",
+    n.TransposeW: lambda p, f, lab: "transpose_w",
+    n.AsScalar: lambda p, f, lab: "as_scalar",
+    n.Vectorise: lambda p, f, lab: f"vectorise({p.fun(f.f)}, {f.n})",
+    n.Iterate: lambda p, f, lab: f"iterate({f.n}, {p.fun(f.f)})",
+}
+for _cls, _text in _TEXTS.items():
+    register(_cls, stage="show")(_text)
+
+
+@register(RewritePoint, stage="show")
+def _point(p: _Printer, f: Any, lab: str) -> str:
+    """A rewrite point (lift.rewrites) prints itself."""
+    return f.point_text(p.fun(f.f))
+
+
+def _eta(f: Lambda) -> FunDecl | None:
     """`g` when `f` is `(p) => g << p` or `(p) => g(get(0) << p, ..., get(k) << p)`."""
     b = f.body
     if not isinstance(b, FunCall) or _mentions_any(b.f, f.params):
@@ -158,14 +141,12 @@ def _eta(f: Lambda):
     if len(f.params) == 1 and len(b.args) > 1:
         p = f.params[0]
         for i, a in enumerate(b.args):
-            if not (isinstance(a, FunCall) and a.f == Get(i) and a.args == (p,)):
+            if not (isinstance(a, FunCall) and a.f == n.Get(i) and a.args == (p,)):
                 return None
         return b.f
     return None
 
 
-def _mentions_any(n: Node, params) -> bool:
-    from lift.ir.paths import walk
-
+def _mentions_any(e: Node, params: tuple[Param, ...]) -> bool:
     ids = {p.id for p in params}
-    return any(isinstance(m, Param) and m.id in ids for _, m in walk(n))
+    return any(isinstance(m, Param) and m.id in ids for _, m in walk(e))

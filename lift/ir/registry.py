@@ -1,29 +1,58 @@
-"""One place per pattern: what each stage does with every IR node class.
+"""One place per pattern: every IR node class belongs to one family, whose entry holds what each
+stage does with it, as the callables the stages dispatch through.
 
-    REGISTRY[n.Split].typecheck   "[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n"
-    REGISTRY[n.Map].kernel        Refused("map has no OpenCL mapping; lower the program first ...")
+    REGISTRY[n.Split].family               "split"
+    case("typecheck", split_node)          the typing rule (lift.typecheck registers it)
+    REGISTRY[n.Map].kernel                 Refused("map has no OpenCL mapping; lower the program first ...")
 
-The stages, in pipeline order:
-- typecheck: `lift.typecheck.infer` (functions) and `type_of` (expressions);
-- interpret: `lift.interpret` (the element-wise evaluator, `Element.call`, and the batched one,
-  `Batched.call` / `Batched.layout`, which hands what it cannot batch to the element-wise one);
-- lower: `lift.lower.lower`, the default lowering (the empty mapping choice);
-- kernel: memory allocation (`lift.memory`) and kernel generation (`lift.codegen.kernel`), which
-  share one traversal: they dispatch on `lift.memory.kernel_case`, whose table is derived from the
-  `kernel` column here ("lambda", "userfun", "layout", "map", "reduce", "atomic", "address",
-  "let", "iterate"; an expression is handled by its function's case).
-A stage handles a node (the entry says how) or refuses it (`Refused`: the stage raises an
-`UnsupportedError` naming the node with that reason). A rewrite point (`transparent`, defined in
-`lift.rewrites`) means its body until `lift.compile` applies it, before any mapping: `TRANSPARENT`.
-tests/test_registry.py checks every entry against the stages' own dispatch and runs every stage on
-a program using each node class.
+The registry lives low (lift.ir) and knows no stage; each stage registers its cases in its own
+module, beside its other code, with a decorator:
+
+    @register(n.Split, stage="typecheck")
+    def _split(f: n.Split, ts: list[Type], call: Node, conds: list) -> Type: ...
+
+and calls through `case(stage, f)` (or the stage's `table`) instead of matching on node classes.
+The stages and the signatures of their cases (`f` the function node, `node` the call):
+- "typecheck" (lift.typecheck.infer): `(f, ts, call, conds) -> Type`;
+- "interpret" (lift.interpret.element, `Element.call`): `(ev, f, vals, node, env) -> value`;
+- "batched" (lift.interpret.batch, `Batched.call`): `(ev, f, vals, node, env, bs) -> value`; a
+  class without one is evaluated element by element (`NotBatchable`);
+- "view" (lift.layout.apply_view): `(f, args, types, env) -> View`, for the layout functions
+  (layout patterns, maps and lambdas of them, `let` of a lambda);
+- "dest" (lift.layout.arg_dests): `(f, dest, types) -> list[View] | None`, the output views of an
+  invertible layout function's arguments;
+- "context" (lift.constraints.context, `_Walker.fun`): `(walker, f, path, args, ctx, call) -> Val`;
+- "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
+  without one prints as its class name);
+- "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
+  one walk); today that traversal dispatches on `lift.memory.kernel_case`, whose tables are
+  `kernel_table()`, derived from each entry's `kernel` description.
+An entry also describes its typing rule, its meaning, the default lowering (`lower`) and the
+kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
+for an invertible view of one array, "combine" for zip and tuple, "select" for views that cannot
+be written through); `LAYOUT`, `INVERTIBLE` and `IN_PLACE` are derived from it.
+A stage that has no case for a class refuses it: `Refused` in the entry names the reason the
+stage's `UnsupportedError` gives (`refusal`). A rewrite point (`transparent`, defined in
+`lift.rewrites`) means its body until `lift.compile` applies it: the stages register that case
+for `RewritePoint`. tests/test_registry.py checks every entry against the registered cases and
+runs every stage on a program using each node class.
+
+Adding a pattern is one module: its node class, `define(...)` of its family, and its cases
+registered beside it (tests/test_registry.py defines one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from lift.ir import nodes as n
+
+STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel")
+LAYOUT_KINDS = ("reshape", "combine", "select")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -33,87 +62,101 @@ class Refused:
     reason: str
 
 
-Entry = str | Refused
+Desc = str | Refused
 
 
-@dataclass(frozen=True)
-class Stages:
-    """What each stage does with one node class (see the module docstring)."""
-
-    typecheck: Entry
-    interpret: Entry
-    lower: Entry
-    kernel: Entry
+class RewritePoint:
+    """Stands for every rewrite point class (`transparent`, lift.rewrites) in `register`."""
 
 
-_LOWER_FIRST = "has no OpenCL mapping; lower the program first (lift.lower.lower)"
-_KEPT = "kept"
-_BODY = "kept, its function lowered"
+@dataclass(eq=False)
+class Entry:
+    """One pattern family: its node classes, what each stage does in words, and the stages' cases
+    by stage and class (filled in by `register` when the stage's module is imported)."""
+
+    family: str
+    classes: tuple[type, ...]
+    typecheck: Desc
+    interpret: Desc
+    lower: Desc
+    kernel: Desc
+    layout: str | None = None
+    cases: dict[str, dict[type, Callable[..., Any]]] = field(default_factory=dict, repr=False)
+
+    def refusal(self, stage: str) -> str | None:
+        """The reason `stage` refuses this family, or None when it does not."""
+        d = getattr(self, stage, None)
+        return d.reason if isinstance(d, Refused) else None
 
 
-def _layout(typecheck: str, interpret: str) -> Stages:
-    return Stages(typecheck, interpret, _KEPT, "layout")
+REGISTRY: dict[type, Entry] = {}
+FAMILIES: dict[str, Entry] = {}
+_TABLES: dict[str, dict[type, Callable[..., Any]]] = {s: {} for s in STAGES}
 
 
-def _map(kind: str) -> Stages:
-    return Stages("[T]_n -> [f(T)]_n", "f on every element (batched: once over a batch axis)", _BODY,
-                  f"map: a loop ({kind}) writing its output memory")
+def define(family: str, *classes: type, typecheck: Desc, interpret: Desc, lower: Desc, kernel: Desc,
+           layout: str | None = None) -> Entry:
+    """Add a pattern family of node `classes` (a new pattern's first step; its cases follow)."""
+    if family in FAMILIES or any(c in REGISTRY for c in classes):
+        raise ValueError(f"the family {family} or one of its classes is defined already")
+    if layout is not None and layout not in LAYOUT_KINDS:
+        raise ValueError(f"layout must be one of {LAYOUT_KINDS}, got {layout!r}")
+    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout)
+    FAMILIES[family] = entry
+    for c in classes:
+        REGISTRY[c] = entry
+    return entry
 
 
-REGISTRY: dict[type, Stages] = {
-    n.Param: Stages("its declared type", "its bound value", _KEPT, "expression: its memory or view"),
-    n.Literal: Stages("its type", "a constant array", _KEPT, "expression: a constant"),
-    n.FunCall: Stages("its function's rule on the argument types", "the function on the argument values",
-                      "function and arguments lowered", "expression: the function's case"),
-    n.Lambda: Stages("its body, parameters checked against the arguments", "its body with parameters bound",
-                     "body lowered", "lambda"),
-    n.UserFun: Stages("its declared signature", "its Python function (batched: its numpy twin)",
-                      _KEPT, "userfun"),
-    n.Map: Stages("[T]_n -> [f(T)]_n", "f on every element (batched: once over a batch axis)",
-                  "map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
-                  Refused("map " + _LOWER_FIRST)),
-    n.MapSeq: _map("sequential"), n.MapGlb: _map("global ids"), n.MapWrg: _map("work-groups"),
-    n.MapLcl: _map("local ids"),
-    n.Reduce: Stages("(T, [U]_n) -> T, f: (T, U) -> T", "left-to-right fold (batched: numpy folds)",
-                     "reduce_seq", Refused("reduce " + _LOWER_FIRST)),
-    n.ReduceSeq: Stages("(T, [U]_n) -> T, f: (T, U) -> T", "left-to-right fold (batched: numpy folds)",
-                        _BODY, "reduce"),
-    n.ReduceAtomic: Stages("(T, [U]_n) -> T, f: (T, U) -> T", "left-to-right fold (the kernel's order is "
-                           "not deterministic; f is associative with neutral init)", _BODY,
-                           "atomic: the map's elements combined into the result with OpenCL atomics"),
-    n.Zip: _layout("[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", "an array of tuples (Zipped)"),
-    n.MakeTuple: _layout("T1, ..., Tk -> (T1, ..., Tk)", "a tuple"),
-    n.Get: _layout("(T1, ..., Tk) -> Ti", "a tuple component"),
-    n.At: _layout("[T]_n -> T (or a vector's lane); 0 <= i < n", "an element (range checked)"),
-    n.Split: _layout("[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", "a reshape (a view)"),
-    n.Join: _layout("[[T]_m]_n -> [T]_(m n)", "a reshape (a view)"),
-    n.Slide: _layout("[T]_n -> [[T]_s]_((n - s + t) / t)", "a strided window view"),
-    n.Pad: _layout("[T]_n -> [T]_(l + n + r), a constant pad value", "a padded copy"),
-    n.Transpose: _layout("[[T]_m]_n -> [[T]_n]_m", "swapped axes (a view)"),
-    n.TransposeW: _layout("[[T]_m]_n -> [[T]_n]_m", "swapped axes (a view)"),
-    n.AsVector: _layout("[S]_n -> [S<k>]_(n/k); k divides n", "a reshape: lanes last"),
-    n.AsScalar: _layout("[S<k>]_n -> [S]_(k n)", "a reshape"),
-    n.Let: Stages("its function's type", "its function", _BODY, "let"),
-    n.Iterate: Stages("f applied k times, sizes rebound per step", "f k times, sizes rebound", _BODY, "iterate"),
-    n.ToGlobal: Stages("its function's type", "its function", _BODY, "address"),
-    n.ToLocal: Stages("its function's type", "its function", _BODY, "address"),
-    n.ToPrivate: Stages("its function's type", "its function", _BODY, "address"),
-    n.Vectorise: Stages("S<k>... -> f(S)<k>, f scalar", "f on every lane (batched: lanes a batch axis)",
-                        _BODY, "userfun"),
-    n.OclKernel: Stages("its function's type", "its function", _BODY,
-                        Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level "
-                                "may hold them")),
-}
+def register(*classes: type, stage: str) -> Callable[[F], F]:
+    """Register the decorated function as `stage`'s case for node `classes` (kept in each class's
+    family entry, `Entry.cases[stage][cls]`); a class has one case per stage."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; the stages are {STAGES}")
 
-TRANSPARENT = Stages("typed as its body", "means its body", "kept, its body lowered",
-                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
+    def put(fn: F) -> F:
+        for c in classes:
+            if c is not RewritePoint:
+                entry = REGISTRY.get(c)
+                if entry is None:
+                    raise ValueError(f"{c.__name__} has no family: define(...) it first")
+                entry.cases.setdefault(stage, {})[c] = fn
+            old = _TABLES[stage].get(c)
+            if old is not None and old is not fn:
+                raise ValueError(f"{stage} has another case for {c.__name__}")
+            _TABLES[stage][c] = fn
+        return fn
+
+    return put
 
 
-def stages_of(cls: type) -> Stages | None:
-    """What the stages do with nodes of class `cls`; None when no stage knows it."""
+def table(stage: str) -> dict[type, Callable[..., Any]]:
+    """The cases `stage` registered, by node class (live: later registrations appear in it)."""
+    return _TABLES[stage]
+
+
+def case(stage: str, f: object) -> Callable[..., Any] | None:
+    """`stage`'s case for node `f` (a rewrite point: the stage's `RewritePoint` case); None when
+    the stage has none (it refuses `f`)."""
+    cls = type(f)
+    hit = _TABLES[stage].get(cls)
+    if hit is None and getattr(cls, "transparent", False):
+        return _TABLES[stage].get(RewritePoint)
+    return hit
+
+
+def entry_of(cls: type) -> Entry | None:
+    """The family of node class `cls`; `TRANSPARENT` for a rewrite point; None when unknown."""
     if cls in REGISTRY:
         return REGISTRY[cls]
     return TRANSPARENT if getattr(cls, "transparent", False) else None
+
+
+def refusal(stage: str, f: object) -> str:
+    """The reason `stage` gives for not handling `f` (its entry's `Refused`, or no rule at all)."""
+    entry = entry_of(type(f))
+    reason = entry.refusal(stage) if entry is not None else None
+    return reason or f"no {stage} rule for {type(f).__name__} (see lift.ir.registry)"
 
 
 def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
@@ -123,4 +166,89 @@ def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
             {c: k.reason for c, k in funs.items() if isinstance(k, Refused)})
 
 
-__all__ = ["REGISTRY", "TRANSPARENT", "Refused", "Stages", "stages_of", "kernel_table"]
+def layout_classes(*kinds: str) -> tuple[type, ...]:
+    """The node classes of the families whose `layout` is one of `kinds`."""
+    return tuple(c for c, e in REGISTRY.items() if e.layout in kinds)
+
+
+# ------------------------------------------------------------------ the built-in families
+
+_LOWER_FIRST = "has no OpenCL mapping; lower the program first (lift.lower.lower)"
+_KEPT = "kept"
+_BODY = "kept, its function lowered"
+_MAP_T = "[T]_n -> [f(T)]_n"
+_MAP_I = "f on every element (batched: once over a batch axis)"
+_RED_T = "(T, [U]_n) -> T, f: (T, U) -> T"
+_RED_I = "left-to-right fold (batched: numpy folds)"
+_WRAPPED = "its function's type"
+_VIEW = "a reshape (a view)"
+_SWAP = ("[[T]_m]_n -> [[T]_n]_m", "swapped axes (a view)")
+
+define("param", n.Param, typecheck="its declared type", interpret="its bound value", lower=_KEPT,
+       kernel="expression: its memory or view")
+define("literal", n.Literal, typecheck="its type", interpret="a constant array", lower=_KEPT,
+       kernel="expression: a constant")
+define("call", n.FunCall, typecheck="its function's rule on the argument types",
+       interpret="the function on the argument values", lower="function and arguments lowered",
+       kernel="expression: the function's case")
+define("lambda", n.Lambda, typecheck="its body, parameters checked against the arguments",
+       interpret="its body with parameters bound", lower="body lowered", kernel="lambda")
+define("userfun", n.UserFun, typecheck="its declared signature",
+       interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun")
+define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
+       lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
+       kernel=Refused("map " + _LOWER_FIRST))
+define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
+       kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory")
+define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq",
+       kernel=Refused("reduce " + _LOWER_FIRST))
+define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce")
+define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
+       interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
+                 "neutral init)", lower=_BODY,
+       kernel="atomic: the map's elements combined into the result with OpenCL atomics")
+define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
+       lower=_KEPT, kernel="layout", layout="combine")
+define("tuple", n.MakeTuple, typecheck="T1, ..., Tk -> (T1, ..., Tk)", interpret="a tuple", lower=_KEPT,
+       kernel="layout", layout="combine")
+define("get", n.Get, typecheck="(T1, ..., Tk) -> Ti", interpret="a tuple component", lower=_KEPT, kernel="layout",
+       layout="select")
+define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", interpret="an element (range checked)",
+       lower=_KEPT, kernel="layout", layout="select")
+define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
+       kernel="layout", layout="reshape")
+define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
+       layout="reshape")
+define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
+       lower=_KEPT, kernel="layout", layout="select")
+define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value", interpret="a padded copy",
+       lower=_KEPT, kernel="layout", layout="select")
+define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
+       kernel="layout", layout="reshape")
+define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", interpret="a reshape: lanes last",
+       lower=_KEPT, kernel="layout", layout="reshape")
+define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
+       kernel="layout", layout="reshape")
+define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let")
+define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
+       "rebound", lower=_BODY, kernel="iterate")
+define("address", n.ToGlobal, n.ToLocal, n.ToPrivate, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
+       kernel="address")
+define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
+       interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun")
+define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
+       kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"))
+
+TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
+                    Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
+
+# Derived from the families: the layout patterns, those whose arguments can be written through
+# their destination, and those that do so for one array (the rest of INVERTIBLE: zip, tuple).
+LAYOUT = layout_classes(*LAYOUT_KINDS)
+INVERTIBLE = layout_classes("reshape", "combine")
+IN_PLACE = layout_classes("reshape")
+
+
+__all__ = ["REGISTRY", "FAMILIES", "TRANSPARENT", "STAGES", "Refused", "Entry", "RewritePoint", "define",
+           "register", "table", "case", "entry_of", "refusal", "kernel_table", "layout_classes", "LAYOUT",
+           "INVERTIBLE", "IN_PLACE"]
