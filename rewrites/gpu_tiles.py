@@ -253,25 +253,35 @@ def gpu_points(expr: Any) -> Any:
     places a `block_nest` (nested map-reduces of constant sizes: matmul, batched matmul, conv; here
     over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; without
     one, a `gpu_reduce` point on a full reduction (`reduce_point`); else `expr` itself."""
-    from lift.ir.paths import replace_at, walk
-
-    from .auto import PREFIX, _place, _Placer
-    from .auto_nest import BlockNest
+    from .auto import _place, _Placer
 
     placer = _Placer({})
     placer.defaults, placer.min_length = True, MIN_LENGTH  # default_points, shorter reductions too
-    placed = out = _place(expr, placer)
-    found = [(path, x) for path, x in walk(placed)
-             if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
-    for path, x in sorted(found, key=lambda e: -len(e[0])):
-        label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
-        out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
-        out = _batched(out, path)
-    if not found:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
+    out = as_tiles(_place(expr, placer))
+    if out is None:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
         from .gpu_reduce import reduce_point
 
         return reduce_point(expr)
     return out
+
+
+def as_tiles(placed: Any) -> Any:
+    """`placed` (a program with automatic points) with each automatic `block_nest` (label
+    `auto_bN`) replaced by a `gpu_tiles` point (label `auto_gN`, the sizes it was placed for),
+    a batch map around it made `map_wrg(2)`; None when it has none."""
+    from lift.ir.paths import replace_at, walk
+
+    from .auto import PREFIX
+    from .auto_nest import BlockNest
+
+    found = [(path, x) for path, x in walk(placed)
+             if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
+    out = placed
+    for path, x in sorted(found, key=lambda e: -len(e[0])):
+        label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
+        out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
+        out = _batched(out, path)
+    return out if found else None
 
 
 def _batched(expr: Any, path: tuple[int, ...]) -> Any:
@@ -312,5 +322,5 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
 
 gpu_tiles = constructor(GpuTiles, "gpu_tiles")
 
-__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "reduce_space", "tiled", "nest_sizes",
-           "elem_bytes", "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]
+__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "as_tiles", "gpu_default", "tile_space", "reduce_space", "tiled",
+           "nest_sizes", "elem_bytes", "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]
