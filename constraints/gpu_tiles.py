@@ -98,9 +98,13 @@ class _Space:
         combos = [dict(zip(self.names, vals)) for vals in itertools.product(*(self.domains[k] for k in self.names))]
         return sorted(combos, key=self.key)
 
+    def plausible(self, choice: dict[str, int]) -> bool:
+        """A cheap necessary condition for validity, checked before z3 (which decides)."""
+        return True
+
     def choices(self) -> Iterator[dict[str, int]]:
         """The valid choices, preferred first."""
-        return (c for c in self.ordered() if self.is_valid(c))
+        return (c for c in self.ordered() if self.plausible(c) and self.is_valid(c))
 
     def first(self) -> dict[str, int] | None:
         """The preferred valid choice, or None when the space is empty."""
@@ -143,6 +147,12 @@ class TileSpace(_Space):
         add(Constraint(REGISTERS, (), f"a register tile (bm*bn accumulators, bm + bn operands) within {budget} "
                        "registers", v["bm"] * v["bn"] + v["bm"] + v["bn"] <= budget, family="hardware"))
         self._done()
+
+    def plausible(self, c: dict[str, int]) -> bool:
+        """The divisibility constraints, in Python (most assignments fail one; z3 then decides)."""
+        m, n, k = self.sizes
+        return (m % c["tm"] == 0 and n % c["tn"] == 0 and k % c["tk"] == 0 and c["tm"] % c["bm"] == 0
+                and c["tn"] % c["bn"] == 0 and all(c[t] % c["vec"] == 0 for t in ("tk", "tm", "tn")))
 
     def key(self, c: dict[str, int]) -> tuple:
         """Enough work-groups for the compute units, groups of up to 256 work-items, larger register

@@ -21,6 +21,7 @@ structural domains and its first candidates.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -31,6 +32,8 @@ from .gpu_reduce import GpuReduce, GpuRows, reduce_point
 from .gpu_tiles import MIN_LENGTH, GpuTiles, as_tiles, reduce_space, tile_space
 
 SEEDS = 4  # the GPU points' first valid choices tried as seeds
+LIMIT = 256  # the most valid choices a point's domains are drawn from (preferred first: ~1-2 s of z3 checks)
+_VALID: dict[Any, list[tuple[tuple[str, int], ...]]] = {}  # valid_choices by (point, device, sizes), a few kept
 GPU_POINTS = (GpuTiles, GpuReduce, GpuRows)
 
 
@@ -53,14 +56,19 @@ def point_space(point: Any, device: Any, sizes: Mapping[str, int] | None = None)
     return reduce_space(point, device)
 
 
-def valid_choices(point: Any, device: Any, sizes: Mapping[str, int] | None = None) -> list[dict[str, int]]:
-    """The point's valid choices of its open parameters, preferred first (the first is
-    `gpu_default`'s); empty when its space is unknown or empty."""
-    space = point_space(point, device, sizes)
-    if space is None:
-        return []
-    open_ = set(point.structural())
-    return list(dict.fromkeys(_key({k: v for k, v in c.items() if k in open_}) for c in space.choices()))
+def valid_choices(point: Any, device: Any, sizes: Mapping[str, int] | None = None,
+                  limit: int = LIMIT) -> list[tuple[tuple[str, int], ...]]:
+    """The point's first `limit` valid choices of its open parameters (as sorted items), preferred
+    first (the first is `gpu_default`'s); empty when its space is unknown or empty."""
+    key = (point, device, _key(sizes or {}), limit)
+    if key not in _VALID:
+        space = point_space(point, device, sizes)
+        open_ = set(point.structural())
+        found = [] if space is None else (_key({k: v for k, v in c.items() if k in open_}) for c in space.choices())
+        _VALID[key] = list(dict.fromkeys(itertools.islice(found, limit)))
+        while len(_VALID) > 16:
+            del _VALID[next(iter(_VALID))]
+    return _VALID[key]
 
 
 def _key(c: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
