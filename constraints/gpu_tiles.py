@@ -1,10 +1,16 @@
 """The GPU tiling space of a `gpu_tiles` point (rewrites/gpu_tiles.py) as named z3 constraints.
 
 Variables: `tm`, `tn` (a work-group's tile of the output), `tk` (the k-tile staged in local
-memory), `bm`, `bn` (a work-item's register tile). Constraints, each named by its kind:
+memory), `bm`, `bn` (a work-item's register tile), `vec` (scalars per load of the copies into
+local memory: 4 is one float4 load and store). Constraints, each named by its kind:
 
 - "tile divides size" (algorithmic): tm | M, tn | N, tk | K (no partial tiles);
 - "register tile divides work-group tile" (algorithmic): bm | tm, bn | tn;
+- "vector loads aligned" (algorithmic): vec | tk, vec | tm, vec | tn, so that every row a copy
+  reads (a k-tile's row of A or B, or of B's tiles when B is given as [K][N]) is whole vectors,
+  and with the tile-divides constraints every row stride (K, M, N) too: the code generator then
+  proves the loads aligned (`((global float4*)p)[..]`; a padded window it cannot prove aligned,
+  as in a convolution, is read with the pad conditions per vector or gathered);
 - "local memory size" (hardware): (tm*tk + tn*tk + tm*tn) scalars (both k-tiles and the tile's
   accumulator) fit the device's local memory;
 - "work-group size" (hardware): (tm/bm) * (tn/bn) work-items within the device's limit, and each
@@ -18,7 +24,8 @@ memory), `bm`, `bn` (a work-item's register tile). Constraints, each named by it
   RAM (Mali Bifrost: 64 registers per thread at full occupancy), 256 on a CPU.
 
 The first choice (`first`) prefers, in order: enough work-groups for the compute units, work-groups
-of up to 256 work-items, larger register tiles, larger work-group tiles, longer k-tiles.
+of up to 256 work-items, larger register tiles, larger work-group tiles, longer k-tiles, vector
+loads (fewer, wider memory instructions; coalesced either way).
 """
 
 from __future__ import annotations
@@ -34,11 +41,12 @@ from .model import Constraint, Model
 from .tuning import LOCAL_MEM
 
 TILE_DIVIDES, BLOCK_DIVIDES = "tile divides size", "register tile divides work-group tile"
+VECTOR_ALIGNED = "vector loads aligned"
 WORK_GROUP, LAUNCH, REGISTERS = "work-group size", "launch configuration", "registers per work-item"
 DEFAULT_LOCAL_DIM = 16  # lift.codegen.kernel.cap for a 2-D map_lcl nest
 DEFAULT_LOCAL = 256  # lift.codegen.kernel.cap for a 1-D map_lcl
 PREFERRED_GROUP = 256
-VARS = ("tm", "tn", "tk", "bm", "bn")
+VARS = ("tm", "tn", "tk", "bm", "bn", "vec")
 
 
 def registers_per_item(device: Device) -> int:
@@ -53,6 +61,7 @@ class _Space:
     """Variables with finite domains and named constraints; the valid choices in preference order."""
 
     names: tuple[str, ...] = ()
+    defaults: Mapping[str, int] = {}  # the value of a variable a choice leaves out
 
     def __init__(self, device: Device, domains: Mapping[str, tuple[int, ...]]) -> None:
         self.device = device
@@ -69,13 +78,15 @@ class _Space:
         return self.model.constraints
 
     def is_valid(self, choice: Mapping[str, int]) -> bool:
-        """Whether the full `choice` (every variable) holds every constraint."""
+        """Whether the full `choice` (every variable but those with a default) holds every constraint."""
+        choice = {**self.defaults, **choice}
         if any(int(choice[k]) not in self.domains[k] for k in self.names):
             return False
         return self._checker.check(*(self.vars[k] == int(choice[k]) for k in self.names)) == z3.sat
 
     def violated(self, choice: Mapping[str, int]) -> tuple[Constraint, ...]:
         """The constraints `choice` breaks (the model's unsat core), empty when it is valid."""
+        choice = {**self.defaults, **choice}
         return self.model.core({k: int(choice[k]) for k in self.names}) or ()
 
     def key(self, choice: dict[str, int]) -> tuple:
@@ -87,9 +98,13 @@ class _Space:
         combos = [dict(zip(self.names, vals)) for vals in itertools.product(*(self.domains[k] for k in self.names))]
         return sorted(combos, key=self.key)
 
+    def plausible(self, choice: dict[str, int]) -> bool:
+        """A cheap necessary condition for validity, checked before z3 (which decides)."""
+        return True
+
     def choices(self) -> Iterator[dict[str, int]]:
         """The valid choices, preferred first."""
-        return (c for c in self.ordered() if self.is_valid(c))
+        return (c for c in self.ordered() if self.plausible(c) and self.is_valid(c))
 
     def first(self) -> dict[str, int] | None:
         """The preferred valid choice, or None when the space is empty."""
@@ -100,10 +115,11 @@ class TileSpace(_Space):
     """The tiling choices of one `gpu_tiles` nest of sizes (M, N, K) on `device`."""
 
     names = VARS
+    defaults = {"vec": 1}  # a choice without `vec`: scalar copies (as the point's rewrite takes it)
 
     def __init__(self, sizes: tuple[int, int, int], device: Device, domains: Mapping[str, tuple[int, ...]],
                  elem_bytes: int = 4) -> None:
-        super().__init__(device, domains)
+        super().__init__(device, {"vec": (1,), **domains})  # without `vec`: scalar copies
         self.sizes, self.elem_bytes = sizes, elem_bytes
         v, add = self.vars, self.model.add
         m, n, k = sizes
@@ -112,6 +128,9 @@ class TileSpace(_Space):
         for blk, tile in (("bm", "tm"), ("bn", "tn")):
             add(Constraint(BLOCK_DIVIDES, (blk,), f"{blk} divides {tile}", v[tile] % v[blk] == 0,
                            family="algorithmic"))
+        for tile in ("tk", "tm", "tn"):
+            add(Constraint(VECTOR_ALIGNED, ("vec",), f"vec divides {tile}: the copies' rows are whole vectors",
+                           v[tile] % v["vec"] == 0, family="algorithmic"))
         scalars = v["tm"] * v["tk"] + v["tn"] * v["tk"] + v["tm"] * v["tn"]
         add(Constraint(LOCAL_MEM, (), f"the k-tiles and the tile's accumulator ({elem_bytes}-byte scalars) fit in "
                        f"{device.local_mem_bytes} bytes of local memory",
@@ -129,6 +148,12 @@ class TileSpace(_Space):
                        "registers", v["bm"] * v["bn"] + v["bm"] + v["bn"] <= budget, family="hardware"))
         self._done()
 
+    def plausible(self, c: dict[str, int]) -> bool:
+        """The divisibility constraints, in Python (most assignments fail one; z3 then decides)."""
+        m, n, k = self.sizes
+        return (m % c["tm"] == 0 and n % c["tn"] == 0 and k % c["tk"] == 0 and c["tm"] % c["bm"] == 0
+                and c["tn"] % c["bn"] == 0 and all(c[t] % c["vec"] == 0 for t in ("tk", "tm", "tn")))
+
     def key(self, c: dict[str, int]) -> tuple:
         """Enough work-groups for the compute units, groups of up to 256 work-items, larger register
         tiles, larger work-group tiles, longer k-tiles."""
@@ -136,7 +161,7 @@ class TileSpace(_Space):
         groups = (m // c["tm"]) * (n // c["tn"]) if m % c["tm"] == 0 and n % c["tn"] == 0 else 0
         items = (c["tm"] // c["bm"]) * (c["tn"] // c["bn"])
         return (-min(groups, max(self.device.compute_units, 1)), -min(items, PREFERRED_GROUP),
-                -(c["bm"] * c["bn"]), -(c["tm"] * c["tn"]), -c["tk"])
+                -(c["bm"] * c["bn"]), -(c["tm"] * c["tn"]), -c["tk"], -c["vec"])
 
 
 class ReduceSpace(_Space):
@@ -176,5 +201,6 @@ class ReduceSpace(_Space):
         return (not full, -c["chunk"] if full else -groups, -c["local"])
 
 
-__all__ = ["TileSpace", "ReduceSpace", "registers_per_item", "TILE_DIVIDES", "BLOCK_DIVIDES", "WORK_GROUP",
+__all__ = ["TileSpace", "ReduceSpace", "registers_per_item", "TILE_DIVIDES", "BLOCK_DIVIDES", "VECTOR_ALIGNED",
+           "WORK_GROUP",
            "LAUNCH", "REGISTERS"]

@@ -341,7 +341,14 @@ def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapp
 def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                 fusion_heuristic: bool = False, launch: bool = True) -> Space:
     """Mapping, tuning values and (with sizes; `{}` for a program whose sizes are all constants)
-    thread configuration, chosen together."""
+    thread configuration, chosen together. A program whose maps are all lowered already (by its
+    author, or by rewrite points such as `gpu_tiles`, whose local buffers, barriers and launch
+    are built around their `map_wrg`/`map_lcl`) keeps its mapping as written (`Space.mapping`):
+    only its tuning values and launch are variables."""
+    from lift.lower import is_high_level
+
+    if not is_high_level(expr):
+        return tuning_space(expr, device, sizes=sizes, launch=launch)
     return _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
                   launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic)
 

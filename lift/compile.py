@@ -268,11 +268,14 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     if missing:
         raise LiftValueError(f"the mapping gives no code for the maps {', '.join(missing)}", node=expr,
                              hint="give a Table 5.2 code for every map, or none for the solver's mapping")
+    if space.mapping is not None:  # a lowered program: the mapping as written (lift.constraints.joint_space)
+        _check_written(mapping, space.mapping, expr)
+        mapping = dict(space.mapping)
     if not mapping and choices.mapping is None and maps:
         mapping = choose_mapping(expr, profile)
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
                            tuning={k: v for k, v in given.items() if k not in maps})
-    joint = {**mapping, **used.tuning, **used.launch}
+    joint = {**(mapping if space.mapping is None else {}), **used.tuning, **used.launch}
     low = space.realise(joint, vectorise=dict(used.vectorise) or None)
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
@@ -287,6 +290,14 @@ def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], e
     if unknown:
         raise LiftValueError(f"the mapping names {', '.join(unknown)}, which are not maps of the program; "
                              f"its maps are {', '.join(sorted(maps)) or 'none'}", node=expr)
+
+
+def _check_written(mapping: Mapping[str, int], written: Mapping[str, int], expr: Node) -> None:
+    """`LiftValueError` for codes that differ from those of a lowered program's maps as written."""
+    other = sorted(k for k, v in mapping.items() if written.get(k) != v)
+    if other:
+        raise LiftValueError(f"the maps {', '.join(other)} are written as OpenCL maps; the mapping cannot change "
+                             "them", node=expr, hint="give no mapping for a lowered program, or its codes as written")
 
 
 def _check_launch(choices: Choices, space: Any, expr: Node) -> None:

@@ -26,7 +26,10 @@ indexed across a `map_lcl` here). The barriers are the MAG pass's (lift/barriers
 copies (read-after-write) and before the next k-tile's copies (write-after-read).
 
 Structural parameters: `tm`, `tn` (the work-group's tile), `tk` (the k-tile), `bm`, `bn` (the
-register tile). Their domains, the device's limits on them and the preferred first choice are
+register tile), `vec` (1 or 4: the copies load and store `vec` consecutive scalars as one vector,
+`map(as_scalar) << to_local(map_lcl(1)(map_lcl(0)(vectorise(id, 4)))) << map(as_vector(4))`; an
+aligned `float4` load from global memory where the rows' lengths and strides are multiples of 4,
+the local tile read back as scalars). Their domains, the device's limits on them and the preferred first choice are
 `lift.constraints.gpu_tiles` (named z3 constraints). The launch follows from the choice: the
 accumulator is zeroed block by block, so the kernel's first `map_lcl`s run TN/BN and TM/BM times
 and the code generator's default work-group is (TN/BN, TM/BM), with (N/TN, M/TM) groups. Loops of
@@ -55,15 +58,22 @@ from .point import Nested, RewritePoint, constructor
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
 K_TILES = (16, 8, 32, 4)  # the k-tile: one k step of both tiles in local memory
 BLOCKS = (4, 8, 2, 1)  # a work-item's register block, each dimension
-PARAMS = ("tm", "tn", "tk", "bm", "bn")
+VECS = (1, 4)  # scalars per load of the copies into local memory (1 first: a choice given without it)
+PARAMS = ("tm", "tn", "tk", "bm", "bn", "vec")
 MIN_LENGTH = 16  # shortest reduction tiled (a k-tile of 4 at least 4 times)
 
 
-def copy_local(t: Any) -> Any:
+def copy_local(t: Any, vec: int = 1) -> Any:
     """`t` (a 2-D array of scalars) copied by the work-group into local memory: rows over local
     dimension 1, the elements of a row over dimension 0 (consecutive work-items, consecutive
-    addresses)."""
-    return p.to_local(p.map_lcl(lambda r: p.map_lcl(copy, dim=0) << r, dim=1)) << t
+    addresses). With `vec` > 1, each work-item copies `vec` consecutive scalars as one vector
+    (one aligned load and store where the row length and stride allow it: `TileSpace`'s
+    "vector loads aligned"), read back as scalars."""
+    if vec == 1:
+        return p.to_local(p.map_lcl(lambda r: p.map_lcl(copy, dim=0) << r, dim=1)) << t
+    lanes = p.vectorise(copy, vec)
+    return p.map(p.as_scalar) << p.to_local(p.map_lcl(lambda r: p.map_lcl(lanes, dim=0) << r, dim=1)) \
+        << p.map(p.as_vector(vec)) << t
 
 
 def by_blocks(fn: Any, x: Any, bm: int, bn: int) -> Any:
@@ -88,7 +98,7 @@ def step_fun(f: FunDecl, g: UserFun) -> Any:
 
 def tiled(a: Any, b: Any, f: FunDecl, g: UserFun, z: Literal, sizes: Mapping[str, int]) -> Any:
     """The two-level tiled nest over `a` ([[T]K]M) and `b` ([[U]K]N) (see the module)."""
-    tm, tn, tk, bm, bn = (sizes[k] for k in PARAMS)
+    tm, tn, tk, bm, bn, vec = (sizes[k] for k in PARAMS)
     s_t = eta(f).in_types[0]  # type: ignore[union-attr]
     upd = step_fun(f, g)
     acc_t = ArrayType(ArrayType(s_t, Cst(tn)), Cst(tm))
@@ -113,8 +123,8 @@ def tiled(a: Any, b: Any, f: FunDecl, g: UserFun, z: Literal, sizes: Mapping[str
     (tiles_a, k_tiles_a, view_a), (tiles_b, k_tiles_b, view_b) = _side(a, tm, tk), _side(b, tn, tk)
 
     def k_tile(acc: Any, kt: Any) -> Any:
-        return p.let(lambda la: p.let(lambda lb: blocks(acc, view_a(la), view_b(lb))) << copy_local(kt[1])) \
-            << copy_local(kt[0])
+        return p.let(lambda la: p.let(lambda lb: blocks(acc, view_a(la), view_b(lb))) << copy_local(kt[1], vec)) \
+            << copy_local(kt[0], vec)
 
     def group(ar: Any, br: Any) -> Any:
         kts = p.zip(k_tiles_a(ar), k_tiles_b(br))
@@ -151,11 +161,12 @@ class GpuTiles(RewritePoint):
     tk: Any = None
     bm: Any = None
     bn: Any = None
+    vec: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for
     kind: ClassVar[str] = "gpu_tiles"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
-        doms = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS}
+        doms = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS, "vec": VECS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def fixed(self) -> dict[str, Any]:
@@ -174,9 +185,11 @@ class GpuTiles(RewritePoint):
         for k, size, what in ((sizes["tm"], ra[1], "tm"), (sizes["tn"], rb[1], "tn"), (sizes["tk"], ra[0], "tk")):
             if not _divides(k, size, known):
                 return f"{what} {k} does not divide {size}"
-        for blk, tile in (("bm", "tm"), ("bn", "tn")):
+        for blk, tile in (("bm", "tm"), ("bn", "tn"), ("vec", "tk"), ("vec", "tm"), ("vec", "tn")):
             if sizes[tile] % sizes[blk]:
                 return f"{blk} {sizes[blk]} does not divide {tile} {sizes[tile]}"
+        if sizes["vec"] not in VECS:
+            return f"vec {sizes['vec']} is not one of {VECS}"
         return tiled(a, b, f, g, r_call.args[0], sizes)
 
 
@@ -253,25 +266,35 @@ def gpu_points(expr: Any) -> Any:
     places a `block_nest` (nested map-reduces of constant sizes: matmul, batched matmul, conv; here
     over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; without
     one, a `gpu_reduce` point on a full reduction (`reduce_point`); else `expr` itself."""
-    from lift.ir.paths import replace_at, walk
-
-    from .auto import PREFIX, _place, _Placer
-    from .auto_nest import BlockNest
+    from .auto import _place, _Placer
 
     placer = _Placer({})
     placer.defaults, placer.min_length = True, MIN_LENGTH  # default_points, shorter reductions too
-    placed = out = _place(expr, placer)
-    found = [(path, x) for path, x in walk(placed)
-             if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
-    for path, x in sorted(found, key=lambda e: -len(e[0])):
-        label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
-        out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
-        out = _batched(out, path)
-    if not found:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
+    out = as_tiles(_place(expr, placer))
+    if out is None:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
         from .gpu_reduce import reduce_point
 
         return reduce_point(expr)
     return out
+
+
+def as_tiles(placed: Any) -> Any:
+    """`placed` (a program with automatic points) with each automatic `block_nest` (label
+    `auto_bN`) replaced by a `gpu_tiles` point (label `auto_gN`, the sizes it was placed for),
+    a batch map around it made `map_wrg(2)`; None when it has none."""
+    from lift.ir.paths import replace_at, walk
+
+    from .auto import PREFIX
+    from .auto_nest import BlockNest
+
+    found = [(path, x) for path, x in walk(placed)
+             if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
+    out = placed
+    for path, x in sorted(found, key=lambda e: -len(e[0])):
+        label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
+        out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
+        out = _batched(out, path)
+    return out if found else None
 
 
 def _batched(expr: Any, path: tuple[int, ...]) -> Any:
@@ -312,5 +335,5 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
 
 gpu_tiles = constructor(GpuTiles, "gpu_tiles")
 
-__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "gpu_default", "tile_space", "reduce_space", "tiled", "nest_sizes",
-           "elem_bytes", "TILES", "K_TILES", "BLOCKS", "PARAMS", "MIN_LENGTH"]
+__all__ = ["GpuTiles", "gpu_tiles", "gpu_points", "as_tiles", "gpu_default", "tile_space", "reduce_space", "tiled",
+           "nest_sizes", "elem_bytes", "TILES", "K_TILES", "BLOCKS", "VECS", "PARAMS", "MIN_LENGTH"]

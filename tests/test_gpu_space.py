@@ -26,13 +26,21 @@ import lift
 from lift import Array, Float, Int, fun, map, reduce, transpose
 from lift import zip as lzip
 from lift.constraints import substitute_sizes
-from lift.constraints.gpu_tiles import LAUNCH, REGISTERS, TILE_DIVIDES, WORK_GROUP, ReduceSpace, TileSpace
+from lift.constraints.gpu_tiles import (
+    LAUNCH,
+    REGISTERS,
+    TILE_DIVIDES,
+    VECTOR_ALIGNED,
+    WORK_GROUP,
+    ReduceSpace,
+    TileSpace,
+)
 from lift.constraints.tuning import LOCAL_MEM
 from lift.devices import profile
 from lift.errors import DeviceError
 from lift.rewrites import points
 from lift.rewrites.gpu_reduce import CHUNKS, LOCALS, GpuReduce, GpuRows
-from lift.rewrites.gpu_tiles import BLOCKS, K_TILES, TILES, GpuTiles, gpu_default, gpu_points, tile_space
+from lift.rewrites.gpu_tiles import BLOCKS, K_TILES, TILES, VECS, GpuTiles, gpu_default, gpu_points, tile_space
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
@@ -40,7 +48,7 @@ import conv  # noqa: E402
 import matmul  # noqa: E402
 
 PROFILES = ("nvidia", "mali-g72")
-DOMAINS = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS}
+DOMAINS = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS, "vec": VECS}
 VGG = {"vgg2": (64, 64), "vgg10": (128, 256)}  # VGG-16 layers 2 and 10: input, output channels
 
 
@@ -89,8 +97,9 @@ def for_profile(name: str, device: str) -> lift.Program:
 
 
 def local_bytes(source: str) -> int:
-    """Bytes of the `local` arrays the kernels declare (floats and ints: 4 bytes)."""
-    return sum(4 * int(n) for n in re.findall(r"^\s*local (?:float|int) \w+\[(\d+)\];", source, re.M))
+    """Bytes of the `local` arrays the kernels declare (floats and ints: 4 bytes; floatN: 4N)."""
+    found = re.findall(r"^\s*local (?:float|int)(\d*) \w+\[(\d+)\];", source, re.M)
+    return sum(4 * int(w or 1) * int(n) for w, n in found)
 
 
 def check_profile_limits(prog: lift.Program, device: str) -> None:
@@ -130,6 +139,19 @@ def test_the_space_names_the_device_limits(device):
     # a large matmul: enough work-groups for every compute unit, tiles of 16 x 16 work-items
     assert (4096 // first["tm"]) * (4096 // first["tn"]) >= dev.compute_units
     assert first["bm"] * first["bn"] >= 16 and (first["tm"] // first["bm"]) * (first["tn"] // first["bn"]) >= 64
+
+
+@pytest.mark.parametrize("device", PROFILES)
+def test_vector_copies_are_a_choice_where_aligned(device):
+    dev = profile(device)
+    space = TileSpace((4096, 4096, 4096), dev, DOMAINS)
+    assert VECTOR_ALIGNED in {c.kind for c in space.constraints}
+    first = space.first()
+    assert first["vec"] == 4 and space.is_valid({**first, "vec": 1})  # preferred, and scalar copies stay valid
+    odd = TileSpace((64, 64, 6), dev, {**DOMAINS, "tk": (2, 6), "tm": (16,), "tn": (16,)})
+    assert VECTOR_ALIGNED in {c.kind for c in odd.violated({"tm": 16, "tn": 16, "tk": 2, "bm": 2, "bn": 2, "vec": 4})}
+    assert {c["vec"] for c in odd.choices()} == {1}
+    assert space.is_valid({k: v for k, v in first.items() if k != "vec"})  # a choice without vec: scalar
 
 
 @pytest.mark.parametrize("device", PROFILES)
@@ -175,14 +197,46 @@ def test_gpu_profiles_get_local_tiles_within_their_limits(name, device):
 @pytest.mark.parametrize("name", ["matmul", "matmul_t", "conv"])
 def test_copies_into_local_memory_are_coalesced(name):
     """Consecutive work-items (local id 0) read consecutive addresses of both inputs."""
-    src = for_profile(name, "nvidia").source
-    load = r"\n\s*tmp\w*\[[^\]]*\] = id\([^\n]*?\b(\w+)\[([^\]]*)\]"  # the first array read (past pad tests)
-    loads = re.findall(r"int (l_\d+) = get_local_id\(0\);[^{}]*?" + load
+    src = re.sub(r"\(\(global float4\*\)(\w+)\)", r"\1", for_profile(name, "nvidia").source)  # float4 units
+    load = r"\n\s*tmp\w*\[[^\]]*\] = id(?:_v4)?\([^\n]*?\b(\w+)\[([^\]]*)\]"  # the first array read (past pad tests)
+    loads = re.findall(r"int (l_\d+) = get_local_id\(0\);[^{}]*?(?:if \([^{}\n]*\) \{)?" + load
                        + r"|for \(int (l_\d+) = get_local_id\(0\);[^{}]*\{[^\n]*" + load, src)
     found = [(a or d, b or e, c or f) for a, b, c, d, e, f in loads]
     assert len({x for _, x, _ in found}) == 2, src  # both inputs are staged
     for var, _, index in found:
         assert re.search(rf"(^|[ +]){var}($| \+)", index), index  # unit stride in the dimension-0 local id
+
+
+def copy_lines(source: str) -> list[str]:
+    """The statements that copy a tile into local memory."""
+    return [line for line in source.splitlines() if re.match(r"\s*tmp_\d+\[.*\] = id(_v4)?\(.*\bglobal\b", line)]
+
+
+@pytest.mark.parametrize("device", PROFILES)
+@pytest.mark.parametrize("name", ["matmul", "matmul_t", "batched", "conv"])
+def test_the_copies_load_aligned_vectors(name, device):
+    """The default tiles copy float4s; a matrix's tile rows are whole aligned vectors, read with one
+    pointer-cast load each (no vload, no lane gathering); a padded convolution window keeps its pad
+    conditions per vector. The local-memory limits hold with the float4 arrays counted."""
+    prog = for_profile(name, device)
+    (chosen,) = (v for k, v in prog.choices.points.items() if k.startswith("auto_g"))
+    assert chosen["vec"] == 4 and "local float4 " in prog.source
+    lines = copy_lines(prog.source)
+    assert len(lines) == 2 and all("id_v4(" in line and "((global float4*)" in line for line in lines)
+    assert "vload" not in prog.source
+    check_profile_limits(prog, device)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", ["matmul_t", "conv"])
+def test_vector_and_scalar_copies_compute_what_the_interpreter_computes(name):
+    prog, args = program(name)
+    label = next(iter(points(gpu_points(prog))))
+    want = lift.interpret(prog, *args)
+    for vec in VECS:
+        got = _on_pocl(name, "nvidia", {label: {**REGISTER_TILE, "vec": vec}})
+        assert ("id_v4(" in got.source) == (vec == 4)
+        np.testing.assert_allclose(got(*args), want, rtol=1e-4, atol=1e-4)
 
 
 def divergent_barriers(source: str) -> list[str]:

@@ -145,6 +145,8 @@ def _load(leaf: Load, tail: tuple, facts: Facts = NO_FACTS) -> CExpr:
     if tail and isinstance(tail[0], Lane) and not isinstance(tail[0].k, Cst):
         if m.space == "global" and isinstance(st, VectorType):
             return _tail(CIndex(m.name, flat * st.n + tail[0].k, "global"), tail[1:], st.scalar)
+        if m.space == "local" and isinstance(st, VectorType):  # a local array of vectors read as scalars
+            return _tail(CIndex(m.name, flat * st.n + tail[0].k, "local", c_type(st.scalar)), tail[1:], st.scalar)
         raise UnsupportedError(f"a variable lane {tail[0].k} of {m.space} memory {m.name}")
     return _tail(_element(m, flat), tail, st)
 

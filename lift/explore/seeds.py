@@ -7,6 +7,8 @@ Random sampling rarely hits the chunk sizes that matter (the solver's pivots spr
   work-item (512 .. 8192 scalars; the hand-written PoCL dot uses 2048), and the whole array
   as one chunk (a row per work-item in gemv);
 - `vectorise`: each width;
+- on a GPU, the GPU points (`gpu_tiles`, `gpu_reduce`, `gpu_rows`): their first valid choices,
+  `lift.compile`'s default on that device first (`gpu_seeds`);
 - `block_nest` (register blocks of a nested map-reduce): a few block shapes and packings
   (`BLOCK_SEEDS`, those of the point's space; 4 x 2 float8 with B packed first), each with the block
   maps as a 2-D ND-range (row blocks `map_glb(1)`, column blocks `map_glb(0)`) and with the
@@ -69,7 +71,10 @@ class Seeded:
                 for lab, ps in self.structural.items()}
 
     def seeds(self) -> Iterator[Candidate]:
+        gpu = yield from self.gpu_seeds()
         for lab in self.auto:
+            if lab in gpu:
+                continue
             if "along" in self.structural[lab]:
                 yield from self.block_seeds(lab)
                 continue
@@ -90,6 +95,25 @@ class Seeded:
                     if joint is not None:
                         yield Candidate(s, joint)
 
+
+    def gpu_seeds(self) -> Iterator[Candidate]:
+        """On a GPU, the GPU points' first valid choices (`lift.rewrites.gpu_search.gpu_seeds`: the
+        first is `gpu_default`'s), each with the mapping the points write and the code generator's
+        default launch (no launch variables); returns the GPU points' labels."""
+        from lift.choices import is_launch
+        from lift.compile import profile_of
+        from lift.rewrites.gpu_search import gpu_labels
+        from lift.rewrites.gpu_search import gpu_seeds as seeds_of
+
+        device = profile_of(self.pipeline.device)
+        if device.kind != "gpu":
+            return []
+        for s in seeds_of(self.pipeline.expr, self.structural, device, self.pipeline.sizes):
+            space = self.pipeline.space(s)
+            joint = None if isinstance(space, Exception) else complete(space, {})
+            if joint is not None:
+                yield Candidate(s, {k: v for k, v in joint.items() if not is_launch(k)})
+        return gpu_labels(self.pipeline.expr)
 
     def block_seeds(self, lab: str) -> Iterator[Candidate]:
         """The block shapes of `BLOCK_SEEDS` that the point's space offers: all of them mapped as a

@@ -38,6 +38,7 @@ from lift.errors import LiftValueError
 from lift.interpret import bind_sizes
 from lift.ir.nodes import Lambda, Node
 from lift.rewrites import auto_points, auto_space, is_auto, structural_space
+from lift.rewrites.gpu_search import gpu_search_space
 from lift.rules.normalise import normalise
 
 from .cluster import ray_backend
@@ -138,7 +139,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)
     user_hash, symbolic, user = program_hash(expr), symbolic_sizes(expr), expr
-    expr, structural, auto_labels = _search_space(expr, sizes, auto)
+    expr, structural, auto_labels = _search_space(expr, sizes, auto, dev)
     mkey = measure_key(expr, arrays, dev.key)
     key = objective_key(mkey, objective)
     info = {"mkey": mkey, "user_program": user_hash, "program": str(expr)[:2000], "shapes": shapes_key(arrays),
@@ -311,9 +312,15 @@ def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record 
                                   for r, m in zip(cands, got["medians"])], "confirm_rounds": got["rounds"]}
 
 
-def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool) -> tuple[Any, dict[str, Any], list[str]]:
+def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool,
+                  device: Any = None) -> tuple[Any, dict[str, Any], list[str]]:
     """The program searched (with automatic points when `auto`), its structural space and the
-    labels of the automatic points (restricted to their useful values by `auto_space`)."""
+    labels of the automatic points (restricted to their useful values by `auto_space`). On a GPU
+    `device`, the GPU points where they apply (`lift.rewrites.gpu_search`)."""
+    if auto and getattr(device, "kind", None) == "gpu":
+        found = gpu_search_space(expr, sizes, device)
+        if found is not None:
+            return found
     if auto:
         expr = auto_points(expr, sizes)
     structural = structural_space(expr)
