@@ -22,6 +22,7 @@ from lift.views import (
     AsScalarV,
     AsVectorV,
     ConstV,
+    GatherV,
     JoinV,
     LaneV,
     MapV,
@@ -97,6 +98,8 @@ def layout_view(f: n.FunDecl, args: list[View], types: list[Type]) -> View:
             return AsVectorV(args[0], width)
         case n.AsScalar():
             return AsScalarV(args[0], _array(types[0]).elem.n)  # type: ignore[union-attr]
+        case n.Gather():
+            return GatherV(args[0], args[1], _array(types[0]).size, _array(types[1]).size)
     raise UnsupportedError(f"{f} is not a layout pattern", node=f)
 
 

@@ -26,6 +26,7 @@ from lift.arith import (
     substitute,
 )
 from lift.errors import LiftTypeError, UnsupportedError, is_library_loc
+from lift.gather import gather_type
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -35,6 +36,7 @@ from lift.ir.nodes import (
     Expr,
     FunCall,
     FunDecl,
+    Gather,
     Get,
     Iterate,
     Join,
@@ -259,6 +261,8 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
             _require("nonneg", i, Cst(0), call, conds, f"index {i} >= 0")
             _require("less", i, a.size, call, conds, f"index {i} < {a.size}")
             return a.elem
+        case Gather():
+            return gather_type(ts, call)
         case Split(m):
             a = _array(ts[0], call, "split")
             _require("positive", m, Cst(0), call, conds, f"split size {m} > 0")

@@ -24,6 +24,7 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
+from lift.gather import gather_batched
 from lift.interpret.contract import contract, contract_sequential, is_product
 from lift.interpret.element import Element, NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
@@ -124,6 +125,8 @@ class Batched:
                 return Zipped(tuple(vals), 1)
             case n.MakeTuple():
                 return tuple(vals)
+            case n.Gather():
+                return gather_batched(vals[0], vals[1], d, node)
             case n.Get(i):
                 if not isinstance(vals[0], tuple):
                     raise NotBatchable("get of a value that is not a tuple", node)

@@ -14,6 +14,7 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
+from lift.gather import gather_values
 from lift.interpret.values import (
     Zipped,
     axis_op,
@@ -104,6 +105,8 @@ class Element:
                 if not 0 <= k < length(x):
                     raise LiftValueError(f"index {k} out of range for length {length(x)}", node=node)
                 return index0(x, k)
+            case n.Gather():
+                return gather_values(vals[0], vals[1], node)
             case n.Split(m) | n.AsVector(m):
                 m = self.size(m) if isinstance(m, Arith) else m
                 return axis_op(vals[0], lambda a: a.reshape((a.shape[0] // m, m) + a.shape[1:]), +1)

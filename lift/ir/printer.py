@@ -8,6 +8,7 @@ from lift.ir.nodes import (
     At,
     FunCall,
     FunDecl,
+    Gather,
     Get,
     Iterate,
     Join,
@@ -121,6 +122,8 @@ class _Printer:
                 return f"get({i})"
             case At(i):
                 return f"at({i})"
+            case Gather():
+                return f"gather{lab}"
             case Split(k):
                 return f"split{lab}({k})"
             case Join():

@@ -85,6 +85,8 @@ REGISTRY: dict[type, Stages] = {
     n.MakeTuple: _layout("T1, ..., Tk -> (T1, ..., Tk)", "a tuple"),
     n.Get: _layout("(T1, ..., Tk) -> Ti", "a tuple component"),
     n.At: _layout("[T]_n -> T (or a vector's lane); 0 <= i < n", "an element (range checked)"),
+    n.Gather: _layout("[T]_n, [Int]_m -> [T]_m (lift.gather)", "the table's elements at the indices (range "
+                      "checked)"),
     n.Split: _layout("[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", "a reshape (a view)"),
     n.Join: _layout("[[T]_m]_n -> [T]_(m n)", "a reshape (a view)"),
     n.Slide: _layout("[T]_n -> [[T]_s]_((n - s + t) / t)", "a strided window view"),
