@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lift.arith import Arith
-from lift.comprehension.access import View, view
-from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, tc_error
+from lift.comprehension.access import Indexed, View, view
+from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, is_gather, tc_error
 from lift.comprehension.scalar import evaluate, neutral, reducer
 from lift.comprehension.syntax import Binary, Call, Expr, Name, Statement, Ternary, Unary
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
@@ -150,13 +150,17 @@ class Statement2IR:
             a for a in accesses(m.epilogue[1], scope) if a.name != m.epilogue[0]]
 
     def build(self) -> IRExpr:
-        ext = self.m.ranges.extents
         views = []
         for a in self.rhs_leaves + self.prev_leaves + self.epi_leaves:
-            check_access(a, self.scope)
-            subs = [self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
-            views.append(view(self.values[a.name], subs, self.order, ext, a.pos))
+            views.append(self.access(a))
         return self.nest(self.out_vars, views)
+
+    def access(self, a: Call) -> View:
+        """The view of access `a`, its gathered subscripts (`X(I(i, k), j)`) read through gathers."""
+        check_access(a, self.scope)
+        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)  # type: ignore[arg-type]
+                else self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
+        return view(self.values[a.name], subs, self.order, self.m.ranges.extents, a.pos)
 
     def nest(self, vars_: list[str], views: list[View]) -> IRExpr:
         if not vars_:
