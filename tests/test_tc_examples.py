@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import lift
-from lift.comprehension.syntax import parse
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "tc"
 RNG = np.random.default_rng(7)
@@ -142,26 +141,13 @@ def test_interpret_equals_numpy(file: str) -> None:
 
 
 SLOW = {"conv2d.tc", "sconv2d.tc", "gconv.tc", "mlp3.tc"}  # 20-110 s of compile each on the loaded 2-core machine
-# gconv's five nested maps over symbolic sizes overflow the mapping sampler (constraints/sampling.py
-# `_fold`: "Python int too large to convert to C long"), so it is compiled with its sizes fixed.
-FIXED = {"gconv.tc"}
-
-
-def fixed_sizes(file: str, args: tuple) -> dict[str, int]:
-    """The size names of the file's parameters, bound to the shapes of `args`."""
-    (fn,) = [f for f in parse((EXAMPLES / file).read_text()) if f.name == CASES[file][0]]
-    return {d: n for p, a in zip(fn.params, args) for d, n in zip(p.dims or (), np.shape(a))}
 
 
 @pytest.mark.device
 @pytest.mark.parametrize("file", [pytest.param(f, marks=pytest.mark.slow) if f in SLOW else f for f in sorted(CASES)])
 def test_compile_equals_numpy(file: str) -> None:
     args, want = CASES[file][1]()
-    prog = program(file)
-    if file in FIXED:
-        name, _, constants = CASES[file]
-        prog = lift.tc((EXAMPLES / file).read_text(), constants=constants, sizes=fixed_sizes(file, args))[name]
-    check(lift.compile(prog)(*args), want)
+    check(lift.compile(program(file))(*args), want)  # symbolic sizes (gconv's overflowed the sampler once)
 
 
 def test_every_tc_file_is_checked() -> None:
