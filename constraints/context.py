@@ -115,6 +115,13 @@ class Context:
         return list(dict.fromkeys(c for kk, c in self.chains if kk == k))
 
 
+def _let_lambda(f: FunDecl) -> bool:
+    """`let(v => body)`: its body's top-level computations are stages of their own, as
+    `lift.lower` stages them (a let-bound value read by a later computation is complete only
+    when its kernel has finished)."""
+    return isinstance(f, n.Let) and isinstance(f.f, Lambda)
+
+
 def analyse(expr: Node, *, stages: bool = True) -> Context:
     """The contextual facts of `expr` (typechecked first).
 
@@ -214,7 +221,7 @@ class _Walker:
                 whole = ctx.top and isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
                 vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
                 fctx = ctx
-                if ctx.top and not isinstance(f, Lambda):
+                if ctx.top and not isinstance(f, Lambda) and not _let_lambda(f):  # a let's body: stages too
                     fctx = replace(ctx, top=False)
                     if _has_userfun(e if whole else f):
                         self.stages.append(path)
