@@ -55,7 +55,7 @@ class Workload:
     numpy: Callable[..., Any]
     full: tuple
     quick: tuple
-    fixed: bool = False  # built for its sizes (gconv: symbolic sizes overflow the mapping sampler)
+    fixed: bool = False  # built for its sizes (gconv: as the hand-made one, whose filter sizes are constants)
 
 
 def _relu_fc(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

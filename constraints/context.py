@@ -118,6 +118,13 @@ class Context:
         return list(dict.fromkeys(c for kk, c in self.chains if kk == k))
 
 
+def _let_lambda(f: FunDecl) -> bool:
+    """`let(v => body)`: its body's top-level computations are stages of their own, as
+    `lift.lower` stages them (a let-bound value read by a later computation is complete only
+    when its kernel has finished)."""
+    return isinstance(f, n.Let) and isinstance(f.f, Lambda)
+
+
 def analyse(expr: Node, *, stages: bool = True) -> Context:
     """The contextual facts of `expr` (typechecked first).
 
@@ -223,7 +230,7 @@ class _Walker:
         whole = isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
         vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
         fctx = ctx
-        if not isinstance(f, Lambda):
+        if not isinstance(f, Lambda) and not _let_lambda(f):  # a let's body: stages too
             fctx = replace(ctx, top=False)
             if _has_userfun(e if whole else f):
                 self.stages.append(path)
@@ -467,7 +474,7 @@ def _mems(args: Vals) -> frozenset[Mem]:
     return frozenset().union(*[a.mems for a in args]) if args else frozenset()
 
 
-@register(RewritePoint, n.AsScalar, stage="context")
+@register(RewritePoint, n.AsScalar, n.Gather, stage="context")  # a gather: its layout is data
 def _opaque(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
     """A value of its type in its arguments' memories, its layout unknown."""
     return Val(_type(f, args, call), _mems(args))

@@ -111,7 +111,7 @@ def _build(t: Any, scope: Mapping[str, Fn], names: set[str]) -> Fn:  # noqa: C90
         return lambda env: np.logical_or(np.logical_not(a(env)), b(env))
     if op == "-":
         if len(args) == 1:
-            return lambda env: -args[0](env)
+            return lambda env: _exact(operator.sub, 0, args[0](env))
         return functools.partial(_fold, operator.sub, args)
     if op == "distinct":
         return lambda env: _distinct([f(env) for f in args])
@@ -129,9 +129,38 @@ def _fold(op: Callable[[Any, Any], Any], args: Sequence[Fn], env: Mapping[str, A
     if not args:
         return op is np.logical_and or op is operator.mul
     acc = args[0](env)
+    arith = op in (operator.add, operator.mul, operator.sub)
     for f in args[1:]:
-        acc = op(acc, f(env))
+        acc = _exact(op, acc, f(env)) if arith else op(acc, f(env))
     return acc
+
+
+_SAFE = float(1 << 62)  # int64 results at most this large (in a float estimate) cannot have wrapped
+
+
+def _exact(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """`op(a, b)` on integers without int64 overflow: numpy's int64 where the result fits (checked
+    against a float64 estimate), else Python's unbounded integers (object arrays). Symbolic sizes
+    make big constants (a bound like `N*G*C*H*W <= 2**31`, products of several domains), whose
+    int64 arithmetic would raise OverflowError or, worse, wrap silently."""
+    try:
+        with np.errstate(over="ignore"):
+            r = op(a, b)
+    except OverflowError:
+        return op(_unbounded(a), _unbounded(b))
+    if isinstance(r, (int, bool)) or getattr(r, "dtype", None) is None or r.dtype.kind not in "iu":
+        return r  # Python integers (exact), booleans, or already object arrays
+    est = op(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    if np.any(np.abs(est) >= _SAFE):
+        return op(_unbounded(a), _unbounded(b))
+    return r
+
+
+def _unbounded(x: Any) -> Any:
+    """`x` with Python integers: an object array for an array, an int for a scalar."""
+    if isinstance(x, np.ndarray):
+        return x.astype(object)
+    return int(x) if isinstance(x, (np.integer, int)) and not isinstance(x, bool) else x
 
 
 def _distinct(vals: list[Any]) -> Any:

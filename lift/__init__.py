@@ -36,6 +36,7 @@ from lift.ir.patterns import (
     as_scalar,
     as_vector,
     fun,
+    gather,
     get,
     iterate,
     join,
@@ -96,7 +97,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size", "Type",
     "fun", "user_fun", "select", "id", "add", "mult", "max_", "min_",
-    "map", "reduce", "zip", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
+    "map", "reduce", "zip", "gather", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "reduce_atomic", "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",

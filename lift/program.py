@@ -28,6 +28,7 @@ from lift import runtime
 from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
+from lift.gather import check_indices, index_inputs
 from lift.interpret import arguments, check_conditions, leaf_shape, leaves
 from lift.ir.nodes import Lambda, Node
 from lift.plan import BarrierInfo, KernelSource, Launch
@@ -86,6 +87,7 @@ class Program:
         self._conditions = size_conditions(node) if isinstance(node, Lambda) else []
         if isinstance(checks, Lambda) and checks is not node:
             self._conditions += [c for c in size_conditions(checks) if c.kind == "divides"]
+        self._gathers = index_inputs(node) if isinstance(node, Lambda) else ()  # index inputs: host-checked
         self._dc, self.offline = _attach(device)
         self._target = self._dc.device if self._dc is not None else device
         self._build = (tuple(options), cache_dir)
@@ -290,6 +292,7 @@ class Program:
             if name not in sizes:
                 raise LiftTypeError(f"size {name} is not the length of any argument", node=self.node)
         self._check(sizes)
+        check_indices(self._gathers, values, sizes)  # before any launch, as lift.interpret raises
         flat: dict[str, np.ndarray] = {}
         for k, value in enumerate(values):
             parts = [np.ascontiguousarray(v).reshape(-1) for v in leaves(value)]

@@ -29,6 +29,7 @@ from lift.arith import (
     substitute,
 )
 from lift.errors import LiftTypeError, UnsupportedError, is_library_loc
+from lift.gather import gather_type
 from lift.ir.build import Deferred
 from lift.ir.nodes import (
     MAPS,
@@ -41,6 +42,7 @@ from lift.ir.nodes import (
     Expr,
     FunCall,
     FunDecl,
+    Gather,
     Get,
     Iterate,
     Join,
@@ -285,6 +287,11 @@ def _get(f: Get, ts: list[Type], call: Node, conds: list) -> Type:
     if not 0 <= i < len(t.elems):
         raise _err(f"get({i}) out of range for {t}", call, got=t)
     return t.elems[i]
+
+
+@register(Gather, stage="typecheck")
+def _gather(f: Gather, ts: list[Type], call: Node, conds: list) -> Type:
+    return gather_type(ts, call)
 
 
 @register(At, stage="typecheck")

@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, free_vars, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
+from lift.gather import deps, loaded_in, loaded_index
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
 
 # ------------------------------------------------------------------ access steps
@@ -176,6 +177,17 @@ class LaneV(View):
     k: Arith
 
 
+@dataclass(frozen=True, slots=True)
+class GatherV(View):
+    """`gather(table, idx)`: element `i` is the table's element at the index read from `idx` at
+    `i` (a `lift.gather.Loaded` variable of range 0..n-1); `m` indices into `n` elements."""
+
+    table: View
+    idx: View
+    n: Arith
+    m: Arith
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class MapV(View):
     """`map(g) << v` for a layout-only `g`: element `i` is `fn(Access(v, i))`."""
@@ -298,6 +310,9 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case MapV(w, fn):
             i, rest = _one(stack, v)
             return resolve(fn(Access(w, i)), rest)
+        case GatherV(table, idx, size, m):
+            i, rest = _one(stack, v)
+            return resolve(table, (Idx(loaded_index(idx, i, m, size)),) + rest)
     raise UnsupportedError(f"no view resolution for {v!r}")
 
 
@@ -349,7 +364,7 @@ def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
         return resolve(w, (Idx(i * width + rest[0].k),) + rest[1:])
     lane = Var("_lane", Cst(0), Cst(width - 1))
     probe = resolve(w, (Idx(i * width + lane),) + rest)
-    vec = _vector_leaf(probe, lane, width)
+    vec = None if _loads_by_lane(probe, lane) else _vector_leaf(probe, lane, width)
     if vec is not None:
         return vec
     parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
@@ -383,6 +398,21 @@ def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
     return None
 
 
+def _loads_by_lane(leaf: Leaf, lane: Var) -> bool:
+    """Whether a runtime index of `leaf` (a gather's) is read at a position that depends on the
+    lane: its lanes are then read one by one."""
+    match leaf:
+        case Load(_, indices, tail):
+            exprs = list(indices) + [s.k for s in tail if isinstance(s, Lane)]
+            return any(lane in x.deps for e in exprs for x in loaded_in(e))
+        case Select(conds, then, orelse):
+            return any(lane in x.deps for c, _, hi in conds for e in (c, hi) if e is not None
+                       for x in loaded_in(e)) or _loads_by_lane(then, lane) or _loads_by_lane(orelse, lane)
+        case StructLeaf(_, parts) | Gather(_, parts):
+            return any(_loads_by_lane(p, lane) for p in parts)
+    return False
+
+
 def _storage_width(m: Mem) -> int:
     st = storage_type(m.type)
     return st.n if isinstance(st, VectorType) else 0
@@ -413,7 +443,7 @@ def _contiguous(load: Load, lane: Var) -> bool:
 
 
 def _vars(e: Arith) -> set:
-    return free_vars(e)
+    return deps(e)  # the free variables, and those the positions of runtime indices depend on
 
 
 def _const_type(t: Type, stack: tuple[Step, ...]) -> Type:
@@ -467,7 +497,7 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
-    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV",
+    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV",
     "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type",
     "flat_index", "storage_type",
 ]

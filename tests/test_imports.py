@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.arith",),
     ("lift.types",),
     ("lift.ir",),
-    ("lift.typecheck", "lift.interpret", "lift.userfun"),
+    ("lift.typecheck", "lift.interpret", "lift.userfun", "lift.gather"),  # gather: every stage's case of one pattern
     ("lift.comprehension",),  # Tensor Comprehensions -> lift.fun programs (IR and user functions only)
     ("lift.rules",),
     ("lift.constraints", "lift.lower"),

@@ -249,3 +249,61 @@ def test_contractions_are_the_hand_written_programs(source: str, hand) -> None:
 
     prog = one(source)
     assert alpha_equal(prog, lift.fun([p.type for p in prog.params], hand))
+
+
+# ------------------------------------------------------------ let-bound intermediates, gathers
+
+CHAIN = """
+def chain(float(M,K) A, float(N,K) B, float(P,N) C) -> (T, U) {
+    T(m,n) +=! A(m,k) * B(n,k)
+    U(m,p) +=! T(m,n) * C(p,n)
+}
+"""
+
+
+def test_a_version_read_twice_is_let_bound_and_copied_to_its_output() -> None:
+    prog = one(CHAIN)
+    text = str(prog)
+    assert text.startswith("(A, B, C) => let((T) =>") and "map(map(id)) << T" in text
+    a, b, c = rand(5, 4), rand(6, 4, seed=1), rand(3, 6, seed=2)
+    t, u = lift.interpret(prog, a, b, c)
+    np.testing.assert_allclose(t, a @ b.T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(u, (a @ b.T) @ c.T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+def test_a_let_bound_intermediate_compiles_with_symbolic_sizes() -> None:
+    """The consumer of a let-bound version runs in a kernel after the one computing it (the
+    mapping model's stages descend into the let's body), never across work-groups of one kernel
+    (NotSynchronisableError before)."""
+    prog = lift.compile(one(CHAIN))
+    a, b, c = rand(9, 4), rand(7, 4, seed=1), rand(5, 7, seed=2)
+    t, u = prog(a, b, c)
+    np.testing.assert_allclose(t, a @ b.T, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(u, (a @ b.T) @ c.T, rtol=1e-4, atol=1e-5)
+    assert len(prog.kernels) >= 2
+
+
+def test_the_mapping_model_stages_a_lets_body() -> None:
+    from lift.constraints.context import analyse
+
+    ctx = analyse(one(CHAIN))
+    assert ctx.stages == ((0, 1), (0, 0, 0, 0))  # T (the let's argument), then its body: U and T's copy
+    assert ctx.launches and len(ctx.launches[0]) == 2  # ... in one launch
+
+
+def test_gathered_subscripts_bound_the_index_tensors_variables() -> None:
+    prog = one("def emb(float(E,D) T, int(B,L) I) -> (O) { O(b,d) +=! T(I(b,l), d) }")
+    assert str(lift.typecheck(prog)) == "([[Float]D]E, [[Int]L]B) => [[Float]D]B"
+    t, i = rand(6, 3), np.random.default_rng(0).integers(0, 6, (4, 5)).astype(np.int32)
+    np.testing.assert_allclose(lift.interpret(prog, t, i), t[i].sum(axis=1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("def f(float(N) X, int(M) I) -> (Z) { Z(i) = X(I(i) + 1) }", "whole subscript"),
+    ("def f(float(N) X, float(M) I) -> (Z) { Z(i) = X(I(i)) }", "needs an int tensor"),
+])
+def test_unsupported_gathers_are_named(source: str, words: str) -> None:
+    with pytest.raises(lift.LiftError, match=words) as err:
+        one(source)
+    assert err.value.loc is not None and err.value.loc.line == 1

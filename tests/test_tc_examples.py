@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import lift
-from lift.comprehension.syntax import parse
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "tc"
 RNG = np.random.default_rng(7)
@@ -99,12 +98,24 @@ def _mlp3():
     return (x, w2, b2, w3, b3, w4, b4), (o2, o3, relu(o3 @ w4.T + b4))
 
 
+def _gather():
+    x, idx = rand(9), RNG.integers(0, 9, (4, 3)).astype(np.int32)
+    return (x, idx), x[idx]
+
+
+def _2lut():
+    lut1, lut2 = rand(7, 5), rand(6, 5)
+    i1, i2 = RNG.integers(0, 7, (4, 3)).astype(np.int32), RNG.integers(0, 6, (4, 2)).astype(np.int32)
+    return (lut1, i1, lut2, i2), (lut1[i1].sum(axis=1), lut2[i2].sum(axis=1))
+
+
 CASES = {  # file -> (function name, inputs and numpy result, constants)
     "sgemm.tc": ("sgemm", _sgemm, None), "mv.tc": ("mv", _mv, None), "fcrelu.tc": ("fcrelu", _fcrelu, None),
     "conv2d.tc": ("conv2d", _conv2d, None), "sconv2d.tc": ("sconv2d", _sconv2d, {"sh": 2, "sw": 2}),
     "maxpool2x2.tc": ("maxpool2x2", _maxpool2x2, None), "conv1d.tc": ("conv1d", _conv1d, None),
     "tmm.tc": ("tmm", _tmm, None), "tbmm.tc": ("tbmm", _tbmm, None), "gconv.tc": ("gconv", _gconv, None),
     "mlp1.tc": ("MLP1", _mlp1, None), "mlp3.tc": ("MLP3", _mlp3, None),
+    "gather.tc": ("gather", _gather, None), "2lut.tc": ("2LUT", _2lut, None),
 }
 
 
@@ -130,35 +141,32 @@ def test_interpret_equals_numpy(file: str) -> None:
 
 
 SLOW = {"conv2d.tc", "sconv2d.tc", "gconv.tc", "mlp3.tc"}  # 20-110 s of compile each on the loaded 2-core machine
-# gconv's five nested maps over symbolic sizes overflow the mapping sampler (constraints/sampling.py
-# `_fold`: "Python int too large to convert to C long"), so it is compiled with its sizes fixed.
-FIXED = {"gconv.tc"}
-
-
-def fixed_sizes(file: str, args: tuple) -> dict[str, int]:
-    """The size names of the file's parameters, bound to the shapes of `args`."""
-    (fn,) = [f for f in parse((EXAMPLES / file).read_text()) if f.name == CASES[file][0]]
-    return {d: n for p, a in zip(fn.params, args) for d, n in zip(p.dims or (), np.shape(a))}
 
 
 @pytest.mark.device
 @pytest.mark.parametrize("file", [pytest.param(f, marks=pytest.mark.slow) if f in SLOW else f for f in sorted(CASES)])
 def test_compile_equals_numpy(file: str) -> None:
     args, want = CASES[file][1]()
-    prog = program(file)
-    if file in FIXED:
-        name, _, constants = CASES[file]
-        prog = lift.tc((EXAMPLES / file).read_text(), constants=constants, sizes=fixed_sizes(file, args))[name]
-    check(lift.compile(prog)(*args), want)
+    check(lift.compile(program(file))(*args), want)  # symbolic sizes (gconv's overflowed the sampler once)
 
 
 def test_every_tc_file_is_checked() -> None:
-    unchecked = {p.name for p in EXAMPLES.glob("*.tc")} - set(CASES) - {"gather.tc", "2lut.tc"}
+    unchecked = {p.name for p in EXAMPLES.glob("*.tc")} - set(CASES)
     assert not unchecked
 
 
 @pytest.mark.parametrize("file", ["gather.tc", "2lut.tc"])
-def test_gathers_are_refused_by_name(file: str) -> None:
-    with pytest.raises(lift.UnsupportedError) as err:
-        lift.tc((EXAMPLES / file).read_text(), file=str(EXAMPLES / file))
-    assert "gather" in str(err.value) and err.value.loc.line == 3
+def test_gathers_read_their_tables_through_the_gather_pattern(file: str) -> None:
+    assert "gather(" in str(program(file))
+
+
+@pytest.mark.device
+def test_a_gather_index_input_out_of_range_is_refused_before_the_kernels_run() -> None:
+    (x, idx), _ = _gather()
+    prog = lift.compile(program("gather.tc"))
+    bad = idx.copy()
+    bad[2, 1] = 9
+    with pytest.raises(lift.LiftValueError, match="out of range"):
+        prog(x, bad)
+    with pytest.raises(lift.LiftValueError, match="out of range"):
+        lift.interpret(program("gather.tc"), x, bad)

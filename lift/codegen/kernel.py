@@ -33,10 +33,11 @@ from typing import Any
 
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
-from lift.codegen.access import NO_FACTS, Facts, read, write
+from lift.codegen.access import NO_FACTS, Facts, leaf_expr, write
 from lift.codegen.args import Arg
 from lift.codegen.atomic import atomic
 from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
+from lift.codegen.gather import bind
 from lift.codegen.iterate import iterate
 from lift.codegen.names import Funs
 from lift.codegen.tasks import share_components
@@ -61,7 +62,7 @@ from lift.memory import (
 from lift.typecheck import infer
 from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
-from lift.views import Access, ConstV, ExprV, Mem, Proj, View, storage_type
+from lift.views import Access, ConstV, ExprV, Mem, Proj, View, resolve, storage_type
 
 DEFAULT_LOCAL = 256  # the cap on a default work-group size (all its dimensions together)
 
@@ -116,7 +117,7 @@ class KernelGen:
         self.state.uses.setdefault(m.name, m)
 
     def read(self, v: View) -> CExpr:
-        return read(v, self.use, self.facts)
+        return leaf_expr(bind(self, resolve(v)), self.use, self.facts)  # runtime indices declared first
 
     def write(self, dest: View, value: CExpr, t: Type, comment: str = "") -> None:
         write(dest, value, t, self.block, self.fresh, self.use, comment, self.facts)

@@ -8,7 +8,9 @@
 
 Each function is parsed (`syntax`), its index ranges inferred (`ranges`), and translated to an
 ordinary `lift.fun` program (`function`, `translation`, `access`, `scalar`): maps over the output's
-dimensions, a reduce over the reduction variables, tensors read through `slide`/`transpose` views.
+dimensions, a reduce over the reduction variables, tensors read through `slide`/`transpose` views,
+an int tensor's elements used as a subscript (`X(I(i, k), j)`) through `gather` (lift.gather), and a
+version read more than once bound with `let`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ Each subscript is affine (`ranges.Affine`); the view is built from LIFT's patter
     I(2 * i + kw)    slide(2, 2) << I                 dims [i, kw]  (kw in 0:2)
     X(i + 1)         map(w => w[1]) << slide(2, 1)    dims [i]
     X(3, i)          X[3]                             dims [i]
+    X(I(i, k), j)    map(r => gather(X, r)) << I      dims [i, k, j]  (a gather: `Indexed`)
 
 so a statement's maps walk the same views a hand-written lambda would (`slide`, `transpose`).
 """
@@ -22,10 +23,10 @@ from typing import Any
 from lift.arith import Arith, Cst, as_arith
 from lift.comprehension.ranges import SUPPORTED, Affine, tc_error
 from lift.comprehension.syntax import Pos
-from lift.errors import UnsupportedError
+from lift.errors import LiftTypeError, UnsupportedError
 from lift.ir.nodes import Expr
-from lift.ir.patterns import map, slide, take, transpose
-from lift.types import ArrayType
+from lift.ir.patterns import gather, map, slide, take, transpose
+from lift.types import ArrayType, Int, base_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,35 @@ class View:
 
     expr: Expr
     dims: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Indexed:
+    """A data-dependent subscript: the elements of an int tensor's view (`I(i, k)`) index the
+    dimension (a gather); its dimensions take the subscript's place."""
+
+    view: View
+    pos: Pos
+
+
+def _gathered(x: Expr, d: int, ix: Indexed) -> Expr:
+    """Dimension `d` of `x` read at the indices of `ix`: `map^(r-1)(row => gather(t, row)) << I`
+    below `d` dimensions, `r` the rank of the index view."""
+    idx, r = ix.view.expr, len(ix.view.dims)
+    if r == 0:
+        raise tc_error(UnsupportedError, "a data-dependent subscript whose index tensor is read at no index "
+                       "variable", ix.pos, hint="supported: " + SUPPORTED)
+    if base_type(idx.type) != Int:
+        raise tc_error(LiftTypeError, f"a data-dependent subscript needs an int tensor, got {base_type(idx.type)}",
+                       ix.pos)
+
+    def table(t: Any) -> Expr:
+        g: Any = gather(t)
+        for _ in builtins.range(r - 1):
+            g = map(g)
+        return g(idx) if r == 1 else g << idx
+
+    return at_depth(d, table, x)
 
 
 def at_depth(d: int, f: Callable[[Any], Any], x: Expr) -> Expr:
@@ -58,13 +88,18 @@ def _single(x: Expr, d: int, a: int, c: Arith) -> Expr:
     return at_depth(d + 1, _pick(c), x)
 
 
-def view(x: Expr, subscripts: Sequence[Affine], order: Sequence[str], extents: Mapping[str, Arith],
+def view(x: Expr, subscripts: Sequence[Affine | Indexed], order: Sequence[str], extents: Mapping[str, Arith],
          pos: Pos) -> View:
     """`x` accessed with `subscripts`, as a `View` whose dims follow `order` (the loop order)."""
     rank = {v: k for k, v in enumerate(order)}
     dims: list[str] = []
     d = 0
     for aff in subscripts:
+        if isinstance(aff, Indexed):
+            x = _gathered(x, d, aff)
+            dims += aff.view.dims
+            d += len(aff.view.dims)
+            continue
         vs = sorted(aff.vars, key=rank.__getitem__)
         if any(aff.coeff(v) <= 0 for v in vs):
             raise tc_error(UnsupportedError, "a subscript has a non-positive coefficient", pos,

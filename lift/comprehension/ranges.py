@@ -22,7 +22,8 @@ from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
 BUILTINS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min", "exp", "expf", "log", "logf", "tanh", "tanhf",
             "sqrt", "sqrtf", "fabs", "fabsf", "abs", "sigmoid")
 SUPPORTED = ("subscripts affine in the index variables with non-negative integer coefficients "
-             "(`i`, `h + kh`, `2 * i + kw`, `i + 1`), at most two variables per subscript")
+             "(`i`, `h + kh`, `2 * i + kw`, `i + 1`), at most two variables per subscript, or an int "
+             "tensor's element as a whole subscript (a gather: `X(I(i, k), j)`)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,8 @@ class Scope:
                 m = int(k.const.value)
                 return Affine(tuple((v, m * c) for v, c in f.coeffs), as_arith(f.const * m))
             case Call(name=n):
-                raise tc_error(UnsupportedError, f"the data-dependent subscript {n}(...) (a gather) is not "
-                               "supported: the IR has no data-dependent array index", e.pos,
+                raise tc_error(UnsupportedError, f"the data-dependent subscript {n}(...) (a gather) is "
+                               "supported as a whole subscript only, not inside arithmetic", e.pos,
                                hint="supported: " + SUPPORTED)
         raise tc_error(UnsupportedError, "a subscript is not affine in the index variables", _pos(e),
                        hint="supported: " + SUPPORTED)
@@ -217,16 +218,31 @@ def infer(stmt: Statement, scope: Scope, known_lhs: tuple[Arith, ...] | None = N
 def _constraints(stmt: Statement, scope: Scope, ivars: set[str],
                  starts: Mapping[str, Arith]) -> list[tuple[Affine, Arith]]:
     """(subscript, dimension size) of every access to a tensor of known shape."""
-    out = []
+    out: list[tuple[Affine, Arith]] = []
     for a in accesses(stmt.rhs, scope):
-        shape = check_access(a, scope)
-        if shape is None:
-            continue
-        for sub, size in zip(a.args, shape, strict=True):
-            aff = scope.affine(sub, ivars).shifted(starts)
-            if aff.vars:
-                out.append((aff, size))
+        _access_constraints(a, scope, ivars, starts, out)
     return out
+
+
+def _access_constraints(a: Call, scope: Scope, ivars: set[str], starts: Mapping[str, Arith],
+                        out: list[tuple[Affine, Arith]]) -> None:
+    """The constraints of access `a`; a gathered subscript (`X(I(i, k), j)`) bounds nothing in `X`
+    (its value is data), but its own access `I(i, k)` bounds `i` and `k`."""
+    shape = check_access(a, scope)
+    if shape is None:
+        return
+    for sub, size in zip(a.args, shape, strict=True):
+        if is_gather(sub, scope):
+            _access_constraints(sub, scope, ivars, starts, out)  # type: ignore[arg-type]
+            continue
+        aff = scope.affine(sub, ivars).shifted(starts)
+        if aff.vars:
+            out.append((aff, size))
+
+
+def is_gather(sub: Expr, scope: Scope) -> bool:
+    """Whether a subscript is a data-dependent index: an access to an int tensor (`I(i, k)`)."""
+    return isinstance(sub, Call) and sub.name in scope.shapes and sub.name not in BUILTINS
 
 
 def check_access(a: Call, scope: Scope) -> tuple[Arith, ...] | None:

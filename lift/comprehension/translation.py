@@ -9,9 +9,12 @@ statement with a reduction becomes a nest of `map`s over its left-hand side's di
     map(m => map(n => reduce(add, 0.0) << map(mult) << zip(m, n)) << transpose << B) << A
 
 A statement without `!` combines the previous value (`C(i,j) += ...` is `add(C_ij, reduce(...))`).
-A reduction result read by several later statements (or returned as well) is the same expression in
-each place, so it is recomputed: `lift.compile` cannot yet synchronise a `let`-bound intermediate
-that a consumer reads across work-groups (MLP3 returning O2, O3, O4 raised NotSynchronisableError).
+A version read more than once (by several statements, or by one and as an output) is computed once
+and bound with `let`; the computations in a `let`'s body are kernels of their own (lift.lower and the
+mapping model's stages), so every reader runs after the kernel writing it has finished. A let-bound
+version that is also an output is copied to the output by a computation of its own (`copied`), so no
+kernel reads what other work-groups of the same kernel write (MLP3 returning O2, O3 and O4 raised
+`NotSynchronisableError` with the copy in the consumer's kernel).
 """
 
 from __future__ import annotations
@@ -23,18 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lift.arith import Arith
-from lift.comprehension.access import View, view
-from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, tc_error
+from lift.comprehension.access import Indexed, View, view
+from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, is_gather, tc_error
 from lift.comprehension.scalar import evaluate, neutral, reducer
 from lift.comprehension.syntax import Binary, Call, Expr, Name, Statement, Ternary, Unary
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
 from lift.ir.build import to_expr
 from lift.ir.nodes import Expr as IRExpr
 from lift.ir.nodes import FunCall, Get, Lambda, UserFun
-from lift.ir.patterns import join_nd, reduce
+from lift.ir.patterns import join_nd, let, reduce
 from lift.ir.patterns import map as lmap
 from lift.ir.patterns import zip as lzip
-from lift.types import Float
+from lift.types import Float, shape
+from lift.userfun.builtins import id as builtin_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,13 +154,17 @@ class Statement2IR:
             a for a in accesses(m.epilogue[1], scope) if a.name != m.epilogue[0]]
 
     def build(self) -> IRExpr:
-        ext = self.m.ranges.extents
         views = []
         for a in self.rhs_leaves + self.prev_leaves + self.epi_leaves:
-            check_access(a, self.scope)
-            subs = [self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
-            views.append(view(self.values[a.name], subs, self.order, ext, a.pos))
+            views.append(self.access(a))
         return self.nest(self.out_vars, views)
+
+    def access(self, a: Call) -> View:
+        """The view of access `a`, its gathered subscripts (`X(I(i, k), j)`) read through gathers."""
+        check_access(a, self.scope)
+        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)  # type: ignore[arg-type]
+                else self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
+        return view(self.values[a.name], subs, self.order, self.m.ranges.extents, a.pos)
 
     def nest(self, vars_: list[str], views: list[View]) -> IRExpr:
         if not vars_:
@@ -261,15 +269,52 @@ def build_program(prog: Program, outputs: list[str], params: list[tuple[str, Any
 
     def chain(k: int, values: dict[str, IRExpr], scal: dict[str, IRExpr]) -> Any:
         if k == len(prog.versions):
-            outs = [values[o] for o in outputs]
+            outs = [copied(values[o]) if uses.get(o, 0) > 1 else values[o] for o in outputs]
             return outs[0] if len(outs) == 1 else tuple(outs)
         m = prog.versions[k]
         e = Statement2IR(m, prog.scope, values, scal).build()
+        if uses.get(m.key, 0) > 1:
+            return let(named(m.key.replace("'", "_"), lambda t: chain(k + 1, {**values, m.key: t}, scal))) << e
         return chain(k + 1, {**values, m.key: e}, scal)
+
+    uses = reads(prog, outputs)
 
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(_pyname(n), inspect.Parameter.POSITIONAL_OR_KEYWORD) for n, _ in params])
     return body
+
+
+def copied(x: IRExpr) -> IRExpr:
+    """`map^r(id) << x`: a let-bound version that is also an output, copied to the output by a
+    computation of its own (a kernel after the one computing it, so no kernel reads what other
+    work-groups of the same kernel write)."""
+    g: Any = builtin_id
+    for _ in range(len(shape(x.type)) - 1):
+        g = lmap(g)
+    return lmap(g) << x
+
+
+def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
+    """How many times each version is read: by the statements (their accesses and gathered
+    subscripts) and as an output."""
+    out: dict[str, int] = {}
+
+    def count(e: Expr | None) -> None:
+        stack = [] if e is None else accesses(e, prog.scope)
+        while stack:
+            a = stack.pop()
+            out[a.name] = out.get(a.name, 0) + 1
+            stack += [s for s in a.args if is_gather(s, prog.scope)]  # type: ignore[misc]
+
+    for m in prog.versions:
+        count(m.stmt.rhs)
+        count(m.prev)
+        if m.epilogue is not None:
+            count(m.epilogue[1])
+            out[m.epilogue[0]] = out.get(m.epilogue[0], 0) - 1  # the version it updates, read in place
+    for o in outputs:
+        out[o] = out.get(o, 0) + 1
+    return out
 
 
 def _pyname(n: str) -> str:

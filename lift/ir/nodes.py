@@ -332,6 +332,17 @@ class At(Pattern):
 
 
 @node
+class Gather(Pattern):
+    """`gather(table, idx)`: the elements of `table` at the indices that the integer array `idx`
+    holds (`map(i => table[i]) << idx`, RISE's `idx` with a runtime index): `[T]n, [Int]m -> [T]m`.
+    Semantics, views and code: `lift.gather`."""
+
+    @property
+    def arity(self) -> int:
+        return 2
+
+
+@node
 class Split(Pattern):
     n: Arith
 
@@ -445,7 +456,7 @@ MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
 REDUCES = (Reduce, ReduceSeq, ReduceAtomic)
 ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
 WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
-LAYOUT = (Zip, MakeTuple, Get, At, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
+LAYOUT = (Zip, MakeTuple, Get, At, Gather, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
 ALL_NODE_TYPES = (
     Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
     *ADDRESS_SPACES, Vectorise, OclKernel,

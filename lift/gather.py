@@ -1,0 +1,196 @@
+"""`gather(table, idx)`: an array read at indices computed from data (RISE's `idx`, LIFT's array
+access with a runtime index).
+
+    gather(table, idx) == map(i => table[i]) << idx       table: [T]n, idx: [Int]m  ->  [T]m
+
+`T` may itself be an array (2LUT's row gathers: `gather(lut, ids)` is `[[Float]d]m`). Each stage's
+case is here, registered by one line in the stage:
+
+- type (`lift.typecheck.infer`): `gather_type`;
+- interpretation: `gather_values` (element-wise) and `gather_batched` (batched, numpy fancy
+  indexing over the batch axes); an index outside `0..n-1` is a `LiftValueError` naming the node;
+- views (`lift.layout.layout_view` -> `lift.views.GatherV`): element `i` of the view is the
+  table's element at a `Loaded` index, a variable of range `0..n-1` that stands for the value read
+  from `idx` at `i` (its `at` view); the code generator (`lift.codegen.gather.bind`) declares it
+  before the statement that reads through it, `int g = clamp(idx[..], 0, n - 1);`, so the view
+  system carries a runtime index into the access and the barrier pass sees the read of `idx`;
+- lowering and memory: a layout pattern (a view, never a copy) that is not invertible (it is never
+  written through).
+
+Out-of-range indices in compiled programs: an index array that is a program input is checked on
+the host before any launch (`index_inputs`, `check_indices`: a `LiftValueError`, as the
+interpreter raises). An index the program computes itself is clamped to `0..n-1` in the kernel:
+the program never reads outside the table's memory, and such an index reads the nearest end of the
+table where the interpreter raises `LiftValueError` (a program whose computed indices can leave the
+table's range has no meaning to compare against).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lift.arith import Arith, Cst, Var, evaluate, free_vars, max_, min_, prove_lt, prove_nonneg
+from lift.errors import LiftTypeError, LiftValueError
+from lift.ir import nodes as n
+from lift.ir.layoutfun import is_layout_fun
+from lift.types import ArrayType, Int, Type
+
+_loaded = itertools.count()
+
+
+# ------------------------------------------------------------------------ types
+
+
+def gather_type(ts: Sequence[Type], call: n.Node) -> Type:
+    """`[T]n, [Int]m -> [T]m`."""
+    table, idx = ts
+    if not isinstance(table, ArrayType):
+        raise LiftTypeError(f"gather expects an array to read from, got {table}", node=call,
+                            loc=getattr(call, "loc", None), got=table)
+    if not (isinstance(idx, ArrayType) and idx.elem == Int):
+        raise LiftTypeError(f"gather expects an array of Int indices, got {idx}", node=call,
+                            loc=getattr(call, "loc", None), expected=ArrayType(Int, Var("m")), got=idx,
+                            hint="the indices are [Int]m: map(i => table[i]) << idx")
+    return ArrayType(table.elem, idx.size)
+
+
+# ---------------------------------------------------------------- interpretation
+
+
+def _checked(idx: np.ndarray, size: int, node: Any) -> np.ndarray:
+    idx = np.asarray(idx)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise LiftValueError(f"gather index {bad} out of range for a table of length {size}", node=node,
+                             hint="every index must lie in 0..n-1 for a table of n elements")
+    return idx.astype(np.intp, copy=False)
+
+
+def gather_values(table: Any, idx: Any, node: Any) -> Any:
+    """Element-wise: the table's elements at the indices (a `Zipped` table: each component's)."""
+    from lift.interpret.values import Zipped, length
+
+    k = _checked(idx, length(table), node)
+    if isinstance(table, Zipped):
+        return Zipped(tuple(gather_values(p, k, node) for p in table.parts), table.ndim)
+    return np.asarray(table)[k]
+
+
+def gather_batched(table: Any, idx: Any, d: int, node: Any) -> Any:
+    """Batched at depth `d`: `table` is (batch..., n, elem...) and `idx` (batch..., m), each batch
+    axis full or 1 (broadcast); the result is (batch..., m, elem...)."""
+    from lift.interpret.values import Zipped
+
+    if isinstance(table, Zipped):
+        return Zipped(tuple(gather_batched(p, idx, d, node) for p in table.parts), table.ndim)
+    t, i = np.asarray(table), np.asarray(idx)
+    k = _checked(i, t.shape[d], node)
+    if d == 0:
+        return t[k]
+    batch = np.broadcast_shapes(t.shape[:d], k.shape[:d])
+    t = np.broadcast_to(t, batch + t.shape[d:])
+    k = np.broadcast_to(k, batch + k.shape[d:])
+    grids = np.ix_(*[np.arange(b) for b in batch])
+    return t[tuple(g[..., None] for g in grids) + (k,)]
+
+
+# ------------------------------------------------------------------------ views
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Loaded(Var):
+    """An index read from data: a variable of range `lo..hi` standing for the value read through
+    `at`, (the gather's index view, a position): an element of its index array,, which the code generator declares
+    before the statement that uses it. `deps`: the variables the read's position depends on."""
+
+    at: Any = field(default=None, compare=False)
+    deps: frozenset = field(default=frozenset(), compare=False)
+
+
+def loaded_index(idx_view: Any, pos: Arith, m: Arith, size: Arith) -> Loaded:
+    """The runtime index read from the gather's index view at `pos` (of `m` indices) into a
+    table of `size` elements; a position that is not provably in range (a padded gather's
+    outside) is clamped, so the read itself stays inside the index array."""
+    if not (prove_nonneg(pos) and prove_lt(pos, m)):
+        pos = max_(min_(pos, m - 1), Cst(0))
+    return Loaded(f"_loaded{next(_loaded)}", Cst(0), size - 1, at=(idx_view, pos), deps=frozenset(deps(pos)))
+
+
+def deps(e: Arith) -> set[Var]:
+    """The variables `e` depends on, looking through the positions of loaded indices."""
+    out: set[Var] = set()
+    for v in free_vars(e):
+        out.add(v)
+        if isinstance(v, Loaded):
+            out |= v.deps
+    return out
+
+
+def loaded_in(e: Arith) -> list[Loaded]:
+    """The loaded indices that `e` mentions."""
+    return [v for v in free_vars(e) if isinstance(v, Loaded)]
+
+
+# ------------------------------------------------------------------- host checks
+
+
+def index_inputs(program: n.Lambda) -> tuple[tuple[int, Arith], ...]:
+    """(parameter position, table length) of each program input whose elements a gather reads as
+    indices: the input itself or a layout of it (`gather(t, x)`, `gather(t, join << x)`), or the
+    elements a map binds from it (`map(r => gather(t, r)) << x`)."""
+    source: dict[int, int] = {p.id: k for k, p in enumerate(program.params)}
+    found: dict[int, Arith] = {}
+
+    def root(e: n.Expr) -> int | None:
+        while isinstance(e, n.FunCall) and len(e.args) == 1 and is_layout_fun(e.f):
+            e = e.args[0]
+        return source.get(e.id) if isinstance(e, n.Param) else None
+
+    def visit(e: n.Expr) -> None:
+        if not isinstance(e, n.FunCall):
+            return
+        for a in e.args:
+            visit(a)
+        roots = [root(a) for a in e.args]
+        if isinstance(e.f, n.Gather) and roots[1] is not None and isinstance(e.args[0].type, ArrayType):
+            found[roots[1]] = e.args[0].type.size
+        bind(e.f, roots)
+
+    def bind(f: n.FunDecl, roots: list[int | None]) -> None:
+        match f:
+            case n.Lambda(params, body):
+                for p, r in zip(params, roots):
+                    if r is not None:
+                        source[p.id] = r
+                visit(body)
+            case n.AbstractMap(f=g):
+                bind(g, roots[:1])
+            case n.AbstractReduce(f=g):
+                bind(g, [None, roots[1]])
+            case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
+                bind(g, roots)
+            case _ if getattr(f, "transparent", False):
+                bind(f.f, roots)  # type: ignore[attr-defined]
+
+    visit(program.body)
+    return tuple(sorted(found.items(), key=lambda kv: kv[0]))
+
+
+def check_indices(checks: Sequence[tuple[int, Arith]], args: Sequence[Any], sizes: Mapping[str, int]) -> None:
+    """A `LiftValueError` when an index input holds a value outside its table (host side)."""
+    for k, size in checks:
+        bound = evaluate(size, dict(sizes))
+        a = np.asarray(args[k])
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= bound):
+            bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
+            raise LiftValueError(f"argument {k} holds the gather index {bad}, out of range for a table of "
+                                 f"length {bound}", hint="every index must lie in 0..n-1 for a table of n elements")
+
+
+__all__ = ["gather_type", "gather_values", "gather_batched", "Loaded", "loaded_index", "deps", "loaded_in",
+           "index_inputs", "check_indices"]
