@@ -33,7 +33,6 @@ from typing import Any
 
 import lift
 from lift import devices, runtime
-from lift.cli_tune import add_tune
 from lift.constraints import describe, joint_space
 from lift.errors import LiftError
 from lift.explore import TuningDB
@@ -407,6 +406,8 @@ def parser() -> argparse.ArgumentParser:
     _program_args(p)
     p.add_argument("--choices", help="choices as JSON (or @FILE), as lift.compile(choices=...) takes them")
     p.set_defaults(run=cmd_show)
+    from lift.cli_tune import add_tune  # lift.cli_tune reads this module's helpers (a cycle)
+
     add_tune(sub, _program_args)
     p = sub.add_parser("bench", help="the benchmark suite (benchmarks/bench.py); `bench seeds`: the seed "
                        "papers' workloads (benchmarks/seeds.py)")
