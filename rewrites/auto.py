@@ -5,11 +5,13 @@
 
 - a nested map-reduce `map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B) << A`
   (matmul, conv's windows x filters, batched dot products) over a reduction of at least
-  `MIN_LENGTH` elements becomes a `block_nest` point (rewrites/auto_nest.py: register blocks,
-  vector widths, layout of B and A; conv's windows read from one copy of the padded input:
-  rewrites/auto_conv.py), placed over the nest's free variables so that its rewrite
-  sees A and B whole; `map(map(..))` and `map(row => nest(row))` are first rewritten to a single
-  nest (`split << nest(join << x)`) when that places one;
+  `NEST_MIN_LENGTH` elements (32: the rows are reused across the other operand, so a short
+  reduction pays too, e.g. tbmm's 500 batches of 26 x 26 dot products of 72) becomes a
+  `block_nest` point (rewrites/auto_nest.py: register blocks, vector widths, layout of B and A;
+  conv's windows read from one copy of the padded input: rewrites/auto_conv.py), placed over the
+  nest's free variables so that its rewrite sees A and B whole; `map(map(..))` and
+  `map(row => nest(row))` are first rewritten to a single nest (`split << nest(join << x)`) when
+  that places one;
 - a `reduce(f, z) [<< map(g)] << x` with `f` a built-in associative operator (`add`, `mult`,
   `max_`, `min_`) with neutral `z`, over an array of at least `MIN_LENGTH` elements (or of
   symbolic length), becomes a `reduce_chunks` point (chunk size `T_auto_rN`, a tuning
@@ -59,6 +61,7 @@ from .point import RewritePoint
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
+NEST_MIN_LENGTH = 32  # a nest's rows are reused across the other operand: blocked from 4 vectors of 8 up
 MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's length
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
@@ -209,8 +212,9 @@ class _Placer:
         if isinstance(parts, str):
             return None
         fa, a, b, r_call, _, _ = parts
-        if not self.long(r_call.args[1]):
-            return None
+        k = self.length(r_call.args[1])
+        if k is not None and k < min(self.min_length, NEST_MIN_LENGTH):
+            return None  # too short to block (tbmm's 72-long dot products of 26 x 26 outputs are not)
         if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
             return None  # symbolic sizes: the default blocks might not divide them
         count = self.count
@@ -352,4 +356,4 @@ def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     return (p,), p, (x,)
 
 
-__all__ = ["auto_points", "auto_space", "default_points", "is_auto", "MIN_LENGTH", "PREFIX"]
+__all__ = ["auto_points", "auto_space", "default_points", "is_auto", "MIN_LENGTH", "NEST_MIN_LENGTH", "PREFIX"]
