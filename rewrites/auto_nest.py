@@ -357,6 +357,29 @@ class BlockNest(RewritePoint):
         return FunCall(n.Join(), (over_a,))
 
 
+ACCUMULATORS = 8  # float8 accumulators of the default block: half of AVX2's 16 vector registers
+
+
+def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None) -> tuple[int, int, int] | None:
+    """The default `(rows, cols, width)` of the output form among the offered `rows` and `cols`
+    whose `cols * width` divides the output's `n_out` columns: the first of `WIDTHS` that fits,
+    then the block closest to `ACCUMULATORS` vectors (fewer rather than more: more spill), then
+    the domains' order (4 x 2 of float8 where it fits). Chosen jointly, not value by value: with
+    N = 1000 (gemm_bias_relu), cols 2 would leave only float4 (8 x 1 float8 blocks ran ~1.8x
+    faster than 4 x 2 float4 on PoCL/Zen 3, interleaved). None where no vector fits."""
+    if n_out is None:
+        return None
+
+    def cost(b: tuple[int, int, int]) -> tuple[int, ...]:
+        r, c, w = b
+        regs = r * c * max(1, w // 8)
+        return (WIDTHS.index(w), abs(ACCUMULATORS - regs) + ACCUMULATORS * (regs > ACCUMULATORS),
+                rows.index(r), cols.index(c))
+
+    shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0]
+    return min(shapes, key=cost) if shapes else None
+
+
 def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
@@ -389,11 +412,16 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
                     or (x == "pad" and kernels and offered(a)))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
            "along": ("reduced",), "pack": ("none",)}
-    cols, v = out["cols"][0], known(nn)
+    v = known(nn)
+    first = _first_block(out["rows"], out["cols"], v)
+    cols = out["cols"][0] if first is None else first[1]
     along_out = tuple(w for w in WIDTHS if w > 1 and v is not None and v % (cols * w) == 0)
     b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
+        if first is not None:  # the block that fills the vector registers best comes first
+            out["rows"] = (first[0], *(r for r in out["rows"] if r != first[0]))
+            out["cols"] = (first[1], *(c for c in out["cols"] if c != first[1]))
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
         out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
             if kernels else ("keep",)

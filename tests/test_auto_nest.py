@@ -17,6 +17,7 @@ from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift import rewrites as rw
 from lift.arith import evaluate
 from lift.ir.paths import walk
+from lift.rewrites.auto import default_points
 
 M, N, K = Size("M"), Size("N"), Size("K")
 
@@ -329,3 +330,13 @@ def test_a_batch_of_small_nests_with_short_reductions_gets_register_blocks() -> 
     np.testing.assert_allclose(compiled(a, b), np.einsum("bnm,bkm->bnk", a.astype(np.float64), b),
                                rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(compiled(a, b), lift.interpret(prog, a, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,first", [(1000, (8, 1, 8)), (1024, (4, 2, 8)), (12, (4, 1, 4))])
+def test_the_first_block_fills_the_vector_registers_jointly(n: int, first: tuple[int, int, int]) -> None:
+    """The default (rows, cols, width) of the output form is chosen together: with N = 1000
+    (gemm_bias_relu) cols 2 would leave float4 only, so 8 x 1 blocks of float8 come first; 4 x 2
+    float8 where it fits; a narrower vector only where float8 does not divide N."""
+    prog = default_points(_constant_tmm(128, n, 64))
+    doms = rw.auto_space(prog, {})["auto_b0"]
+    assert doms["along"][0] == "output" and (doms["rows"][0], doms["cols"][0], doms["width"][0]) == first, doms
