@@ -64,7 +64,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lift.arith import Cst, as_arith
+from lift.arith import Cst, as_arith, evaluate
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
@@ -78,6 +78,7 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import operator, sums
 
+from .auto_conv import chunk_lengths, offered, padded_blocks
 from .blocking import update
 from .chunks import _zip_fun, lane_sum
 from .nested import nest_reduction
@@ -108,6 +109,13 @@ def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
     return fa, a, b, r_call, f, found_g[0]
 
 
+def _array(t: Any) -> ArrayType:
+    """`t` as an array type (the operands of a nest that `nest_parts` accepted are arrays of rows)."""
+    if not isinstance(t, ArrayType):
+        raise AssertionError(f"block_nest: expected an array, got {t}")
+    return t
+
+
 def _rows(x: Any) -> tuple[Any, Any] | None:
     """`(K, N)` for an array of rows `[[T]K]N` of scalars, else None."""
     t = type_of(x)
@@ -119,8 +127,6 @@ def _rows(x: Any) -> tuple[Any, Any] | None:
 def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
     """False only when `size` (evaluated with the `known` input sizes) is a constant that `k` does
     not divide (a symbolic size becomes a size condition of the program, checked when called)."""
-    from lift.arith import evaluate
-
     if k == 1:
         return True
     try:
@@ -133,11 +139,11 @@ def copied(x: Any) -> Any:
     """`transpose << y` materialised in its own kernel (contiguous rows), else `x` itself."""
     if not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)):
         return x
-    inner = type_of(x.args[0])
+    inner = _array(type_of(x.args[0]))
     q = Param(inner, "t")
-    cols = inner.size  # type: ignore[union-attr]  # the length of a row of the transposed array
+    cols = inner.size  # the length of a row of the transposed array
     flat = FunCall(n.Join(), (FunCall(n.Transpose(), (q,)),))
-    ident = elaborate(copy, [inner.elem.elem])  # type: ignore[union-attr]
+    ident = elaborate(copy, [_array(inner.elem).elem])
     body = FunCall(n.Split(cols), (FunCall(n.Map(n.ToGlobal(ident)), (flat,)),))
     return FunCall(n.OclKernel(Lambda((q,), body)), (x.args[0],))
 
@@ -147,9 +153,9 @@ def gathered(x: Any) -> Any:
     windows: im2col), else `x` itself."""
     if isinstance(x, Param):
         return x
-    t = type_of(x)
+    t = _array(type_of(x))
     q = Param(t, "v")
-    rows = FunCall(n.Map(n.Map(n.ToGlobal(elaborate(copy, [t.elem.elem])))), (q,))  # type: ignore[union-attr]
+    rows = FunCall(n.Map(n.Map(n.ToGlobal(elaborate(copy, [_array(t.elem).elem])))), (q,))
     return FunCall(n.OclKernel(Lambda((q,), rows)), (x,))
 
 
@@ -270,7 +276,6 @@ class BlockNest(RewritePoint):
         if pack != "none" and self.kernel is False:
             return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
-            from .auto_conv import padded_blocks
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
@@ -302,8 +307,9 @@ class BlockNest(RewritePoint):
         x = b.args[0] if transposed else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
             return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
-        if not _divides(bn * w, type_of(x).elem.size, dict(self.known or ())):  # type: ignore[union-attr]
-            return f"cols {bn} x width {w} does not divide {type_of(x).elem.size}"  # type: ignore[union-attr]
+        n_out = _array(_array(type_of(x)).elem).size
+        if not _divides(bn * w, n_out, dict(self.known or ())):
+            return f"cols {bn} x width {w} does not divide {n_out}"
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
             xx = pack_b(x, bn * w) if "b" in pack else x if transposed else copied(x)
@@ -322,18 +328,19 @@ class BlockNest(RewritePoint):
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
         X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py)."""
         bm, bn, w = sizes
-        at, xt = type_of(a), type_of(x)
+        at, xt = _array(type_of(a)), _array(type_of(x))
+        x_row = _array(xt.elem)
         if packed[1]:
-            blk_x, cols = Param(xt.elem, "xs"), x  # type: ignore[union-attr]
-        elif not _divides(bn * w, xt.elem.size, dict(self.known or ())):  # type: ignore[union-attr]
-            return f"cols {bn} x width {w} does not divide {xt.elem.size}"  # type: ignore[union-attr]
+            blk_x, cols = Param(xt.elem, "xs"), x
+        elif not _divides(bn * w, x_row.size, dict(self.known or ())):
+            return f"cols {bn} x width {w} does not divide {x_row.size}"
         else:
-            blk_x = Param(ArrayType(ArrayType(xt.elem.elem, Cst(bn * w)), xt.size), "xs")  # type: ignore[union-attr]
+            blk_x = Param(ArrayType(ArrayType(x_row.elem, Cst(bn * w)), xt.size), "xs")
             cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
         if packed[0]:
-            blk_a, a_cols, a_blocks = Param(at.elem, "as"), None, a  # type: ignore[union-attr]
+            blk_a, a_cols, a_blocks = Param(at.elem, "as"), None, a
         else:
-            blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")  # type: ignore[union-attr]
+            blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
             a_cols, a_blocks = FunCall(n.Transpose(), (blk_a,)), FunCall(n.Split(Cst(bm)), (a,))
         inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes)
         over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
@@ -345,9 +352,9 @@ class BlockNest(RewritePoint):
                sizes: tuple[int, int, int]) -> Any:
         """The blocked nest over `a` and `b` (arrays of rows)."""
         bm, bn, w = sizes
-        at, bt = type_of(a), type_of(b)
-        blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")  # type: ignore[union-attr]
-        blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")  # type: ignore[union-attr]
+        at, bt = _array(type_of(a)), _array(type_of(b))
+        blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
+        blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")
         inner = block(blk_a, blk_b, f, g, r_call.args[0], bm, bn, w)
         over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=fa.body.f.label)),
                          (FunCall(n.Split(Cst(bn)), (b,)),))
@@ -383,11 +390,7 @@ def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None
 def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
-    from lift.arith import evaluate
-
-    from .auto_conv import chunk_lengths, offered
-
-    parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
+    parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"
     if isinstance(parts, str):
         return {}
     _, a, b, _, f, g = parts
