@@ -50,7 +50,10 @@ from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselv
 Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
 `along` ("output", "reduced"), `pack` ("b", "ab", "a", "none"; only where kernels may be added; not with
 "pad"); their first values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded
-vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills). No tuning variables:
+vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where float8 x 2 does not
+divide N, the output form's rows, cols and width are chosen together by `_first_block`: 8 x 1
+float8 for N = 1000 rather than 4 x 2 float4). A nest inside a map (tbmm's batch) cannot add
+kernels: it gets the reduced form, both operands read along K. No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
