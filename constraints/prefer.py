@@ -112,6 +112,8 @@ def _complete_fast(space: Any, partial: Mapping[str, int], grid: bool = False) -
         return cost + np.zeros(len(next(iter(rows.values()))), dtype=np.int64)
 
     def prefer(name: str, values: list[int]) -> list[int]:
+        if name.startswith("local_size_") and name in want:  # else the largest below (32 of tmm's row blocks)
+            return sorted(values, key=lambda v: (v != want[name], v > want[name], -v))
         if name in want:
             return sorted(values, key=lambda v: (v != want[name], v))
         return sorted(values, reverse=name.startswith("groups_"))

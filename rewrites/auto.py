@@ -5,11 +5,13 @@
 
 - a nested map-reduce `map(ra => map(rb => reduce(f, z) << map(g) << zip(ra, rb)) << B) << A`
   (matmul, conv's windows x filters, batched dot products) over a reduction of at least
-  `MIN_LENGTH` elements becomes a `block_nest` point (rewrites/auto_nest.py: register blocks,
-  vector widths, layout of B and A; conv's windows read from one copy of the padded input:
-  rewrites/auto_conv.py), placed over the nest's free variables so that its rewrite
-  sees A and B whole; `map(map(..))` and `map(row => nest(row))` are first rewritten to a single
-  nest (`split << nest(join << x)`) when that places one;
+  `NEST_MIN_LENGTH` elements (32: the rows are reused across the other operand, so a short
+  reduction pays too, e.g. tbmm's 500 batches of 26 x 26 dot products of 72) becomes a
+  `block_nest` point (rewrites/auto_nest.py: register blocks, vector widths, layout of B and A;
+  conv's windows read from one copy of the padded input: rewrites/auto_conv.py), placed over the
+  nest's free variables so that its rewrite sees A and B whole; `map(map(..))` and
+  `map(row => nest(row))` are first rewritten to a single nest (`split << nest(join << x)`) when
+  that places one;
 - a `reduce(f, z) [<< map(g)] << x` with `f` a built-in associative operator (`add`, `mult`,
   `max_`, `min_`) with neutral `z`, over an array of at least `MIN_LENGTH` elements (or of
   symbolic length), becomes a `reduce_chunks` point (chunk size `T_auto_rN`, a tuning
@@ -59,6 +61,7 @@ from .point import RewritePoint
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
+NEST_MIN_LENGTH = 32  # a nest's rows are reused across the other operand: blocked from 4 vectors of 8 up
 MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's length
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
@@ -66,7 +69,7 @@ PREFIX = "auto_"
 
 def is_auto(label: str | None) -> bool:
     """Whether a point label was placed by `auto_points`."""
-    return bool(label) and label.startswith(PREFIX)  # type: ignore[union-attr]
+    return label is not None and label.startswith(PREFIX)
 
 
 def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_length: int = MIN_LENGTH) -> Node:
@@ -109,25 +112,30 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
     """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for _, n in walk(expr):
-        if isinstance(n, ColReduce) and is_auto(n.label):
-            out[n.label] = {"skip": (False, True), **cols_space(n, sizes)}  # type: ignore[index]
-        elif isinstance(n, BlockNest) and is_auto(n.label):
-            out[n.label] = {"skip": (False, True), **nest_space(n, sizes or {})}  # type: ignore[index]
-        elif isinstance(n, RewritePoint) and is_auto(n.label):
+        lab = n.label if isinstance(n, RewritePoint) else None
+        if lab is None or not is_auto(lab):
+            continue
+        if isinstance(n, ColReduce):
+            out[lab] = {"skip": (False, True), **cols_space(n, sizes)}
+        elif isinstance(n, BlockNest):
+            out[lab] = {"skip": (False, True), **nest_space(n, sizes or {})}
+        else:
             widths = _map_widths(n, sizes or {})
-            parts = reduce_parts(n.f.body) if isinstance(n, ReduceChunks) else None  # type: ignore[attr-defined]
+            chunks = n if isinstance(n, ReduceChunks) and isinstance(n.f, Lambda) else None
+            parts = reduce_parts(chunks.f.body) if chunks is not None else None
             if parts is not None:
                 widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
-            out[n.label] = {"skip": (False, True), "width": widths}  # type: ignore[index]
+            out[lab] = {"skip": (False, True), "width": widths}
             if isinstance(n, ReduceChunks):
-                out[n.label].update(_Placer(dict(sizes or {})).reduce_choices(n))  # type: ignore[index]
+                out[lab].update(_Placer(dict(sizes or {})).reduce_choices(n))
     return out
 
 
 def _map_widths(point: RewritePoint, sizes: Mapping[str, int]) -> tuple[int, ...]:
     """The widths of a map's `vectorise` point: `MAP_WIDTHS` that divide the map's length (when
     known), 16 only where the user functions are safe at that width on PoCL (`safe_widths`)."""
-    body = point.f.body if isinstance(point.f, Lambda) else None  # type: ignore[attr-defined]
+    f = getattr(point, "f", None)
+    body = f.body if isinstance(f, Lambda) else None
     if not (isinstance(body, FunCall) and len(body.args) == 1):
         return MAP_WIDTHS
     n = _Placer(dict(sizes)).length(body.args[0])
@@ -209,8 +217,9 @@ class _Placer:
         if isinstance(parts, str):
             return None
         fa, a, b, r_call, _, _ = parts
-        if not self.long(r_call.args[1]):
-            return None
+        k = self.length(r_call.args[1])
+        if k is not None and k < min(self.min_length, NEST_MIN_LENGTH):
+            return None  # too short to block (tbmm's 72-long dot products of 26 x 26 outputs are not)
         if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
             return None  # symbolic sizes: the default blocks might not divide them
         count = self.count
@@ -321,15 +330,18 @@ def _flattened(call: FunCall) -> FunCall | None:
         return None
     if isinstance(nest_parts(body), str):
         return None
-    row_t = type_of(x).elem  # type: ignore[union-attr]
+    row_t = type_of(x)
+    if not (isinstance(row_t, ArrayType) and isinstance(row_t.elem, ArrayType)):
+        return None
     flat = FunCall(body.f, (FunCall(Join(), (x,)),), loc=body.loc)
-    return FunCall(Split(row_t.size), (flat,), loc=call.loc)
+    return FunCall(Split(row_t.elem.size), (flat,), loc=call.loc)
 
 
 def _expanded(call: FunCall) -> FunCall:
     """`map(row => map(g) << row) << x` for `map(map(g)) << x` (the same function)."""
     t = type_of(call.args[0])
-    row = Param(t.elem, "row")  # type: ignore[union-attr]
+    assert isinstance(t, ArrayType)  # the argument of a map
+    row = Param(t.elem, "row")
     return dataclasses.replace(call, f=dataclasses.replace(call.f, f=Lambda((row,), FunCall(call.f.f, (row,)))))
 
 
@@ -352,4 +364,4 @@ def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     return (p,), p, (x,)
 
 
-__all__ = ["auto_points", "auto_space", "default_points", "is_auto", "MIN_LENGTH", "PREFIX"]
+__all__ = ["auto_points", "auto_space", "default_points", "is_auto", "MIN_LENGTH", "NEST_MIN_LENGTH", "PREFIX"]

@@ -50,7 +50,10 @@ from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselv
 Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
 `along` ("output", "reduced"), `pack` ("b", "ab", "a", "none"; only where kernels may be added; not with
 "pad"); their first values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded
-vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills). No tuning variables:
+vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where float8 x 2 does not
+divide N, the output form's rows, cols and width are chosen together by `_first_block`: 8 x 1
+float8 for N = 1000 rather than 4 x 2 float4). A nest inside a map (tbmm's batch) cannot add
+kernels: it gets the reduced form, both operands read along K. No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -64,7 +67,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lift.arith import Cst, as_arith
+from lift.arith import Cst, as_arith, evaluate
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
@@ -78,6 +81,7 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import operator, sums
 
+from .auto_conv import chunk_lengths, offered, padded_blocks
 from .blocking import update
 from .chunks import _zip_fun, lane_sum
 from .nested import nest_reduction
@@ -108,6 +112,13 @@ def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
     return fa, a, b, r_call, f, found_g[0]
 
 
+def _array(t: Any) -> ArrayType:
+    """`t` as an array type (the operands of a nest that `nest_parts` accepted are arrays of rows)."""
+    if not isinstance(t, ArrayType):
+        raise AssertionError(f"block_nest: expected an array, got {t}")
+    return t
+
+
 def _rows(x: Any) -> tuple[Any, Any] | None:
     """`(K, N)` for an array of rows `[[T]K]N` of scalars, else None."""
     t = type_of(x)
@@ -119,8 +130,6 @@ def _rows(x: Any) -> tuple[Any, Any] | None:
 def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
     """False only when `size` (evaluated with the `known` input sizes) is a constant that `k` does
     not divide (a symbolic size becomes a size condition of the program, checked when called)."""
-    from lift.arith import evaluate
-
     if k == 1:
         return True
     try:
@@ -133,11 +142,11 @@ def copied(x: Any) -> Any:
     """`transpose << y` materialised in its own kernel (contiguous rows), else `x` itself."""
     if not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)):
         return x
-    inner = type_of(x.args[0])
+    inner = _array(type_of(x.args[0]))
     q = Param(inner, "t")
-    cols = inner.size  # type: ignore[union-attr]  # the length of a row of the transposed array
+    cols = inner.size  # the length of a row of the transposed array
     flat = FunCall(n.Join(), (FunCall(n.Transpose(), (q,)),))
-    ident = elaborate(copy, [inner.elem.elem])  # type: ignore[union-attr]
+    ident = elaborate(copy, [_array(inner.elem).elem])
     body = FunCall(n.Split(cols), (FunCall(n.Map(n.ToGlobal(ident)), (flat,)),))
     return FunCall(n.OclKernel(Lambda((q,), body)), (x.args[0],))
 
@@ -147,9 +156,9 @@ def gathered(x: Any) -> Any:
     windows: im2col), else `x` itself."""
     if isinstance(x, Param):
         return x
-    t = type_of(x)
+    t = _array(type_of(x))
     q = Param(t, "v")
-    rows = FunCall(n.Map(n.Map(n.ToGlobal(elaborate(copy, [t.elem.elem])))), (q,))  # type: ignore[union-attr]
+    rows = FunCall(n.Map(n.Map(n.ToGlobal(elaborate(copy, [_array(t.elem).elem])))), (q,))
     return FunCall(n.OclKernel(Lambda((q,), rows)), (x,))
 
 
@@ -270,7 +279,6 @@ class BlockNest(RewritePoint):
         if pack != "none" and self.kernel is False:
             return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
-            from .auto_conv import padded_blocks
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
@@ -302,8 +310,9 @@ class BlockNest(RewritePoint):
         x = b.args[0] if transposed else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
             return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
-        if not _divides(bn * w, type_of(x).elem.size, dict(self.known or ())):  # type: ignore[union-attr]
-            return f"cols {bn} x width {w} does not divide {type_of(x).elem.size}"  # type: ignore[union-attr]
+        n_out = _array(_array(type_of(x)).elem).size
+        if not _divides(bn * w, n_out, dict(self.known or ())):
+            return f"cols {bn} x width {w} does not divide {n_out}"
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
             xx = pack_b(x, bn * w) if "b" in pack else x if transposed else copied(x)
@@ -322,18 +331,19 @@ class BlockNest(RewritePoint):
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
         X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py)."""
         bm, bn, w = sizes
-        at, xt = type_of(a), type_of(x)
+        at, xt = _array(type_of(a)), _array(type_of(x))
+        x_row = _array(xt.elem)
         if packed[1]:
-            blk_x, cols = Param(xt.elem, "xs"), x  # type: ignore[union-attr]
-        elif not _divides(bn * w, xt.elem.size, dict(self.known or ())):  # type: ignore[union-attr]
-            return f"cols {bn} x width {w} does not divide {xt.elem.size}"  # type: ignore[union-attr]
+            blk_x, cols = Param(xt.elem, "xs"), x
+        elif not _divides(bn * w, x_row.size, dict(self.known or ())):
+            return f"cols {bn} x width {w} does not divide {x_row.size}"
         else:
-            blk_x = Param(ArrayType(ArrayType(xt.elem.elem, Cst(bn * w)), xt.size), "xs")  # type: ignore[union-attr]
+            blk_x = Param(ArrayType(ArrayType(x_row.elem, Cst(bn * w)), xt.size), "xs")
             cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
         if packed[0]:
-            blk_a, a_cols, a_blocks = Param(at.elem, "as"), None, a  # type: ignore[union-attr]
+            blk_a, a_cols, a_blocks = Param(at.elem, "as"), None, a
         else:
-            blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")  # type: ignore[union-attr]
+            blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
             a_cols, a_blocks = FunCall(n.Transpose(), (blk_a,)), FunCall(n.Split(Cst(bm)), (a,))
         inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes)
         over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
@@ -345,9 +355,9 @@ class BlockNest(RewritePoint):
                sizes: tuple[int, int, int]) -> Any:
         """The blocked nest over `a` and `b` (arrays of rows)."""
         bm, bn, w = sizes
-        at, bt = type_of(a), type_of(b)
-        blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")  # type: ignore[union-attr]
-        blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")  # type: ignore[union-attr]
+        at, bt = _array(type_of(a)), _array(type_of(b))
+        blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
+        blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")
         inner = block(blk_a, blk_b, f, g, r_call.args[0], bm, bn, w)
         over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=fa.body.f.label)),
                          (FunCall(n.Split(Cst(bn)), (b,)),))
@@ -357,14 +367,33 @@ class BlockNest(RewritePoint):
         return FunCall(n.Join(), (over_a,))
 
 
+ACCUMULATORS = 8  # float8 accumulators of the default block: half of AVX2's 16 vector registers
+
+
+def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None) -> tuple[int, int, int] | None:
+    """The default `(rows, cols, width)` of the output form among the offered `rows` and `cols`
+    whose `cols * width` divides the output's `n_out` columns: the first of `WIDTHS` that fits,
+    then the block closest to `ACCUMULATORS` vectors (fewer rather than more: more spill), then
+    the domains' order (4 x 2 of float8 where it fits). Chosen jointly, not value by value: with
+    N = 1000 (gemm_bias_relu), cols 2 would leave only float4 (8 x 1 float8 blocks ran ~1.8x
+    faster than 4 x 2 float4 on PoCL/Zen 3, interleaved). None where no vector fits."""
+    if n_out is None:
+        return None
+
+    def cost(b: tuple[int, int, int]) -> tuple[int, ...]:
+        r, c, w = b
+        regs = r * c * max(1, w // 8)
+        return (WIDTHS.index(w), abs(ACCUMULATORS - regs) + ACCUMULATORS * (regs > ACCUMULATORS),
+                rows.index(r), cols.index(c))
+
+    shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0]
+    return min(shapes, key=cost) if shapes else None
+
+
 def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
-    from lift.arith import evaluate
-
-    from .auto_conv import chunk_lengths, offered
-
-    parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"  # type: ignore[attr-defined]
+    parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"
     if isinstance(parts, str):
         return {}
     _, a, b, _, f, g = parts
@@ -389,11 +418,16 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
                     or (x == "pad" and kernels and offered(a)))
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
            "along": ("reduced",), "pack": ("none",)}
-    cols, v = out["cols"][0], known(nn)
+    v = known(nn)
+    first = _first_block(out["rows"], out["cols"], v)
+    cols = out["cols"][0] if first is None else first[1]
     along_out = tuple(w for w in WIDTHS if w > 1 and v is not None and v % (cols * w) == 0)
     b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
+        if first is not None:  # the block that fills the vector registers best comes first
+            out["rows"] = (first[0], *(r for r in out["rows"] if r != first[0]))
+            out["cols"] = (first[1], *(c for c in out["cols"] if c != first[1]))
         out["width"] = along_out + tuple(w for w in widths if w not in along_out)  # the first choice fits both
         out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
             if kernels else ("keep",)

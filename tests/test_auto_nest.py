@@ -17,6 +17,7 @@ from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift import rewrites as rw
 from lift.arith import evaluate
 from lift.ir.paths import walk
+from lift.rewrites.auto import default_points
 from programs import apply_choice
 
 M, N, K = Size("M"), Size("N"), Size("K")
@@ -285,3 +286,53 @@ def test_packing_reads_through_views(name: str) -> None:
     compiled = lift.compile(prog, choices={"auto_b0": {"rows": 4, "cols": 1, "width": 8, "pack": "ab"}})
     assert len(compiled.plan.kernels) == 3
     np.testing.assert_allclose(compiled(*args), lift.interpret(NESTS[name](), *args), rtol=1e-5, atol=1e-5)
+
+
+def _constant_tmm(m: int, n: int, k: int):
+    """A B^T with B given [N][K] (both operands read along K)."""
+    return fun([Array(Array(Float, k), m), Array(Array(Float, k), n)], lambda a, b: map(
+        lambda r: map(lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << b) << a)
+
+
+@pytest.mark.device
+@pytest.mark.requires_cpu_device
+def test_a_small_m_a_b_transposed_gets_packed_blocks_and_groups_of_all_its_row_blocks() -> None:
+    """A B^T with few rows (M = 32: 8 row blocks, fewer than the preferred 64 of a group): the
+    default packs B^T's panels from B's rows and launches groups of all 8 row blocks, one column
+    block wide (not groups of one block, which stream every panel of B per row block)."""
+    prog = _constant_tmm(32, 64, 64)
+    compiled = lift.compile(prog)
+    chosen = compiled.choices.points["auto_b0"]
+    assert not chosen["skip"] and chosen["along"] == "output" and "b" in chosen["pack"], chosen
+    launch = compiled.choices.launch
+    assert (launch["local_size_0"], launch["local_size_1"]) == (1, 32 // chosen["rows"]), launch
+    a, b = _arrays(prog, {}, 9)
+    np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
+def test_a_batch_of_small_nests_with_short_reductions_gets_register_blocks() -> None:
+    """tbmm's shape (a batch of A B^T with 40-long dot products, 6 x 6 outputs each): the nest
+    inside the batch map gets the default blocks (reduced vectors: no kernels inside a map), and
+    the result is the interpreter's."""
+    bsz, n, m, k = 3, 6, 40, 6
+    prog = fun([Array(Array(Array(Float, m), n), bsz), Array(Array(Array(Float, m), k), bsz)],
+               lambda a, b: map(lambda ab: map(lambda r: map(
+                   lambda c: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, c)) << ab[1]) << ab[0]) << zip(a, b))
+    compiled = lift.compile(prog)
+    chosen = compiled.choices.points["auto_b0"]
+    assert not chosen["skip"] and chosen["along"] == "reduced" and chosen["width"] == 8, chosen
+    a, b = _arrays(prog, {}, 10)
+    np.testing.assert_allclose(compiled(a, b), np.einsum("bnm,bkm->bnk", a.astype(np.float64), b),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(compiled(a, b), lift.interpret(prog, a, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,first", [(1000, (8, 1, 8)), (1024, (4, 2, 8)), (12, (8, 1, 4))])
+def test_the_first_block_fills_the_vector_registers_jointly(n: int, first: tuple[int, int, int]) -> None:
+    """The default (rows, cols, width) of the output form is chosen together: with N = 1000
+    (gemm_bias_relu) cols 2 would leave float4 only, so 8 x 1 blocks of float8 come first; 4 x 2
+    float8 where it fits; a narrower vector only where float8 does not divide N."""
+    prog = default_points(_constant_tmm(128, n, 64))
+    doms = rw.auto_space(prog, {})["auto_b0"]
+    assert doms["along"][0] == "output" and (doms["rows"][0], doms["cols"][0], doms["width"][0]) == first, doms

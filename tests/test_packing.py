@@ -8,6 +8,7 @@ import pytest
 
 import lift
 from lift import Array, Float, fun
+from lift.arith import evaluate
 from lift.constraints.context import analyse
 from lift.rewrites.packing import pack_a, pack_b
 
@@ -37,3 +38,24 @@ def test_pack_a_is_the_transposed_row_blocks_of_a() -> None:
     a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
     want = a.reshape(2, 4, 16).transpose(0, 2, 1)
     assert np.array_equal(np.asarray(lift.compile(prog)(a)), want)
+
+
+@pytest.mark.parametrize("rows,cols,panel", [(64, 16, 16), (32, 8, 8), (24, 12, 24), (12, 16, 4)])
+def test_pack_b_of_a_transposed_operand_is_the_panels_view(rows: int, cols: int, panel: int) -> None:
+    """X = `transpose << Y` (A B^T: Y's rows are X's columns): the same panels as the view."""
+    prog = fun([Array(Array(Float, cols), rows)], lambda y: pack_b(lift.transpose << y, panel))
+    y = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    want = y.T.reshape(cols, rows // panel, panel).transpose(1, 0, 2)
+    assert np.array_equal(np.asarray(lift.interpret(prog, y)), want)
+    assert np.array_equal(np.asarray(lift.compile(prog)(y)).reshape(want.shape), want)
+
+
+def test_pack_b_of_a_transposed_operand_reads_its_rows_in_order() -> None:
+    """The copy of `transpose << Y` walks Y's rows: its innermost map runs along a row of Y (64
+    steps of k, each a vector of 8 rows' next scalars), its outer ones over groups of rows; the
+    old copy in X's order ran its innermost map down Y's columns (32 rows apart)."""
+    prog = fun([Array(Array(Float, 64), 32)], lambda y: pack_b(lift.transpose << y, 16))
+    maps = analyse(prog).maps.values()
+    inner = [m for m in maps if not any(m.label in o.outer for o in maps)]
+    assert [int(evaluate(m.in_type.size, {})) for m in inner] == [64]
+    assert sorted(int(evaluate(m.in_type.size, {})) for m in maps if m not in inner) == [2, 2]
