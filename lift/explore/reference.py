@@ -11,6 +11,7 @@ interpretation runs in this process when first asked for, as before.
 
 from __future__ import annotations
 
+import importlib
 import math
 import multiprocessing
 import time
@@ -18,8 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from lift.errors import LiftError
-from lift.interpret import interpret
 
+
+def _interpreter() -> Any:
+    """The `lift.interpret` package, its `interpret` read at each call (a test may replace it)."""
+    return importlib.import_module("lift.interpret")
 
 def _interpret(conn: Any, other: Any, expr: Any, arrays: Sequence[Any]) -> None:
     """The child: the result, then the float64 one only when asked for it. It closes its copy of
@@ -27,9 +31,9 @@ def _interpret(conn: Any, other: Any, expr: Any, arrays: Sequence[Any]) -> None:
     receive fails."""
     other.close()
     try:
-        conn.send(("ok", interpret(expr, *arrays)))
+        conn.send(("ok", _interpreter().interpret(expr, *arrays)))
         if conn.recv() == "precise":
-            conn.send(("ok", interpret(expr, *arrays, precise=True)))
+            conn.send(("ok", _interpreter().interpret(expr, *arrays, precise=True)))
     except (EOFError, BrokenPipeError):
         pass  # the parent no longer wants it (or is gone)
     except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
@@ -88,7 +92,7 @@ class Reference:
 
     def _inline(self, index: int) -> None:
         while len(self.values) <= index:
-            self.values.append(interpret(self.expr, *self.arrays, precise=len(self.values) == 1))
+            self.values.append(_interpreter().interpret(self.expr, *self.arrays, precise=len(self.values) == 1))
             if len(self.values) == 1:
                 self.seconds = time.perf_counter() - self._t0
 

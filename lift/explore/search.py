@@ -46,8 +46,8 @@ from lift.arith import Cst
 from lift.constraints import CODES
 from lift.errors import LiftValueError
 
+from . import surrogate
 from .evaluate import Candidate, Evaluator, Record
-from .surrogate import improvement, predict
 
 VECTOR_WIDTHS = (4, 8, 16)
 
@@ -331,9 +331,9 @@ class ModelBased:
         if not pool:
             return self.random_(history)
         if self.model == "ridge":
-            rated = (-predict(measured, pool)).tolist()
+            rated = (-surrogate.predict(measured, pool)).tolist()
         else:
-            rated = improvement(measured, pool, seed=self.seed * 7919 + len(measured)).tolist()
+            rated = surrogate.improvement(measured, pool, seed=self.seed * 7919 + len(measured)).tolist()
         return max(zip(rated, (c.key() for c in pool), pool))[2]
 
     def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Candidate]:
