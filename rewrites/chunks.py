@@ -242,7 +242,7 @@ def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tup
 
 
 def atomic_ok(f: FunDecl, z: Any) -> bool:
-    """Whether `reduce_atomic(f, z)` can be generated (`lift.memory.check_atomic`'s operator and type)."""
+    """Whether `reduce_atomic(f, z)` can be generated (`lift.allocation.check_atomic`'s operator and type)."""
     t = type_of(z)
     op = operator(eta(f))
     return op is not None and op.commutative and isinstance(t, ScalarType) and t.name in ("Float", "Int")

@@ -9,6 +9,7 @@ Every rule has `.name`, `.law`, `.matches(expr)` (paths) and `.apply(expr, at=pa
 
 from lift.ir.alpha import alpha_equal, canonical
 from lift.rules import strategies
+from lift.rules.address_spaces import add_copy, to_global_memory, to_local_memory, to_private_memory
 from lift.rules.enumerate import Explored, explore
 from lift.rules.fusion import map_fission, map_fusion, map_row_fusion, reduce_map_fusion, zip_map_fusion
 from lift.rules.interchange import (
@@ -20,7 +21,6 @@ from lift.rules.interchange import (
 from lift.rules.let import eta_expand, let_inline, let_intro, ocl_kernel_intro
 from lift.rules.lowering import map_to_glb, map_to_lcl, map_to_seq, map_to_wrg, reduce_to_seq
 from lift.rules.match import PVar, either, match, named, pvars
-from lift.rules.memory import add_copy, to_global_memory, to_local_memory, to_private_memory
 from lift.rules.reduce import is_monoid, partial_reduce, partial_reduce_join, partial_reduce_split_join
 from lift.rules.rule import REQUIRED, Rule, Step, check_program, divides, same_type
 from lift.rules.split_join import join_split_id, slide_tiling, split_join, split_join_id

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lift.devices import caches, probe
+from lift.devices import caches, usable
 from programs import DOT_PROGRAM_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,16 +96,16 @@ def test_a_probe_that_raised_is_not_remembered_on_disk(tmp_path: Path, monkeypat
     """A probe failing with an exception (an unwritable pytools folder raised FileExistsError in it)
     said how the host was then: stored, it made the device unusable after the folder was fixed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(probe, "_VERDICTS", {})
-    monkeypatch.setattr(probe, "verdict_key", lambda d: "k")
+    monkeypatch.setattr(usable, "_VERDICTS", {})
+    monkeypatch.setattr(usable, "verdict_key", lambda d: "k")
 
-    def boom(d: object) -> probe.Verdict:
+    def boom(d: object) -> usable.Verdict:
         raise FileExistsError("pytools")
 
-    monkeypatch.setattr(probe, "_attempt", boom)
-    v = probe.verdict(object())
-    assert not v.usable and v.reason.startswith(probe.PROBE_FAILED)
+    monkeypatch.setattr(usable, "_attempt", boom)
+    v = usable.verdict(object())
+    assert not v.usable and v.reason.startswith(usable.PROBE_FAILED)
     assert not list(tmp_path.rglob("*.json"))
-    probe.forget()
-    monkeypatch.setattr(probe, "_attempt", lambda d: probe.Verdict(True, probe.USABLE))
-    assert probe.verdict(object()).usable and list(tmp_path.rglob("k.json"))
+    usable.forget()
+    monkeypatch.setattr(usable, "_attempt", lambda d: usable.Verdict(True, usable.USABLE))
+    assert usable.verdict(object()).usable and list(tmp_path.rglob("k.json"))

@@ -1,6 +1,6 @@
 """Device choice that verifies: the probe, its verdicts on disk, skipping, and the clear word.
 
-The failing device is simulated: `lift.devices.probe.attempt` is replaced by one that fails the
+The failing device is simulated: `lift.devices.usable.attempt` is replaced by one that fails the
 way PoCL 3.0 from PyPI fails on an AMD Zen 5 (its LLVM 14 does not know the CPU), and a second,
 broken device is a stand-in object next to the real PoCL device. No test assumes which platform
 index the PyPI PoCL has: with the distribution's PoCL installed too it is often platform 1, and
@@ -23,8 +23,8 @@ import pytest
 
 import lift
 from lift import devices, runtime
-from lift.devices import live, probe
-from lift.devices.probe import Verdict
+from lift.devices import live, usable
+from lift.devices.usable import Verdict
 from lift.errors import DeviceError, DeviceSkipped
 from tests.programs import dot_program
 
@@ -40,14 +40,14 @@ def fresh_verdicts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test probes afresh: no verdict in memory, an empty folder on disk."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
-    monkeypatch.setattr(probe, "_VERDICTS", {})
+    monkeypatch.setattr(usable, "_VERDICTS", {})
     monkeypatch.setattr(live, "_WARNED", set())
 
 
 def wipe() -> None:
     """Forget every verdict, in memory and on disk."""
-    shutil.rmtree(probe.verdict_dir(), ignore_errors=True)
-    probe.forget()
+    shutil.rmtree(usable.verdict_dir(), ignore_errors=True)
+    usable.forget()
 
 
 def real_device():
@@ -98,18 +98,18 @@ class BrokenDevice:
 
 def fail_everywhere(monkeypatch: pytest.MonkeyPatch) -> list:
     calls: list = []
-    monkeypatch.setattr(probe, "attempt", lambda d: calls.append(d) or ZEN5)
+    monkeypatch.setattr(usable, "attempt", lambda d: calls.append(d) or ZEN5)
     return calls
 
 
 def fail_broken_only(monkeypatch: pytest.MonkeyPatch) -> list:
-    real_attempt, calls = probe.attempt, []
+    real_attempt, calls = usable.attempt, []
 
     def attempt(d):
         calls.append(d)
         return ZEN5 if isinstance(d, BrokenDevice) else real_attempt(d)
 
-    monkeypatch.setattr(probe, "attempt", attempt)
+    monkeypatch.setattr(usable, "attempt", attempt)
     return calls
 
 
@@ -139,28 +139,28 @@ def assert_clear_word(err: DeviceError) -> None:
 def test_probe_builds_and_runs_a_kernel_and_remembers_the_verdict_on_disk(monkeypatch, tmp_path) -> None:
     d = real_device()
     wipe()
-    v = probe.verdict(d)
-    assert v.usable and v.reason == probe.USABLE and not v.cached
+    v = usable.verdict(d)
+    assert v.usable and v.reason == usable.USABLE and not v.cached
     stored = tmp_path / "liftcl" / "devices" / f"{v.key}.json"
     assert stored.exists()
     calls = fail_everywhere(monkeypatch)  # a later probe would fail: the verdicts are not re-probed
-    assert probe.verdict(d) is v  # this process's memory
-    probe.forget()
-    again = probe.verdict(d)
+    assert usable.verdict(d) is v  # this process's memory
+    usable.forget()
+    again = usable.verdict(d)
     assert again.usable and again.cached and calls == []  # read from disk
-    assert not probe.verdict(d, fresh=True).usable and len(calls) == 1
+    assert not usable.verdict(d, fresh=True).usable and len(calls) == 1
 
 
 @pytest.mark.device
 def test_verdict_key_names_driver_versions_cpu_and_pocl_settings(monkeypatch) -> None:
     d = real_device()
-    key = probe.verdict_key(d)
-    assert key == probe.verdict_key(d)
+    key = usable.verdict_key(d)
+    assert key == usable.verdict_key(d)
     monkeypatch.setenv("POCL_WORK_GROUP_METHOD", "loopvec")
-    assert probe.verdict_key(d) != key
+    assert usable.verdict_key(d) != key
     other = BrokenDevice(driver_version="3.1")
-    assert probe.verdict_key(other) != probe.verdict_key(BrokenDevice())
-    assert "family" in probe.host_cpu() or probe.host_cpu()
+    assert usable.verdict_key(other) != usable.verdict_key(BrokenDevice())
+    assert "family" in usable.host_cpu() or usable.host_cpu()
 
 
 @pytest.mark.device
@@ -169,14 +169,14 @@ def test_a_probe_that_raises_is_an_unusable_verdict(monkeypatch) -> None:
         raise ValueError("driver said no")
 
     d = real_device()
-    monkeypatch.setattr(probe, "_attempt", boom)
-    v = probe.verdict(d, fresh=True)
+    monkeypatch.setattr(usable, "_attempt", boom)
+    v = usable.verdict(d, fresh=True)
     assert not v.usable and v.reason == "the probe failed: ValueError: driver said no"
 
 
 def test_first_log_line_is_the_error() -> None:
-    assert probe.first_log_line(LOG) == "error: unknown target CPU 'generic'"
-    assert probe.first_log_line("\n  warning: x\nsecond\n") == "warning: x"
+    assert usable.first_log_line(LOG) == "error: unknown target CPU 'generic'"
+    assert usable.first_log_line("\n  warning: x\nsecond\n") == "warning: x"
     assert ZEN5.first_line == "error: unknown target CPU 'generic'"
 
 
@@ -269,7 +269,7 @@ def test_list_shows_every_device_usable_or_not_and_why(monkeypatch) -> None:
     assert infos and all(isinstance(i, devices.DeviceInfo) for i in infos)
     assert sum(i.default for i in infos) == 1
     first = next(i for i in infos if i.default)
-    assert first.usable and first.reason == probe.USABLE and first.name == real_device().name.strip()
+    assert first.usable and first.reason == usable.USABLE and first.name == real_device().name.strip()
     assert first.profile is not None and first.profile.live and first.profile.name == first.name
     fail_everywhere(monkeypatch)
     with warnings.catch_warnings():

@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.rules",),
     ("lift.constraints", "lift.lower"),
     ("lift.rewrites",),
-    ("lift.memory",),
+    ("lift.allocation",),
     ("lift.views", "lift.layout"),
     ("lift.barriers",),
     ("lift.codegen", "lift.plan"),

@@ -6,9 +6,9 @@ import pytest
 
 import lift
 from lift import Array, Float, Size, fun, map_glb, map_lcl, map_seq, map_wrg, reduce_seq, to_global, to_local
+from lift.allocation import Loop, allocate, multiplied
 from lift.arith import Cst
 from lift.errors import UnsupportedError
-from lift.memory import Loop, allocate, multiplied
 
 N, M, K = Size("N"), Size("M"), Size("K")
 X3 = Array(Array(Array(Float, K), M), N)

@@ -37,6 +37,7 @@ from lift import (
     to_private,
     transpose_w,
 )
+from lift.allocation import KERNEL_CASES, KERNEL_REFUSED, kernel_case
 from lift.arith import Arith, Cst, prove_nonneg
 from lift.constraints.context import Val, analyse
 from lift.devices import profile
@@ -51,7 +52,6 @@ from lift.ir.paths import walk
 from lift.ir.registry import REGISTRY, TRANSPARENT, Refused, case, define, entry_of, register, table
 from lift.layout import apply_view
 from lift.lower import is_high_level, lower, verify_lowered
-from lift.memory import KERNEL_CASES, KERNEL_REFUSED, kernel_case
 from lift.testing import assert_same
 from lift.typecheck import infer, typecheck, typed
 from lift.types import ArrayType

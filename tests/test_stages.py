@@ -1,5 +1,5 @@
 """Every IR function node is handled by the kernel stages (memory allocation and kernel generation
-take the same case of `lift.memory.kernel_case`) or rejected with a named `UnsupportedError`;
+take the same case of `lift.allocation.kernel_case`) or rejected with a named `UnsupportedError`;
 the kernel stages run in the order `lift.compile` shows."""
 
 from __future__ import annotations
@@ -12,6 +12,15 @@ import pytest
 
 import lift
 from lift import Array, Float, Size, fun, map_glb, map_seq, ocl_kernel, reduce_seq, split, transpose
+from lift.allocation import (
+    KERNEL_CASES,
+    KERNEL_REFUSED,
+    KERNEL_RULES,
+    Allocator,
+    KernelCase,
+    install_kernel_cases,
+    kernel_case,
+)
 from lift.arith import Cst
 from lift.barriers import insert_barriers
 from lift.codegen import stages
@@ -21,15 +30,6 @@ from lift.codegen.kernel import KERNEL_TABLE, KernelGen
 from lift.codegen.names import Funs, Names
 from lift.ir import nodes as n
 from lift.ir.patterns import reduce_atomic
-from lift.memory import (
-    KERNEL_CASES,
-    KERNEL_REFUSED,
-    KERNEL_RULES,
-    Allocator,
-    KernelCase,
-    install_kernel_cases,
-    kernel_case,
-)
 from lift.plan import BufferSpec
 from lift.typecheck import size_conditions, typecheck
 from lift.types import size_names

@@ -10,11 +10,11 @@ import pytest
 
 import lift
 from lift import Array, Float, Size, fun, map, map_glb, reduce, reduce_seq, split, to_global, zip
+from lift.allocation import Allocated, Buffer, Loop, allocate, verify_allocated
 from lift.codegen import build
 from lift.codegen.c_ast import KParam
 from lift.codegen.verify import verify_generated, verify_kernel_source
 from lift.lower import lower, verify_lowered
-from lift.memory import Allocated, Buffer, Loop, allocate, verify_allocated
 from lift.plan import BufferSpec, KernelArg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))

@@ -22,6 +22,7 @@ dependent pair of accesses has a placement on its critical path.
 
 from __future__ import annotations
 
+from lift.allocation import Allocated
 from lift.barriers.conservative import insert_barriers_conservative
 from lift.barriers.dependence import Dependences, Pair, pairs
 from lift.barriers.graph import MAG, Probe, build_mag, flatten
@@ -40,7 +41,6 @@ from lift.barriers.records import (
 from lift.barriers.threads import Threads
 from lift.errors import NotSynchronisableError
 from lift.ir.nodes import Node
-from lift.memory import Allocated
 
 
 def insert_barriers(root: Node, alloc: Allocated, probe: Probe | None = None) -> Synchronised:

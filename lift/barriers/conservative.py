@@ -18,12 +18,12 @@ Postcondition: every placement is reachable by all work-items of a work-group.
 
 from __future__ import annotations
 
+from lift.allocation import Allocated, Buffer
 from lift.barriers.records import FENCES, Placement, Synchronised
 from lift.errors import NotSynchronisableError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at, walk
-from lift.memory import Allocated, Buffer
 
 _PARALLEL = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl"}
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from lift.allocation import Allocated
 from lift.arith import Arith, to_c
 from lift.ir.paths import Path
-from lift.memory import Allocated
 
 FENCES = {"local": "CLK_LOCAL_MEM_FENCE", "global": "CLK_GLOBAL_MEM_FENCE"}
 PROBE_FENCE = "LIFT_PROBE"  # the fence of the candidate barriers of a probe run (never printed)

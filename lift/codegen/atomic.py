@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lift.allocation import LOOP_KINDS, LoweredMap
 from lift.codegen.access import write
 from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, AtomicCombine, Block, CExpr, CRaw, CStmt
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.paths import Path
-from lift.memory import LOOP_KINDS, LoweredMap
 from lift.rules.terms import eta
 from lift.types import ArrayType, ScalarType, Type
 from lift.userfun.facts import operator
@@ -82,7 +82,7 @@ def _user_fun(f: n.FunDecl) -> n.UserFun:
 
 def atomic(kg: KernelGen, f: n.ReduceAtomic, fpath: Path, args: list[Arg], env: dict[int, View],
            dest: View | None) -> View:
-    """Generate `reduce_atomic(g, z) << map(h) << xs` (checked by `lift.memory.check_atomic`)."""
+    """Generate `reduce_atomic(g, z) << map(h) << xs` (checked by `lift.allocation.check_atomic`)."""
     init, xa = args
     if dest is None or xa.expr is None or xa.path is None or not isinstance(xa.expr, n.FunCall):
         raise UnsupportedError("reduce_atomic must be the kernel's result, applied to a map", node=f)

@@ -9,7 +9,7 @@ iteration (`lift.codegen.iterate.host_iterate`). Each kernel
 has its own ND-range: the requested sizes that fit it (see `generate`), else the trip
 counts of its parallel maps. The host traversal (`HostTraversal.steps`) yields the program's
 buffers and kernel jobs in order; `build` takes each kernel job through the kernel stages
-(`lift.codegen.stages`: allocated (`lift.memory`), probed, synchronised (`lift.barriers`),
+(`lift.codegen.stages`: allocated (`lift.allocation`), probed, synchronised (`lift.barriers`),
 emitted (`lift.codegen.kernel`), assembled), each a function from a frozen record to the
 next, and `link` makes the C unit and host plan of the buffers and kernels so collected.
 Postcondition (`lift.codegen.verify`): every buffer a kernel touches is one of its arguments

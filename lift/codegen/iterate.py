@@ -1,7 +1,7 @@
 """`iterate(k, g)` inside a kernel, within one work-item (`KernelGen` calls `iterate`).
 
 Iteration 0 reads the argument and iteration k-1 writes the destination; the others
-ping-pong between the two buffers `lift.memory` gives the `iterate` (A and B,
+ping-pong between the two buffers `lift.allocation` gives the `iterate` (A and B,
 `Allocated.pingpong`), two iterations per trip of a sequential loop, plus one more when k is
 odd. The first and last iterations are generated with their lengths known statically (the
 function specialised to them); in the loop, the length of `g`'s parameter is a C variable
@@ -16,7 +16,7 @@ takes), updated after each iteration:
     [tmp_b <- g(tmp_a); len_b = f(len_a);]                // when k - 2 is odd
     out <- g(tmp_a or tmp_b)                              // iteration k - 1, length n(k-1)
 
-A parallel map inside `g` is refused by `lift.memory` (the iterations would need barriers
+A parallel map inside `g` is refused by `lift.allocation` (the iterations would need barriers
 across work-items); at the top level of a program, `lift.codegen.generate` launches one
 kernel per iteration instead.
 """
@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from lift.allocation import Buffer, iterate_types, iterate_var, largest
 from lift.arith import Arith, Cst, Var, to_c
 from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
@@ -35,7 +36,6 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
 from lift.ir.paths import Path, transform_bottom_up, walk
 from lift.layout import is_layout_fun
-from lift.memory import Buffer, iterate_types, iterate_var, largest
 from lift.typecheck import subst_type, type_of
 from lift.types import ArrayType, Type
 from lift.views import View

@@ -7,7 +7,7 @@ thesis Listing 2.3 (a single guarded trip when the ND-range provably covers the 
 `map_seq` and `reduce_seq` sequential loops; a reduction accumulates in a private variable
 and the result is copied to the destination afterwards; `iterate` is a sequence of
 applications over ping-pong buffers (`lift.codegen.iterate`). The traversal takes the cases of
-`lift.memory`'s (one table, `KERNEL_TABLE` at the end of this module, holds both walks' handler
+`lift.allocation`'s (one table, `KERNEL_TABLE` at the end of this module, holds both walks' handler
 of every family; the memory pass's side tables say which expression has memory of its own) and
 emits the barriers of `lift.barriers` after the nodes they follow.
 
@@ -31,6 +31,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lift.allocation import (
+    KERNEL_RULES,
+    LOOP_KINDS,
+    Allocator,
+    Buffer,
+    KernelCase,
+    LoweredMap,
+    body_path,
+    concrete,
+    install_kernel_cases,
+    kernel_case,
+    lambda_body,
+)
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, leaf_expr, write
@@ -46,19 +59,6 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
-from lift.memory import (
-    KERNEL_RULES,
-    LOOP_KINDS,
-    Allocator,
-    Buffer,
-    KernelCase,
-    LoweredMap,
-    body_path,
-    concrete,
-    install_kernel_cases,
-    kernel_case,
-    lambda_body,
-)
 from lift.typecheck import infer
 from lift.types import ArrayType, TupleType, Type, shape
 from lift.userfun.ctypes import c_type
@@ -292,7 +292,7 @@ class KernelGen:
     def apply(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
               dest: View | None, node: Any, key: Path) -> View:
         """Generate `f` applied to `args`, writing into `dest` (or the memory of its own): the
-        `emit` handler of `f`'s family in `lift.memory.KERNEL_RULES` (the memory pass takes the
+        `emit` handler of `f`'s family in `lift.allocation.KERNEL_RULES` (the memory pass takes the
         same case, `Allocator.apply`), then the barriers placed after it."""
         own = self.alloc.buffers.get(key)
         result = KERNEL_RULES[kernel_case(f, node)].emit(self, f, fpath, args, out, env, dest, node, key, own)
@@ -484,7 +484,7 @@ def _short(e: Any) -> str:
 
 
 # The one table of the kernel traversal's cases: for every family of the registry's kernel column
-# (`lift.memory.kernel_case`), its memory allocation and its code generation. Adding a pattern's
+# (`lift.allocation.kernel_case`), its memory allocation and its code generation. Adding a pattern's
 # kernel case is an entry here (and its family in lift.ir.registry).
 KERNEL_TABLE: tuple[KernelCase, ...] = (
     KernelCase("lambda", Allocator.on_lambda, KernelGen.on_lambda),

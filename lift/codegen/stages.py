@@ -1,7 +1,7 @@
 """The stages of one kernel, each a function from one frozen record to the next.
 
     job          = KernelJob(...)                    what the host plan asks for: a body, its views
-    allocated    = allocated(ctx, job)               lift.memory: buffers for every intermediate
+    allocated    = allocated(ctx, job)               lift.allocation: buffers for every intermediate
     probed       = probed(ctx, allocated)            code generated with every candidate barrier, read
                                                      back as accesses and index expressions
     synchronised = synchronised(ctx, probed)         lift.barriers: Algorithm 3 on the probe
@@ -23,21 +23,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from lift.allocation import Allocated, Buffer, allocate, allocate_fun, verify_allocated
 from lift.arith import Arith, Cst
 from lift.barriers import Synchronised, candidates
 from lift.barriers.graph import Probe
 from lift.codegen.access import Facts
+from lift.codegen.barrier_probe import probe
 from lift.codegen.c_ast import Assign, Block, CExpr, Decl, KernelDef, KParam
 from lift.codegen.kernel import Arg, KernelGen, cap
 from lift.codegen.names import Funs, Names
-from lift.codegen.probe import probe
 from lift.codegen.stream import streamed
 from lift.codegen.width import decide, widen
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
-from lift.memory import Allocated, Buffer, allocate, allocate_fun, verify_allocated
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, Launch
 from lift.types import ScalarType, Type, VectorType, base_type, scalar_count
 from lift.userfun.ctypes import c_type

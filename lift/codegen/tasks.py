@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lift.allocation import concrete
 from lift.arith import Cst, Var
 from lift.codegen.c_ast import Block, CRaw, For, If
 from lift.ir import nodes as n
 from lift.ir.paths import walk
-from lift.memory import concrete
 from lift.views import View
 
 if TYPE_CHECKING:

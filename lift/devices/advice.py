@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from lift.devices.probe import Verdict, first_log_line, host_cpu
+from lift.devices.usable import Verdict, first_log_line, host_cpu
 from lift.errors import DeviceError
 
 REMEDIES = (

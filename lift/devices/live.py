@@ -3,7 +3,7 @@
 Only this package and `lift.runtime` query pyopencl. The device is `device=` when given (a
 pyopencl Device or Context, a lift `Device`, a name), else `PYOPENCL_CTX`'s (pyopencl reads it),
 else the first usable GPU, else the first usable CPU runtime (PoCL first), else any usable
-device. A device is usable when it builds and runs a one-line kernel (`lift.devices.probe`).
+device. A device is usable when it builds and runs a one-line kernel (`lift.devices.usable`).
 The default choice skips a device that is not, with a `DeviceSkipped` warning (once per device
 and process); a device named by `device=` or `PYOPENCL_CTX` is taken as given, and one that
 cannot build is a `DeviceError` that says so, with the build log's first line and the remedies.
@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lift.devices import advice, caches
-from lift.devices.probe import Verdict, verdict
 from lift.devices.profiles import Device
+from lift.devices.usable import Verdict, verdict
 from lift.errors import DeviceError, DeviceSkipped
 
 

@@ -25,7 +25,7 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
 - "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
   without one prints as its class name);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
-  one walk); today that traversal dispatches on `lift.memory.kernel_case`, whose tables are
+  one walk); today that traversal dispatches on `lift.allocation.kernel_case`, whose tables are
   `kernel_table()`, derived from each entry's `kernel` description.
 An entry also describes its typing rule, its meaning, the default lowering (`lower`) and the
 kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
@@ -160,7 +160,7 @@ def refusal(stage: str, f: object) -> str:
 
 
 def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
-    """The kernel traversal's cases and refusals for function nodes (`lift.memory.kernel_case`)."""
+    """The kernel traversal's cases and refusals for function nodes (`lift.allocation.kernel_case`)."""
     funs = {c: s.kernel for c, s in REGISTRY.items() if issubclass(c, n.FunDecl)}
     return ({c: k.split(":")[0] for c, k in funs.items() if isinstance(k, str)},
             {c: k.reason for c, k in funs.items() if isinstance(k, Refused)})

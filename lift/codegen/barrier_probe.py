@@ -81,7 +81,7 @@ class _Reader:
             case VecStore(n, value, base, offset):
                 return self.reads(value, "") + self.acc(base, offset, n, True, f"vstore{n}", "")
             case AtomicCombine(value=value, comment=comment):  # atomics do not race; nothing in the
-                return self.reads(value, comment)  # kernel reads the result (lift.memory.check_atomic)
+                return self.reads(value, comment)  # kernel reads the result (lift.allocation.check_atomic)
         return []
 
     def loop(self, s: For) -> LoopInfo:
