@@ -274,7 +274,7 @@ def _is_let(m: n.Node) -> bool:
 
 
 def _is_copy(m: n.Node) -> bool:
-    return isinstance(m, n.FunCall) and R.memory.is_copy(m.f) and type(m.f) is n.Map
+    return isinstance(m, n.FunCall) and R.address_spaces.is_copy(m.f) and type(m.f) is n.Map
 
 
 def tiled_matmul(a: np.ndarray, bt: np.ndarray) -> Derivation:
