@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import json
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,8 @@ EXAMPLES = ("axpy", "dot", "gemv", "matmul", "stencil2d", "conv")
 UPDATE = f"python tests/{Path(__file__).name} --update"
 
 sys.path.insert(0, str(ROOT / "examples"))
+
+import golden_files  # noqa: E402
 
 import lift  # noqa: E402
 import lift.devices  # noqa: E402
@@ -68,7 +68,7 @@ def source(stem: str, cache_dir: Any = None) -> str:
 
 def golden() -> dict[str, str]:
     """The golden sources by variant."""
-    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    return golden_files.load(GOLDEN)
 
 
 def _params() -> list[Any]:
@@ -100,18 +100,8 @@ def test_every_golden_entry_belongs_to_a_variant() -> None:
 
 def update() -> None:
     """Write every variant's entry, and drop those of variants that no longer exist."""
-    old = golden()
-    new: dict[str, str] = {}
-    with tempfile.TemporaryDirectory() as cache:
-        for stem in VARIANTS:
-            new[stem] = source(stem, cache_dir=cache)
-            print(f"{'unchanged' if new[stem] == old.get(stem) else 'written':9s} {stem}", flush=True)
-    for stem in sorted(set(old) - set(new)):
-        print(f"{'deleted':9s} {stem}")
-    GOLDEN.write_text(json.dumps(new, indent=0, sort_keys=True) + "\n")
+    golden_files.rewrite(GOLDEN, VARIANTS, lambda stem, cache: source(stem, cache_dir=cache))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--update"]:
-        sys.exit(f"usage: {UPDATE}")
-    update()
+    golden_files.main(update, UPDATE)
