@@ -70,14 +70,15 @@ KH = KW = 3  # gconv's filter (the paper's table gives N, G, F, C, W, H)
 
 
 def gconv_hand(n: int, g: int, f: int, c: int, w: int, h: int) -> Any:
-    """Grouped convolution by hand, conv.py's Listing 4.1 per group: flat windows zipped with flat filters."""
+    """Grouped convolution by hand, conv.py's Listing 4.1 per group: flat windows zipped with flat filters,
+    the bias added after the sum (the TC's order)."""
     flt = lift.Float
 
     def group(xg: Any, wb: Any) -> Any:  # xg [C][H][W]; wb: ([F][C][KH][KW], [F]) of this group
         wins = lift.map_nd(2, lift.join_nd(3)) << lift.transpose_nd(1, 2, 0, 3, 4) \
             << lift.map(lift.slide_nd(2, (KH, KW), 1)) << xg  # [H'][W'][C*KH*KW]
-        return lift.map(lambda fb: lift.map_nd(2, lambda win: lift.add(fb[1], lift.reduce(lift.add, 0.0)
-                        << lift.map(lift.mult) << lift.zip(win, fb[0]))) << wins) \
+        return lift.map(lambda fb: lift.map_nd(2, lambda win: lift.add(lift.reduce(lift.add, 0.0)
+                        << lift.map(lift.mult) << lift.zip(win, fb[0]), fb[1])) << wins) \
             << lift.zip(lift.map(lift.join_nd(3)) << wb[0], wb[1])
 
     def arr(t: Any, *dims: int) -> Any:
