@@ -12,7 +12,8 @@ applied children first until nothing changes), driven by the algebraic facts of
     reduce((acc, x) => acc (+) g(x), z)  -> reduce(op, z) << map(g)        a fused fold step split
     map(op) << zip(b, a)                 -> map(op) << zip(a, b)           op commutative: operands in
                                                           binding order (lambda-bound before the
-                                                          program's own, outer lambdas first)
+                                                          program's own, outer lambdas first; a
+                                                          component `get(i) << p` stands where p does)
     transpose << transpose << x          -> x
     map(c => reduce(f, z) << c) << map(g) << x  -> map(c => reduce(f, z) << g(c)) << x
     let(v => body) << e                  -> body[v := e]  v used once, not under another lambda
@@ -85,7 +86,8 @@ def _local(n: Node, order: dict[int, tuple[int, int, int]]) -> Node:
         new = _step(n, order)
         if new is None:
             return n
-        n = new
+        # the children a rule builds (a fold step's `map(g) << zip(c, r)`) are canonical too
+        n = with_children(new, tuple(_bottom_up(c, lambda m: _local(m, order)) for c in children(new)))
     return n
 
 
@@ -232,11 +234,22 @@ def _order_zip(n: FunCall, order: dict[int, tuple[int, int, int]]) -> Node | Non
     if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and len(z.args) == 2):
         return None
     a, b = z.args
-    if not (isinstance(a, Param) and isinstance(b, Param) and a.id in order and b.id in order):
-        return None
-    if order[a.id] <= order[b.id]:
+    ka, kb = _zip_key(a, order), _zip_key(b, order)
+    if ka is None or kb is None or ka <= kb:
         return None
     return FunCall(n.f, (FunCall(z.f, (b, a), **meta(z)),), **meta(n))
+
+
+def _zip_key(e: Node, order: dict[int, tuple[int, int, int]]) -> tuple[tuple[int, int, int], tuple[int, ...]] | None:
+    """Where a zip operand stands in the canonical order: a parameter (`order`), or a component of one
+    (`get(1) << get(0) << p`: p's place, then the path (0, 1)); None for anything else."""
+    path: list[int] = []
+    while isinstance(e, FunCall) and isinstance(e.f, Get) and len(e.args) == 1:
+        path.append(e.f.i)
+        e = e.args[0]
+    if not (isinstance(e, Param) and e.id in order):
+        return None
+    return order[e.id], tuple(reversed(path))
 
 
 def _cancel_transposes(n: FunCall, order: Any) -> Node | None:
