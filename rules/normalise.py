@@ -58,14 +58,20 @@ from lift.userfun import builtins, facts
 
 _DONE: dict[Node, Node] = {}
 _ROUNDS = 8  # rules applied at one node before moving up (each application shrinks or orders it)
+_PASSES = 4  # passes over the whole program (a second one orders the zips of lambdas the first built)
 
 
 def normalise(expr: Node) -> Node:
     """`expr` in canonical form (the same object when it already is)."""
     if expr in _DONE:
         return _DONE[expr]
-    order = _binding_order(expr)
-    out = _bottom_up(expr, lambda n: _local(n, order), root=True)
+    out = expr
+    for _ in range(_PASSES):  # again while a pass changes it: the parameters of the lambdas a pass
+        order = _binding_order(out)  # builds get their places in the zip order only then
+        new = _bottom_up(out, lambda n, order=order: _local(n, order), root=True)
+        if new is out:
+            break
+        out = new
     if out is not expr:
 
         typecheck(out)
