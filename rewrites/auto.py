@@ -56,7 +56,7 @@ from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest, nest_parts
 from .auto_nest import space as nest_space
 from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
-from .epilogue import as_kernel, split_epilogue
+from .epilogue import as_kernel, fusable, split_epilogue
 from .point import RewritePoint
 from .vectorise import VectorisePoint
 
@@ -212,10 +212,19 @@ class _Placer:
         return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
 
     def nest(self, call: FunCall) -> Node | None:
-        """A `block_nest` point around a map-map-reduce nest over long rows (`auto_b`)."""
+        """A `block_nest` point around a map-map-reduce nest over long rows (`auto_b`), or around
+        such a nest with an element-wise epilogue the blocks apply before they store (sgemm's
+        `alpha A B + beta C`, `relu(X W^T + b)`: rewrites/epilogue.py `fusable`) where it adds
+        kernels of its own and the output form comes first (else `product` splits the epilogue)."""
         parts = nest_parts(call)
+        whole = None
         if isinstance(parts, str):
-            return None
+            whole = fusable(call)
+            if isinstance(whole, str):
+                return None
+            parts = nest_parts(whole.product)
+            if isinstance(parts, str):
+                return None
         fa, a, b, r_call, _, _ = parts
         k = self.length(r_call.args[1])
         if k is not None and k < min(self.min_length, NEST_MIN_LENGTH):
@@ -236,6 +245,11 @@ class _Placer:
         body = substitute(call, {x.id: q for x, q in zip(outer, ps)})
         known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
         kernel = set(found) <= self.inputs | set(made)
+        if whole is not None:
+            point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, loc=call.loc)
+            if not kernel or "fused" not in nest_space(point, self.sizes).get("epilogue", ()):
+                self.count = count
+                return None  # the epilogue a kernel of its own: `product`
         point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
         return FunCall(point, tuple(made.get(x.id, x) for x in outer), loc=call.loc)
 
@@ -249,10 +263,12 @@ class _Placer:
             if is_view(x) or not any(isinstance(m, FunCall) and type(m.f) is Reduce for _, m in walk(x)):
                 continue  # read in place (a view, or element-wise work the nest's kernels recompute)
             placed = self.go(x)
-            if not any(isinstance(m, OclKernel) for _, m in walk(placed)):
+            if not any(isinstance(m, OclKernel) or _fused_kernel(m) for _, m in walk(placed)):
                 return None, {}
             q = Param(type_of(x), "layer")
-            path = next(pth for pth, m in walk(call) if m is x)
+            path = next((pth for pth, m in walk(call) if m is x), None)
+            if path is None:
+                return None, {}  # an operand the nest computes from its input (an epilogue's product)
             call = replace_at(call, path, q)  # type: ignore[assignment]
             made[q.id] = placed
         return call, made
@@ -314,6 +330,13 @@ class _Placer:
             return None  # a shape the vectorise point does not handle
         point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
         return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+
+
+def _fused_kernel(m: Node) -> bool:
+    """Whether `m` is a `block_nest` point over a nest with an epilogue that adds kernels: fused or
+    split, its result is a kernel's (rewrites/auto_nest.py)."""
+    return (isinstance(m, BlockNest) and m.kernel is not False and isinstance(m.f, Lambda)
+            and not isinstance(fusable(m.f.body), str))
 
 
 def _flattened(call: FunCall) -> FunCall | None:

@@ -71,8 +71,9 @@ from lift.arith import Cst, as_arith, evaluate
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
+from lift.ir.paths import walk
 from lift.rules.reduce import is_monoid
-from lift.rules.terms import eta, lam
+from lift.rules.terms import eta, free_ids, lam, substitute
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
@@ -83,7 +84,8 @@ from lift.userfun.facts import operator, sums
 
 from .auto_conv import chunk_lengths, offered, padded_blocks
 from .blocking import update
-from .chunks import _zip_fun, lane_sum
+from .chunks import _zip_fun, lane_sum, safe_widths
+from .epilogue import Fusable, as_kernel, fusable, split_epilogue
 from .nested import nest_reduction
 from .packing import pack_a, pack_b
 from .point import Nested, RewritePoint, constructor
@@ -94,6 +96,17 @@ COLS = (2, 1, 4, 8)
 WIDTHS = (8, 16, 4, 1)
 ALONG = ("output", "reduced")
 PACKS = ("b", "ab", "a", "none")  # operands of the output form packed into panels (rewrites/packing.py)
+EPILOGUES = ("fused", "kernel")  # a nest with an epilogue: applied to the accumulators, or a kernel of its own
+
+
+def epilogues(found: Fusable) -> tuple[str, ...]:
+    """The `epilogue` choices of a nest with the epilogue `found`, the default first: fused, unless
+    the epilogue reads a whole matrix (sgemm's `beta C`): a block's reads of C's rows at its end are
+    scattered (a work-group's work-items take rows BM apart), where a kernel of its own streams
+    them; sgemm 1024^3 on PoCL/Zen 3, interleaved, four runs: fused 18.1-23.2 ms, split 17.7-23.2
+    (kernel-variant faster in three), gemm_bias_relu and mlp3 (a bias read per column) equal within
+    noise, with fewer kernels fused."""
+    return EPILOGUES[::-1] if any(leaf.kind == "both" for leaf in found.leaves) else EPILOGUES
 
 
 def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
@@ -193,6 +206,19 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
     return FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(post))), (acc,))
 
 
+def own_kernel(body: Any, params: tuple[Param, ...] = (), args: tuple[Any, ...] = ()) -> FunCall:
+    """`ocl_kernel((params, ..) => body) << (args, ..)`, the parameters `body` uses free besides
+    `params` passed as further arguments (in order of their ids)."""
+    free, found = free_ids(body) - {p.id for p in params}, {}
+    for _, m in walk(body):
+        if isinstance(m, Param) and m.id in free:
+            found.setdefault(m.id, m)
+    outer = sorted(found.values(), key=lambda m: m.id)
+    inner = tuple(Param(m.ptype, m.name) for m in outer)
+    body = substitute(body, {m.id: q for m, q in zip(outer, inner)})
+    return FunCall(n.OclKernel(Lambda((*params, *inner), body)), (*args, *outer))
+
+
 @functools.cache
 def broadcast(t: Any, w: int) -> UserFun:
     """`a => <a, .., a>`: a scalar in all `w` lanes of a vector."""
@@ -200,10 +226,12 @@ def broadcast(t: Any, w: int) -> UserFun:
                       VectorType(t, w), py=lambda a: np.full(w, a, dtype=np.asarray(a).dtype))
 
 
-def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, sizes: tuple[int, int, int]) -> Any:
+def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, sizes: tuple[int, int, int],
+              epi: BlockEpilogue | None = None) -> Any:
     """BM rows of A read step by step (`a_cols`: [[T]BM]K, `transpose` of the rows or a packed
     panel) times BN * W columns of X ([[U]BN*W]K, rows contiguous): a private [[<S>W]BN]BM
-    accumulator along the output dimension, A's scalars broadcast into W lanes."""
+    accumulator along the output dimension, A's scalars broadcast into W lanes; stored as they are, or
+    through the epilogue `epi` (`fused_store`)."""
     bm, bn, w = sizes
     t, u = type_of(a_cols).elem.elem, cols_x.ptype.elem.elem  # type: ignore[attr-defined,union-attr]
     s_t = eta(f).in_types[0]  # type: ignore[union-attr]
@@ -227,8 +255,66 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
     op = lam([acc_t, TupleType((ArrayType(t, Cst(bm)), ub))], step, ["acc", "ab"])
     xs = FunCall(n.Zip(2), (a_cols, FunCall(n.Map(n.AsVector(w)), (cols_x,))))
     acc = FunCall(n.ReduceSeq(op), (Literal(z.value, acc_t), xs))
-    out = FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(n.Vectorise(elaborate(copy, [s_t]), w)))), (acc,))
+    if epi is None:
+        out = FunCall(n.ToGlobal(n.MapSeq(n.MapSeq(n.Vectorise(elaborate(copy, [s_t]), w)))), (acc,))
+    else:
+        out = fused_store(acc, epi, w)
     return FunCall(n.Map(n.AsScalar()), (out,))  # vector stores, read back as scalars
+
+
+class BlockEpilogue:
+    """An epilogue (`Fusable`) at one register block: the leaves' values for the block's rows
+    (`rows`: [BM] scalars or [BM][BN*W] elements per leaf, None where the leaf is not read by row)
+    and columns (`cols`: [BN*W] elements, None elsewhere)."""
+
+    def __init__(self, fun: Lambda, kinds: tuple[str, ...], values: tuple[Any, ...], rows: tuple[Any, ...],
+                 cols: tuple[Any, ...]) -> None:
+        self.fun, self.kinds, self.values, self.rows, self.cols = fun, kinds, values, rows, cols
+
+
+def fused_store(acc: Any, epi: BlockEpilogue, w: int) -> Any:
+    """`epi.fun` applied lane-wise to the block's accumulators ([[<S>W]BN]BM) and the leaves, the
+    results stored to global memory: one pass over the output, no temporary."""
+    rows = [acc] + [FunCall(n.Map(n.AsVector(w)), (r,)) if k == "both" else r
+                    for k, r in zip(epi.kinds, epi.rows) if k in ("both", "row")]
+    at = type_of(acc)
+    row_t = TupleType(tuple(type_of(r).elem for r in rows)) if len(rows) > 1 else at.elem  # type: ignore[attr-defined]
+
+    def per_row(ra: Param) -> Any:
+        part = (lambda i: FunCall(n.Get(i), (ra,))) if len(rows) > 1 else (lambda i: ra)
+        cols, at_row, k_row = [part(0)], {}, 1
+        for j, kind in enumerate(epi.kinds):
+            if kind == "both":
+                at_row[j] = len(cols)
+                cols.append(part(k_row))
+                k_row += 1
+            elif kind == "row":
+                at_row[j] = -k_row  # a scalar of the row: broadcast
+                k_row += 1
+        for j, kind in enumerate(epi.kinds):
+            if kind == "col":
+                at_row[j] = len(cols)
+                cols.append(FunCall(n.AsVector(w), (epi.cols[j],)))
+        col_t = TupleType(tuple(type_of(c).elem for c in cols)) if len(cols) > 1 else type_of(cols[0]).elem  # type: ignore[attr-defined]
+
+        def per_col(rc: Param) -> Any:
+            lane = (lambda i: FunCall(n.Get(i), (rc,))) if len(cols) > 1 else (lambda i: rc)
+            args = [lane(0)]
+            for j, kind in enumerate(epi.kinds):
+                if kind == "scalar":
+                    args.append(FunCall(broadcast(type_of(epi.values[j]), w), (epi.values[j],)))
+                elif kind == "row":
+                    v = part(-at_row[j])
+                    args.append(FunCall(broadcast(type_of(v), w), (v,)))
+                else:
+                    args.append(lane(at_row[j]))
+            return FunCall(n.Vectorise(epi.fun, w), tuple(args))
+
+        zc = FunCall(n.Zip(len(cols)), tuple(cols)) if len(cols) > 1 else cols[0]
+        return FunCall(n.MapSeq(lam([col_t], per_col, ["rc"])), (zc,))
+
+    zr = FunCall(n.Zip(len(rows)), tuple(rows)) if len(rows) > 1 else rows[0]
+    return FunCall(n.ToGlobal(n.MapSeq(lam([row_t], per_row, ["ra"]))), (zr,))
 
 
 @node
@@ -246,17 +332,51 @@ class BlockNest(RewritePoint):
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     pack: Any = None
+    epilogue: Any = None  # a nest with an epilogue (rewrites/epilogue.py): "fused" or "kernel"
     kind: ClassVar[str] = "block_nest"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"rows": ROWS, "cols": COLS, "width": WIDTHS, "layout": LAYOUTS, "along": ALONG, "pack": PACKS}
+        found = fusable(self.f.body) if isinstance(self.f, Lambda) else "not a lambda"
+        if isinstance(found, Fusable):
+            doms["epilogue"] = epilogues(found)
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
+
+    def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        """`call`'s product blocked and its epilogue a kernel of its own (rewrites/epilogue.py), or
+        a map over the product's result where the point cannot add kernels."""
+        split = split_epilogue(call)
+        if split is None:
+            return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
+        rows = split.args[0]
+        product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
+        blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested)
+        if isinstance(blocked, str):
+            return blocked
+        rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
+        out = FunCall(split.f, (rows,), label=split.label, loc=split.loc)
+        return as_kernel(out) if self.kernel is not False else out
 
     def fixed(self) -> dict[str, Any]:
         return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         parts = nest_parts(call)
+        epi: Fusable | None = None
+        if isinstance(parts, str):
+            found = fusable(call)
+            if isinstance(found, str):
+                return parts
+            mode = params.get("epilogue") or self.epilogue or epilogues(found)[0]
+            if mode not in EPILOGUES:
+                return f"epilogue must be one of {', '.join(EPILOGUES)}, got {mode!r}"
+            if mode == "kernel":
+                return self.epilogue_kernel(call, params, nested)
+            width = int(params.get("width") or self.width or 1)
+            if width not in safe_widths([u for _, u in walk(found.fun) if isinstance(u, UserFun)]):
+                return f"the epilogue's functions cannot run on vectors of width {width}"
+            epi, call = found, found.product
+            parts = nest_parts(call)
         if isinstance(parts, str):
             return parts
         fa, a, b, r_call, f, g = parts
@@ -278,12 +398,17 @@ class BlockNest(RewritePoint):
             return f"pack must be one of {', '.join(PACKS)}, got {pack!r}"
         if pack != "none" and self.kernel is False:
             return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
+        if epi is not None and (layout == "pad" or along != "output"):
+            return "epilogue 'fused' applies to the output form's blocks (along='output', not layout 'pad')"
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
-            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack)
-            if not isinstance(out, str) or "does not divide" in out:
+            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack, epi)
+            if epi is not None and self.kernel is not False and not isinstance(out, str) and not (
+                    isinstance(out, FunCall) and isinstance(out.f, n.OclKernel)):
+                out = own_kernel(out)  # the epilogue's result is read from memory by what follows
+            if not isinstance(out, str) or "does not divide" in out or epi is not None:
                 return out
         if w > 1 and not sums(f):
             return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
@@ -299,7 +424,7 @@ class BlockNest(RewritePoint):
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
 
     def output(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
-               sizes: tuple[int, int, int], layout: str, pack: str) -> Any:
+               sizes: tuple[int, int, int], layout: str, pack: str, epi: Fusable | None = None) -> Any:
         """Blocks with vectors along the output, reading B's columns: `X` for B = `transpose << X`,
         else (with layout "copy") B copied transposed in a kernel of its own; operands packed into
         panels by kernels of their own (`pack`, rewrites/packing.py); or why not."""
@@ -318,16 +443,19 @@ class BlockNest(RewritePoint):
             xx = pack_b(x, bn * w) if "b" in pack else x if transposed else copied(x)
         elif transposed:
             if not (layout == "gather" and self.kernel is not False and not isinstance(a, Param)):
-                return self.output_blocks(call, a, x, r_call, f, g, sizes, (False, False))
+                return self.output_blocks(call, a, x, r_call, f, g, sizes, (False, False), epi)
             xa, xx = gathered(a), x
         else:
             xa, xx = gathered(a) if layout == "gather" else a, copied(x)
         pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
-        body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, "b" in pack))
-        return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
+        body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, "b" in pack), epi)
+        if isinstance(body, str) or epi is None:
+            return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
+        return own_kernel(body, (pa, px), (xa, xx))  # the epilogue's reads (C, a bias, alpha): arguments too
 
     def output_blocks(self, call: Any, a: Any, x: Any, r_call: Any, f: FunDecl, g: UserFun,
-                      sizes: tuple[int, int, int], packed: tuple[bool, bool] = (False, False)) -> Any:
+                      sizes: tuple[int, int, int], packed: tuple[bool, bool] = (False, False),
+                      epi: Fusable | None = None) -> Any:
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
         X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py)."""
         bm, bn, w = sizes
@@ -345,10 +473,40 @@ class BlockNest(RewritePoint):
         else:
             blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
             a_cols, a_blocks = FunCall(n.Transpose(), (blk_a,)), FunCall(n.Split(Cst(bm)), (a,))
-        inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes)
-        over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
+        if epi is None:
+            inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes)
+            over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
+            row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
+            over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc), (a_blocks,))
+            return FunCall(n.Join(), (over_a,))
+        return self.fused_blocks(call, blk_a, a_cols, a_blocks, blk_x, cols, r_call, f, g, sizes, epi)
+
+    def fused_blocks(self, call: Any, blk_a: Param, a_cols: Any, a_blocks: Any, blk_x: Param, cols: Any, r_call: Any,
+                     f: FunDecl, g: UserFun, sizes: tuple[int, int, int], epi: Fusable) -> Any:
+        """`output_blocks` with the epilogue applied in the blocks: each leaf array split like the
+        output (rows in blocks of BM with A's, columns in panels of BN * W with X's) and zipped with
+        the operand blocks, so a block reads its own part."""
+        bm, bn, w = sizes
+        kinds = tuple(leaf.kind for leaf in epi.leaves)
+        values = tuple(leaf.value for leaf in epi.leaves)
+        by_row = [j for j, k in enumerate(kinds) if k in ("both", "row")]
+        by_col = [j for j, k in enumerate(kinds) if k in ("both", "col")]
+        a_zip = [a_blocks, *(FunCall(n.Split(Cst(bm)), (values[j],)) for j in by_row)]
+        ta = Param(TupleType(tuple(_array(type_of(e)).elem for e in a_zip)), "ta")
+        rows_of = {j: FunCall(n.Get(1 + i), (ta,)) for i, j in enumerate(by_row)}  # [BM] or [BM][N]
+        x_zip = [cols, *(FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (rows_of[j],)),))
+                         if kinds[j] == "both" else FunCall(n.Split(Cst(bn * w)), (values[j],)) for j in by_col)]
+        tx = Param(TupleType(tuple(_array(type_of(e)).elem for e in x_zip)), "tx")
+        part = {j: FunCall(n.Get(1 + i), (tx,)) for i, j in enumerate(by_col)}  # [BM][BN*W] or [BN*W]
+        blk = BlockEpilogue(epi.fun, kinds, values,
+                            tuple(part[j] if k == "both" else rows_of.get(j) for j, k in enumerate(kinds)),
+                            tuple(part.get(j) if k == "col" else None for j, k in enumerate(kinds)))
+        inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes, blk)
+        inner = substitute(inner, {blk_x.id: FunCall(n.Get(0), (tx,)), blk_a.id: FunCall(n.Get(0), (ta,))})
+        over_x = FunCall(n.Map(Lambda((tx,), inner)), (FunCall(n.Zip(len(x_zip)), tuple(x_zip)),))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
-        over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc), (a_blocks,))
+        over_a = FunCall(n.Map(Lambda((ta,), row), label=call.f.label, loc=call.f.loc),
+                         (FunCall(n.Zip(len(a_zip)), tuple(a_zip)),))
         return FunCall(n.Join(), (over_a,))
 
     def blocks(self, a: Any, b: Any, call: Any, fa: Lambda, r_call: Any, f: FunDecl, g: UserFun, nested: Nested,
@@ -393,7 +551,11 @@ def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None
 def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
-    parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "not a lambda"
+    body = point.f.body if isinstance(point.f, Lambda) else None
+    parts = nest_parts(body) if body is not None else "not a lambda"
+    whole = fusable(body) if isinstance(parts, str) and body is not None else None
+    if isinstance(whole, Fusable):
+        parts = nest_parts(whole.product)
     if isinstance(parts, str):
         return {}
     _, a, b, _, f, g = parts
@@ -435,6 +597,9 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
         out["chunk"] = chunk_lengths(a, sizes) or (None,)
+    if isinstance(whole, Fusable):  # applied to the accumulators of the output form's blocks
+        fused = out["along"][0] == "output" and out["layout"][0] != "pad"
+        out["epilogue"] = epilogues(whole) if fused else ("kernel",)
     return out
 
 

@@ -16,12 +16,14 @@ does not block; the meaning is unchanged (every output is `h` of the same dot pr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from lift.ir.nodes import FunCall, Get, Lambda, Map, Node, Param, Reduce, Zip
-from lift.ir.paths import walk
+from lift.ir.nodes import FunCall, Get, Lambda, Literal, Map, Node, Param, Reduce, UserFun, Zip
+from lift.ir.paths import children, walk, with_children
 from lift.rules.terms import elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of
+from lift.types import ScalarType
 
 
 def split_epilogue(call: Node) -> Node | None:
@@ -152,3 +154,112 @@ def as_kernel(epilogue: FunCall) -> FunCall:
     ps = (Param(type_of(rows), "t"), *(Param(m.ptype, m.name) for m in outer))
     body = FunCall(substitute(f, {m.id: q for m, q in zip(outer, ps[1:])}), (ps[0],), **meta(epilogue))
     return FunCall(OclKernel(Lambda(ps, body)), (rows, *outer), loc=epilogue.loc)
+
+
+# ------------------------------------------------------------------------------- fused into the blocks
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A value the epilogue reads besides the product: a scalar free of the output's indices
+    (`alpha`), or an input array read at the output's row (`kind` "row", [M]), column ("col", [N])
+    or both ("both", [M][N]): `value` is the scalar or the array."""
+
+    kind: str
+    value: Node
+
+
+@dataclass(frozen=True)
+class Fusable:
+    """A product nest with an element-wise epilogue that `block_nest` applies to its accumulators:
+    `fun` is `(t, l1, .., lk) => ..` (the epilogue of the product `t` and the leaves' values, made of
+    user-function calls and literals only: it is vectorised as a whole), `leaves` their values."""
+
+    product: FunCall
+    fun: Lambda
+    leaves: tuple[Leaf, ...]
+
+
+def fusable(call: Node) -> Fusable | str:
+    """`call` (`map(p => map(q => h(.., reduce(..) << zip(u(p), v(q)), ..)) << Y(p)) << X`, see the
+    module) as its product and an epilogue the blocks can apply before they store, or why not:
+    the epilogue must be user-function calls over the product, literals, scalars free of `p` and
+    `q`, and elements of input arrays at the output's row and/or column (sgemm's `C[p][q]`, a
+    bias `b[q]`), each array an input itself once its zips are looked through."""
+    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+        return "not a map"
+    outer, x = call.f.f, call.args[0]
+    if not (isinstance(outer, Lambda) and len(outer.params) == 1 and isinstance(outer.body, FunCall)
+            and type(outer.body.f) is Map and len(outer.body.args) == 1):
+        return "not a map of maps"
+    p, inner, y = outer.params[0], outer.body.f.f, outer.body.args[0]
+    if not (isinstance(inner, Lambda) and len(inner.params) == 1):
+        return "the inner map's function is not a lambda"
+    q, body = inner.params[0], inner.body
+    found = _the_product(body, p, q)
+    if found is None:
+        return "no product of a row and a column with an epilogue"
+    red, u, v = found
+    cols, rows = _operand(y, q, v), _operand(x, p, u)
+    if cols is None or rows is None or mentions(cols, [p]):
+        return "the columns depend on the row"
+    t = Param(type_of(red), "t")
+    path = next(pth for pth, m in walk(body) if m is red)
+    leaves: list[Leaf] = []
+    params: list[Param] = []
+
+    def leaf(e: Node) -> Node | str:
+        if e is t or (isinstance(e, Literal) and isinstance(e.ltype, ScalarType)):
+            return e
+        if isinstance(e, FunCall) and isinstance(e.f, UserFun):
+            args = [leaf(a) for a in e.args]
+            bad = next((a for a in args if isinstance(a, str)), None)
+            return bad if bad is not None else FunCall(e.f, tuple(args), **meta(e))  # type: ignore[arg-type]
+        if not isinstance(type_of(e), ScalarType):
+            return f"the epilogue reads {e}, not a scalar"
+        uses_q = mentions(e, [q])
+        uses_p = mentions(e, [p]) or (uses_q and mentions(y, [p]))  # q ranges over a row's zip: both
+        kind = {(False, False): "scalar", (True, False): "row", (False, True): "col", (True, True): "both"}[
+            (uses_p, uses_q)]
+        if kind == "scalar":
+            value = e
+        elif kind == "row":
+            value = simplified(FunCall(Map(Lambda((p,), e)), (x,)))
+        elif kind == "col":
+            value = simplified(FunCall(Map(Lambda((q,), e)), (y,)))
+        else:
+            value = simplified(FunCall(Map(Lambda((p,), FunCall(Map(Lambda((q,), e)), (y,)))), (x,)))
+        if not isinstance(value, Param):
+            return f"the epilogue reads {e}: not an input's element at the output's row or column"
+        for lf, prm in zip(leaves, params):
+            if lf == Leaf(kind, value):
+                return prm
+        leaves.append(Leaf(kind, value))
+        params.append(Param(type_of(e), f"e{len(params)}"))
+        return params[-1]
+
+    from lift.ir.paths import replace_at
+
+    rest = leaf(replace_at(body, path, t))
+    if isinstance(rest, str):
+        return rest
+    if mentions(rest, [p, q]):
+        return "the epilogue uses the row or column other than through its leaves"
+    product = _product(red, rows, cols)
+    return Fusable(product, Lambda((t, *params), rest), tuple(leaves))
+
+
+def simplified(e: Node) -> Node:
+    """`e` with `map(x => get(i) << x) << zip(a0, ..)` read as `ai` and `map(x => x) << a` as `a`,
+    inside lambdas too (what an epilogue's reads of zipped inputs reduce to)."""
+    e = with_children(e, tuple(simplified(c) for c in children(e)))
+    if not (isinstance(e, FunCall) and type(e.f) is Map and len(e.args) == 1 and isinstance(e.f.f, Lambda)
+            and len(e.f.f.params) == 1):
+        return e
+    x, body, arr = e.f.f.params[0], e.f.f.body, e.args[0]
+    if body == x:
+        return arr
+    if (isinstance(body, FunCall) and isinstance(body.f, Get) and body.args == (x,) and isinstance(arr, FunCall)
+            and isinstance(arr.f, Zip)):
+        return arr.args[body.f.i]
+    return e

@@ -9,7 +9,7 @@ import pytest
 import lift
 from lift import Array, Float, fun, map, reduce, transpose, user_fun, zip
 from lift.ir.nodes import Lambda
-from lift.rewrites.epilogue import split_epilogue
+from lift.rewrites.epilogue import Fusable, fusable, split_epilogue
 from lift.rules.normalise import normalise
 from lift.userfun.builtins import neg
 
@@ -101,13 +101,19 @@ def mlp3(m: int, k: int, n: int, h: int, w: int):
 def test_a_layer_chain_blocks_every_layer_in_kernels_of_its_own() -> None:
     from lift.ir.nodes import OclKernel
     from lift.ir.paths import walk
-    from lift.rewrites.auto import default_points
+    from lift.rewrites import apply_all
+    from lift.rewrites.auto import auto_space, default_points
     from lift.rewrites.auto_nest import BlockNest
 
     placed = default_points(normalise(mlp3(16, 256, 256, 256, 16)))
-    nodes = [m for _, m in walk(placed)]
-    assert sum(isinstance(m, BlockNest) for m in nodes) == 3
-    assert sum(isinstance(m, OclKernel) for m in nodes) >= 3  # each epilogue a kernel of its own
+    blocks = [m for _, m in walk(placed) if isinstance(m, BlockNest)]
+    assert len(blocks) == 3
+    for b in blocks:  # each layer's point holds its epilogue (fused into its blocks by default)
+        assert isinstance(fusable(b.f.body), Fusable)
+        assert b.kernel is True
+    first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in auto_space(placed).items()}
+    applied = apply_all(placed, lift.Choices(points=first))
+    assert sum(isinstance(m, OclKernel) for _, m in walk(applied)) >= 3  # each layer a kernel of its own
     small = mlp3(4, 8, 8, 8, 4)
     args = _args(small)
     np.testing.assert_allclose(lift.interpret(default_points(normalise(small)), *args), lift.interpret(small, *args),
@@ -120,4 +126,99 @@ def test_a_layer_chain_compiles_to_blocked_layers() -> None:
     k = lift.compile(prog)
     assert sum(lab.startswith("auto_b") for lab in k.choices.points) == 3, k.choices.points
     args = _args(prog, seed=2)
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------- fused into the blocks
+
+
+@user_fun
+def scale_row(x: Float, s: Float) -> Float:
+    return x * s
+
+
+def row_scaled(m: int, k: int, n: int):
+    """diag(s) A B^T: the epilogue reads a value per output row."""
+    return fun([Array(Array(Float, k), m), Array(Float, m), Array(Array(Float, k), n)],
+               lambda a, s, b: map(lambda rs: map(lambda c: scale_row(_dot(rs[0], c), rs[1])) << b) << zip(a, s))
+
+
+def relu_of_sum(m: int, k: int, n: int):
+    """max(X W^T + b, 0) written with built-ins and a literal (as `lift.tc` writes MLP layers)."""
+    return fun([Array(Array(Float, k), m), Array(Array(Float, k), n), Array(Float, n)],
+               lambda x, w, bias: map(lambda r: map(lambda wb: lift.max_(lift.add(_dot(r, wb[0]), wb[1]), 0.0))
+                                      << zip(w, bias)) << x)
+
+
+FUSABLE = {"sgemm": (sgemm, ("scalar", "scalar", "both")), "fc_relu": (fc_relu, ("col",)),
+           "row_scaled": (row_scaled, ("row",)), "relu_of_sum": (relu_of_sum, ("col",))}
+
+
+@pytest.mark.parametrize("name", sorted(FUSABLE))
+def test_the_epilogue_is_found_with_what_it_reads(name: str) -> None:
+    make, kinds = FUSABLE[name]
+    prog = normalise(make(8, 16, 16))
+    found = fusable(prog.body)
+    assert isinstance(found, Fusable), found
+    assert tuple(leaf.kind for leaf in found.leaves) == kinds
+    assert all(isinstance(leaf.value, lift.ir.nodes.Param) for leaf in found.leaves)  # inputs, read in place
+    assert len(found.fun.params) == 1 + len(kinds)
+
+
+def test_an_epilogue_reading_what_is_not_an_input_element_is_not_fused() -> None:
+    computed = fun([Array(Array(Float, 8), 8), Array(Array(Float, 8), 8)],  # the epilogue reads a computed row
+                   lambda a, b: map(lambda r: map(lambda c: lift.mult(_dot(r, c), r[0])) << b) << map(map(neg)) << a)
+    assert isinstance(fusable(normalise(computed).body), str)
+    summed = fun([Array(Array(Float, 8), 8), Array(Array(Float, 8), 8)],  # a reduction in the epilogue
+                 lambda a, b: map(lambda r: map(lambda c: lift.add(_dot(r, c), reduce(lift.add, 0.0) << c))
+                                  << b) << a)
+    assert isinstance(fusable(normalise(summed).body), str)
+
+
+def _block_kernel(prog) -> str:
+    return next(k for k in prog.source.split("kernel void ")[1:] if "acc[" in k)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", sorted(FUSABLE))
+@pytest.mark.parametrize("mode", ["fused", "kernel"])
+def test_fused_and_split_epilogues_compute_the_program(name: str, mode: str) -> None:
+    """Both epilogue choices of the blocks equal the interpreter; fused, the product is never
+    stored: one kernel fewer, the epilogue called on the accumulators' vectors."""
+    make, _ = FUSABLE[name]
+    prog = make(32, 64, 64)
+    args = _args(prog, seed=4)
+    want = lift.interpret(prog, *args)
+    plain = lift.compile(prog)
+    (label,) = [lab for lab in plain.choices.points if lab.startswith("auto_b")]
+    chosen = {**dict(plain.choices.points[label]), "epilogue": mode}
+    k = lift.compile(prog, choices={label: chosen})
+    assert dict(k.choices.points[label])["epilogue"] == mode
+    np.testing.assert_allclose(k(*args), want, rtol=1e-4, atol=1e-4)
+    other = lift.compile(prog, choices={label: {**chosen, "epilogue": "kernel" if mode == "fused" else "fused"}})
+    fewer = len(k.kernels) - len(other.kernels)
+    assert fewer == (-1 if mode == "fused" else 1), (k.kernels, other.kernels)
+    assert ("lambda_v8(acc[" in _block_kernel(k)) == (mode == "fused")
+
+
+@pytest.mark.device
+def test_the_default_fuses_a_bias_and_splits_a_matrix_read() -> None:
+    """A bias read per column is applied in the blocks; sgemm's `beta C` reads C's rows at every
+    block's end, scattered: its own kernel comes first, fused is the tuner's other choice."""
+    relu = lift.compile(fc_relu(32, 64, 64))
+    gemm = lift.compile(sgemm(32, 64, 64))
+    (r,) = relu.choices.points.values()
+    (g,) = gemm.choices.points.values()
+    assert (r["epilogue"], g["epilogue"]) == ("fused", "kernel")
+    assert lift.rewrites.auto_space(lift.rewrites.auto.default_points(normalise(sgemm(32, 64, 64))))[
+        "auto_b0"]["epilogue"] == ("kernel", "fused")
+
+
+@pytest.mark.device
+def test_a_layer_chain_fuses_every_layers_epilogue() -> None:
+    prog = mlp3(16, 256, 256, 256, 16)
+    k = lift.compile(prog)
+    assert [dict(v)["epilogue"] for v in k.choices.points.values()] == ["fused"] * 3
+    assert len(k.kernels) == 6  # per layer: B's panels and the blocks
+    args = _args(prog, seed=5)
     np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
