@@ -10,7 +10,8 @@ time is the median wall time of the same operation in float32; the two are measu
 one loop. The ratio is numpy's time over the kernel's (above 1: the kernel is faster). Status is `ok`,
 `WRONG (max error e)`, `refused: <LiftError class>: <first line>` when compile raises a LiftError, or
 `crash: <class>: <first line>` for anything else. `--tune S` adds `lift.tune` with a budget of S seconds;
-the tuned program is timed in a second interleaved loop with numpy (its ratio uses that loop's numpy time).
+the tuned program is timed in the same round-robin loop as the default one and numpy (default, tuned,
+numpy in turn), so the two rows compare on the same numpy time.
 When peer compilers are installed (benchmarks/peers.py: tinygrad in the venv set up by
 ../shared/tools/peers_bench.py), each row ends with the best peer's time on the same inputs (its
 own process, after the liftcl and numpy loops, not interleaved with them) and numpy's time over it;
@@ -75,17 +76,20 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
 
 
-def _interleaved(prog: Any, arrays: tuple, np_fn: Any, repeat: int) -> tuple[float, float]:
-    """Median kernel time and median numpy wall time, measured alternately in one loop."""
+def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tuple[list[float], float]:
+    """Median time of each program and median numpy wall time, measured round-robin in one loop
+    (the programs in turn, then numpy)."""
     np_fn()
-    kernel, numpy_ = [], []
+    kernels: list[list[float]] = [[] for _ in progs]
+    numpy_ = []
     for _ in range(repeat):
-        kernel.append(statistics.median(prog.time(*arrays, repeat=1)))
+        for times, prog in zip(kernels, progs):
+            times.append(statistics.median(prog.time(*arrays, repeat=1)))
         start = time.perf_counter()
         np_fn()
         numpy_.append(time.perf_counter() - start)
         settle_blas()  # numpy's BLAS threads spin after a call: let them stop before the next kernel
-    return statistics.median(kernel), statistics.median(numpy_)
+    return [statistics.median(t) for t in kernels], statistics.median(numpy_)
 
 
 def _compile_and_check(seed: Seed, make: Any, arrays: tuple, want: Any, sizes: tuple) -> tuple[Any, str]:
@@ -112,17 +116,22 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: boo
     prog, row["status"] = _compile_and_check(seed, lambda: lift.compile(seed.build()), arrays, want, sizes)
     row["compile_s"] = time.perf_counter() - start
     np_fn = lambda: seed.reference(*arrays)  # noqa: E731
-    if prog is not None:
-        row["kernel_s"], row["numpy_s"] = _interleaved(prog, arrays, np_fn, repeat)
-        row["kernels"] = len(prog.kernels)
+    tprog = None
     if tune > 0:
         def tuned() -> Any:
             return lift.tune(seed.build(), *arrays, budget=tune, db=False, progress=False).best
 
         tprog, row["tuned_status"] = _compile_and_check(seed, tuned, arrays, want, sizes)
         if tprog is not None:
-            row["tuned_s"], row["numpy_tuned_s"] = _interleaved(tprog, arrays, np_fn, repeat)
             row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
+    timed = [p for p in (prog, tprog) if p is not None]  # default, tuned and numpy in one loop
+    if timed:
+        medians, numpy_s = _interleaved(timed, arrays, np_fn, repeat)
+        if prog is not None:
+            row["kernel_s"], row["numpy_s"] = medians[0], numpy_s
+            row["kernels"] = len(prog.kernels)
+        if tprog is not None:
+            row["tuned_s"], row["numpy_tuned_s"] = medians[-1], numpy_s
     if with_peers:
         got = peers.best(seed.name, arrays, want, repeat=repeat)
         row["peer"], row["peer_s"], row["peers"] = got.get("peer"), got.get("median_s"), got.get("all", got.get("why"))
