@@ -22,7 +22,7 @@ read-only file, a file that is not SQLite) warns once and the caller goes on wit
 corrupt database file (SQLite's checks fail) is found once per process, moved aside with a
 warning naming where it went (`repaired`), and a fresh one takes its place (`dbrepair`).
 `export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
-`encode_choices` / `decode_choices` only.
+`encode_choices` / `stored_key` only.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from lift.errors import LiftWarning
 from lift.runtime import default_cache_dir
 
 from . import dbrepair
-from .dbkeys import VERSION, check_entry, check_record, decode_choices, liftcl_version, rank
+from .dbkeys import VERSION, check_entry, check_record, liftcl_version, rank, stored_key
 
 CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
 FORMAT = "liftcl-tuning-db"
@@ -299,7 +299,7 @@ class TuningDB:
         for c in data.get("candidates", []):
             try:
                 rec = check_record(c["record"])
-                self.record(str(c["mkey"]), decode_choices(rec["choices"]).key(), rec)
+                self.record(str(c["mkey"]), stored_key(rec["choices"]), rec)
                 taken += 1
             except (KeyError, TypeError, ValueError) as err:
                 _ignored(f"an imported candidate ({err})")
