@@ -7,7 +7,8 @@
 Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok
 or why rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's
 canonical hash, the argument shapes and dtypes, the device key and the liftcl version, what a
-measurement depends on) and the candidate's canonical JSON. `tune` writes each candidate as it
+measurement depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of
+the search point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
 finishes and reads those already there instead of measuring them again, so a stopped tune
 resumes where it stopped and tunes of one problem running at once share their work: a
 candidate being measured is *claimed* (a row without a result, naming its process), and
