@@ -4,9 +4,9 @@
     result.best(x, y); result.pareto; result.history
 
 `tune` (tune.py) drives a search strategy (search.py) over search points, each a `lift.Choices`
-(points.py), planned by `lift.compile.plan` (evaluate.py),
-seeded for the automatic rewrite points (seeds.py), keeps the time/memory front (pareto.py)
-and a persistent tuning database (database.py).
+(points.py) planned by `lift.compile.plan` (evaluate.py), seeded for the automatic rewrite
+points (seeds.py), keeps the time/memory front (pareto.py) and a persistent tuning database
+(database.py).
 """
 
 from .database import TuningDatabaseWarning, TuningDB
