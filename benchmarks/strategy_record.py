@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import strategies  # noqa: E402
 
-from lift.explore.evaluate import Candidate, Evaluator  # noqa: E402
+from lift.choices import Choices  # noqa: E402
+from lift.explore.evaluate import Evaluator  # noqa: E402
+from lift.explore.points import key as point_key  # noqa: E402
 from lift.explore.search import RandomSearch  # noqa: E402
 from lift.explore.seeds import Seeded  # noqa: E402
 from lift.explore.tune import _device, _search_space, _sizes  # noqa: E402
@@ -56,7 +58,7 @@ class _Forget(dict):
         pass
 
 
-def _kernel(pipe: Evaluator, cand: Candidate) -> str:
+def _kernel(pipe: Evaluator, cand: Choices) -> str:
     """What the tuner de-duplicates by: the generated source and the launch sizes."""
     try:
         plan, _ = pipe.plan(cand)
@@ -65,7 +67,7 @@ def _kernel(pipe: Evaluator, cand: Candidate) -> str:
     return hashlib.sha256((plan.source + repr(plan.launches)).encode()).hexdigest()[:24]
 
 
-def timed(pipe: Evaluator, cand: Candidate, repeat: int) -> dict:
+def timed(pipe: Evaluator, cand: Choices, repeat: int) -> dict:
     """One row: checked in the worker, then `repeat` timed runs of the program it just built."""
     t0 = time.perf_counter()
     rec = measure_isolated(pipe, cand, pipe.worker)
@@ -82,7 +84,7 @@ def timed(pipe: Evaluator, cand: Candidate, repeat: int) -> dict:
 def record(name: str, budget: float, out: str, size: int | None, repeat: int, seed: int) -> None:
     pipe, structural, labels = evaluator(name, size)
     search = Seeded(pipe, structural, labels, RandomSearch(pipe, structural, seed=seed))
-    seeds = {c.key() for c in search.seeds()}
+    seeds = {point_key(c) for c in search.seeds()}
     history, rows, start = [], [], time.perf_counter()
     from lift.explore.evaluate import Record
 
@@ -91,7 +93,7 @@ def record(name: str, budget: float, out: str, size: int | None, repeat: int, se
         if cand is None:
             break
         row = timed(pipe, cand, repeat)
-        row["seed"] = cand.key() in seeds
+        row["seed"] = point_key(cand) in seeds
         rows.append(row)
         history.append(Record(cand, row["ok"], row["reason"], row["time"]))
         t = f"{row['time'] * 1e3:9.3f} ms" if row["ok"] else row["reason"][:60]
@@ -118,7 +120,7 @@ def retime(path: str, n: int, repeat: int) -> None:
     pick = ok[:n // 2] + random.Random(1).sample(ok[n // 2:], min(len(ok) - n // 2, n - n // 2))
     ratios = []
     for r in pick:
-        again = timed(pipe, Candidate.from_json(r["choices"]), meta.get("repeat", 7))
+        again = timed(pipe, pipe.decode(r["choices"]), meta.get("repeat", 7))
         if again["ok"]:
             ratios.append(again["time"] / r["time"])
             spread = (max(again["times"]) - min(again["times"])) / again["time"]
@@ -146,7 +148,7 @@ def repass(path: str, out: str, repeat: int) -> None:
     random.Random(k).shuffle(order)
     for n, i in enumerate(order):
         r = rows[i]
-        again = timed(pipe, Candidate.from_json(r["choices"]), repeat)
+        again = timed(pipe, pipe.decode(r["choices"]), repeat)
         r.setdefault("time1", r["time"])
         r[f"times{k + 1}"], r["kernel"], r[f"load{k + 1}"] = again["times"], again["kernel"], again["load"]
         r[f"time{k + 1}"] = again["time"] if again["ok"] else None

@@ -39,6 +39,7 @@ import hand  # noqa: E402
 
 import lift  # noqa: E402
 from lift import Array, Float, Size, fun, map, pad, reduce, slide, transpose, zip  # noqa: E402
+from lift.explore.points import describe  # noqa: E402
 from lift.files import write_atomic  # noqa: E402
 from lift.program import Program  # noqa: E402
 
@@ -183,7 +184,7 @@ def contenders(k: Kernel, budget: float) -> dict[str, tuple[Any, str, str]]:
         try:
             res = lift.tune(k.program, *k.args, budget=budget, db=False, progress=False)
             prog, note = res.best, f"{len(res.history)} candidates, {time.perf_counter() - t0:.0f} s"
-            won = str(res.best_record.candidate) if res.best_record is not None else ""
+            won = describe(res.best_record.candidate) if res.best_record is not None else ""
             note += "; " + (" ".join(p for p in won.split() if ":" in p) or won)[:70]  # the winner's points
             out["liftcl tuned"] = (prog, _check(prog(*k.args), k.want, k.rtol), note)
         except Exception as e:  # noqa: BLE001 - the table reports failures and goes on

@@ -15,6 +15,7 @@ import lift
 from lift.cli import _literals, device_arg, load_program, write_user_file
 from lift.explore import TuningDB
 from lift.explore.dbkeys import encode_choices
+from lift.explore.points import describe
 from lift.explore.search import STRATEGIES
 
 
@@ -113,7 +114,7 @@ def report(result: Any, name: str, budget: float) -> None:
     print(f"choices: {json.dumps(encode_choices(result.choices), sort_keys=True)}")
     print(f"Pareto front of time and memory ({len(result.pareto)}):")
     for r in result.pareto:
-        print(f"  {_ms(r.time):>12s} {_mib(r.memory):>12s}  {r.candidate}")
+        print(f"  {_ms(r.time):>12s} {_mib(r.memory):>12s}  {describe(r.candidate)}")
     sys.stdout.flush()
 
 

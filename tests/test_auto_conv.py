@@ -17,6 +17,7 @@ from lift import Array, Float, Size, fun, join_nd, map, map_nd, pad, pad_nd, red
 from lift import rewrites as rw
 from lift.arith import evaluate
 from lift.explore.evaluate import Evaluator
+from lift.explore.points import joint
 from lift.explore.seeds import Seeded
 from lift.ir.nodes import OclKernel, Pad, Slide
 from lift.ir.paths import walk
@@ -156,6 +157,6 @@ def test_the_tuners_seeds_try_the_pad_layout_first() -> None:
     args = _inputs(8, 8, 16, 4)
     seeded = Seeded(Evaluator(prog, args, None, sizes), structural, ["auto_b0"], inner=None)
     first = next(seeded.seeds())
-    assert first.structural["auto_b0"] == {"skip": False, **PAD_SEEDS[0], "chunk": structural["auto_b0"]["chunk"][0],
+    assert first.points["auto_b0"] == {"skip": False, **PAD_SEEDS[0], "chunk": structural["auto_b0"]["chunk"][0],
                                            "pack": "none"}  # block_nest's pack does not apply to the padded copy
-    assert first.joint  # a valid mapping of the blocks, completed by the solver
+    assert joint(first)  # a valid mapping of the blocks, completed by the solver

@@ -71,13 +71,13 @@ def test_tuned_choices_rebuild_the_tuned_program_exactly():
     assert rebuilt.source == res.best.source
     np.testing.assert_allclose(rebuilt(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
     # a specialised candidate (not only the default the budget always allows) rebuilds exactly
-    from lift.explore.evaluate import Candidate, Evaluator
+    from lift.explore.evaluate import Evaluator
     from lift.explore.tune import _sizes
 
     pipe = Evaluator(tiled_dot(), (x, y), None, _sizes(tiled_dot(), (x, y)))
     structural = {"R": {"skip": False}}
     joint = pipe.space(structural).sample(1, seed=0)[0]
-    prog = pipe.build(Candidate(structural, joint))
+    prog = pipe.build(pipe.point(structural, joint))
     assert prog.choices.sizes and prog.choices.points == structural
     again = lift.compile(pipe.expr, choices=lift.Choices.from_json(json.dumps(prog.choices.to_json())))
     assert again.source == prog.source

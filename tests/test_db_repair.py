@@ -159,7 +159,7 @@ def test_tune_plot_replaces_the_picture_whole(tmp_path: Path) -> None:
 
     from lift.explore.plot import plot_front
 
-    rec = Ns(ok=True, time=1e-3, memory=2**20, candidate=Ns(default=True))
+    rec = Ns(ok=True, time=1e-3, memory=2**20, candidate=Ns(mapping=None))  # the default lowering (points.py)
     result = Ns(history=[rec], pareto=[rec], best_record=rec)
     for name in ("front.png", "front"):  # no suffix: matplotlib's default format
         assert plot_front(result, tmp_path / name).read_bytes().startswith(b"\x89PNG")

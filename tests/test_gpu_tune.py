@@ -27,6 +27,7 @@ from lift.constraints import joint_space, substitute_sizes
 from lift.devices import profile
 from lift.errors import LiftValueError, RewritePointSkipped
 from lift.explore.evaluate import Evaluator
+from lift.explore.points import is_default
 from lift.explore.search import make_strategy
 from lift.explore.seeds import Seeded
 from lift.explore.tune import _search_space
@@ -161,12 +162,12 @@ def test_the_tuner_starts_from_the_gpu_default_and_its_seeds_are_correct(name):
     expr, args, sizes = _problem(name)
     dev = _gpu_described(lift.devices.current())
     result = lift.tune(expr, *args, budget=240, trials=3, db=False, progress=False, device=dev)
-    seeds = [r for r in result.history if not r.candidate.default]
+    seeds = [r for r in result.history if not is_default(r.candidate)]
     want = gpu_default(substitute_sizes(expr, sizes), dev)[1]
     label = next(iter(want))
-    assert dict(seeds[0].candidate.structural[label]) == want[label]
+    assert dict(seeds[0].candidate.points[label]) == want[label]
     for rec in seeds:
         assert rec.ok and rec.checked, rec.reason
-        assert not rec.candidate.structural[label]["skip"]
+        assert not rec.candidate.points[label]["skip"]
     again = lift.compile(expr, device=dev, choices=result.choices)
     np.testing.assert_allclose(again(*args), lift.interpret(expr, *args), rtol=1e-4, atol=1e-4)

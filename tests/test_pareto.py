@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lift.explore import Candidate, Record, dominates, front, pareto_front
+from lift.explore import Record, dominates, front, pareto_front
 from lift.explore.pareto import score
+from lift.explore.points import point
 
 
 def rec(t: float | None, m: int | None, ok: bool = True) -> Record:
-    return Record(Candidate({}, {"t": int((t or 0) * 1000), "m": m or 0}), ok, "" if ok else "wrong", t, m)
+    return Record(point({}, {"t": int((t or 0) * 1000), "m": m or 0}, maps=()), ok, "" if ok else "wrong", t, m)
 
 
 def test_dominance_is_no_worse_everywhere_and_better_somewhere() -> None:

@@ -90,7 +90,7 @@ def test_vectorise_exposes_its_width_as_a_structural_parameter() -> None:
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_family_compiles_and_matches_the_interpreter(name: str) -> None:
     """Rewritten, mapped by a sampled valid choice of the joint constraint space, compiled."""
-    from lift.explore import Candidate, Evaluator
+    from lift.explore import Evaluator
 
     make, choice, args, _ = CASES[name]
     prog = make()
@@ -98,6 +98,6 @@ def test_each_family_compiles_and_matches_the_interpreter(name: str) -> None:
     pipe.compute_reference()
     structural = {"P": {**choice.get("P", {}), "skip": False}}
     space = pipe.space(structural)
-    records = [pipe.measure(Candidate(structural, c)) for c in space.sample(3, seed=0)]
+    records = [pipe.measure(pipe.point(structural, c)) for c in space.sample(3, seed=0)]
     assert any(r.ok for r in records), [r.reason for r in records]
     assert all(r.ok or "wrong" not in r.reason for r in records), [r.reason for r in records]

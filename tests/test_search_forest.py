@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from lift.explore.evaluate import Candidate, Record
+from lift.choices import Choices
+from lift.explore.evaluate import Record
 from lift.explore.forest import Forest, expected_improvement
+from lift.explore.points import joint, point
 from lift.explore.search import ModelBased
 from lift.explore.surrogate import features, improvement, predict
+
+
+def _p(structural: dict, given: dict) -> Choices:
+    """A search point (its map labels: the joint variables named like the solver's `m<k>`)."""
+    return point(structural, given, maps=[k for k in given if k.startswith("m")])
 
 
 def test_the_forest_learns_an_interaction_and_is_deterministic() -> None:
@@ -30,17 +37,17 @@ def test_expected_improvement_prefers_lower_and_more_uncertain_predictions() -> 
     assert abs(ei[0] - 1.0) < 1e-6  # certain and better by 1: improves by 1
 
 
-def _cand(layout: str, rows: int, m0: int, skip: bool = False) -> Candidate:
-    return Candidate({"auto_b0": {"skip": skip, "rows": rows, "layout": layout}}, {"m0": m0, "local_size_0": 8})
+def _cand(layout: str, rows: int, m0: int, skip: bool = False) -> Choices:
+    return _p({"auto_b0": {"skip": skip, "rows": rows, "layout": layout}}, {"m0": m0, "local_size_0": 8})
 
 
 def test_the_model_proposes_from_the_family_that_pays_where_an_additive_model_does_not() -> None:
     """Time is short only with layout "copy" AND rows 4 (an interaction); the forest's pick is
     the untried candidate of that family, the ridge model's is not."""
-    def time(c: Candidate) -> float:
-        s = c.structural["auto_b0"]
+    def time(c: Choices) -> float:
+        s = c.points["auto_b0"]
         return (1.0 if (s["layout"], s["rows"]) == ("copy", 4) else 8.0 if s["layout"] == "copy" else 2.0) \
-            * (1.0 + 0.01 * c.joint["m0"] / 10)
+            * (1.0 + 0.01 * joint(c)["m0"] / 10)
 
     hist = [Record(c, True, time=time(c)) for c in
             (_cand(lay, r, m) for lay in ("copy", "keep") for r in (1, 2, 4) for m in (0, 10))]
@@ -54,5 +61,5 @@ def test_the_model_proposes_from_the_family_that_pays_where_an_additive_model_do
 def test_a_skipped_points_parameters_are_not_features() -> None:
     skipped = features(_cand("copy", 4, 0, skip=True))
     assert skipped["s.auto_b0.skip"] == 1.0 and not any("rows" in k or "layout" in k for k in skipped)
-    applied = features(Candidate({"p": {"skip": False, "rows": 4, "cols": 2, "width": 8}}, {}))
+    applied = features(_p({"p": {"skip": False, "rows": 4, "cols": 2, "width": 8}}, {}))
     assert applied["s.p.block"] == 2 + 1 + 3  # log2 of the accumulators per work-item

@@ -7,8 +7,16 @@ from __future__ import annotations
 import json
 import statistics
 
-from lift.explore.evaluate import Candidate, Record
+from lift.choices import Choices
+from lift.explore.evaluate import Record
+from lift.explore.points import joint, legacy_json, point
+from lift.explore.points import key as point_key
 from lift.explore.search import Evolution, ModelBased, Table, replay
+
+
+def _p(structural: dict, given: dict) -> Choices:
+    """A search point (its map labels: the joint variables named like the solver's `m<k>`)."""
+    return point(structural, given, maps=[k for k in given if k.startswith("m")])
 
 
 def _table() -> Table:
@@ -17,10 +25,10 @@ def _table() -> Table:
     rows = {}
     for t in range(12):
         for ls in range(8):
-            c = Candidate({"auto_r0": {"skip": False, "width": 8}}, {"T": 1 << t, "local_size_0": 1 << ls})
+            c = _p({"auto_r0": {"skip": False, "width": 8}}, {"T": 1 << t, "local_size_0": 1 << ls})
             ok = (t * 7 + ls * 3) % 5 != 0
             time = 1e-3 * (1 + (t - 8) ** 2 + 0.5 * (ls - 5) ** 2)
-            rows[c.key()] = {"choices": c.to_json(), "ok": ok, "time": time if ok else None}
+            rows[point_key(c)] = {"choices": c.to_json(), "ok": ok, "time": time if ok else None}
     return Table(rows)
 
 
@@ -38,8 +46,8 @@ def test_a_table_round_trips_through_json_and_from_a_history() -> None:
     table = _table()
     again = Table.from_json(json.loads(json.dumps(table.to_json())))
     assert again.rows == table.rows and again.best_time() == table.best_time() == 1e-3
-    cands = [Candidate.from_json(r["choices"]) for r in list(table.rows.values())[:3]]
-    hist = [Record(Candidate(default=True), True, time=5.0)] + [Record(c, True, time=1.0) for c in cands]
+    cands = [Choices.from_json(r["choices"]) for r in list(table.rows.values())[:3]]
+    hist = [Record(Choices(), True, time=5.0)] + [Record(c, True, time=1.0) for c in cands]
     assert len(Table.from_history(hist).rows) == 3  # the default lowering is left out
 
 
@@ -56,22 +64,22 @@ def test_evolution_mutates_the_best_after_the_warm_up() -> None:
     picks = []
 
     def rand(history):
-        return Candidate({}, {"T": 1000 + len(history)})
+        return _p({}, {"T": 1000 + len(history)})
 
     def neighbours(c):
-        picks.append(c.joint["T"])
-        return iter([Candidate({}, {"T": c.joint["T"] + 1})])
+        picks.append(joint(c)["T"])
+        return iter([_p({}, {"T": joint(c)["T"] + 1})])
 
     ev = Evolution(rand, neighbours, lambda r: r.time, seed=0, warmup=2, explore=0.0, elite=1)
-    hist = [Record(Candidate({}, {"T": 5}), True, time=2.0), Record(Candidate({}, {"T": 9}), True, time=1.0)]
-    assert ev.propose(hist).joint == {"T": 10} and picks == [9]
+    hist = [Record(_p({}, {"T": 5}), True, time=2.0), Record(_p({}, {"T": 9}), True, time=1.0)]
+    assert joint(ev.propose(hist)) == {"T": 10} and picks == [9]
 
 
 def test_the_model_proposes_the_candidate_it_predicts_fastest() -> None:
     fast, slow = {"m0": 30}, {"m0": 0}
-    hist = [Record(Candidate({}, {**m, "T": t}), True, time=(1.0 if m is fast else 4.0))
+    hist = [Record(_p({}, {**m, "T": t}), True, time=(1.0 if m is fast else 4.0))
             for m in (fast, slow) for t in (1, 2, 4, 8)]
-    pool = [Candidate({}, {**slow, "T": 16}), Candidate({}, {**fast, "T": 16})]
+    pool = [_p({}, {**slow, "T": 16}), _p({}, {**fast, "T": 16})]
     mb = ModelBased(lambda h: None, warmup=2, explore=0.0, pool=lambda: pool)
     assert mb.propose(hist) == pool[1]
 
@@ -81,10 +89,19 @@ def test_the_model_finds_a_middle_optimum_and_reads_any_choice() -> None:
     propose the untried T nearest to it; a new kind of choice (a string) is one-hot."""
     from lift.explore.surrogate import features, predict
 
-    hist = [Record(Candidate({"p": {"layout": "row"}}, {"T": 2 ** k}), True, time=1.0 + (k - 4) ** 2)
+    hist = [Record(_p({"p": {"layout": "row"}}, {"T": 2 ** k}), True, time=1.0 + (k - 4) ** 2)
             for k in (0, 1, 2, 6, 7, 8)]
-    pool = [Candidate({"p": {"layout": "row"}}, {"T": 2 ** k}) for k in (3, 5, 9, 10)]
+    pool = [_p({"p": {"layout": "row"}}, {"T": 2 ** k}) for k in (3, 5, 9, 10)]
     pred = predict(hist, pool)
     assert min(zip(pred.tolist(), range(4)))[1] in (0, 1) and pred[3] > pred[0]
-    f = features(Candidate({"p": {"layout": "col", "skip": False}}, {"m1": 31, "local_size_0": 8}))
+    f = features(_p({"p": {"layout": "col", "skip": False}}, {"m1": 31, "local_size_0": 8}))
     assert f["s.p.layout=col"] == 1.0 and f["s.p.skip"] == 0.0 and f["m.m1.dim"] == 1.0 and f["group_size"] == 3.0
+
+
+def test_a_table_of_older_rows_reads_back_with_the_same_keys_and_replays_alike() -> None:
+    """Tables recorded before search points were `Choices` hold the older JSON form."""
+    table = _table()
+    old = {"rows": [{**r, "choices": legacy_json(Choices.from_json(r["choices"]))} for r in table.rows.values()]}
+    again = Table.from_json(json.loads(json.dumps(old)))
+    assert list(again.rows) == list(table.rows)
+    assert replay(again, "informed", seed=1).keys == replay(table, "informed", seed=1).keys

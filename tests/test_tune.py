@@ -11,6 +11,7 @@ from lift import Array, Float, Size, fun, map, reduce, zip
 from lift import rewrites as rw
 from lift.explore import TuneResult, tune
 from lift.explore import evaluate as cand_mod
+from lift.explore.points import is_default
 from tests.programs import dot_program, mult, rand
 
 N, M = Size("N"), Size("M")
@@ -37,7 +38,7 @@ def test_tuning_dot_is_at_least_as_fast_as_the_default_and_checks_every_candidat
     t_default = min(default.time(x, y, repeat=5))
     t_best = min(res.best.time(x, y, repeat=5))
     assert t_best <= t_default * 1.3  # noise on a shared machine
-    assert res.history[0].candidate.default
+    assert is_default(res.history[0].candidate)
     for r in res.history:  # every candidate ran and was compared with the interpreter, or was rejected
         assert (r.ok and r.checked) or (not r.ok and r.reason)
     assert np.allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
@@ -49,8 +50,8 @@ def test_tuning_dot_is_at_least_as_fast_as_the_default_and_checks_every_candidat
 def test_tuning_gemv_explores_the_tile_size_and_the_mapping() -> None:
     a, v = rand(32, 256), rand(256)
     res = tune(tiled_gemv(), a, v, budget=120, trials=6, db=False, progress=False)
-    tried = [r.candidate for r in res.history if not r.candidate.default]
-    assert any("T_R" in c.joint for c in tried)
+    tried = [r.candidate for r in res.history if not is_default(r.candidate)]
+    assert any("T_R" in c.tuning for c in tried)
     assert np.allclose(res.best(a, v), a @ v, rtol=1e-3)
 
 
@@ -70,14 +71,14 @@ def test_a_wrong_candidate_is_rejected_with_the_reason_and_never_chosen(monkeypa
 
     def build(self, cand):
         prog = real(self, cand)
-        return prog if cand.default else Wrong(prog)
+        return prog if is_default(cand) else Wrong(prog)
 
     monkeypatch.setattr(cand_mod.Evaluator, "build", build)
     x, y = rand(1 << 10), rand(1 << 10, seed=1)
     res = tune(tiled_dot(), x, y, budget=1.5, db=False, progress=False, isolate=False)
     rejected = [r for r in res.history if not r.ok]
     assert rejected and all("wrong result" in r.reason and r.checked for r in rejected)
-    assert res.best_record.candidate.default
+    assert is_default(res.best_record.candidate)
 
 
 @pytest.mark.device
@@ -114,7 +115,7 @@ def test_trials_stop_the_tune_after_that_many_candidates_whatever_the_budget() -
     a, v = rand(32, 256), rand(256)
     res = tune(tiled_gemv(), a, v, budget=300, trials=3, db=False, progress=False)
     assert len(res.history) == 3 and res.stats["seconds"] < 120
-    assert res.history[0].candidate.default
+    assert is_default(res.history[0].candidate)
     with pytest.raises(lift.LiftValueError, match="trials"):
         tune(tiled_gemv(), a, v, trials=0, db=False)
 

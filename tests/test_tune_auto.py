@@ -12,6 +12,7 @@ import lift
 from lift import Array, Float, Size, fun, map, reduce, zip
 from lift import rewrites as rw
 from lift.explore import tune
+from lift.explore.points import is_default
 from lift.interpret import interpret
 from tests.programs import dot_program, gemv_program, mult, rand
 
@@ -90,10 +91,10 @@ def test_tuning_plain_dot_beats_the_default_lowering() -> None:
     res = tune(dot_program(), x, y, budget=120, trials=8, db=False, progress=False)  # trials: not load-dependent
     for r in res.history:  # every candidate was checked against the interpreter, or rejected
         assert (r.ok and r.checked) or (not r.ok and r.reason)
-    assert res.history[0].candidate.default
+    assert is_default(res.history[0].candidate)
     assert np.allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
-    won = res.best_record.candidate.structural.get("auto_r0", {})
-    if res.best_record.candidate.default:  # compile's default chunks the reduction itself (default_reduction)
+    won = res.best_record.candidate.points.get("auto_r0", {})
+    if is_default(res.best_record.candidate):  # compile's default chunks the reduction itself (default_reduction)
         won = res.best.choices.points.get("auto_r0", {})
     assert won and not won.get("skip")
     default = lift.compile(dot_program(), choices={})  # the solver's form: one work-item (not the default)
@@ -106,8 +107,8 @@ def test_tuning_plain_gemv_finds_a_chunked_reduction() -> None:
     a, v = rand(256, 1024), rand(1024)
     res = tune(gemv_program(), a, v, budget=120, trials=8, db=False, progress=False)
     assert np.allclose(res.best(a, v), a.astype(np.float64) @ v, rtol=1e-3)
-    won = res.best_record.candidate.structural.get("auto_r0", {})
-    if res.best_record.candidate.default:  # compile's default chunks the rows itself (default points)
+    won = res.best_record.candidate.points.get("auto_r0", {})
+    if is_default(res.best_record.candidate):  # compile's default chunks the rows itself (default points)
         won = res.best.specialised(a, v).choices.points.get("auto_r0", {})
     assert won and not won.get("skip")
     t_generic = _best_time(lift.compile(gemv_program(), specialise=False), (a, v))  # one row per work-item
@@ -118,4 +119,4 @@ def test_tuning_plain_gemv_finds_a_chunked_reduction() -> None:
 def test_auto_points_can_be_turned_off() -> None:
     x, y = rand(1 << 12), rand(1 << 12, seed=1)
     res = tune(dot_program(), x, y, budget=1, db=False, progress=False, auto=False)
-    assert all(not r.candidate.structural for r in res.history)
+    assert all(not r.candidate.points for r in res.history)

@@ -11,17 +11,24 @@ import numpy as np
 import pytest
 
 import lift
+from lift.choices import Choices
 from lift.explore import tune
 from lift.explore.confirm import MARGIN, TOP, confirm, contenders, reserve
-from lift.explore.evaluate import Candidate, Record
+from lift.explore.evaluate import Record
 from lift.explore.pareto import score
+from lift.explore.points import is_default, point
 from tests.programs import dot_program, rand
 
 RANK = score("time")
 
 
+def _point(structural: dict, default: bool = False) -> Choices:
+    """A search point named by its structural parameters (the default lowering: mapping left open)."""
+    return Choices(points=structural) if default else point(structural, {}, maps=())
+
+
 def _rec(name: str, t: float, default: bool = False, digest: str | None = None) -> Record:
-    cand = Candidate({"p": {"name": name}}, default=default)
+    cand = _point({"p": {"name": name}}, default)
     return Record(cand, True, "", t, 0, True, source_hash=digest or name)
 
 
@@ -31,7 +38,7 @@ def _timers(true_times: dict[str, float], calls: list[str] | None = None):
     jitter = itertools.cycle((1.0, 1.02, 0.98))
 
     def timer_for(r: Record):
-        name = r.candidate.structural["p"]["name"]
+        name = r.candidate.points["p"]["name"]
 
         def timed() -> float:
             if calls is not None:
@@ -50,9 +57,9 @@ def test_a_lucky_first_timing_does_not_win() -> None:
                _rec("other", 2.2e-3), _rec("slow", 9e-3)]
     truth = {"default": 2.5e-3, "lucky": 3e-3, "steady": 2e-3, "other": 2.2e-3, "slow": 9e-3}
     cands = contenders(history, RANK)
-    assert [r.candidate.structural["p"]["name"] for r in cands] == ["lucky", "steady", "other", "default"]
+    assert [r.candidate.points["p"]["name"] for r in cands] == ["lucky", "steady", "other", "default"]
     winner, got = confirm(cands, _timers(truth), deadline=time.perf_counter() + 60)
-    assert winner is not None and winner.candidate.structural["p"]["name"] == "steady"
+    assert winner is not None and winner.candidate.points["p"]["name"] == "steady"
     assert got["rounds"] == 5
     assert winner.confirmed == pytest.approx(2e-3, rel=0.03)
 
@@ -63,9 +70,9 @@ def test_the_default_wins_when_the_others_were_lucky() -> None:
     history = [_rec("default", 5e-3, default=True)] + [_rec(f"c{i}", (i + 1) * 1e-3) for i in range(TOP + 1)]
     truth = {"default": 4e-3, **{f"c{i}": 4.5e-3 + i * 1e-4 for i in range(TOP + 1)}}
     cands = contenders(history, RANK)
-    assert cands[-1].candidate.default and len(cands) == TOP + 1  # the fastest TOP and the default
+    assert is_default(cands[-1].candidate) and len(cands) == TOP + 1  # the fastest TOP and the default
     winner, _ = confirm(cands, _timers(truth), deadline=time.perf_counter() + 60)
-    assert winner is not None and winner.candidate.default
+    assert winner is not None and is_default(winner.candidate)
 
 
 def test_rounds_are_interleaved_and_hopeless_contenders_dropped() -> None:
@@ -81,7 +88,7 @@ def test_same_kernel_is_one_contender_and_the_deadline_stops_the_rounds() -> Non
     history = [_rec("default", 3e-3, default=True, digest="k"), _rec("same", 1e-3, digest="k"), _rec("b", 2e-3)]
     cands = contenders(history, RANK)
     # the default's kernel is there: the default's record stands for it, in its place
-    assert [r.candidate.structural["p"]["name"] for r in cands] == ["default", "b"]
+    assert [r.candidate.points["p"]["name"] for r in cands] == ["default", "b"]
     winner, got = confirm(cands, _timers({"default": 1e-3, "b": 2e-3}), deadline=time.perf_counter() - 1)
     assert winner is cands[0] and got["rounds"] == 0  # past the deadline: nothing measured, the default stays
     nodefault = contenders(history[1:], RANK)
@@ -94,12 +101,12 @@ def test_a_contender_that_fails_is_out() -> None:
     history = [_rec("default", 3e-3, default=True), _rec("broken", 1e-3)]
 
     def timer_for(r: Record):
-        if r.candidate.default:
+        if is_default(r.candidate):
             return lambda: 3e-3
         return lambda: None
 
     winner, got = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
-    assert winner is not None and winner.candidate.default and got["medians"][0] is None
+    assert winner is not None and is_default(winner.candidate) and got["medians"][0] is None
 
 
 @pytest.mark.device
@@ -116,7 +123,7 @@ def test_tune_confirms_the_default_among_the_contenders(isolate: bool) -> None:
     default = next(c["median_s"] for c in got if c["candidate"] == "default lowering")
     best = res.best_record.confirmed
     # the smallest median wins, unless it is within MARGIN of the default's: then the default does
-    assert best == min(medians) or (res.best_record.candidate.default and default is not None
+    assert best == min(medians) or (is_default(res.best_record.candidate) and default is not None
                                     and min(medians) >= default * (1 - MARGIN))
     assert np.allclose(res.best(x, y), np.dot(x, y), rtol=1e-3)
 
@@ -127,7 +134,7 @@ def test_one_load_spike_in_the_first_round_does_not_drop_the_best() -> None:
     seen = {"b": 0}
 
     def timer_for(r: Record):
-        name = r.candidate.structural["p"]["name"]
+        name = r.candidate.points["p"]["name"]
 
         def timed() -> float:
             if name == "b":
@@ -138,7 +145,7 @@ def test_one_load_spike_in_the_first_round_does_not_drop_the_best() -> None:
         return timed
 
     winner, _ = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
-    assert winner is not None and winner.candidate.structural["p"]["name"] == "b"
+    assert winner is not None and winner.candidate.points["p"]["name"] == "b"
 
 
 @pytest.mark.device
@@ -151,8 +158,8 @@ def test_the_default_contender_is_what_lift_compile_gives() -> None:
     want = lift.compile(prog).specialised(x, y)  # what a call with these arrays runs
     res = tune(prog, x, y, budget=30, trials=3, db=False, progress=False)
     first = res.history[0]
-    assert first.candidate.default and first.choices == want.choices
-    if res.best_record.candidate.default:
+    assert is_default(first.candidate) and first.choices == want.choices
+    if is_default(res.best_record.candidate):
         assert res.best.source == want.source
 
 
@@ -164,8 +171,8 @@ def test_a_lead_within_the_margin_keeps_the_default(lead: float, wins: str) -> N
     truth = {"default": 2e-3, "fast": 2e-3 * (1.0 - lead)}
 
     def timer_for(r: Record):
-        return lambda: truth[r.candidate.structural["p"]["name"]]
+        return lambda: truth[r.candidate.points["p"]["name"]]
 
     winner, got = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
-    assert winner is not None and winner.candidate.structural["p"]["name"] == wins
+    assert winner is not None and winner.candidate.points["p"]["name"] == wins
     assert got["medians"] == [pytest.approx(truth["fast"]), pytest.approx(truth["default"])]

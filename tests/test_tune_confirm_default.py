@@ -8,12 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lift.choices import Choices
 from lift.explore import confirm as confirm_mod
 from lift.explore.confirm import MARGIN, confirm, contenders
-from lift.explore.evaluate import Candidate, Record
+from lift.explore.evaluate import Record
 from lift.explore.pareto import score
+from lift.explore.points import is_default, point
 
 RANK = score("time")
+
+
+def _point(structural: dict, default: bool = False) -> Choices:
+    """A search point named by its structural parameters (the default lowering: mapping left open)."""
+    return Choices(points=structural) if default else point(structural, {}, maps=())
 
 
 class Clock:
@@ -34,11 +41,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 def _rec(name: str, t: float, default: bool = False) -> Record:
-    return Record(Candidate({"p": {"name": name}}, default=default), True, "", t, 0, True, source_hash=name)
+    return Record(_point({"p": {"name": name}}, default), True, "", t, 0, True, source_hash=name)
 
 
 def _name(r: Record) -> str:
-    return r.candidate.structural["p"]["name"]
+    return r.candidate.points["p"]["name"]
 
 
 def _exact(clock: Clock, truth: dict[str, float | None], calls: list[str] | None = None):
@@ -76,25 +83,25 @@ def test_the_deadline_before_the_default_is_timed_keeps_the_default(clock: Clock
     winner, got = confirm(contenders(history, RANK), _exact(clock, {"default": 3.0, "fast": 1.0}, calls),
                           deadline=0.5)
     assert calls == ["fast"] and got["medians"] == [1.0, None]
-    assert winner is not None and winner.candidate.default
+    assert winner is not None and is_default(winner.candidate)
 
 
 def test_a_default_whose_timing_fails_keeps_the_default(clock: Clock) -> None:
     history = [_rec("default", 3.0, default=True), _rec("fast", 0.5)]
     winner, got = confirm(contenders(history, RANK), _exact(clock, {"default": None, "fast": 1.0}), deadline=1e9)
-    assert got["medians"][1] is None and winner is not None and winner.candidate.default
+    assert got["medians"][1] is None and winner is not None and is_default(winner.candidate)
 
 
 def test_a_default_that_cannot_be_prepared_keeps_the_default(clock: Clock) -> None:
     history = [_rec("default", 3.0, default=True), _rec("fast", 0.5)]
     timers = _exact(clock, {"default": 3.0, "fast": 1.0})
-    winner, _ = confirm(contenders(history, RANK), lambda r: None if r.candidate.default else timers(r),
+    winner, _ = confirm(contenders(history, RANK), lambda r: None if is_default(r.candidate) else timers(r),
                         deadline=1e9)
-    assert winner is not None and winner.candidate.default
+    assert winner is not None and is_default(winner.candidate)
 
 
 def test_without_a_correct_default_the_fastest_wins(clock: Clock) -> None:
-    history = [Record(Candidate({"p": {"name": "default"}}, default=True), False, "wrong", None, 0, True),
+    history = [Record(_point({"p": {"name": "default"}}, True), False, "wrong", None, 0, True),
                _rec("a", 2.0), _rec("b", 1.0)]
     winner, _ = confirm(contenders(history, RANK), _exact(clock, {"a": 2.0, "b": 1.0}), deadline=1e9)
     assert _name(winner) == "b"
@@ -126,7 +133,7 @@ def test_the_returned_kernel_is_the_default_or_measured_faster_than_it(default: 
     finally:
         mp.undo()
     assert winner is not None
-    if not winner.candidate.default:
+    if not is_default(winner.candidate):
         cands = contenders(history, RANK)
-        d = got["medians"][next(j for j, r in enumerate(cands) if r.candidate.default)]
+        d = got["medians"][next(j for j, r in enumerate(cands) if is_default(r.candidate))]
         assert d is not None and winner.confirmed < (1 - MARGIN) * d

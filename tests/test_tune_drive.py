@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 import lift
+from lift.choices import Choices
 from lift.explore import TuningDB
 from lift.explore.drive import drive
-from lift.explore.evaluate import Candidate, Record
+from lift.explore.evaluate import Record
+from lift.explore.points import joint, point
+from lift.explore.points import key as point_key
 from lift.explore.roles import Built
 from lift.explore.search import IN_FLIGHT
 from lift.explore.shared import SharedWork
@@ -37,8 +40,8 @@ class _Backend:
     def building(self) -> int:
         return len(self._built)
 
-    def build(self, cand: Candidate) -> None:
-        self._built.append(Built(cand, plan=object(), same=cand.key()))
+    def build(self, cand: Choices) -> None:
+        self._built.append(Built(cand, plan=object(), same=point_key(cand)))
 
     def idle(self) -> int:
         return self.runners - len(self.runs)
@@ -48,7 +51,7 @@ class _Backend:
         self.max_in_flight = max(self.max_in_flight, len(self.runs))
 
     def running_keys(self) -> set[str]:
-        return {b.candidate.key() for b in self.runs}
+        return {point_key(b.candidate) for b in self.runs}
 
     def drop_builds(self) -> None:
         self._built = []
@@ -60,7 +63,7 @@ class _Backend:
             return builds, []
         self.waits = 0
         b = self.runs.pop()  # the newest first: out of order
-        n = int(b.candidate.joint["n"])
+        n = int(joint(b.candidate)["n"])
         return [], [(b, Record(b.candidate, True, "", time=1.0 / (n + 1), checked=True))]
 
 
@@ -72,9 +75,9 @@ class _Counting:
 
     def propose(self, history):
         self.views.append([r.reason for r in history])
-        tried = {r.candidate.joint["n"] for r in history}
+        tried = {joint(r.candidate)["n"] for r in history}
         n = next((i for i in range(self.limit) if i not in tried), None)
-        return None if n is None else Candidate(joint={"n": n})
+        return None if n is None else point({}, {"n": n}, maps=())
 
 
 @pytest.mark.parametrize("runners,ahead", [(1, 0), (1, 2), (3, 2)])
@@ -83,8 +86,8 @@ def test_the_driver_sees_proposals_in_flight_as_tried_and_takes_results_in_any_o
     work = SharedWork(_Pipe(), None, "m")
     drive(backend, work, strategy, history, may_propose=lambda flying: True, time_left=lambda: True,
           ahead=ahead, wait_until=lambda: float("inf"))
-    keys = [r.candidate.key() for r in history]
-    assert sorted(r.candidate.joint["n"] for r in history) == list(range(12))  # each once, none lost
+    keys = [point_key(r.candidate) for r in history]
+    assert sorted(joint(r.candidate)["n"] for r in history) == list(range(12))  # each once, none lost
     assert len(set(keys)) == len(keys) and work.measured == 12
     assert backend.max_in_flight == runners  # every runner busy, one candidate each
     in_flight = max(v.count(IN_FLIGHT) for v in strategy.views)
@@ -108,11 +111,11 @@ def test_a_pipelined_tune_is_checked_and_written_once_per_candidate(tmp_path) ->
     db = TuningDB(tmp_path / "t.sqlite")
     res = lift.tune(tiled_dot(), x, y, budget=60, trials=6, ahead=2, db=db, progress=False)
     assert len(res.history) == 6 and all((r.ok and r.checked) or r.reason for r in res.history)
-    assert len({r.candidate.key() for r in res.history}) == 6
+    assert len({point_key(r.candidate) for r in res.history}) == 6
     (mkey,) = {k for k in _mkeys(db)}
     stored = db.finished(mkey)
-    assert set(stored) == {r.candidate.key() for r in res.history}
-    assert all(stored[r.candidate.key()]["ok"] == r.ok for r in res.history)
+    assert set(stored) == {point_key(r.candidate) for r in res.history}
+    assert all(stored[point_key(r.candidate)]["ok"] == r.ok for r in res.history)
     np.testing.assert_allclose(res.best(x, y), lift.interpret(tiled_dot(), x, y), rtol=1e-3)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import lift
 from lift.explore import TuningDB, cluster
+from lift.explore.points import key as point_key
 from tests.programs import rand
 from tests.test_tune import tiled_dot
 from tests.test_tune_drive import _mkeys, resumable_tune_all
@@ -64,21 +65,21 @@ def test_a_runner_killed_mid_tune_loses_nothing_and_the_database_stays_consisten
         if seen["runs"] == 3:  # the third candidate is in flight: kill its runner's process
             pid = ray_cluster.get(self.runners[0].pid.remote())
             os.kill(pid, signal.SIGKILL)
-            seen["killed"] = built.candidate.key()
+            seen["killed"] = point_key(built.candidate)
 
     monkeypatch.setattr(cluster.RayBackend, "run", run)
     x, y = rand(1 << 12), rand(1 << 12, seed=3)
     db = TuningDB(tmp_path / "t.sqlite")
     res = lift.tune(tiled_dot(), x, y, budget=180, trials=8, db=db, progress=False, cluster="ray")
     assert seen["killed"] is not None and seen["backend"].lost >= 1
-    keys = [r.candidate.key() for r in res.history]
+    keys = [point_key(r.candidate) for r in res.history]
     assert len(keys) == 8 and len(set(keys)) == 8  # the tune finished, nothing twice
-    killed = next(r for r in res.history if r.candidate.key() == seen["killed"])
+    killed = next(r for r in res.history if point_key(r.candidate) == seen["killed"])
     assert killed.ok or "crashed" in killed.reason  # measured again on the restarted runner
     (mkey,) = _mkeys(db)
     stored = db.finished(mkey)
     assert set(stored) == set(keys)  # nothing lost from the database, nothing else in it
-    assert all(stored[r.candidate.key()]["ok"] == r.ok for r in res.history)
+    assert all(stored[point_key(r.candidate)]["ok"] == r.ok for r in res.history)
     np.testing.assert_allclose(res.best(x, y), lift.interpret(tiled_dot(), x, y), rtol=1e-3)
 
 
@@ -100,7 +101,7 @@ def test_a_builder_killed_mid_tune_loses_nothing(ray_cluster, tmp_path, monkeypa
     db = TuningDB(tmp_path / "t.sqlite")
     res = lift.tune(tiled_dot(), x, y, budget=180, trials=8, db=db, progress=False, cluster="ray")
     assert seen["killed"] and seen["killed"] != os.getpid()
-    keys = [r.candidate.key() for r in res.history]
+    keys = [point_key(r.candidate) for r in res.history]
     assert len(keys) == 8 and len(set(keys)) == 8
     assert not any("builder died" in r.reason for r in res.history)  # Ray ran the lost build again
     (mkey,) = _mkeys(db)

@@ -15,6 +15,8 @@ import lift
 from lift import Array, Float, Size, fun, map, reduce, zip
 from lift import rewrites as rw
 from lift.explore import TuningDatabaseWarning, TuningDB, measure_key, program_hash, shapes_key, tune, tuning_key
+from lift.explore.points import default_point, point
+from lift.explore.points import key as point_key
 from tests.programs import dot_program, mult, rand
 
 N = Size("N")
@@ -168,7 +170,7 @@ def test_a_tune_without_its_winner_resumes_from_the_stored_candidates(tmp_path) 
     done = db.counts()["candidates"]
     db.clear()  # the winner and the candidates gone ...
     for r in first.history:  # ... and the candidates back, as a stopped tune leaves them
-        db.record(measure_key_of(first, x, y), r.candidate.key(), r.to_json())
+        db.record(measure_key_of(first, x, y), point_key(r.candidate), r.to_json())
     again = tune(tiled_dot(), x, y, budget=2, db=db, progress=False)
     assert not again.cached and again.stats["from_database"] >= done
     assert again.stats["measured"] + again.stats["from_database"] == len(again.history)
@@ -225,7 +227,8 @@ def test_compile_uses_the_tuned_winner_of_a_concrete_program(tmp_path, monkeypat
 def test_the_default_candidate_records_the_choices_compile_reports() -> None:
     """A tune whose winner is the default lowering stores choices that `lift.compile` reports back
     unchanged (the skipped automatic point's open width was filled by compile, not by the tuner)."""
-    from lift.explore.evaluate import Candidate, Evaluator, all_skipped
+    from lift.explore.evaluate import Evaluator
+    from lift.explore.points import default_point
     from lift.explore.tune import _device, _search_space, _sizes
 
     prog = fun([Array(Float, 1024), Array(Float, 1024)], lambda x, y: reduce(lift.add, 0.0) << map(mult) << zip(x, y))
@@ -233,7 +236,60 @@ def test_the_default_candidate_records_the_choices_compile_reports() -> None:
     sizes = _sizes(prog, args)
     expr, structural, _ = _search_space(prog, sizes, True)
     pipe = Evaluator(expr, args, _device(None), sizes)
-    default = Candidate(all_skipped(structural), default=True)
+    default = default_point(structural)
     plan, recorded = pipe.plan(default)
     built = pipe.compile(recorded)
     assert built.choices == recorded and built.source == plan.source
+
+
+def test_a_search_points_key_is_the_key_its_rows_had_as_a_candidate() -> None:
+    """The database keys of search points (`lift.Choices`) are the strings the older `Candidate`
+    form had (`json.dumps(Candidate.to_json(), sort_keys=True)`), so rows stored before keep
+    their keys: written out here as the older code printed them."""
+    p = point({"a": {"skip": False, "w": 8}}, {"m0": 30, "T": 4, "local_size_0": 8}, {"m1": 4}, maps=["m0"],
+              sizes={"N": 64})
+    assert p.mapping == {"m0": 30} and p.tuning == {"T": 4} and p.launch == {"local_size_0": 8}
+    assert point_key(p) == ('{"default": false, "joint": {"T": 4, "local_size_0": 8, "m0": 30}, '
+                            '"structural": {"a": {"skip": false, "w": 8}}, "vectorise": {"m1": 4}}')
+    assert point_key(default_point({"a": {}})) == ('{"default": true, "joint": {}, '
+                                                    '"structural": {"a": {"skip": true}}, "vectorise": {}}')
+
+
+@pytest.mark.device
+def test_rows_written_in_the_older_candidate_form_are_read_back_as_search_points(tmp_path) -> None:
+    """A database filled before search points were `lift.Choices`: its rows (the older JSON
+    form, under the older keys) are found by the points the tuner proposes now, read back sorted
+    by the program's space, survive an export and import, and new rows are written as `Choices`."""
+    from lift.explore.evaluate import Evaluator, Record
+    from lift.explore.shared import SharedWork
+    from lift.explore.tune import _sizes
+
+    x, y = rand(1 << 10), rand(1 << 10, seed=1)
+    pipe = Evaluator(tiled_dot(), (x, y), None, _sizes(tiled_dot(), (x, y)))
+    structural = {"R": {"skip": False}}
+    joint = dict(pipe.space(structural).sample(1, seed=0)[0])
+    now, default = pipe.point(structural, joint), default_point(structural)
+    assert now.mapping and now.sizes == pipe.sizes
+    db = TuningDB(tmp_path / "old.sqlite")
+    old_rows = {'{"default": false, "joint": ' + json.dumps(joint, sort_keys=True)
+                + ', "structural": {"R": {"skip": false}}, "vectorise": {}}':
+                {"choices": {"structural": structural, "joint": joint, "vectorise": {}, "default": False},
+                 "ok": True, "reason": "", "time": 2e-3, "memory": 64, "checked": True},
+                '{"default": true, "joint": {}, "structural": {"R": {"skip": true}}, "vectorise": {}}':
+                {"choices": {"structural": {"R": {"skip": True}}, "joint": {}, "vectorise": {}, "default": True},
+                 "ok": True, "reason": "", "time": 3e-3, "memory": 64, "checked": True}}
+    for key, row in old_rows.items():
+        db.record("m", key, row)
+    copy = TuningDB(tmp_path / "copy.sqlite")
+    assert copy.import_json(json.loads(json.dumps(db.export()))) == 2
+    for base in (db, copy):
+        work = SharedWork(pipe, base, "m")
+        assert set(work.known) == {point_key(now), point_key(default)} == set(old_rows)
+        got, dflt = work.claim(now), work.claim(default)
+        assert got.candidate == now and got.time == 2e-3 and got.ok and got.checked
+        assert dflt.candidate == default and dflt.time == 3e-3
+    fresh = point(structural, joint, {"extra": 4}, maps=now.mapping, sizes=pipe.sizes)
+    SharedWork(pipe, db, "m").finish(fresh, Record(fresh, True, "", 1e-3, 64, True))
+    stored = db.finished("m")[point_key(fresh)]["choices"]
+    assert stored["format"] == 1 and lift.Choices.from_json(stored) == fresh
+

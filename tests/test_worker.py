@@ -13,6 +13,7 @@ import pytest
 
 from lift.explore import evaluate as cand_mod
 from lift.explore import tune
+from lift.explore.points import is_default
 from lift.explore.worker import shared
 from tests.programs import rand
 from tests.test_tune import tiled_dot
@@ -78,7 +79,7 @@ def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
 
     def plan(self, cand):
         p, used = real(self, cand)
-        if cand.default:
+        if is_default(cand):
             return p, used
         return dataclasses.replace(p, source=p.source.replace("0.0f", "1.0f")), used
 
@@ -87,7 +88,7 @@ def test_a_wrong_kernel_run_in_the_worker_is_rejected(monkeypatch) -> None:
     res = tune(tiled_dot(), x, y, budget=5, db=False, progress=False)
     wrong = [r for r in res.history if "wrong result" in r.reason]
     assert wrong and all(r.checked and not r.ok for r in wrong)
-    assert res.best_record.candidate.default
+    assert is_default(res.best_record.candidate)
 
 
 def test_private_memory_per_work_group_is_a_hardware_constraint_on_pocl(monkeypatch) -> None:
@@ -139,7 +140,7 @@ def _slow_default_tune(monkeypatch, timeout_s: float, **kw):
 def test_a_default_slower_than_the_candidate_timeout_is_still_the_result(monkeypatch) -> None:
     res, (x, y) = _slow_default_tune(monkeypatch, 0.3, budget=30, trials=2)
     first, other = res.history
-    assert first.candidate.default and first.ok and first.checked and 0 < first.time < 0.3
+    assert is_default(first.candidate) and first.ok and first.checked and 0 < first.time < 0.3
     assert not other.ok and "timed out" in other.reason  # the other candidates keep the short timeout
     assert res.best_record is first
     np.testing.assert_allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
@@ -152,7 +153,7 @@ def test_a_default_that_times_out_even_in_the_budget_is_measured_in_process(monk
     monkeypatch.setattr(worker_mod, "GRACE_S", 0.0)
     res, (x, y) = _slow_default_tune(monkeypatch, 0.3, budget=0.3, trials=1)
     (first,) = res.history
-    assert first.candidate.default and first.ok and first.checked and first.time > 0
+    assert is_default(first.candidate) and first.ok and first.checked and first.time > 0
     np.testing.assert_allclose(res.best(x, y), np.dot(x.astype(np.float64), y), rtol=1e-3)
 
 

@@ -29,10 +29,12 @@ import time
 from typing import Any
 
 from lift import devices, runtime
+from lift.choices import Choices
 from lift.errors import LiftError
 from lift.ir import nodes
 
-from .evaluate import Candidate, Evaluator, Record
+from .evaluate import Evaluator, Record
+from .points import key as point_key
 from .roles import Built, Spec, build, limit, run_checked, why
 from .worker import Outcome, Served
 
@@ -139,8 +141,8 @@ def runners(ray: Any, res: str, units: int, device: Any) -> list[Any]:
 _EVALUATORS: dict[str, Evaluator] = {}  # per Ray worker process: the problems it has built for
 
 
-def _build(problem: tuple, cand: Candidate) -> Built:
-    """A builder task: the candidate's plan, by an Evaluator kept in this process per problem."""
+def _build(problem: tuple, cand: Choices) -> Built:
+    """A builder task: the point's plan, by an Evaluator kept in this process per problem."""
     key, expr, device, sizes, first_id = problem
     pipe = _EVALUATORS.get(key)
     if pipe is None:
@@ -204,7 +206,7 @@ class RayBackend:
         self._task = ray.remote(_build).options(num_cpus=1, max_retries=3)
         self._problem = ray.put((key, pipe.expr, device, dict(pipe.sizes), _next_id()))
         self._spec: Any = None
-        self._builds: dict[Any, Candidate] = {}
+        self._builds: dict[Any, Choices] = {}
         self._runs: dict[Any, tuple[int, Built, float, int]] = {}  # ref -> runner, built, sent at, tries
         self._idle = list(range(units))
         self.lost = 0  # runs whose runner died (sent again, or rejected)
@@ -221,7 +223,7 @@ class RayBackend:
     def building(self) -> int:
         return len(self._builds)
 
-    def build(self, cand: Candidate) -> None:
+    def build(self, cand: Choices) -> None:
         self._builds[self._task.remote(self._problem, cand)] = cand
 
     def idle(self) -> int:
@@ -234,7 +236,7 @@ class RayBackend:
         self._runs[ref] = (i, built, time.perf_counter(), tries)
 
     def running_keys(self) -> set[str]:
-        return {b.candidate.key() for _, b, _, _ in self._runs.values()}
+        return {point_key(b.candidate) for _, b, _, _ in self._runs.values()}
 
     def drop_builds(self) -> None:
         for ref in self._builds:

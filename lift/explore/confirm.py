@@ -33,6 +33,7 @@ from itertools import count
 from typing import Any
 
 from .evaluate import Record
+from .points import is_default
 from .worker import MIN_TIMEOUT_S
 
 ROUNDS = 5
@@ -57,7 +58,7 @@ def contenders(history: Sequence[Record], rank: Any, top: int = TOP) -> list[Rec
         if k not in seen and len(out) < top:
             seen.add(k)
             out.append(r)
-    default = next((r for r in ok if r.candidate.default), None)
+    default = next((r for r in ok if is_default(r.candidate)), None)
     if default is not None and _kernel_key(default) not in seen:
         out.append(default)
     elif default is not None:  # the same kernel is there: the default's record stands for it
@@ -128,7 +129,7 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     for r, m in zip(cands, medians):
         r.confirmed = m
     measured = [(m, i) for i, m in enumerate(medians) if m is not None]
-    default = next((j for j, r in enumerate(cands) if r.candidate.default), None)
+    default = next((j for j, r in enumerate(cands) if is_default(r.candidate)), None)
     against = medians[default] if default is not None else None
     if default is not None and against is None:  # nothing was measured against the default
         return cands[default], {"medians": medians, "rounds": done}

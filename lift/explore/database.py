@@ -7,7 +7,8 @@
 Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok
 or why rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's
 canonical hash, the argument shapes and dtypes, the device key and the liftcl version, what a
-measurement depends on) and the candidate's canonical JSON. `tune` writes each candidate as it
+measurement depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of
+the search point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
 finishes and reads those already there instead of measuring them again, so a stopped tune
 resumes where it stopped and tunes of one problem running at once share their work: a
 candidate being measured is *claimed* (a row without a result, naming its process), and
@@ -22,7 +23,7 @@ read-only file, a file that is not SQLite) warns once and the caller goes on wit
 corrupt database file (SQLite's checks fail) is found once per process, moved aside with a
 warning naming where it went (`repaired`), and a fresh one takes its place (`dbrepair`).
 `export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
-`encode_choices` / `decode_choices` only.
+`encode_choices` / `stored_key` only.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from lift.errors import LiftWarning
 from lift.runtime import default_cache_dir
 
 from . import dbrepair
-from .dbkeys import VERSION, check_entry, check_record, decode_choices, liftcl_version, rank
+from .dbkeys import VERSION, check_entry, check_record, liftcl_version, rank, stored_key
 
 CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
 FORMAT = "liftcl-tuning-db"
@@ -299,7 +300,7 @@ class TuningDB:
         for c in data.get("candidates", []):
             try:
                 rec = check_record(c["record"])
-                self.record(str(c["mkey"]), decode_choices(rec["choices"]).key(), rec)
+                self.record(str(c["mkey"]), stored_key(rec["choices"]), rec)
                 taken += 1
             except (KeyError, TypeError, ValueError) as err:
                 _ignored(f"an imported candidate ({err})")

@@ -2,7 +2,9 @@
 
 - `measure_key`: what a candidate's measurement depends on (the program's canonical hash, the
   argument shapes and dtypes, the device key, the liftcl version); `tuning_key` adds the objective.
-- `encode_choices` / `decode_choices`: the one place that says how choices are stored as JSON.
+- `encode_choices` / `stored_key`: the one place that says how choices are stored as JSON (a
+  search point: `Choices.to_json()`, or the older `{"structural", "joint", "vectorise",
+  "default"}` form of rows written before issue 24, read alike: lift.explore.points).
 - `check_record` / `check_entry`: a stored candidate's record and a winner entry, validated
   (ValueError when malformed); `rank`: a winner's order for an objective.
 """
@@ -22,7 +24,7 @@ from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 from lift.version import __version__
 
-from .evaluate import Candidate
+from .points import is_legacy, json_key
 
 VERSION = 2  # of the database's layout and keys
 
@@ -77,15 +79,21 @@ def objective_key(mkey: str, objective: str) -> str:
 
 
 def encode_choices(choices: Any) -> dict[str, Any]:
-    """The JSON form of choices, a `lift.Choices` or a search `Candidate` (the one place that says
-    how choices are stored)."""
+    """The JSON form of choices, a `lift.Choices` (a search point or a program's) or a plain dict
+    (the one place that says how choices are stored)."""
     return dict(choices.to_json()) if hasattr(choices, "to_json") else dict(choices)
 
 
-def decode_choices(d: Any) -> Candidate:
-    """The `Candidate` stored as `d`; ValueError when `d` is not a candidate's JSON."""
+def stored_key(d: Any) -> str:
+    """The key (`lift.explore.points.key`) of the search point stored as `d`, in either form;
+    ValueError when `d` is neither."""
     if not isinstance(d, Mapping):
         raise ValueError(f"choices are an object, not {type(d).__name__}")
+    if not is_legacy(d):
+        try:
+            return json_key(d)
+        except (LiftError, TypeError, ValueError, AttributeError) as err:
+            raise ValueError(f"choices: {str(err).splitlines()[0][:200]}") from None
     structural, joint, vec = d.get("structural", {}), d.get("joint", {}), d.get("vectorise", {})
     if not isinstance(structural, Mapping) or not all(
             isinstance(k, str) and isinstance(v, Mapping) for k, v in structural.items()):
@@ -95,7 +103,7 @@ def decode_choices(d: Any) -> Candidate:
             raise ValueError(f"{name} choices are {{name: integer}}")
     if not isinstance(d.get("default", False), bool):
         raise ValueError("default is true or false")
-    return Candidate.from_json(d)
+    return json_key(d)
 
 
 def _is_int(v: Any) -> bool:
@@ -110,7 +118,7 @@ def check_record(d: Any) -> dict[str, Any]:
     """A candidate's measurement (`Record.to_json()`), validated; ValueError when malformed."""
     if not isinstance(d, Mapping) or not isinstance(d.get("ok"), bool):
         raise ValueError("a record is an object with ok: true or false")
-    decode_choices(d.get("choices"))
+    stored_key(d.get("choices"))
     if not (_number(d.get("time")) and _number(d.get("memory"))):
         raise ValueError("time and memory are numbers")
     if d["ok"] and (d.get("time") is None or d.get("memory") is None):
@@ -128,7 +136,7 @@ def check_entry(d: Any) -> dict[str, Any]:
     except (LiftError, TypeError, ValueError, AttributeError) as err:
         raise ValueError(f"choices: {str(err).splitlines()[0][:200]}") from None
     if "candidate" in d:
-        decode_choices(d["candidate"])
+        stored_key(d["candidate"])
     if not (_number(d.get("time")) and _number(d.get("memory"))):
         raise ValueError("time and memory are numbers")
     if not isinstance(d.get("pareto", []), list):

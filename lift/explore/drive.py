@@ -26,7 +26,10 @@ from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
-from .evaluate import Candidate, Record
+from lift.choices import Choices
+
+from .evaluate import Record
+from .points import key as point_key
 from .roles import Built, LocalRunner, build, remember, seen
 from .search import IN_FLIGHT
 from .shared import SharedWork
@@ -48,7 +51,7 @@ class LocalBackend:
     def prepare(self, pipe: Any) -> None:
         """Before the search (the runner reads the reference from `pipe` itself)."""
 
-    def build(self, cand: Candidate) -> None:
+    def build(self, cand: Choices) -> None:
         self._built.append(build(self.pipe, cand))
 
     def idle(self) -> int:
@@ -69,7 +72,7 @@ class LocalBackend:
         return [], [(built, future.result())]
 
     def running_keys(self) -> set[str]:
-        return {self._run[1].candidate.key()} if self._run is not None else set()
+        return {point_key(self._run[1].candidate)} if self._run is not None else set()
 
     def drop_builds(self) -> None:
         self._built = []
@@ -92,22 +95,22 @@ def drive(backend: Any, work: SharedWork, search: Any, history: list[Record], *,
     `wait_until()`)."""
     pipe = work.pipe
     ready: deque[Built] = deque()
-    flying: dict[str, Candidate] = {}  # proposed and not finished: building, built or running
-    busy: dict[str, Candidate] = {}  # measured by another tune (its record is collected)
+    flying: dict[str, Choices] = {}  # proposed and not finished: building, built or running
+    busy: dict[str, Choices] = {}  # measured by another tune (its record is collected)
     exhausted = False
 
     def view() -> list[Record]:
         return [*history, *(Record(c, False, IN_FLIGHT) for c in (*flying.values(), *busy.values()))]
 
-    def finished(cand: Candidate, rec: Record) -> None:
-        flying.pop(cand.key(), None)
+    def finished(cand: Choices, rec: Record) -> None:
+        flying.pop(point_key(cand), None)
         history.append(rec)
         on_record()
 
     while True:
         if not time_left() and (ready or backend.building):  # the budget is spent: drop what did not run
             for b in ready:
-                flying.pop(b.candidate.key(), None)
+                flying.pop(point_key(b.candidate), None)
             ready.clear()
             backend.drop_builds()
             flying = {k: c for k, c in flying.items() if k in backend.running_keys()}
@@ -121,7 +124,7 @@ def drive(backend: Any, work: SharedWork, search: Any, history: list[Record], *,
             if got is True:
                 backend.run(b)
             elif got is None:
-                busy[b.candidate.key()] = flying.pop(b.candidate.key())
+                busy[point_key(b.candidate)] = flying.pop(point_key(b.candidate))
             else:
                 finished(b.candidate, got)
         can_build = (not exhausted and time_left() and may_propose(len(flying))
@@ -133,7 +136,7 @@ def drive(backend: Any, work: SharedWork, search: Any, history: list[Record], *,
             elif (stored := work.stored(cand)) is not None:
                 finished(cand, stored)
             else:
-                flying[cand.key()] = cand
+                flying[point_key(cand)] = cand
                 backend.build(cand)
             continue
         if not flying:
@@ -147,7 +150,7 @@ def drive(backend: Any, work: SharedWork, search: Any, history: list[Record], *,
         if busy:
             got = work.collect(history)
             for r in got:
-                busy.pop(r.candidate.key(), None)
+                busy.pop(point_key(r.candidate), None)
             history.extend(got)
 
 

@@ -1,20 +1,18 @@
-"""One point of the exploration space and the evaluator that turns it into a measured program.
+"""The evaluator that turns a search point (a `lift.Choices`, lift.explore.points) into a measured program.
 
-A `Candidate` is rewrite-point choices (structural parameters, by point label), a joint
-mapping/tuning/launch choice (`lift.constraints.joint_space` variables), and the sequential
-maps to vectorise. `Evaluator.planned` turns a candidate into a `lift.Choices` (its joint choice
-sorted by the candidate's constraint space) and runs `lift.compile.plan`, the pipeline
-`lift.compile` runs, on it (in this process and for the worker alike), so the program's
-`.choices` rebuild it exactly; `Evaluator.measure` builds and runs it, checks it against the
-interpreter's result (computed once) and records time and memory. The default candidate is the
-program with every point skipped (the default lowering), or, when `plain` is set (tune placed
-automatic points), `lift.compile` of the user's program itself, so the search never does worse.
+`Evaluator.point` sorts a joint mapping/tuning/launch choice into a point by the constraint
+space of the program its rewrite points give; `Evaluator.planned` runs `lift.compile.plan`, the
+pipeline `lift.compile` runs, on a point (in this process and for the worker alike), so the
+program's `.choices` rebuild it exactly; `Evaluator.measure` builds and runs it, checks it
+against the interpreter's result (computed once) and records time and memory. The default
+lowering (`points.default_point`: every point skipped, the mapping left to `lift.compile`) is
+planned as compile plans it, or, when `plain` is set (tune placed automatic points), is
+`lift.compile` of the user's program itself, so the search never does worse.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -23,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from lift.choices import Choices, joint_fields
+from lift.choices import Choices
 from lift.compile import Planned, built, plan
 from lift.compile import compile as lift_compile
 from lift.decide import device_widths
@@ -31,46 +29,16 @@ from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import Node
 from lift.spaces import joint_space_of, points_applied, profile_of
 
+from .points import Structural, decode, is_default, point
 from .reference import Reference
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """Choices for one program: rewrite points, joint mapping/tuning/launch, vectorisation."""
-
-    structural: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    joint: Mapping[str, int] = field(default_factory=dict)
-    vectorise: Mapping[str, int] = field(default_factory=dict)
-    default: bool = False  # the default lowering of `lift.compile` (points skipped)
-
-    def key(self) -> str:
-        """A canonical JSON string (for de-duplication and the tuning database)."""
-        return json.dumps(self.to_json(), sort_keys=True)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"structural": {k: dict(v) for k, v in self.structural.items()},
-                "joint": {k: int(v) for k, v in self.joint.items()},
-                "vectorise": {k: int(v) for k, v in self.vectorise.items()}, "default": self.default}
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> Candidate:
-        return Candidate(dict(d.get("structural", {})), dict(d.get("joint", {})),
-                         dict(d.get("vectorise", {})), bool(d.get("default", False)))
-
-    def __str__(self) -> str:
-        if self.default:
-            return "default lowering"
-        parts = [f"{k}:{','.join(f'{p}={v}' for p, v in ps.items())}" for k, ps in self.structural.items()]
-        parts += [f"{k}={v}" for k, v in self.joint.items()]
-        parts += [f"vec {k}={v}" for k, v in self.vectorise.items()]
-        return " ".join(parts)
 
 
 @dataclass
 class Record:
-    """The outcome of one candidate: `ok` (checked against the interpreter) or rejected, and why."""
+    """The outcome of one candidate (a search point, lift.explore.points): `ok` (checked against
+    the interpreter) or rejected, and why."""
 
-    candidate: Candidate
+    candidate: Choices
     ok: bool
     reason: str = ""
     time: float | None = None  # seconds per run (the fastest of `repeat`)
@@ -80,17 +48,12 @@ class Record:
     source_hash: str = ""
     wall_s: float = 0.0  # the whole evaluation: build, run, check, timing
     program: Any = field(default=None, repr=False, compare=False)
-    choices: Choices | None = None  # what `lift.compile` was given to build it (None: not built)
+    choices: Choices | None = None  # the choices its program reports (`Program.choices`; None: not built)
     confirmed: float | None = None  # median seconds per run in tune's confirmation round (confirm.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"choices": self.candidate.to_json(), "ok": self.ok, "reason": self.reason,
                 "time": self.time, "memory": self.memory, "checked": self.checked}
-
-
-def all_skipped(structural: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every point skipped."""
-    return {k: {"skip": True} for k in structural}
 
 
 class Evaluator:
@@ -155,46 +118,52 @@ class Evaluator:
         except LiftError as err:
             return err
 
-    def choices(self, cand: Candidate) -> Choices:
-        """The `lift.Choices` of a candidate: its joint choice sorted into mapping codes, tuning values
-        and launch sizes by the candidate's space; the program specialised for the tuned sizes."""
-        if cand.default:  # `lift.compile`'s own choice, the points skipped
-            return Choices(points=all_skipped(cand.structural))
-        space = self.space(cand.structural)
-        if isinstance(space, Exception):
-            raise space
-        return Choices(points=cand.structural, **joint_fields(cand.joint, space.context.maps),
-                       vectorise=cand.vectorise, sizes=self.sizes)
+    def point(self, structural: Structural, joint: Mapping[str, int],
+              vectorise: Mapping[str, int] | None = None) -> Choices:
+        """The search point of `structural` point parameters and a `joint` choice of their space
+        (`space(structural)`, which must be one): the joint choice sorted into mapping codes,
+        tuning values and launch sizes, the program specialised for the tuned sizes."""
+        return point(structural, joint, vectorise, maps=self.map_labels(structural), sizes=self.sizes)
 
-    def build(self, cand: Candidate) -> Any:
-        """The compiled `Program` of a candidate, from its `planned` (raises on a candidate that
+    def map_labels(self, structural: Structural) -> list[str]:
+        """The labels of the maps of the program rewritten by `structural` (none when its space
+        is refused)."""
+        space = self.space(structural)
+        return [] if isinstance(space, Exception) else list(space.context.maps)
+
+    def decode(self, d: Mapping[str, Any]) -> Choices:
+        """The search point stored as `d` (either form: `lift.explore.points.decode`), sorted by
+        this program's spaces."""
+        return decode(d, self.map_labels, self.sizes)
+
+    def build(self, point: Choices) -> Any:
+        """The compiled `Program` of a point, from its `planned` (raises on a point that
         cannot be built); its `.choices` rebuild it."""
-        if cand.default and self.plain is not None:
+        if is_default(point) and self.plain is not None:
             return self.default_program()
-        return built(self.planned(cand), self.device, node=self.expr, cache_dir=self.cache_dir)
+        return built(self.planned(point), self.device, node=self.expr, cache_dir=self.cache_dir)
 
-    def plan(self, cand: Candidate) -> tuple[Any, Choices]:
-        """A candidate's linked `KernelSource` and the `Choices` used, as `build` makes them
+    def plan(self, point: Choices) -> tuple[Any, Choices]:
+        """A point's linked `KernelSource` and the `Choices` used, as `build` makes them
         but without the OpenCL build (which the worker does)."""
-        if cand.default and self.plain is not None:
+        if is_default(point) and self.plain is not None:
             prog = self.default_program()
             return prog.plan, prog.choices
-        planned = self.planned(cand)
+        planned = self.planned(point)
         return planned.source, planned.choices
 
-    def planned(self, cand: Candidate) -> Planned:
-        """`lift.compile.plan` of a candidate's `choices` (the device's vector widths where it
-        gives none; not vectorisable here: the plain mapping). What the candidate leaves open,
-        such as the parameters of a skipped point or the default's tile sizes, is chosen as
-        `lift.compile` chooses it, so the choices recorded are those it reports for the program;
-        a candidate that sets mapping and tuning values has only a skipped point's open."""
-        choices = self.choices(cand)
+    def planned(self, point: Choices) -> Planned:
+        """`lift.compile.plan` of a point (the device's vector widths where it gives none; not
+        vectorisable here: the plain mapping). What the point leaves open, such as the
+        parameters of a skipped point or the default's tile sizes, is chosen as `lift.compile`
+        chooses it, so the choices recorded are those it reports for the program; a point that
+        sets mapping and tuning values has only a skipped point's open."""
         try:
-            return self._planned(choices)
+            return self._planned(point)
         except RewriteError:
-            if not cand.vectorise:
+            if not point.vectorise:
                 raise
-            return self._planned(choices.replace(vectorise={}))
+            return self._planned(point.replace(vectorise={}))
 
     def _planned(self, choices: Choices) -> Planned:
         with warnings.catch_warnings():
@@ -224,7 +193,7 @@ class Evaluator:
             return lift_compile(self.expr, device=self.device, choices=choices, cache_dir=self.cache_dir,
                                 spaces=self._spaces)
 
-    def measure(self, cand: Candidate) -> Record:
+    def measure(self, cand: Choices) -> Record:
         """Build, run, check against the interpreter and time one candidate; never raises.
         With a `worker` (lift.explore.worker), the OpenCL build and the runs happen there."""
         if self.worker is not None:
@@ -239,7 +208,7 @@ class Evaluator:
         build_s = time.perf_counter() - t0
         digest = hashlib.sha256(prog.source.encode()).hexdigest()[:16]
         seen = self._seen.get(digest)
-        if seen is not None and not cand.default:
+        if seen is not None and not is_default(cand):
             return Record(cand, seen.ok, seen.reason, seen.time, seen.memory, seen.checked, build_s, digest,
                           program=prog, choices=prog.choices)
         rec = self._run(cand, prog, build_s, digest)
@@ -247,7 +216,7 @@ class Evaluator:
         self._seen[digest] = rec
         return rec
 
-    def _run(self, cand: Candidate, prog: Any, build_s: float, digest: str) -> Record:
+    def _run(self, cand: Choices, prog: Any, build_s: float, digest: str) -> Record:
         reference = self.reference  # waited for before the run, so that it does not share the CPU
         t0 = time.perf_counter()
         try:
@@ -273,10 +242,10 @@ class Evaluator:
 NO_REFERENCE = "the interpreter's reference did not finish within the budget"
 
 
-def unchecked(cand: Candidate, build_s: float, digest: str, seconds: float, memory: int | None) -> Record:
+def unchecked(cand: Choices, build_s: float, digest: str, seconds: float, memory: int | None) -> Record:
     """The record of a candidate run when the reference is not there: the default lowering
     (`lift.compile`'s own program) is kept, not checked; any other candidate is rejected."""
-    if cand.default:
+    if is_default(cand):
         return Record(cand, True, f"not checked: {NO_REFERENCE}", seconds, memory, False, build_s, digest)
     return Record(cand, False, f"check: {NO_REFERENCE}", build_s=build_s, source_hash=digest)
 

@@ -9,6 +9,8 @@ from typing import Any
 from lift.errors import UnsupportedError
 from lift.files import replacing
 
+from .points import is_default
+
 
 def plot_front(result: Any, path: Any, title: str | None = None) -> Path:
     """Draw `result` (a TuneResult) into the image file `path`; returns the path."""
@@ -29,7 +31,7 @@ def plot_front(result: Any, path: Any, title: str | None = None) -> Path:
         ax.step([r.time * 1e3 for r in front], [r.memory / 2**20 for r in front], where="post", c="tab:red", lw=1)
         ax.scatter([r.time * 1e3 for r in front], [r.memory / 2**20 for r in front], s=30, c="tab:red", zorder=3,
                    label=f"Pareto front ({len(front)})")
-    default = next((r for r in ok if r.candidate.default), None)
+    default = next((r for r in ok if is_default(r.candidate)), None)
     if default is not None:
         ax.scatter([default.time * 1e3], [default.memory / 2**20], s=70, marker="s", facecolors="none",
                    edgecolors="tab:blue", zorder=4, label="default lowering")

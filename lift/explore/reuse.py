@@ -35,6 +35,7 @@ from lift.specialise import symbolic_sizes
 
 from .database import TuningDatabaseWarning, TuningDB, default_path
 from .dbkeys import program_hash
+from .points import json_default
 
 
 def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = None) -> Tuned | None:
@@ -69,7 +70,7 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
     try:
         choices = Choices.from_json(entry["choices"])
         # a default winner of a tune with automatic points is compile's own default of the program as written
-        default = auto and bool((entry.get("candidate") or {}).get("default"))
+        default = auto and json_default(entry.get("candidate"))
         program = auto_points(expr, bound) if auto and not default else expr  # placed as `tune` placed them
     except Exception as err:  # noqa: BLE001 - a stale entry: compile as if there were none
         stale(err)

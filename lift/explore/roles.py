@@ -1,10 +1,11 @@
 """The tuner's two roles: builders and runners (issue 29).
 
-A *builder* turns a `Candidate` into a `Built`: rewriting, the z3 spaces and code generation up
-to the generated `KernelSource` (which pickles; the device compiler's build happens where the
-device is). A *runner* owns one OpenCL device and measures one `Built` at a time: it builds
-the source with the device compiler, runs it once, checks the result against the
-interpreter's reference and times it (`run_checked`), so it never runs two candidates at once.
+A *builder* turns a search point (a `lift.Choices`, lift.explore.points) into a `Built`:
+rewriting, the z3 spaces and code generation up to the generated `KernelSource` (which
+pickles; the device compiler's build happens where the device is). A *runner* owns one
+OpenCL device and measures one `Built` at a time: it builds the source with the device
+compiler, runs it once, checks the result against the interpreter's reference and times it
+(`run_checked`), so it never runs two candidates at once.
 
     built = build(pipe, cand)                        # builder: in the driver, or a Ray task
     rec = run_checked(worker, pipe, built)           # runner: any `ops` with .call(msg, timeout)
@@ -30,7 +31,8 @@ from typing import Any
 from lift.choices import Choices
 
 from . import worker as _worker
-from .evaluate import Candidate, Record, _as_accurate, mismatch, unchecked
+from .evaluate import Record, _as_accurate, mismatch, unchecked
+from .points import is_default
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Built:
     """What a builder made of a candidate: its generated source (`plan`) and the `Choices`
     used, or the reason it could not be generated."""
 
-    candidate: Candidate
+    candidate: Choices
     plan: Any = None
     choices: Choices | None = None
     reason: str = ""
@@ -51,7 +53,7 @@ class Built:
         return Record(self.candidate, False, f"build: {self.reason}", build_s=self.build_s)
 
 
-def build(pipe: Any, cand: Candidate) -> Built:
+def build(pipe: Any, cand: Choices) -> Built:
     """The builder role: `pipe.plan(cand)` (rewriting, solving, code generation); never raises."""
     t0 = time.perf_counter()
     try:
@@ -69,7 +71,7 @@ def seen(pipe: Any, built: Built) -> Record | None:
     if built.plan is None:
         return built.rejected()
     rec = pipe._seen.get(built.same)
-    if rec is None or built.candidate.default:
+    if rec is None or is_default(built.candidate):
         return None
     return Record(built.candidate, rec.ok, rec.reason, rec.time, rec.memory, rec.checked, built.build_s,
                   built.digest, choices=built.choices)
@@ -96,14 +98,14 @@ class Spec:
     deadline: float  # time.perf_counter() of the runner's own process
 
 
-def limit(spec: Any, cand: Candidate) -> float:
+def limit(spec: Any, cand: Choices) -> float:
     """The timeout of one runner call: the candidate timeout, cut at the budget's end plus a
     grace (killing a worker that is only slow costs a restart); the default lowering, tried
     first, gets the whole budget left plus the grace when that is longer than the candidate
     timeout (it is the result when nothing else is correct; `tune` measures it in-process if
     even that is not enough)."""
     full = getattr(spec, "timeout_s", 30.0)
-    if cand.default:
+    if is_default(cand):
         return max(full, spec.deadline - time.perf_counter() + _worker.GRACE_S)
     return min(full, max(_worker.GRACE_S, spec.deadline - time.perf_counter() + _worker.MIN_TIMEOUT_S))
 
@@ -122,7 +124,7 @@ def run_checked(ops: Any, spec: Any, built: Built) -> Record:
     if not got.ok:
         return reject("opencl build", got.reason)
     reference = spec.reference  # waited for before the run, so that the run does not share the CPU with it
-    if reference is None and not cand.default:
+    if reference is None and not is_default(cand):
         return unchecked(cand, build_s, digest, 0.0, None)
     got = ops.call(("run",), limit(spec, cand))
     if not got.ok:

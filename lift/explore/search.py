@@ -1,6 +1,7 @@
 """Search strategies over the constrained space (thesis 4.5, 6.3.6): random, then local.
 
-A strategy proposes `Candidate`s one at a time from what has been measured so far:
+A strategy proposes search points (`lift.Choices`, lift.explore.points) one at a time from
+what has been measured so far:
 
 - `RandomSearch`: a random choice of rewrite-point parameters, then a valid joint mapping/
   tuning/launch choice sampled from the constraint space of the rewritten program
@@ -43,19 +44,22 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from lift.arith import Cst
+from lift.choices import Choices
 from lift.constraints import CODES
 from lift.errors import LiftValueError
 
 from . import surrogate
-from .evaluate import Candidate, Evaluator, Record
+from .evaluate import Evaluator, Record
+from .points import decode, is_default, joint
+from .points import key as point_key
 
 VECTOR_WIDTHS = (4, 8, 16)
 
 
 class Strategy(Protocol):
-    """`propose(history) -> Candidate | None` (None: nothing left to try)."""
+    """`propose(history) -> Choices | None` (None: nothing left to try)."""
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None: ...
+    def propose(self, history: Sequence[Record]) -> Choices | None: ...
 
 
 def _fastest(history: Sequence[Record], score: Callable[[Record], float]) -> Record | None:
@@ -109,15 +113,15 @@ class RandomSearch:
                 out[lab] = self.rng.choice(VECTOR_WIDTHS)
         return out
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
-        tried = {r.candidate.key() for r in history}
+    def propose(self, history: Sequence[Record]) -> Choices | None:
+        tried = {point_key(r.candidate) for r in history}
         for _ in range(50):
             s = self.random_structural()
             pool = self.joint_samples(s)
             while pool:
                 joint = pool.pop()
-                cand = Candidate(s, joint, self.vectorise(s, joint))
-                if cand.key() not in tried:
+                cand = self.pipeline.point(s, joint, self.vectorise(s, joint))
+                if point_key(cand) not in tried:
                     return cand
         return None
 
@@ -129,45 +133,46 @@ class LocalSearch:
                  score: Callable[[Record], float], seed: int = 0) -> None:
         self.pipeline, self.structural, self.score = pipeline, structural, score
         self.rng = random.Random(seed + 1)
-        self._queue: list[Candidate] = []
+        self._queue: list[Choices] = []
         self._centre: str | None = None
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
-        best = _fastest([r for r in history if not r.candidate.default], self.score)
+    def propose(self, history: Sequence[Record]) -> Choices | None:
+        best = _fastest([r for r in history if not is_default(r.candidate)], self.score)
         if best is None:
             return None
-        if best.candidate.key() != self._centre:
-            self._centre = best.candidate.key()
+        if point_key(best.candidate) != self._centre:
+            self._centre = point_key(best.candidate)
             self._queue = list(self.neighbours(best.candidate))
             self.rng.shuffle(self._queue)
-        tried = {r.candidate.key() for r in history}
+        tried = {point_key(r.candidate) for r in history}
         while self._queue:
             cand = self._queue.pop()
-            if cand.key() not in tried:
+            if point_key(cand) not in tried:
                 return cand
         return None
 
-    def neighbours(self, c: Candidate) -> Iterator[Candidate]:
-        """Valid candidates that differ from `c` in one value."""
-        space = self.pipeline.space(c.structural)
+    def neighbours(self, c: Choices) -> Iterator[Choices]:
+        """Valid points that differ from `c` in one value."""
+        point, given = self.pipeline.point, joint(c)
+        space = self.pipeline.space(c.points)
         if not isinstance(space, Exception):
             for var in space.variables:
-                for v in _moves(var, c.joint.get(var), space):
-                    joint = {**c.joint, var: v}
-                    if space.is_valid(joint):
-                        yield Candidate(c.structural, joint, c.vectorise)
+                for v in _moves(var, given.get(var), space):
+                    moved = {**given, var: v}
+                    if space.is_valid(moved):
+                        yield point(c.points, moved, c.vectorise)
             for lab, site in space.context.maps.items():
-                if c.joint.get(lab) == 0 and lab not in c.vectorise and site.scalar_elems:
+                if given.get(lab) == 0 and lab not in c.vectorise and site.scalar_elems:
                     for w in VECTOR_WIDTHS:
-                        yield Candidate(c.structural, c.joint, {**c.vectorise, lab: w})
+                        yield point(c.points, given, {**c.vectorise, lab: w})
         for lab, ps in self.structural.items():
             for p, vals in ps.items():
                 for v in vals:
-                    if v != c.structural.get(lab, {}).get(p):
-                        s = {**c.structural, lab: {**c.structural.get(lab, {}), p: v}}
+                    if v != c.points.get(lab, {}).get(p):
+                        s = {**c.points, lab: {**c.points.get(lab, {}), p: v}}
                         pool = self._sample(s)
                         if pool is not None:
-                            yield Candidate(s, pool, {})
+                            yield point(s, pool, {})
 
     def _sample(self, structural: Mapping[str, Mapping[str, Any]]) -> dict[str, int] | None:
         space = self.pipeline.space(structural)
@@ -196,8 +201,8 @@ class RandomThenLocal:
                  switch: Callable[[], bool] = lambda: False) -> None:
         self.random, self.local, self.min_random, self.switch = random_search, local, min_random, switch
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
-        n_random = sum(1 for r in history if not r.candidate.default)
+    def propose(self, history: Sequence[Record]) -> Choices | None:
+        n_random = sum(1 for r in history if not is_default(r.candidate))
         if n_random >= self.min_random and self.switch():
             cand = self.local.propose(history)
             if cand is not None:
@@ -239,9 +244,9 @@ class Table:
 
     @staticmethod
     def from_history(history: Sequence[Record]) -> Table:
-        return Table({r.candidate.key(): {"choices": r.candidate.to_json(), "ok": r.ok,
+        return Table({point_key(r.candidate): {"choices": r.candidate.to_json(), "ok": r.ok,
                                           "time": r.time if r.ok else None}
-                      for r in history if not r.candidate.default})
+                      for r in history if not is_default(r.candidate)})
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": list(self.rows.values())}
@@ -250,7 +255,7 @@ class Table:
     def from_json(d: Mapping[str, Any]) -> Table:
         rows = {}
         for row in d["rows"]:
-            rows[Candidate.from_json(row["choices"]).key()] = row
+            rows[point_key(decode(row["choices"]))] = row
         return Table(rows)
 
     def best_time(self) -> float:
@@ -265,19 +270,19 @@ class Evolution:
     fastest correct candidates, and one of its untried neighbours (one value changed, from
     `neighbours`). Parents whose neighbourhood is exhausted are passed over."""
 
-    def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None],
-                 neighbours: Callable[[Candidate], Iterator[Candidate]], score: Callable[[Record], float],
+    def __init__(self, random_: Callable[[Sequence[Record]], Choices | None],
+                 neighbours: Callable[[Choices], Iterator[Choices]], score: Callable[[Record], float],
                  seed: int = 0, *, warmup: int = 6, explore: float = 0.15, elite: int = 4,
                  fan_out: int = 48) -> None:
         self.random_, self.neighbours, self.score = random_, neighbours, score
         self.rng = random.Random(seed + 7)
         self.warmup, self.explore, self.elite, self.fan_out = warmup, explore, elite, fan_out
-        self._pending: dict[str, list[Candidate]] = {}
+        self._pending: dict[str, list[Choices]] = {}
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
-        measured = [r for r in history if not r.candidate.default]
+    def propose(self, history: Sequence[Record]) -> Choices | None:
+        measured = [r for r in history if not is_default(r.candidate)]
         if len(measured) >= self.warmup and self.rng.random() >= self.explore:
-            tried = {r.candidate.key() for r in history}
+            tried = {point_key(r.candidate) for r in history}
             ranked = sorted((r for r in measured if r.ok and r.time is not None), key=self.score)
             top = ranked[:self.elite]
             while top:
@@ -288,8 +293,8 @@ class Evolution:
                 top.remove(parent)
         return self.random_(history)
 
-    def _child(self, parent: Candidate, tried: set[str]) -> Candidate | None:
-        key = parent.key()
+    def _child(self, parent: Choices, tried: set[str]) -> Choices | None:
+        key = point_key(parent)
         if key not in self._pending:
             found = list(itertools.islice(self.neighbours(parent), self.fan_out))
             self.rng.shuffle(found)
@@ -297,7 +302,7 @@ class Evolution:
         pool = self._pending[key]
         while pool:
             cand = pool.pop()
-            if cand.key() not in tried:
+            if point_key(cand) not in tried:
                 return cand
         return None
 
@@ -313,20 +318,20 @@ class ModelBased:
     0.1-0.3 s: a pool drawn whole at once took half of a 25 s tune), or a recorded table itself
     in a replay."""
 
-    def __init__(self, random_: Callable[[Sequence[Record]], Candidate | None], seed: int = 0, *,
+    def __init__(self, random_: Callable[[Sequence[Record]], Choices | None], seed: int = 0, *,
                  warmup: int = 6, explore: float = 0.1, pool_size: int = 64, refill: int = 3,
-                 model: str = "forest", pool: Callable[[], Sequence[Candidate]] | None = None) -> None:
+                 model: str = "forest", pool: Callable[[], Sequence[Choices]] | None = None) -> None:
         self.random_, self.rng, self.seed = random_, random.Random(seed + 11), seed
         self.warmup, self.explore, self.pool_size, self.model = warmup, explore, pool_size, model
         self.refill = refill
         self._fixed_pool = pool
-        self._pool: list[Candidate] = []
+        self._pool: list[Choices] = []
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
-        measured = [r for r in history if not r.candidate.default and r.reason != IN_FLIGHT]
+    def propose(self, history: Sequence[Record]) -> Choices | None:
+        measured = [r for r in history if not is_default(r.candidate) and r.reason != IN_FLIGHT]
         if len(measured) < self.warmup or self.rng.random() < self.explore:
             return self.random_(history)
-        tried = {r.candidate.key() for r in history}
+        tried = {point_key(r.candidate) for r in history}
         pool = self._candidates(history, tried)
         if not pool:
             return self.random_(history)
@@ -334,12 +339,12 @@ class ModelBased:
             rated = (-surrogate.predict(measured, pool)).tolist()
         else:
             rated = surrogate.improvement(measured, pool, seed=self.seed * 7919 + len(measured)).tolist()
-        return max(zip(rated, (c.key() for c in pool), pool))[2]
+        return max(zip(rated, (point_key(c) for c in pool), pool))[2]
 
-    def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Candidate]:
+    def _candidates(self, history: Sequence[Record], tried: set[str]) -> list[Choices]:
         if self._fixed_pool is not None:
-            return [c for c in self._fixed_pool() if c.key() not in tried]
-        self._pool = [c for c in self._pool if c.key() not in tried]
+            return [c for c in self._fixed_pool() if point_key(c) not in tried]
+        self._pool = [c for c in self._pool if point_key(c) not in tried]
         for _ in range(min(self.refill, self.pool_size - len(self._pool))):
             c = self.random_([*history, *(Record(p, False) for p in self._pool)])
             if c is None:
@@ -348,12 +353,12 @@ class ModelBased:
         return list(self._pool)
 
 
-def _table_neighbours(table: Table, near: int = 6) -> Callable[[Candidate], Iterator[Candidate]]:
+def _table_neighbours(table: Table, near: int = 6) -> Callable[[Choices], Iterator[Choices]]:
     """The `near` recorded candidates closest to one (values compared on a log2 scale)."""
-    cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    cands = [decode(r["choices"]) for r in table.rows.values()]
     flat = [(_flat(c), c) for c in cands]
 
-    def neighbours(c: Candidate) -> Iterator[Candidate]:
+    def neighbours(c: Choices) -> Iterator[Choices]:
         me = _flat(c)
         ranked = sorted((_distance(me, f), i) for i, (f, _) in enumerate(flat) if f != me)
         return iter([flat[i][1] for _, i in ranked[:near]])
@@ -361,9 +366,9 @@ def _table_neighbours(table: Table, near: int = 6) -> Callable[[Candidate], Iter
     return neighbours
 
 
-def _flat(c: Candidate) -> dict[str, Any]:
-    out: dict[str, Any] = {f"s.{k}.{p}": v for k, ps in c.structural.items() for p, v in ps.items()}
-    out.update({f"j.{k}": v for k, v in c.joint.items()})
+def _flat(c: Choices) -> dict[str, Any]:
+    out: dict[str, Any] = {f"s.{k}.{p}": v for k, ps in c.points.items() for p, v in ps.items()}
+    out.update({f"j.{k}": v for k, v in joint(c).items()})
     out.update({f"v.{k}": v for k, v in c.vectorise.items()})
     return out
 
@@ -408,20 +413,20 @@ def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None,
     order = list(table.rows)
     rng.shuffle(order)
 
-    def uniform(history: Sequence[Record]) -> Candidate | None:
-        tried = {r.candidate.key() for r in history}
+    def uniform(history: Sequence[Record]) -> Choices | None:
+        tried = {point_key(r.candidate) for r in history}
         for k in order:
             if k not in tried:
-                return Candidate.from_json(table.rows[k]["choices"])
+                return decode(table.rows[k]["choices"])
         return None
 
     def score(r: Record) -> float:
         return r.time if r.time is not None else float("inf")
 
-    cands = [Candidate.from_json(r["choices"]) for r in table.rows.values()]
+    cands = [decode(r["choices"]) for r in table.rows.values()]
     draw = random.Random(seed + 1)
 
-    def candidates() -> list[Candidate]:
+    def candidates() -> list[Choices]:
         return cands if pool is None else draw.sample(cands, min(pool, len(cands)))
 
     chooser: Any = {"uniform": uniform,
@@ -432,8 +437,8 @@ def replay(table: Table, strategy: str, seed: int = 0, limit: int | None = None,
         cand = chooser(history)
         if cand is None:
             break
-        row = table.rows[cand.key()]
+        row = table.rows[point_key(cand)]
         history.append(Record(cand, bool(row["ok"]), "" if row["ok"] else "rejected", row["time"]))
         if stop is not None and row["ok"] and row["time"] <= stop * (1 + 1e-9):
             break
-    return Replayed([r.candidate.key() for r in history], [r.time if r.ok else None for r in history])
+    return Replayed([point_key(r.candidate) for r in history], [r.time if r.ok else None for r in history])

@@ -1,4 +1,4 @@
-"""Seed candidates for the automatic rewrite points (`lift.rewrites.auto_points`), tried first.
+"""Seed points for the automatic rewrite points (`lift.rewrites.auto_points`), tried first.
 
 Random sampling rarely hits the chunk sizes that matter (the solver's pivots spread over
 1 .. N), so for every automatic point the search first tries a few structured candidates:
@@ -27,10 +27,12 @@ from typing import Any
 
 import z3
 
+from lift.choices import Choices, is_launch
 from lift.constraints.prefer import complete
 from lift.rewrites.auto_conv import PAD_SEEDS
 
-from .evaluate import Candidate, Evaluator, Record
+from .evaluate import Evaluator, Record
+from .points import key as point_key
 
 TARGET_ELEMS = (2048, 512, 8192)
 BLOCK_SEEDS = ({"rows": 4, "cols": 2, "width": 8, "along": "output", "pack": "b"},
@@ -54,14 +56,14 @@ class Seeded:
     def __init__(self, pipeline: Evaluator, structural: Mapping[str, Mapping[str, Sequence[Any]]],
                  auto: Sequence[str], inner: Any) -> None:
         self.pipeline, self.structural, self.auto, self.inner = pipeline, structural, tuple(auto), inner
-        self._seeds: Iterator[Candidate] | None = None
+        self._seeds: Iterator[Choices] | None = None
 
-    def propose(self, history: Sequence[Record]) -> Candidate | None:
+    def propose(self, history: Sequence[Record]) -> Choices | None:
         if self._seeds is None:
             self._seeds = self.seeds()
-        tried = {r.candidate.key() for r in history}
+        tried = {point_key(r.candidate) for r in history}
         for cand in self._seeds:
-            if cand.key() not in tried:
+            if point_key(cand) not in tried:
                 return cand
         return self.inner.propose(history)
 
@@ -70,7 +72,7 @@ class Seeded:
         return {lab: {p: (False if p == "skip" else vals[0]) for p, vals in ps.items()}
                 for lab, ps in self.structural.items()}
 
-    def seeds(self) -> Iterator[Candidate]:
+    def seeds(self) -> Iterator[Choices]:
         gpu = yield from self.gpu_seeds()
         for lab in self.auto:
             if lab in gpu:
@@ -88,19 +90,18 @@ class Seeded:
                 if var not in space.variables:
                     joint = complete(space, {})
                     if joint is not None:
-                        yield Candidate(s, joint)
+                        yield self.pipeline.point(s, joint)
                     continue
                 for t in chunk_sizes(space, var, w):
                     joint = complete(space, {var: t})
                     if joint is not None:
-                        yield Candidate(s, joint)
+                        yield self.pipeline.point(s, joint)
 
 
-    def gpu_seeds(self) -> Iterator[Candidate]:
+    def gpu_seeds(self) -> Iterator[Choices]:
         """On a GPU, the GPU points' first valid choices (`lift.rewrites.gpu_search.gpu_seeds`: the
         first is `gpu_default`'s), each with the mapping the points write and the code generator's
         default launch (no launch variables); returns the GPU points' labels."""
-        from lift.choices import is_launch
         from lift.compile import profile_of
         from lift.rewrites.gpu_search import gpu_labels
         from lift.rewrites.gpu_search import gpu_seeds as seeds_of
@@ -112,10 +113,10 @@ class Seeded:
             space = self.pipeline.space(s)
             joint = None if isinstance(space, Exception) else complete(space, {})
             if joint is not None:
-                yield Candidate(s, {k: v for k, v in joint.items() if not is_launch(k)})
+                yield self.pipeline.point(s, {k: v for k, v in joint.items() if not is_launch(k)})
         return gpu_labels(self.pipeline.expr)
 
-    def block_seeds(self, lab: str) -> Iterator[Candidate]:
+    def block_seeds(self, lab: str) -> Iterator[Choices]:
         """The block shapes of `BLOCK_SEEDS` that the point's space offers: all of them mapped as a
         2-D ND-range of blocks first, then with the usual preferences."""
         doms = self.structural[lab]
@@ -129,7 +130,7 @@ class Seeded:
                 space = self.pipeline.space(s)
                 joint = None if isinstance(space, Exception) else complete(space, {}, grid=grid)
                 if joint is not None:
-                    yield Candidate(s, joint)
+                    yield self.pipeline.point(s, joint)
 
 
 def chunk_sizes(space: Any, var: str, width: int) -> list[int]:

@@ -14,14 +14,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from lift.choices import Choices
+
 from .database import TuningDB
-from .dbkeys import decode_choices
-from .evaluate import Candidate, Evaluator, Record
+from .evaluate import Evaluator, Record
+from .points import key as point_key
 
 
-def record_from_json(d: dict[str, Any]) -> Record:
-    """A stored measurement as a `Record` (no program: it is rebuilt when needed)."""
-    return Record(decode_choices(d["choices"]), bool(d["ok"]), str(d.get("reason", "")), d.get("time"),
+def record_from_json(d: dict[str, Any], pipe: Evaluator) -> Record:
+    """A stored measurement as a `Record` (no program: it is rebuilt when needed); its point is
+    read by `pipe` (`Evaluator.decode`: a row of the older form is sorted by `pipe`'s spaces)."""
+    return Record(pipe.decode(d["choices"]), bool(d["ok"]), str(d.get("reason", "")), d.get("time"),
                   d.get("memory"), bool(d.get("checked", False)))
 
 
@@ -35,7 +38,7 @@ class SharedWork:
         self.reused = 0
         self.measured = 0
 
-    def measure(self, cand: Candidate) -> Record | None:
+    def measure(self, cand: Choices) -> Record | None:
         """The candidate's record (stored or measured now), or None while another process measures it."""
         got = self.claim(cand)
         if got is not True:
@@ -43,10 +46,10 @@ class SharedWork:
         self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
         return self.finish(cand, self.pipe.measure(cand))
 
-    def claim(self, cand: Candidate) -> Record | None | bool:
+    def claim(self, cand: Choices) -> Record | None | bool:
         """Before measuring `cand`: its stored record, None when another live process measures
         it, True when it is this tune's to measure (claimed in the database)."""
-        k = cand.key()
+        k = point_key(cand)
         if k in self.known:
             return self._stored(k)
         if self.db is not None and self.reuse:
@@ -60,28 +63,28 @@ class SharedWork:
                 return None
         return True
 
-    def stored(self, cand: Candidate) -> Record | None:
+    def stored(self, cand: Choices) -> Record | None:
         """The candidate's record when this tune already knows it is finished (no database read)."""
-        return self._stored(cand.key()) if cand.key() in self.known else None
+        return self._stored(point_key(cand)) if point_key(cand) in self.known else None
 
-    def finish(self, cand: Candidate, rec: Record) -> Record:
+    def finish(self, cand: Choices, rec: Record) -> Record:
         """Write a measured record (the driver is the only writer of the database)."""
         self.measured += 1
         if self.db is not None:
-            self.db.record(self.mkey, cand.key(), rec.to_json(), replace=not self.reuse)
+            self.db.record(self.mkey, point_key(cand), rec.to_json(), replace=not self.reuse)
         return rec
 
     def _stored(self, k: str) -> Record:
         self.reused += 1
         self.pending.discard(k)
-        return record_from_json(self.known[k])
+        return record_from_json(self.known[k], self.pipe)
 
     def collect(self, history: Sequence[Record]) -> list[Record]:
         """Records finished in the database (by any tune of this problem) that `history` lacks."""
         if self.db is None or not self.reuse:
             return []
         self.known.update(self.db.finished(self.mkey))
-        have = {r.candidate.key() for r in history}
+        have = {point_key(r.candidate) for r in history}
         return [self._stored(k) for k in list(self.known) if k not in have]
 
     def wait_pending(self, history: list[Record], deadline: float, poll_s: float = 0.2) -> None:

@@ -35,8 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from .evaluate import Candidate, Record
+from lift.choices import Choices
+
+from .evaluate import Record
 from .forest import Forest, expected_improvement
+from .points import joint
+from .points import key as point_key
 
 RIDGE = 1.0
 _MAP = re.compile(r"m\d+$")
@@ -45,10 +49,10 @@ _MAP = re.compile(r"m\d+$")
 _CACHE: dict[str, dict[str, float]] = {}
 
 
-def features(c: Candidate) -> dict[str, float]:
+def features(c: Choices) -> dict[str, float]:
     """The numeric features of a candidate (see the module docstring); kept by the candidate's key
     (a replay or a tune asks for the same candidates at every proposal)."""
-    key = c.key()
+    key = point_key(c)
     if key not in _CACHE:
         if len(_CACHE) > 8192:
             _CACHE.clear()
@@ -56,9 +60,9 @@ def features(c: Candidate) -> dict[str, float]:
     return dict(_CACHE[key])
 
 
-def _features(c: Candidate) -> dict[str, float]:
+def _features(c: Choices) -> dict[str, float]:
     out: dict[str, float] = {}
-    for lab, ps in c.structural.items():
+    for lab, ps in c.points.items():
         if ps.get("skip") is True:  # a skipped point's other parameters change nothing
             out[f"s.{lab}.skip"] = 1.0
             continue
@@ -67,7 +71,7 @@ def _features(c: Candidate) -> dict[str, float]:
         block = [out[f"s.{lab}.{p}"] for p in ("rows", "cols", "width") if f"s.{lab}.{p}" in out]
         if len(block) > 1:  # a register block's size: accumulators per work-item
             out[f"s.{lab}.block"] = sum(block)
-    for k, v in c.joint.items():
+    for k, v in joint(c).items():
         if _MAP.match(k):
             out[f"m.{k}.parallel"] = float(v >= 10)
             out[f"m.{k}.kind"] = float(v // 10)
@@ -90,7 +94,7 @@ def _put(out: dict[str, float], name: str, v: Any) -> None:
         out[f"{name}={v}"] = 1.0
 
 
-def _training(measured: Sequence[Record], pool: Sequence[Candidate]) -> tuple[np.ndarray, list, list, list[str]]:
+def _training(measured: Sequence[Record], pool: Sequence[Choices]) -> tuple[np.ndarray, list, list, list[str]]:
     """The log times measured (rejected candidates: twice the slowest), the features of the
     measured and of the pool candidates, and every feature name among them."""
     ok = [r.time for r in measured if r.ok and r.time]
@@ -101,7 +105,7 @@ def _training(measured: Sequence[Record], pool: Sequence[Candidate]) -> tuple[np
     return y, rows, todo, sorted({k for f in rows + todo for k in f})
 
 
-def predict(measured: Sequence[Record], pool: Sequence[Candidate], ridge: float = RIDGE) -> np.ndarray:
+def predict(measured: Sequence[Record], pool: Sequence[Choices], ridge: float = RIDGE) -> np.ndarray:
     """Predicted log time (lower is faster) of each `pool` candidate, by the model fitted to
     `measured`; features are scaled by their spread over the pool and the measured together."""
     y, rows, todo, keys = _training(measured, pool)
@@ -118,7 +122,7 @@ def predict(measured: Sequence[Record], pool: Sequence[Candidate], ridge: float 
     return design(q) @ coef
 
 
-def improvement(measured: Sequence[Record], pool: Sequence[Candidate], seed: int = 0,
+def improvement(measured: Sequence[Record], pool: Sequence[Choices], seed: int = 0,
                 trees: int = 24) -> np.ndarray:
     """Expected improvement in log time of each `pool` candidate over the fastest measured, by a
     random forest (`lift.explore.forest`) fitted to `measured` (rejected candidates count as twice

@@ -46,9 +46,10 @@ from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
 from .drive import LocalBackend, drive
-from .evaluate import Candidate, Evaluator, Record, all_skipped
+from .evaluate import Evaluator, Record
 from .pareto import pareto_front, score
 from .plot import plot_front
+from .points import default_point, describe, is_default, json_default
 from .progress import Progress
 from .reuse import symbolic_sizes
 from .roles import LocalRunner
@@ -195,7 +196,7 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
     work = SharedWork(pipe, database, mkey, reuse=not refresh)
     history: list[Record] = []
     bar = Progress(budget, sys.stderr if progress else None)
-    first = work.measure(Candidate(all_skipped(structural), default=True))
+    first = work.measure(default_point(structural))
     history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
     search = make_strategy(strategy or DEFAULT_STRATEGY, pipe, structural, rank, seed,
@@ -257,7 +258,7 @@ def _rescue_default(history: list[Record], pipe: Evaluator) -> None:
     if any(r.ok for r in history):
         return
     for i, r in enumerate(history):
-        if r.candidate.default and "timed out" in r.reason:
+        if is_default(r.candidate) and "timed out" in r.reason:
             worker, deadline = pipe.worker, pipe.deadline
             pipe.worker, pipe.deadline = None, 0.0  # past the deadline: timed by one run
             try:
@@ -308,7 +309,7 @@ def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record 
         if pipe.worker is not None and pipe.worker.running():  # free the kept programs (not restart it)
             pipe.worker.call(("drop",))
     _release(history, rank, keep=winner)
-    return winner, {"confirmed": [{"candidate": str(r.candidate), "search_s": r.time, "median_s": m}
+    return winner, {"confirmed": [{"candidate": describe(r.candidate), "search_s": r.time, "median_s": m}
                                   for r, m in zip(cands, got["medians"])], "confirm_rounds": got["rounds"]}
 
 
@@ -352,7 +353,7 @@ def _result(history: list[Record], rank: Any, pipe: Evaluator, elapsed: float,
         best.choices = best.program.choices
     front = pareto_front(history)
     stats = {"seconds": elapsed, "candidates": len(history), "rejected": len(history) - len(ok),
-             "default_time": next((r.time for r in history if r.candidate.default), None)}
+             "default_time": next((r.time for r in history if is_default(r.candidate)), None)}
     return TuneResult(best.program, front, history, best, reference_checked=best.checked, stats=stats)
 
 
@@ -367,15 +368,13 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
     pipe.plain = plain
     try:
         choices = Choices.from_json(entry["choices"])
-        default = plain is not None and Candidate.from_json(entry.get("candidate") or {}).default
+        default = plain is not None and json_default(entry.get("candidate"))
         prog = pipe.default_program() if default else pipe.compile(choices)
     except Exception:  # noqa: BLE001 - a stale entry (older format, the compiler changed): search again
         return None
-    cand = Candidate(dict(choices.points), {**(choices.mapping or {}), **choices.tuning, **choices.launch},
-                     dict(choices.vectorise))
-    rec = Record(cand, True, "from the tuning database", entry.get("time"), entry.get("memory"),
+    rec = Record(choices, True, "from the tuning database", entry.get("time"), entry.get("memory"),
                  checked=False, program=prog, choices=prog.choices)
-    front = [record_from_json(d) for d in entry.get("pareto", [])] or [rec]
+    front = [record_from_json(d, pipe) for d in entry.get("pareto", [])] or [rec]
     return TuneResult(prog, front, [rec], rec, cached=True, reference_checked=False,
                       stats={"candidates": 0, "cached": True, "searched": entry.get("candidates")})
 
