@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lift.ir.nodes import FunCall, Get, Lambda, Literal, Map, Node, Param, Reduce, UserFun, Zip
-from lift.ir.paths import children, walk, with_children
-from lift.rules.terms import elem, lam, mentions, meta, substitute
+from lift.ir.nodes import FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, Reduce, UserFun, Zip
+from lift.ir.paths import children, replace_at, walk, with_children
+from lift.rules.normalise import is_view
+from lift.rules.terms import bound_ids, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of
 from lift.types import ScalarType
 
@@ -113,9 +114,6 @@ def _epilogue(call: FunCall, p: Param, q: Param, body: Node, red: FunCall, x: No
     """`map(P => map(Q => body[red := Q.1, p := P.0, q := Q.0]) << zip(y[p := P.0], P.1)) << zip(x, product)`,
     each zip left out where the epilogue does not read `p` (or `q`); None when it reads `p` and `x`
     computes (it would be computed twice: by the product and by the epilogue)."""
-    from lift.ir.paths import replace_at
-    from lift.rules.normalise import is_view
-
     path = next(pth for pth, m in walk(body) if m is red)
     marker = Param(type_of(red), "t")
     rest = replace_at(body, path, marker)
@@ -142,9 +140,6 @@ def _epilogue(call: FunCall, p: Param, q: Param, body: Node, red: FunCall, x: No
 def as_kernel(epilogue: FunCall) -> FunCall:
     """`ocl_kernel((t, ..) => f(t)) << (rows, ..)` for the epilogue `f << rows`: its own kernel, after
     the product's kernels, reading the product and the other arrays it uses as parameters."""
-    from lift.ir.nodes import OclKernel
-    from lift.rules.terms import bound_ids
-
     f, rows = epilogue.f, epilogue.args[0]
     bound, free = bound_ids(f), {}
     for _, m in walk(f):
@@ -237,8 +232,6 @@ def fusable(call: Node) -> Fusable | str:
         leaves.append(Leaf(kind, value))
         params.append(Param(type_of(e), f"e{len(params)}"))
         return params[-1]
-
-    from lift.ir.paths import replace_at
 
     rest = leaf(replace_at(body, path, t))
     if isinstance(rest, str):
