@@ -1,0 +1,161 @@
+"""z3's resource limits: every question the compiler asks z3 is bounded by z3's deterministic
+resource counter (`rlimit`), never by the clock, so a compile's answers (a mapping, a tuning
+value's simplification, a barrier) do not depend on how loaded the machine is.
+
+z3 counts resource units as it works ("rlimit count" in a solver's statistics; one counter for
+the whole context, so a question's cost is the difference before and after its check). A solver
+given `s.set("rlimit", n)` answers "unknown" ("max. resource limit exceeded") once one check has
+spent `n` more units, and every site treats that "unknown" as it treated a timeout before. No z3
+call sets a wall-clock `timeout`: under load (load average 15 on 2 vCPUs) the 30-60 s guards
+of before were reached by questions that take 2 s on a quiet machine, and the TC example gconv
+compiled to another mapping (tests/test_solver_limits.py compiles it with every wall-clock guard
+set to 1 ms). The counter does not measure time exactly (a nonlinear proof of `tuning._proved`
+spends about 0.3M units a second, the barrier model about 2-3M), so each limit is the largest
+use seen times 10-20, which keeps a hung question to seconds or minutes, not hours.
+
+The cost of one question also depends on what the process solved before (z3's term ids and
+caches), so the figures below are the largest seen in whole test runs (`pytest -n 2`: each worker
+solves hundreds of programs before the last), not in a fresh process. Measure them again with:
+
+    LIFTCL_Z3_RECORD=/tmp/z3.jsonl python -m pytest -q -n 2   # one JSON line per z3 check
+    python -m lift.constraints.limits /tmp/z3.jsonl            # the largest use per site
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import z3
+
+# The limits (z3 resource units). "largest seen": over the examples' golden tests, the golden
+# corpus (seed workloads, Tensor Comprehensions, VGG-16 layers, GPU profiles) and the whole test
+# suite, recorded as above (see each figure).
+
+MODEL_RLIMIT = 100_000_000
+"""One check of a `Model`'s solver (`Model.solver`: the unsat core, `is_valid`, sampling,
+counting)."""
+
+MAPPING_RLIMIT = 20_000_000
+"""All the questions of one `lex_optimum` together (`choose_mapping`)."""
+
+PREFER_RLIMIT = 50_000_000
+"""The optimising query of `prefer.complete` (a seed or default launch the sampler cannot find)."""
+
+PROOF_RLIMIT = 5_000_000
+"""One equivalence proof of `tuning.simplify` (`_proved`)."""
+
+GPU_TILES_RLIMIT = 100_000_000
+"""One validity check of a GPU tile choice (`gpu_tiles`)."""
+
+RECORD_ENV = "LIFTCL_Z3_RECORD"
+"""Name of the environment variable: a file to which each z3 check appends one JSON line."""
+
+
+def limited(solver: Any, rlimit: int) -> Any:
+    """`solver` (a z3 `Solver` or `Optimize`) with each check bounded by `rlimit` resource units."""
+    solver.set("rlimit", rlimit)
+    return solver
+
+
+def used(solver: Any) -> int:
+    """z3's resource count so far (the whole context's: subtract two readings for one check)."""
+    stats = solver.statistics()
+    return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+
+
+# ------------------------------------------------------------------- recording
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder of lift/, constraints/
+_PACKAGES = ("constraints", "rewrites", "rules", "lift")
+
+
+def _site(depth: int = 2) -> str:
+    """`path:function` of the first caller inside liftcl (not this module), e.g.
+    "constraints/model.py:core"; "?" when there is none."""
+    here = os.path.abspath(__file__)
+    frame = sys._getframe(depth)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        rel = os.path.relpath(path, _ROOT)
+        if path != here and rel.split(os.sep)[0] in _PACKAGES:
+            return f"{rel}:{frame.f_code.co_name}"
+        frame = frame.f_back
+    return "?"
+
+
+def note(site: str, units: int, result: str, seconds: float = 0.0, conflicts: int = 0) -> None:
+    """Append one record to the file `$LIFTCL_Z3_RECORD` names (nothing when it is unset)."""
+    path = os.environ.get(RECORD_ENV)
+    if not path:
+        return
+    line = json.dumps({"site": site, "used": units, "result": result, "s": round(seconds, 4),
+                       "conflicts": conflicts, "pid": os.getpid()})
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def _recording(check: Any) -> Any:
+    def recorded(self: Any, *assumptions: Any) -> Any:
+        before, start = used(self), time.perf_counter()
+        result = check(self, *assumptions)
+        why = f" ({self.reason_unknown()})" if result == z3.unknown else ""
+        stats = self.statistics()
+        conflicts = max([int(stats.get_key_value(k)) for k in stats.keys() if k.endswith("conflicts")] or [0])
+        note(_site(), used(self) - before, f"{result}{why}", time.perf_counter() - start, conflicts)
+        return result
+
+    recorded.__wrapped__ = check  # type: ignore[attr-defined]
+    return recorded
+
+
+def install_recorder() -> None:
+    """Record every `Solver.check` and `Optimize.check` of this process (site, units used,
+    answer, seconds) in `$LIFTCL_Z3_RECORD`; done on import when that variable is set."""
+    for cls in (z3.Solver, z3.Optimize):
+        if not hasattr(cls.check, "__wrapped__"):
+            cls.check = _recording(cls.check)
+
+
+def summary(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Per site: checks, the largest use, seconds and conflicts, and the answers (from records)."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        r = json.loads(line)
+        s = out.setdefault(r["site"], {"checks": 0, "max_used": 0, "max_s": 0.0, "max_conflicts": 0,
+                                       "results": {}})
+        s["checks"] += 1
+        s["max_used"] = max(s["max_used"], r["used"])
+        s["max_conflicts"] = max(s["max_conflicts"], r.get("conflicts", 0))
+        s["max_s"] = max(s["max_s"], r["s"])
+        s["results"][r["result"]] = s["results"].get(r["result"], 0) + 1
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Print the summary of the record files named in `argv`."""
+    lines: list[str] = []
+    for name in argv:
+        with open(name, encoding="utf-8") as f:
+            lines += f.readlines()
+    for site, s in sorted(summary(lines).items(), key=lambda kv: -kv[1]["max_used"]):
+        print(f"{site:55s} {s['checks']:7d} checks  largest {s['max_used']:>13,d} units  {s['max_s']:7.2f} s  "
+              f"{s['max_conflicts']:7d} conflicts  {s['results']}")
+    return 0
+
+
+if os.environ.get(RECORD_ENV):
+    install_recorder()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
+
+
+__all__ = ["MODEL_RLIMIT", "MAPPING_RLIMIT", "PREFER_RLIMIT", "PROOF_RLIMIT", "GPU_TILES_RLIMIT",
+           "RECORD_ENV", "limited", "used", "note", "install_recorder", "summary"]
