@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import z3
@@ -40,16 +40,16 @@ MODEL_RLIMIT = 100_000_000
 """One check of a `Model`'s solver (`Model.solver`: the unsat core, `is_valid`, sampling,
 counting)."""
 
-MAPPING_RLIMIT = 20_000_000
+MAPPING_RLIMIT = 40_000_000
 """All the questions of one `lex_optimum` together (`choose_mapping`)."""
 
 PREFER_RLIMIT = 50_000_000
 """The optimising query of `prefer.complete` (a seed or default launch the sampler cannot find)."""
 
-PROOF_RLIMIT = 5_000_000
+PROOF_RLIMIT = 20_000_000
 """One equivalence proof of `tuning.simplify` (`_proved`)."""
 
-GPU_TILES_RLIMIT = 100_000_000
+GPU_TILES_RLIMIT = 10_000_000
 """One validity check of a GPU tile choice (`gpu_tiles`)."""
 
 RECORD_ENV = "LIFTCL_Z3_RECORD"
@@ -60,6 +60,35 @@ def limited(solver: Any, rlimit: int) -> Any:
     """`solver` (a z3 `Solver` or `Optimize`) with each check bounded by `rlimit` resource units."""
     solver.set("rlimit", rlimit)
     return solver
+
+
+class Isolated:
+    """The model of a question asked by `solve_isolated`; `eval` takes terms of the caller's context."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def eval(self, term: Any, model_completion: bool = False) -> Any:
+        """`term` (of any context) evaluated in the model."""
+        return self.model.eval(term.translate(self.model.ctx), model_completion=model_completion)
+
+
+def solve_isolated(formulas: Sequence[Any], rlimit: int) -> tuple[Any, Isolated | None]:
+    """sat / unsat / unknown for `formulas`, asked in a new z3 context (the formulas copied through
+    their SMT-LIB text) within `rlimit` units, and the model when sat.
+
+    In the process's one context the cost of a question depends on the terms built before it (z3
+    orders and simplifies by term ids): the barrier question of the TC example gconv took from
+    0.9M to over 200M units (then "unknown", and another mapping) depending on the programs
+    compiled before and on Python's string hashing; asked from its text in a new context it
+    takes 1.3M every time. Copying costs about 10 ms."""
+    ctx = z3.Context()
+    text = z3.Solver()
+    text.add(*formulas)
+    s = limited(z3.Solver(ctx=ctx), rlimit)
+    s.add(*z3.parse_smt2_string(text.to_smt2(), ctx=ctx))
+    result = s.check()
+    return result, Isolated(s.model()) if result == z3.sat else None
 
 
 def used(solver: Any) -> int:
@@ -95,7 +124,7 @@ def note(site: str, units: int, result: str, seconds: float = 0.0, conflicts: in
     if not path:
         return
     line = json.dumps({"site": site, "used": units, "result": result, "s": round(seconds, 4),
-                       "conflicts": conflicts, "pid": os.getpid()})
+                       "conflicts": conflicts, "pid": os.getpid(), "test": os.environ.get("PYTEST_CURRENT_TEST", "")})
     with open(path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
 
@@ -158,4 +187,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["MODEL_RLIMIT", "MAPPING_RLIMIT", "PREFER_RLIMIT", "PROOF_RLIMIT", "GPU_TILES_RLIMIT",
-           "RECORD_ENV", "limited", "used", "note", "install_recorder", "summary"]
+           "RECORD_ENV", "limited", "solve_isolated", "Isolated", "used", "note", "install_recorder", "summary"]

@@ -21,6 +21,7 @@ import z3
 
 from lift.arith import Arith, Cst, free_vars, range_constraints_z3, to_z3
 from lift.barriers.graph import Acc, Flat, LoopInfo, Probe
+from lift.constraints.limits import solve_isolated
 
 # Each query is bounded by z3's resource counter, not the clock, so that the answer (and so the
 # barriers) does not depend on how loaded the machine is. The queries seen take < 2M units alone,
@@ -155,14 +156,8 @@ class Threads:
 
     def solve(self, copies: tuple[Copy, ...], *goals: Any) -> z3.CheckSatResult:
         """sat / unsat / unknown for the model, the copies' facts and `goals`."""
-        s = z3.Solver()
-        s.set("rlimit", RLIMIT)
-        s.add(*self.facts)
-        for c in copies:
-            s.add(*c.facts)
-        s.add(*goals)
-        result = s.check()
-        self.model = s.model() if result == z3.sat else None
+        facts = [*self.facts, *(f for c in copies for f in c.facts), *goals]
+        result, self.model = solve_isolated(facts, RLIMIT)  # a new z3 context: the cost is the same every time
         return result
 
     model: Any = None  # the model of the last satisfiable query
