@@ -4,18 +4,21 @@ value's simplification, a barrier) do not depend on how loaded the machine is.
 
 z3 counts resource units as it works ("rlimit count" in a solver's statistics; one counter for
 the whole context, so a question's cost is the difference before and after its check). A solver
-given `s.set("rlimit", n)` answers "unknown" ("max. resource limit exceeded") once one check has
-spent `n` more units, and every site treats that "unknown" as it treated a timeout before. No z3
-call sets a wall-clock `timeout`: under load (load average 15 on 2 vCPUs) the 30-60 s guards
-of before were reached by questions that take 2 s on a quiet machine, and the TC example gconv
-compiled to another mapping (tests/test_solver_limits.py compiles it with every wall-clock guard
-set to 1 ms). The counter does not measure time exactly (a nonlinear proof of `tuning._proved`
-spends about 0.3M units a second, the barrier model about 2-3M), so each limit is the largest
-use seen times 10-20, which keeps a hung question to seconds or minutes, not hours.
+given `s.set("rlimit", n)` answers "unknown" once one check has spent `n` more units, and every
+site treats that "unknown" as it treated a timeout before (the same fallback). No z3 call sets a
+wall-clock `timeout`: under load (load average 15 on 2 vCPUs) the 30-60 s guards of before were
+reached by questions that take seconds on a quiet machine, and the TC example gconv compiled to
+another mapping; tests/test_solver_limits.py compiles it with every wall-clock guard cut to 1 ms.
+Each limit is also the hang guard: the counter runs at very different speeds (a barrier question
+spends 1-2M units a second, a nonlinear proof of `tuning._proved` as little as 0.07M), so the
+limits are the largest use seen times about 10-20 (more where that use is tiny), and a question
+that runs out of budget takes seconds to about two minutes.
 
-The cost of one question also depends on what the process solved before (z3's term ids and
-caches), so the figures below are the largest seen in whole test runs (`pytest -n 2`: each worker
-solves hundreds of programs before the last), not in a fresh process. Measure them again with:
+The cost of one question also depends on what the process solved before (z3 orders terms by their
+ids): the figures below are the largest seen in a whole test run (`pytest -n 2`, 1,962 tests: each
+worker solves hundreds of programs, including the examples' golden tests and the golden corpus),
+not in a fresh process. The barrier questions, which varied most (gconv's: 0.9M to over 200M units
+in-process), are asked in a new context (`solve_isolated`). Measure again with:
 
     LIFTCL_Z3_RECORD=/tmp/z3.jsonl python -m pytest -q -n 2   # one JSON line per z3 check
     python -m lift.constraints.limits /tmp/z3.jsonl            # the largest use per site
@@ -36,21 +39,30 @@ import z3
 # corpus (seed workloads, Tensor Comprehensions, VGG-16 layers, GPU profiles) and the whole test
 # suite, recorded as above (see each figure).
 
-MODEL_RLIMIT = 100_000_000
+MODEL_RLIMIT = 10_000_000
 """One check of a `Model`'s solver (`Model.solver`: the unsat core, `is_valid`, sampling,
-counting)."""
+counting). Largest seen 0.58M (`Model.count`; 0.21M `_random_solution`, 29K `core`, 6.5K
+`is_valid`, over 7,000 checks): 17x."""
 
 MAPPING_RLIMIT = 40_000_000
-"""All the questions of one `lex_optimum` together (`choose_mapping`)."""
+"""All the questions of one `lex_optimum` together (`choose_mapping`). Largest seen 2.56M (one
+question 2.5M; 609 mappings, none out of budget): 16x. The SAT encoding's questions are also cut
+at `lexopt.MAX_CONFLICTS` conflicts (deterministic too): z3's counter hardly moves there."""
 
 PREFER_RLIMIT = 50_000_000
-"""The optimising query of `prefer.complete` (a seed or default launch the sampler cannot find)."""
+"""The optimising query of `prefer.complete`, asked only when the concrete sampler finds no
+completion: largest seen 1.3K units (32 queries, all unsat); kept at its earlier value, since a
+satisfiable optimisation can take far more than these quick refutations."""
 
-PROOF_RLIMIT = 20_000_000
-"""One equivalence proof of `tuning.simplify` (`_proved`)."""
+PROOF_RLIMIT = 5_000_000
+"""One equivalence proof of `tuning.simplify` (`_proved`). Largest finished 2.1M units (3.4 s);
+of about 300 proofs, 2-3 never finish (auto_nest's packed panels, a NaN row reduction): with a
+20M budget they ran out after 19 s, 20 s and 274 s. 5M (2.4x) keeps that to a few seconds; a
+proof out of budget is "not proved" (the constraints are kept as they are)."""
 
-GPU_TILES_RLIMIT = 10_000_000
-"""One validity check of a GPU tile choice (`gpu_tiles`)."""
+GPU_TILES_RLIMIT = 1_000_000
+"""One validity check of a GPU tile choice (`gpu_tiles`). Largest seen 2.4K units (9,500
+checks): a floor of 1M units (well under a second), not 20x of so little."""
 
 RECORD_ENV = "LIFTCL_Z3_RECORD"
 """Name of the environment variable: a file to which each z3 check appends one JSON line."""

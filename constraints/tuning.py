@@ -45,7 +45,7 @@ from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, TupleType, Type, scalar_bytes, scalar_count
 
 from .context import Context
-from .limits import PROOF_RLIMIT, solve_isolated
+from .limits import PROOF_RLIMIT, limited
 from .model import Constraint, Pred
 
 DIVISIBILITY, POSITIVITY, BOUNDS, COVERAGE = "divisibility", "positivity", "bounds", "strict slide coverage"
@@ -251,9 +251,11 @@ def _ranges_z3(params: Mapping[str, TuningParam], others: set[str]) -> list[z3.B
 
 def _proved(claim: z3.BoolRef, facts: list[z3.BoolRef], rlimit: int = PROOF_RLIMIT) -> bool:
     """`facts` entail `claim` (within a resource budget, so the answer does not depend on load;
-    not proved when the budget runs out); asked in a new z3 context, so that its cost does not
-    depend on what the process solved before (`limits.solve_isolated`)."""
-    return solve_isolated([*facts, z3.Not(claim)], rlimit)[0] == z3.unsat
+    not proved when the budget runs out)."""
+    s = limited(z3.Solver(), rlimit)
+    s.add(facts)
+    s.add(z3.Not(claim))
+    return s.check() == z3.unsat
 
 
 def simplify(params: Mapping[str, TuningParam], cons: list[Constraint]) -> tuple[list[Constraint], list[tuple]]:

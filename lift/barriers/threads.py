@@ -24,11 +24,11 @@ from lift.barriers.graph import Acc, Flat, LoopInfo, Probe
 from lift.constraints.limits import solve_isolated
 
 # Each query is bounded by z3's resource counter, not the clock, so that the answer (and so the
-# barriers) does not depend on how loaded the machine is. The queries seen take < 2M units alone,
-# but the cost depends on what the process solved before (z3's term ids): one took > 20M in a
-# full test run, so the budget leaves about 100x headroom.
-# An unknown answer counts as "may depend" / "may differ". No clock limit: under load a 60 s one
-# was reached and changed barriers and mappings (lift/constraints/limits.py).
+# barriers) does not depend on how loaded the machine is, and asked in a new z3 context, so that
+# its cost does not depend on what the process solved before (lift/constraints/limits.py). Largest
+# finished in a whole test run: 17.5M units (gconv, 13 s); one query never finishes (a rejection
+# test: 200M after 87 s). An unknown answer counts as "may depend" / "may differ". No clock limit:
+# under load a 60 s one was reached and changed barriers and mappings.
 RLIMIT = 200_000_000
 DIMS = 3
 
