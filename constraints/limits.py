@@ -10,15 +10,17 @@ wall-clock `timeout`: under load (load average 15 on 2 vCPUs) the 30-60 s guards
 reached by questions that take seconds on a quiet machine, and the TC example gconv compiled to
 another mapping; tests/test_solver_limits.py compiles it with every wall-clock guard cut to 1 ms.
 Each limit is also the hang guard: the counter runs at very different speeds (a barrier question
-spends 1-2M units a second, a nonlinear proof of `tuning._proved` as little as 0.07M), so the
-limits are the largest use seen times about 10-20 (more where that use is tiny), and a question
-that runs out of budget takes seconds to about two minutes.
+spends 1-2M units a second, a nonlinear proof of `tuning._proved` as little as 0.01M), so the
+limits are the largest use seen times about 10-20 (more where that use is tiny), except where
+questions that never finish would then run for many minutes: the proofs (2.4x) and the barrier
+questions (lift/barriers/threads.py: 4.6x).
 
 The cost of one question also depends on what the process solved before (z3 orders terms by their
 ids): the figures below are the largest seen in a whole test run (`pytest -n 2`, 1,962 tests: each
 worker solves hundreds of programs, including the examples' golden tests and the golden corpus),
 not in a fresh process. The barrier questions, which varied most (gconv's: 0.9M to over 200M units
-in-process), are asked in a new context (`solve_isolated`). Measure again with:
+in-process), are asked in a new context (`solve_isolated`: 1.1M to 43M seen since). Measure again
+with:
 
     LIFTCL_Z3_RECORD=/tmp/z3.jsonl python -m pytest -q -n 2   # one JSON line per z3 check
     python -m lift.constraints.limits /tmp/z3.jsonl            # the largest use per site
@@ -58,7 +60,9 @@ PROOF_RLIMIT = 5_000_000
 """One equivalence proof of `tuning.simplify` (`_proved`). Largest finished 2.1M units (3.4 s);
 of about 300 proofs, 2-3 never finish (auto_nest's packed panels, a NaN row reduction): with a
 20M budget they ran out after 19 s, 20 s and 274 s. 5M (2.4x) keeps that to a few seconds; a
-proof out of budget is "not proved" (the constraints are kept as they are)."""
+proof out of budget is "not proved" (the constraints are kept as they are). The counter is a poor
+clock here: four proofs of test_auto_nest (the default matmul blocks) used 1.0-1.7M units but
+64-174 s on a loaded machine (niced), and ended "sat" (not proved, what a clock limit gave)."""
 
 GPU_TILES_RLIMIT = 1_000_000
 """One validity check of a GPU tile choice (`gpu_tiles`). Largest seen 2.4K units (9,500

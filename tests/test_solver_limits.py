@@ -5,9 +5,9 @@ machine is.
 The machine is slowed artificially, without bound: every wall-clock guard any z3 call sets (a
 solver's "timeout", `set_param`, `TryFor`) is cut to 1 ms, as on a machine too loaded to answer
 anything in time. The TC example gconv, whose mapping used to change under load (map_seq/map_glb
-instead of map_wrg/map_lcl: its barrier query takes 1-120M resource units, up to half a minute,
-against guards of 30-60 s), must still compile to its golden code, and every check made must have
-a resource limit. Reintroducing a wall-clock guard that decides a result fails here."""
+instead of map_wrg/map_lcl: its barrier question took 0.9M to over 120M resource units, up to half
+a minute, against guards of 30-60 s), must still compile to its golden code, and every check made
+must have a resource limit. Reintroducing a wall-clock guard that decides a result fails here."""
 
 from __future__ import annotations
 

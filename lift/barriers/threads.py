@@ -25,10 +25,12 @@ from lift.constraints.limits import solve_isolated
 
 # Each query is bounded by z3's resource counter, not the clock, so that the answer (and so the
 # barriers) does not depend on how loaded the machine is, and asked in a new z3 context, so that
-# its cost does not depend on what the process solved before (lift/constraints/limits.py). Largest
-# finished in a whole test run: 17.5M units (gconv, 13 s); one query never finishes (a rejection
-# test: 200M after 87 s). An unknown answer counts as "may depend" / "may differ". No clock limit:
-# under load a 60 s one was reached and changed barriers and mappings.
+# its cost depends less on what the process solved before (lift/constraints/limits.py). Largest
+# finished in whole test runs: 43.3M units (gconv, 13 s; 1.1M in a fresh process, 0.9M-121M and
+# once over 200M before it was isolated), so 200M is only 4.6x; two rejection tests' queries never
+# finish (200M after 100 s and, niced on a loaded machine, 489 s). An unknown answer counts as
+# "may depend" / "may differ". No clock limit: under load a 60 s one was reached and changed
+# barriers and mappings.
 RLIMIT = 200_000_000
 DIMS = 3
 
