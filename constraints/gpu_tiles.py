@@ -37,6 +37,7 @@ import z3
 
 from lift.devices import Device
 
+from .limits import GPU_TILES_RLIMIT, limited
 from .model import Constraint, Model
 from .tuning import LOCAL_MEM
 
@@ -70,7 +71,7 @@ class _Space:
         self.vars = {k: self.model.var(k, self.domains[k]) for k in self.names}
 
     def _done(self) -> None:
-        self._checker = z3.Solver()
+        self._checker = limited(z3.Solver(), GPU_TILES_RLIMIT)
         self._checker.add(*(c.formula for c in self.model.constraints))
 
     @property

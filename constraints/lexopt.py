@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from .limits import note, used
 from .sampling import Unsupported, _build, _parse
 
 Terms = Sequence[tuple[Any, int]]  # the score: (z3 condition, weight) pairs
@@ -46,7 +47,7 @@ class BudgetSpent(Exception):
 
 
 def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], terms: Terms,
-                order: Sequence[str], *, rlimit: int, timeout_ms: int = 60_000) -> dict[str, int] | None:
+                order: Sequence[str], *, rlimit: int) -> dict[str, int] | None:
     """The lexicographic optimum as {name: value} of the `order` variables, None when `formulas`
     (over integer variables named by `domains`, each restricted to its domain) are unsatisfiable.
 
@@ -59,8 +60,16 @@ def lex_optimum(domains: Mapping[str, Sequence[int]], formulas: Sequence[Any], t
     except Unsupported:
         enc = Linear(domains, formulas, terms)
     s = enc.solver()
-    s.set("timeout", timeout_ms)
     budget = _Budget(s, rlimit)
+    try:
+        return _search(enc, budget, order)
+    finally:
+        note("constraints/lexopt.py:lex_optimum (all questions)", rlimit - budget.left, type(enc).__name__)
+
+
+def _search(enc: Encoding, budget: _Budget, order: Sequence[str]) -> dict[str, int] | None:
+    """`lex_optimum`'s questions to `budget`'s solver, which holds `enc`'s model."""
+    s = budget.s
     first = budget.check()
     if first == z3.unsat:
         return None
@@ -98,15 +107,11 @@ class _Budget:
     def check(self) -> Any:
         if self.left <= 0:
             return z3.unknown
-        before = self._count()
+        before = used(self.s)
         self.s.set("rlimit", self.left)
         r = self.s.check()
-        self.left -= max(self._count() - before, 1)
+        self.left -= max(used(self.s) - before, 1)
         return r
-
-    def _count(self) -> int:
-        stats = self.s.statistics()
-        return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
 
 
 def _try(budget: _Budget, bound: Any) -> Any:

@@ -21,6 +21,7 @@ import z3
 from lift.arith import Arith
 from lift.errors import UnsatisfiableError
 
+from .limits import MODEL_RLIMIT, limited
 from .sampling import Sampler
 
 Choice = dict[str, int]
@@ -30,8 +31,6 @@ Z3_LOCK = threading.RLock()
 in one global context, which is not thread-safe (two threads solving at once crash the process),
 so compiles and tunes of different threads run one at a time."""
 
-SOLVER_TIMEOUT_MS = 60_000  # only stops a hang
-SOLVER_RLIMIT = 100_000_000  # per check: a resource budget, so answers do not depend on load
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +104,9 @@ class Model:
         return list(out)
 
     def solver(self, *, tracked: bool = False, seed: int = 0) -> tuple[Any, dict[str, Constraint]]:
-        """A z3 solver holding the model (with a tracking literal per constraint if asked)."""
-        s = z3.Solver()
-        s.set("rlimit", SOLVER_RLIMIT)
-        s.set("timeout", SOLVER_TIMEOUT_MS)
+        """A z3 solver holding the model (with a tracking literal per constraint if asked), each
+        check bounded by `MODEL_RLIMIT` resource units (constraints/limits.py)."""
+        s = limited(z3.Solver(), MODEL_RLIMIT)
         s.set("random_seed", seed)
         s.add(self.domain_formulas())
         names: dict[str, Constraint] = {}
@@ -252,7 +250,7 @@ def _random_solution(s: Any, vars_: dict[str, Any], domains: dict[str, tuple[int
         for name in order:
             v, dom = vars_[name], domains[name]
             val = _pick(s, v, dom, rng)
-            if val is None:  # the solver gave up (a timeout): no sample this time
+            if val is None:  # the solver gave up (its resource limit): no sample this time
                 break
             s.add(v == val)
         else:
@@ -266,7 +264,7 @@ def _random_solution(s: Any, vars_: dict[str, Any], domains: dict[str, tuple[int
 
 def _pick(s: Any, v: Any, dom: tuple[int, ...], rng: random.Random) -> int | None:
     """A value of `v` consistent with `s`: a random domain value, else the nearest feasible;
-    None when the solver cannot decide (it answered "unknown", e.g. on a timeout)."""
+    None when the solver cannot decide (it answered "unknown": its resource limit)."""
     pivot = rng.choice(dom)
     for guard in (v == pivot, v >= pivot if rng.random() < 0.5 else v <= pivot, None):
         if guard is not None:

@@ -22,6 +22,8 @@ import z3
 
 from lift.arith import evaluate, substitute
 
+from .limits import PREFER_RLIMIT, limited
+
 LOCAL = 64  # preferred work-group size
 
 
@@ -57,9 +59,7 @@ def complete(space: Any, partial: Mapping[str, int], grid: bool = False) -> dict
         return _exact_groups(space, fast)
     model = space.model
     s, _ = model.solver()
-    opt = z3.Optimize()
-    opt.set("rlimit", 50_000_000)  # a resource budget: the same seeds however loaded the machine is
-    opt.set("timeout", 30_000)  # only stops a hang
+    opt = limited(z3.Optimize(), PREFER_RLIMIT)  # the same seeds however loaded the machine is
     opt.add(s.assertions())
     opt.add([model.vars[k] == int(v) for k, v in partial.items()])
     for lab, site in space.context.maps.items():

@@ -44,6 +44,7 @@ from . import tuning as tn
 from .boundary import add_boundary, result_chain
 from .context import Context, MapSite, analyse
 from .lexopt import BudgetSpent, lex_optimum
+from .limits import MAPPING_RLIMIT
 from .model import Choice, Constraint, Model, code_in
 from .realise import realise, substitute_sizes
 from .recompute import recompute_layouts
@@ -356,7 +357,7 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 # ------------------------------------------------------------------- objective
 
 
-OPTIMIZE_RLIMIT = 20_000_000  # z3 resource units for all of choose_mapping's questions (lexopt)
+OPTIMIZE_RLIMIT = MAPPING_RLIMIT  # z3 resource units for all of choose_mapping's questions (lexopt)
 
 
 def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,

@@ -45,6 +45,7 @@ from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, TupleType, Type, scalar_bytes, scalar_count
 
 from .context import Context
+from .limits import PROOF_RLIMIT, limited
 from .model import Constraint, Pred
 
 DIVISIBILITY, POSITIVITY, BOUNDS, COVERAGE = "divisibility", "positivity", "bounds", "strict slide coverage"
@@ -248,11 +249,10 @@ def _ranges_z3(params: Mapping[str, TuningParam], others: set[str]) -> list[z3.B
     return out
 
 
-def _proved(claim: z3.BoolRef, facts: list[z3.BoolRef], rlimit: int = 5_000_000) -> bool:
-    """`facts` entail `claim` (within a resource budget, so the answer does not depend on load)."""
-    s = z3.Solver()
-    s.set("rlimit", rlimit)
-    s.set("timeout", 30_000)  # only stops a hang
+def _proved(claim: z3.BoolRef, facts: list[z3.BoolRef], rlimit: int = PROOF_RLIMIT) -> bool:
+    """`facts` entail `claim` (within a resource budget, so the answer does not depend on load;
+    not proved when the budget runs out)."""
+    s = limited(z3.Solver(), rlimit)
     s.add(facts)
     s.add(z3.Not(claim))
     return s.check() == z3.unsat

@@ -21,14 +21,17 @@ import z3
 
 from lift.arith import Arith, Cst, free_vars, range_constraints_z3, to_z3
 from lift.barriers.graph import Acc, Flat, LoopInfo, Probe
+from lift.constraints.limits import solve_isolated
 
 # Each query is bounded by z3's resource counter, not the clock, so that the answer (and so the
-# barriers) does not depend on how loaded the machine is. The queries seen take < 2M units alone,
-# but the cost depends on what the process solved before (z3's term ids): one took > 20M in a
-# full test run, so the budget leaves about 100x headroom.
-# An unknown answer counts as "may depend" / "may differ". The clock limit only stops a hang.
+# barriers) does not depend on how loaded the machine is, and asked in a new z3 context, so that
+# its cost depends less on what the process solved before (lift/constraints/limits.py). Largest
+# finished in whole test runs: 43.3M units (gconv, 13 s; 1.1M in a fresh process, 0.9M-121M and
+# once over 200M before it was isolated), so 200M is only 4.6x; two rejection tests' queries never
+# finish (200M after 100 s and, niced on a loaded machine, 489 s). An unknown answer counts as
+# "may depend" / "may differ". No clock limit: under load a 60 s one was reached and changed
+# barriers and mappings.
 RLIMIT = 200_000_000
-TIMEOUT_MS = 60_000
 DIMS = 3
 
 
@@ -155,15 +158,8 @@ class Threads:
 
     def solve(self, copies: tuple[Copy, ...], *goals: Any) -> z3.CheckSatResult:
         """sat / unsat / unknown for the model, the copies' facts and `goals`."""
-        s = z3.Solver()
-        s.set("rlimit", RLIMIT)
-        s.set("timeout", TIMEOUT_MS)
-        s.add(*self.facts)
-        for c in copies:
-            s.add(*c.facts)
-        s.add(*goals)
-        result = s.check()
-        self.model = s.model() if result == z3.sat else None
+        facts = [*self.facts, *(f for c in copies for f in c.facts), *goals]
+        result, self.model = solve_isolated(facts, RLIMIT)  # a new z3 context: the cost is the same every time
         return result
 
     model: Any = None  # the model of the last satisfiable query
@@ -187,4 +183,4 @@ def lex_before(a: list[Any], b: list[Any], strict: bool) -> Any:
     return out
 
 
-__all__ = ["Threads", "Copy", "distinct", "lex_before", "RLIMIT", "TIMEOUT_MS"]
+__all__ = ["Threads", "Copy", "distinct", "lex_before", "RLIMIT"]
