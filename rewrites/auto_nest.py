@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -262,59 +263,68 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
     return FunCall(n.Map(n.AsScalar()), (out,))  # vector stores, read back as scalars
 
 
+@dataclass(frozen=True)
 class BlockEpilogue:
-    """An epilogue (`Fusable`) at one register block: the leaves' values for the block's rows
-    (`rows`: [BM] scalars or [BM][BN*W] elements per leaf, None where the leaf is not read by row)
-    and columns (`cols`: [BN*W] elements, None elsewhere)."""
+    """An epilogue (`Fusable`) at one register block: per leaf its kind, its value (a scalar's
+    expression), its part of the block's rows (`rows`: [BM] scalars for "row", [BM][BN*W] for
+    "both", else None) and of its columns (`cols`: [BN*W] for "col", else None)."""
 
-    def __init__(self, fun: Lambda, kinds: tuple[str, ...], values: tuple[Any, ...], rows: tuple[Any, ...],
-                 cols: tuple[Any, ...]) -> None:
-        self.fun, self.kinds, self.values, self.rows, self.cols = fun, kinds, values, rows, cols
+    fun: Lambda
+    kinds: tuple[str, ...]
+    values: tuple[Any, ...]
+    rows: tuple[Any, ...]
+    cols: tuple[Any, ...]
 
 
 def fused_store(acc: Any, epi: BlockEpilogue, w: int) -> Any:
     """`epi.fun` applied lane-wise to the block's accumulators ([[<S>W]BN]BM) and the leaves, the
-    results stored to global memory: one pass over the output, no temporary."""
-    rows = [acc] + [FunCall(n.Map(n.AsVector(w)), (r,)) if k == "both" else r
-                    for k, r in zip(epi.kinds, epi.rows) if k in ("both", "row")]
-    at = type_of(acc)
-    row_t = TupleType(tuple(type_of(r).elem for r in rows)) if len(rows) > 1 else at.elem  # type: ignore[attr-defined]
+    results stored to global memory: one pass over the output, no temporary. The accumulators'
+    rows are zipped with the leaves read by row, each row's vectors with the leaves read by
+    column; scalars (a leaf's, or a row's) are broadcast into the W lanes."""
+    rows, at_row = [acc], {}  # leaf -> its place in a row's tuple
+    for j, kind in enumerate(epi.kinds):
+        if kind in ("both", "row"):
+            at_row[j] = len(rows)
+            rows.append(FunCall(n.Map(n.AsVector(w)), (epi.rows[j],)) if kind == "both" else epi.rows[j])
 
     def per_row(ra: Param) -> Any:
-        part = (lambda i: FunCall(n.Get(i), (ra,))) if len(rows) > 1 else (lambda i: ra)
-        cols, at_row, k_row = [part(0)], {}, 1
+        of_row = _component(ra, len(rows))
+        cols, at_col = [of_row(0)], {}  # leaf -> its place in a column's tuple
         for j, kind in enumerate(epi.kinds):
-            if kind == "both":
-                at_row[j] = len(cols)
-                cols.append(part(k_row))
-                k_row += 1
-            elif kind == "row":
-                at_row[j] = -k_row  # a scalar of the row: broadcast
-                k_row += 1
-        for j, kind in enumerate(epi.kinds):
-            if kind == "col":
-                at_row[j] = len(cols)
-                cols.append(FunCall(n.AsVector(w), (epi.cols[j],)))
-        col_t = TupleType(tuple(type_of(c).elem for c in cols)) if len(cols) > 1 else type_of(cols[0]).elem  # type: ignore[attr-defined]
+            if kind in ("both", "col"):
+                at_col[j] = len(cols)
+                cols.append(of_row(at_row[j]) if kind == "both" else FunCall(n.AsVector(w), (epi.cols[j],)))
 
         def per_col(rc: Param) -> Any:
-            lane = (lambda i: FunCall(n.Get(i), (rc,))) if len(cols) > 1 else (lambda i: rc)
-            args = [lane(0)]
+            of_col = _component(rc, len(cols))
+            args = [of_col(0)]
             for j, kind in enumerate(epi.kinds):
-                if kind == "scalar":
-                    args.append(FunCall(broadcast(type_of(epi.values[j]), w), (epi.values[j],)))
-                elif kind == "row":
-                    v = part(-at_row[j])
-                    args.append(FunCall(broadcast(type_of(v), w), (v,)))
+                if kind in ("both", "col"):
+                    args.append(of_col(at_col[j]))
                 else:
-                    args.append(lane(at_row[j]))
+                    v = epi.values[j] if kind == "scalar" else of_row(at_row[j])
+                    args.append(FunCall(broadcast(type_of(v), w), (v,)))
             return FunCall(n.Vectorise(epi.fun, w), tuple(args))
 
-        zc = FunCall(n.Zip(len(cols)), tuple(cols)) if len(cols) > 1 else cols[0]
-        return FunCall(n.MapSeq(lam([col_t], per_col, ["rc"])), (zc,))
+        return FunCall(n.MapSeq(lam([_elem_of(cols)], per_col, ["rc"])), (_zipped(cols),))
 
-    zr = FunCall(n.Zip(len(rows)), tuple(rows)) if len(rows) > 1 else rows[0]
-    return FunCall(n.ToGlobal(n.MapSeq(lam([row_t], per_row, ["ra"]))), (zr,))
+    return FunCall(n.ToGlobal(n.MapSeq(lam([_elem_of(rows)], per_row, ["ra"]))), (_zipped(rows),))
+
+
+def _zipped(arrays: list[Any]) -> Any:
+    """`zip(arrays..)`, or the one array."""
+    return FunCall(n.Zip(len(arrays)), tuple(arrays)) if len(arrays) > 1 else arrays[0]
+
+
+def _elem_of(arrays: list[Any]) -> Any:
+    """The element type of `_zipped(arrays)`."""
+    elems = tuple(_array(type_of(x)).elem for x in arrays)
+    return TupleType(elems) if len(elems) > 1 else elems[0]
+
+
+def _component(p: Param, count: int) -> Any:
+    """`i => get(i) << p` for an element of `count` zipped arrays (`p` itself for one)."""
+    return (lambda i: FunCall(n.Get(i), (p,))) if count > 1 else (lambda i: p)
 
 
 @node
