@@ -29,28 +29,35 @@ from lift.types import ScalarType
 
 def split_epilogue(call: Node) -> Node | None:
     """The product and its epilogue (see the module), or None when `call` is not such a nest."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+    found = _nest(call)
+    if isinstance(found, str):
         return None
+    p, q, body, x, y, red, rows, cols = found
+    return _epilogue(call, p, q, body, red, x, y, _product(red, rows, cols))
+
+
+def _nest(call: Node) -> tuple[Param, Param, Node, Node, Node, FunCall, Node, Node] | str:
+    """`(p, q, body, X, Y, reduce call, rows, cols)` of `map(p => map(q => body) << Y) << X` whose
+    body computes one product of a row `u(p)` and a column `v(q)` (rows and cols: the arrays of
+    those, `cols` free of `p`), or why not."""
+    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+        return "not a map"
     outer, x = call.f.f, call.args[0]
     if not (isinstance(outer, Lambda) and len(outer.params) == 1 and isinstance(outer.body, FunCall)
             and type(outer.body.f) is Map and len(outer.body.args) == 1):
-        return None
+        return "not a map of maps"
     p, inner, y = outer.params[0], outer.body.f.f, outer.body.args[0]
     if not (isinstance(inner, Lambda) and len(inner.params) == 1):
-        return None
+        return "the inner map's function is not a lambda"
     q, body = inner.params[0], inner.body
     found = _the_product(body, p, q)
     if found is None:
-        return None
+        return "no product of a row and a column with an epilogue"
     red, u, v = found
-    cols = _operand(y, q, v)
-    if cols is None or mentions(cols, [p]):
-        return None
-    rows = _operand(x, p, u)
-    if rows is None:
-        return None
-    product = _product(red, rows, cols)
-    return _epilogue(call, p, q, body, red, x, y, product)
+    cols, rows = _operand(y, q, v), _operand(x, p, u)
+    if cols is None or rows is None or mentions(cols, [p]):
+        return "the columns depend on the row"
+    return p, q, body, x, y, red, rows, cols
 
 
 def _the_product(body: Node, p: Param, q: Param) -> tuple[FunCall, Any, Any] | None:
@@ -181,23 +188,10 @@ def fusable(call: Node) -> Fusable | str:
     the epilogue must be user-function calls over the product, literals, scalars free of `p` and
     `q`, and elements of input arrays at the output's row and/or column (sgemm's `C[p][q]`, a
     bias `b[q]`), each array an input itself once its zips are looked through."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
-        return "not a map"
-    outer, x = call.f.f, call.args[0]
-    if not (isinstance(outer, Lambda) and len(outer.params) == 1 and isinstance(outer.body, FunCall)
-            and type(outer.body.f) is Map and len(outer.body.args) == 1):
-        return "not a map of maps"
-    p, inner, y = outer.params[0], outer.body.f.f, outer.body.args[0]
-    if not (isinstance(inner, Lambda) and len(inner.params) == 1):
-        return "the inner map's function is not a lambda"
-    q, body = inner.params[0], inner.body
-    found = _the_product(body, p, q)
-    if found is None:
-        return "no product of a row and a column with an epilogue"
-    red, u, v = found
-    cols, rows = _operand(y, q, v), _operand(x, p, u)
-    if cols is None or rows is None or mentions(cols, [p]):
-        return "the columns depend on the row"
+    found = _nest(call)
+    if isinstance(found, str):
+        return found
+    p, q, body, x, y, red, rows, cols = found
     t = Param(type_of(red), "t")
     path = next(pth for pth, m in walk(body) if m is red)
     leaves: list[Leaf] = []
