@@ -78,17 +78,19 @@ def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
     assert _kinds(prog) == {"auto_b0": "block_nest"}
     space = rw.auto_space(prog, sizes)["auto_b0"]
     assert space["layout"] == ("copy", "keep")  # B is read through transpose: a layout change is offered
-    assert space["rows"] == (4, 8, 2, 1) and space["cols"] == (2, 1, 4, 8)
+    # divisors only; 4 x 3 float8 first (N = 48: 12 accumulators, fewer loads per multiply-add than 4 x 2)
+    assert space["rows"] == (4, 8, 2, 1) and space["cols"] == (3, 2, 1, 4, 8, 6)
     assert space["pack"] == ("b", "ab", "a", "none")  # panels of the output form packed by kernels of their own
-    assert space["width"] == (8, 4, 16, 1)  # widths along the output first: 2 x 16 does not divide N = 48
+    assert space["width"] == (8, 16, 4, 1)  # widths along the output first (3 x 16 divides N = 48 too)
     assert space["along"] == ("output", "reduced")  # vectors along B's contiguous columns, or along k
     odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
-    assert odd["rows"] == (2, 1) and odd["cols"] == (1,) and odd["width"] == (4, 1)  # only divisors
+    assert odd["rows"] == (2, 1, 6, 3) and odd["cols"] == (1, 5) and odd["width"] == (4, 1)  # only divisors
     given_t = rw.auto_space(rw.auto_points(matmul(False), sizes), sizes)["auto_b0"]
     # B given as [N][K]: along k it is read as written, along the output it is copied transposed first
     assert given_t["layout"] == ("copy", "keep") and given_t["along"] == ("output", "reduced")
     along_k = rw.auto_space(rw.auto_points(batched_max(), sizes), sizes)["auto_b0"]
-    assert along_k["width"] == (8, 4, 1) and along_k["along"] == ("output", "reduced")  # max: no lane sums along k
+    # max: no lane sums along k; along the output 3 x 16 divides N = 48 too
+    assert along_k["width"] == (8, 16, 4, 1) and along_k["along"] == ("output", "reduced")
 
 
 def test_user_points_stay_authoritative() -> None:
@@ -328,11 +330,14 @@ def test_a_batch_of_small_nests_with_short_reductions_gets_register_blocks() -> 
     np.testing.assert_allclose(compiled(a, b), lift.interpret(prog, a, b), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n,first", [(1000, (8, 1, 8)), (1024, (4, 2, 8)), (12, (8, 1, 4))])
+@pytest.mark.parametrize("n,first", [(1000, (2, 5, 8)), (1024, (4, 2, 8)), (768, (4, 3, 8)), (12, (4, 3, 4)),
+                                     (8, (8, 1, 8))])
 def test_the_first_block_fills_the_vector_registers_jointly(n: int, first: tuple[int, int, int]) -> None:
-    """The default (rows, cols, width) of the output form is chosen together: with N = 1000
-    (gemm_bias_relu) cols 2 would leave float4 only, so 8 x 1 blocks of float8 come first; 4 x 2
-    float8 where it fits; a narrower vector only where float8 does not divide N."""
+    """The default (rows, cols, width) of the output form is chosen together: the widest vector
+    that divides N, then the block with the fewest loads per multiply-add whose accumulators,
+    loaded vectors and broadcast fit AVX2's 16 registers: with N = 1000 (gemm_bias_relu) cols 2
+    would leave float4 only, and 2 x 5 float8 (10 accumulators) loads less than 8 x 1; 4 x 2
+    float8 where 3 or 5 columns do not divide (4 x 4 and 8 x 2 spill); 4 x 3 where they do."""
     prog = default_points(_constant_tmm(128, n, 64))
     doms = rw.auto_space(prog, {})["auto_b0"]
     assert doms["along"][0] == "output" and (doms["rows"][0], doms["cols"][0], doms["width"][0]) == first, doms
