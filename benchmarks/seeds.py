@@ -77,19 +77,25 @@ def _first_line(e: BaseException) -> str:
 
 
 def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tuple[list[float], float]:
-    """Median time of each program and median numpy wall time, measured round-robin in one loop
-    (the programs in turn, then numpy)."""
+    """Median time of each program and median numpy wall time, measured round-robin in one loop.
+    The order rotates every round: each round has one pause (after numpy, while its BLAS threads
+    stop spinning), and whoever runs first after it runs on idle cores with cold caches (numpy
+    after the pause took 16% longer than numpy after numpy on this VM, tmm 128x1024x1024); a fixed
+    order would hand that place to the same contender every round."""
     np_fn()
-    kernels: list[list[float]] = [[] for _ in progs]
-    numpy_ = []
-    for _ in range(repeat):
-        for times, prog in zip(kernels, progs):
-            times.append(statistics.median(prog.time(*arrays, repeat=1)))
-        start = time.perf_counter()
-        np_fn()
-        numpy_.append(time.perf_counter() - start)
-        settle_blas()  # numpy's BLAS threads spin after a call: let them stop before the next kernel
-    return [statistics.median(t) for t in kernels], statistics.median(numpy_)
+    contenders: list[Any] = [*progs, None]  # None: numpy
+    times: list[list[float]] = [[] for _ in contenders]
+    for r in range(repeat):
+        first = r % len(contenders)
+        for i in (*range(first, len(contenders)), *range(first)):
+            if contenders[i] is None:
+                start = time.perf_counter()
+                np_fn()
+                times[i].append(time.perf_counter() - start)
+                settle_blas()  # numpy's BLAS threads spin after a call: let them stop before a kernel
+            else:
+                times[i].append(statistics.median(contenders[i].time(*arrays, repeat=1)))
+    return [statistics.median(t) for t in times[:-1]], statistics.median(times[-1])
 
 
 def _compile_and_check(seed: Seed, make: Any, arrays: tuple, want: Any, sizes: tuple) -> tuple[Any, str]:

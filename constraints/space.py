@@ -7,8 +7,12 @@ a dict from those names to ints; `realise(choice)` is the program with it applie
 
 The thread configuration is that of the program's one kernel, or, in a program of several
 `ocl_kernel`s (block_nest's packing kernels before its blocks, a layout copy), that of the kernel
-whose maps nest deepest (where the work is; `Space.launch_kernel` names it, the others keep
-their default launch).
+whose maps nest deepest (where the work is; `Space.launch_kernel` names it). Its twins, the other
+kernels whose parallel maps sit at the same depths with the same codes and nest as deep (the
+layers of a chain of blocked GEMMs, MLP3's), are launched with its work-group shape, each
+dimension cut to the largest divisor of the twin's own trip count (`Space.twin_local_sizes`;
+without it the OpenCL driver picks a shape that loses the blocks' sharing of a column panel:
+MLP3's first layer ran ~2x slower on PoCL); the others keep their default launch.
 
     space = mapping_space(prog, lift.devices.profile("mali-g72"))
     for choice in space.sample(50, seed=1):
@@ -67,6 +71,7 @@ class Space:
     lower: bool = True  # realise lowers maps (False: a tuning space of the program as written)
     launch_kernel: str | None = None  # the kernel the launch variables size, when not the only one
     launch_path: tuple[int, ...] | None = None  # the path of its ocl_kernel call (named when launched)
+    others: tuple[tuple[int, tuple[int, ...]], ...] = ()  # the other kernels' (kernel, ocl_kernel call path)
 
     @property
     def constraints(self) -> tuple[Constraint, ...]:
@@ -106,6 +111,8 @@ class Space:
         out = self.expr
         if self.launch_path is not None and ln.ndrange(choice) is not None:  # sized by name: named
             out = _named_kernel(out, self.launch_path)
+            for name, path in self._twins(codes):
+                out = _named_kernel(out, path, name)
         if self.lower or vectorise:
             out = realise(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
         return substitute_sizes(out, env)
@@ -118,6 +125,48 @@ class Space:
     def ndrange(self, choice: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """(global_size, local_size) when the space has launch variables."""
         return ln.ndrange(choice)
+
+    def _shape(self, kernel: int, codes: Mapping[str, int]) -> tuple[int, frozenset[tuple[int, int]]]:
+        """A kernel's deepest map nesting and its parallel maps' (depth, code) pairs."""
+        sites = [m for m in self.context.maps.values() if m.kernel == kernel]
+        return (max((len(m.outer) for m in sites), default=-1),
+                frozenset((len(m.outer), codes[m.label]) for m in sites if codes.get(m.label, 0) >= 10))
+
+    def _twins(self, codes: Mapping[str, int]) -> list[tuple[str, tuple[int, ...]]]:
+        """(name, ocl_kernel call path) of the kernels shaped like the launch kernel under `codes`."""
+        main = next((m.kernel for m in self.launch_maps()), None)
+        if main is None or self.launch_path is None:
+            return []
+        shape = self._shape(main, codes)
+        if not shape[1]:
+            return []
+        same = [path for k, path in self.others if self._shape(k, codes) == shape]
+        return [(_kernel_name(self.expr, path, f"{self.launch_kernel}_{i + 1}"), path) for i, path in enumerate(same)]
+
+    def twin_local_sizes(self, choice: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+        """The work-group sizes of the launch kernel's twins (see the module docstring): by kernel
+        name, each dimension the largest divisor of the twin's trip count in that dimension that is
+        at most the launch kernel's; none where a trip count is not known."""
+        nd = ln.ndrange(choice)
+        if nd is None:
+            return {}
+        codes = self.mapping if self.mapping is not None else {k: int(choice[k]) for k in self.context.maps}
+        env = {**(self.sizes or {}), **self.fixed, **{k: int(v) for k, v in choice.items() if k in self.params}}
+        out: dict[str, tuple[int, ...]] = {}
+        for name, path in self._twins(codes):
+            trips: dict[int, int] = {}
+            for m in self.context.maps.values():
+                dim = codes[m.label] - 30
+                if m.path[:len(path) + 1] == (*path, 0) and dim >= 0:
+                    try:
+                        trips[dim] = max(trips.get(dim, 1), int(evaluate(m.length, env)))
+                    except Exception:  # noqa: BLE001 - a symbolic trip count: the driver's launch
+                        trips = {}
+                        break
+            if trips:
+                out[name] = tuple(max(d for d in range(1, want + 1) if trips.get(dim, 1) % d == 0)
+                                  for dim, want in enumerate(nd[1]))
+        return out
 
     def stats(self) -> dict[str, int]:
         """Constraint instances by kind (like thesis Table 5.4)."""
@@ -255,16 +304,18 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
     else:
         fixed_map = dict(mapping) if mapping is not None else {k: code_of(m.node) for k, m in ctx.maps.items()}
         codes = {k: z3.IntVal(v) for k, v in fixed_map.items()}
-    launched, path = None, None
+    launched, path, others = None, None, ()
     if launch and _single_kernel(ctx):
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})
     elif launch and (main := _main_kernel(ctx, expr)) is not None:
         kernel, path = main
         launched = _kernel_name(expr, path)
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed}, kernel=kernel)
+        calls = {k: _kernel_call(ctx, expr, k) for k in sorted({m.kernel for m in ctx.maps.values()}) if k != kernel}
+        others = tuple((k, p) for k, p in calls.items() if p is not None)
     lower = want_map or mapping is not None
     return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower, launched,
-                 path)
+                 path, others)
 
 
 def _single_kernel(ctx: Context) -> bool:
@@ -285,30 +336,36 @@ def _main_kernel(ctx: Context, expr: Node) -> tuple[int, tuple[int, ...]] | None
     if not depth:
         return None
     k = max(depth, key=lambda j: (depth[j], j))
+    path = _kernel_call(ctx, expr, k)
+    return None if path is None else (k, path)
+
+
+def _kernel_call(ctx: Context, expr: Node, k: int) -> tuple[int, ...] | None:
+    """The path of kernel `k`'s own `ocl_kernel` call (its maps in its function), or None (a
+    staged top-level call, or launched together with other kernels)."""
     if len(ctx.launch_of(k)) > 1:
         return None
     prefix = tuple(os.path.commonprefix([m.path for m in ctx.maps.values() if m.kernel == k]))
     for i in range(len(prefix) - 1, -1, -1):  # the nearest enclosing ocl_kernel call, its maps in its function
         node = at(expr, prefix[:i])
         if isinstance(node, n.FunCall) and isinstance(node.f, n.OclKernel) and prefix[i] == 0:
-            return k, prefix[:i]
+            return prefix[:i]
     return None
 
 
-def _kernel_name(expr: Node, path: tuple[int, ...]) -> str:
-    """The name of the `ocl_kernel` call at `path`: its label, else `LAUNCH_KERNEL`."""
+def _kernel_name(expr: Node, path: tuple[int, ...], default: str = LAUNCH_KERNEL) -> str:
+    """The name of the `ocl_kernel` call at `path`: its label, else `default`."""
 
     kernel = as_call(at(expr, path)).f
-    return kernel.label or fun_of(kernel).label or LAUNCH_KERNEL
+    return kernel.label or fun_of(kernel).label or default
 
 
-def _named_kernel(expr: Node, path: tuple[int, ...]) -> Node:
-    """`expr` with the `ocl_kernel` call at `path` labelled `_kernel_name` (a program launched with
-    launch choices only: the others keep their kernels' names)."""
-
+def _named_kernel(expr: Node, path: tuple[int, ...], name: str | None = None) -> Node:
+    """`expr` with the `ocl_kernel` call at `path` labelled `name` (default `_kernel_name`: a
+    program launched with launch choices only: the others keep their kernels' names)."""
 
     call = as_call(at(expr, path))
-    name = _kernel_name(expr, path)
+    name = name or _kernel_name(expr, path)
     if call.f.label == name:
         return expr
     return replace_at(expr, path, replace(call, f=replace(call.f, label=name)))

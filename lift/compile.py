@@ -279,8 +279,8 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     low = space.realise(joint, vectorise=dict(used.vectorise) or None)
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
-    if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name
-        nd = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1]})
+    if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name, its twins too
+        nd = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1], **space.twin_local_sizes(joint)})
     return Mapped(low, used, *(nd or (None, None)))
 
 

@@ -222,3 +222,26 @@ def test_a_layer_chain_fuses_every_layers_epilogue() -> None:
     assert len(k.kernels) == 6  # per layer: B's panels and the blocks
     args = _args(prog, seed=5)
     np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
+def test_the_layers_of_a_chain_share_the_launch_kernels_work_group_shape() -> None:
+    """The launch variables size one kernel (the last layer's blocks); the other layers' block
+    kernels have the same shape and get its work-groups (one column panel, the row blocks of it),
+    each dimension cut to a divisor of their own trip count; the packing kernels keep the
+    driver's choice."""
+    prog = mlp3(64, 256, 1000, 256, 16)  # layer 1: N = 1000, 2 x 5 blocks (32 row blocks)
+    k = lift.compile(prog)
+    sized = {nd.kernel: nd.local_size for nd in k.ndrange}
+    blocks = [name for name in k.kernels if name.startswith("lift_main")]
+    assert len(blocks) == 3 and sorted(blocks) == ["lift_main", "lift_main_1", "lift_main_2"], k.kernels
+    main = tuple(int(s) for s in sized["lift_main"])
+    assert main[0] == 1 and main[1] > 1, sized
+    for name in blocks:
+        local = tuple(int(s) for s in sized[name])
+        glob = tuple(int(s) for s in next(nd.global_size for nd in k.ndrange if nd.kernel == name))
+        assert local[0] == 1 and 1 < local[1] <= main[1] and glob[1] % local[1] == 0, (name, local, glob)
+    assert all(sized[name] is None for name in k.kernels if name not in blocks)  # the panels' copies
+    args = _args(prog, seed=6)
+    want = np.asarray(lift.interpret(prog, *args))  # three layers of float32 sums: tolerance by scale
+    np.testing.assert_allclose(k(*args), want, rtol=1e-3, atol=1e-5 * float(np.abs(want).max()))
