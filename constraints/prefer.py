@@ -48,10 +48,14 @@ def _exact_groups(space: Any, joint: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def complete(space: Any, partial: Mapping[str, int], grid: bool = False) -> dict[str, int] | None:
+Grid = bool | tuple[int, int]  # a 2-D grid of blocks; a pair: its work-group (dimension 0, dimension 1)
+
+
+def complete(space: Any, partial: Mapping[str, int], grid: Grid = False) -> dict[str, int] | None:
     """A valid joint choice extending `partial`, preferring top-level maps global and the
     maps inside them sequential (with `grid`: the maps one level inside global in dimension 0,
-    the top-level ones in dimension 1), and launches of many work-items (groups of `LOCAL`);
+    the top-level ones in dimension 1, in groups of 1 x `LOCAL` or of the pair `grid`), and
+    launches of many work-items (groups of `LOCAL`);
     None if `partial` cannot be extended. Found by the concrete sampler in preference order
     (milliseconds); an optimising z3 query (~0.1-0.4 s) only when that finds nothing."""
     fast = _complete_fast(space, partial, grid)
@@ -77,15 +81,18 @@ def complete(space: Any, partial: Mapping[str, int], grid: bool = False) -> dict
     return _exact_groups(space, {k: m.eval(model.vars[k], model_completion=True).as_long() for k in space.variables})
 
 
-def _local_want(grid: bool) -> dict[str, int]:
+def _local_want(grid: Grid) -> dict[str, int]:
     """The preferred local sizes: `LOCAL` in every dimension, or with `grid` (column blocks in
-    dimension 0, row blocks in dimension 1) groups of one column block and `LOCAL` row blocks."""
+    dimension 0, row blocks in dimension 1) groups of one column block and `LOCAL` row blocks,
+    or the pair `grid` (the largest valid size below each is taken where it is not valid)."""
+    if isinstance(grid, tuple):
+        return {"local_size_0": grid[0], "local_size_1": grid[1]}
     if grid:
         return {"local_size_0": 1, "local_size_1": LOCAL}
     return {f"local_size_{d}": LOCAL for d in range(3)}
 
 
-def _code(site: Any, grid: bool) -> int:
+def _code(site: Any, grid: Grid) -> int:
     """The preferred mapping code of a map: top-level global (dimension 1 with `grid`), one level
     inside sequential (global in dimension 0 with `grid`), deeper sequential."""
     if grid:
@@ -93,7 +100,7 @@ def _code(site: Any, grid: bool) -> int:
     return 0 if site.outer else 30
 
 
-def _complete_fast(space: Any, partial: Mapping[str, int], grid: bool = False) -> dict[str, int] | None:
+def _complete_fast(space: Any, partial: Mapping[str, int], grid: Grid = False) -> dict[str, int] | None:
     """`complete` by the concrete sampler: block rows ranked by the same penalties as the soft
     constraints (a map off its preferred code 100, a work-group size other than `LOCAL` 10),
     then preferred values first and as many groups as allowed (greedily, dimension by dimension)."""

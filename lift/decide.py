@@ -40,6 +40,7 @@ from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
+from lift.rewrites.auto_nest import reduced_group
 from lift.rewrites.chunks import safe_widths
 from lift.rewrites.defaults import default_reduction, with_auto_points
 from lift.rewrites.gpu_tiles import gpu_default, gpu_points
@@ -196,7 +197,9 @@ def grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spa
                                Choices(points=first, sizes={}), spaces)
     except LiftError:
         return None
-    joint = complete(space, {}, grid=True)
+    # blocks of the reduced form share both operands' rows in square-ish groups (reduced_group)
+    tile = next((reduced_group(c["rows"], c["cols"]) for c in first.values() if c.get("along") == "reduced"), None)
+    joint = complete(space, {}, grid=tile or True)
     if joint is None or not any(is_launch(k) for k in joint):
         return None
     return Choices(points=first, **joint_fields(joint, space.context.maps), sizes={})

@@ -53,7 +53,9 @@ Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", 
 vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where float8 x 2 does not
 divide N, the output form's rows, cols and width are chosen together by `_first_block`: 2 x 5
 float8 for N = 1000 rather than 4 x 2 float4 or 8 x 1 float8). A nest inside a map (tbmm's batch) cannot add
-kernels: it gets the reduced form, both operands read along K. No tuning variables:
+kernels: it gets the reduced form, both operands read along K; so does, first, A B^T with both
+operands given as rows, at most `SMALL_M` output rows and no epilogue (a packed copy of B would be
+reused by too few rows). No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -366,6 +368,8 @@ class BlockNest(RewritePoint):
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested)
         if isinstance(blocked, str):
             return blocked
+        if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
+            blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
         rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
         out = FunCall(split.f, (rows,), label=split.label, loc=split.loc)
         return as_kernel(out) if self.kernel is not False else out
@@ -566,6 +570,34 @@ def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None
     return min(shapes, key=cost) if shapes else None
 
 
+SMALL_M = 256  # at most this many output rows: B's rows read along K as written, not packed
+GROUP = 32  # work-items of a reduced-form block kernel's work-group
+
+
+def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[int, int]:
+    """The default `(rows, cols)` of the reduced form (both operands' rows read along K, one
+    vector of each per step): R x C accumulators and the R + C loaded vectors in `REGISTERS`,
+    then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
+    def cost(b: tuple[int, int]) -> tuple[Any, ...]:
+        r, c = b
+        return (r * c + r + c > REGISTERS, Fraction(r + c, r * c), rows.index(r), cols.index(c))
+
+    return min(((r, c) for r in rows for c in cols), key=cost)
+
+
+def reduced_group(rows: int, cols: int) -> tuple[int, int]:
+    """The work-group of a reduced-form block kernel launched as a grid (column blocks in dimension
+    0, row blocks in dimension 1): `GROUP` blocks, as many of B's rows as of A's (L0 * cols ~
+    L1 * rows), so that both operands' rows are shared by the group (a CPU runs its work-items one
+    after another): 8 x 4 for 4 x 2 blocks. On PoCL/Zen 3, tmm 128x1024x1024: 8 x 4, 16 x 4 and
+    32 x 2 2.61-2.63 ms, 16 x 2 2.95, 32 x 1 3.30, the packed output form 3.98 (interleaved,
+    medians of 45)."""
+    l0 = 1
+    while l0 * 2 <= GROUP and (l0 * 2) * cols <= (GROUP // (l0 * 2)) * rows:
+        l0 *= 2
+    return l0, GROUP // l0
+
+
 def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
     widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
@@ -615,12 +647,35 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
         out["chunk"] = chunk_lengths(a, sizes) or (None,)
+    elif whole is None and _rows_first(out, a, b, known(m), widths):
+        # Few output rows, both operands given as rows (A B^T: tmm): packing B's panels would cost
+        # a copy of B reused by only M rows; each block reads both operands' rows along K as
+        # written instead (tmm 128x1024x1024 on PoCL/Zen 3: 2.61 against 3.98 ms, 256 rows 4.97
+        # against 6.34; 1024 rows 15.4 against 14.6: packed; interleaved). Not with an epilogue:
+        # the output form applies it to the accumulators (gemm_bias_relu, MLP3's layers: the two
+        # forms were within this VM's noise of each other, 0-15% either way).
+        r, c = _first_reduced(out["rows"], out["cols"])
+        out["along"] = ("reduced", *(x for x in out["along"] if x != "reduced"))
+        out["rows"] = (r, *(x for x in out["rows"] if x != r))
+        out["cols"] = (c, *(x for x in out["cols"] if x != c))
+        out["width"] = widths + tuple(w for w in out["width"] if w not in widths)
+        out["layout"] = ("keep", *(x for x in out["layout"] if x != "keep"))
+        out["pack"] = ("none", *(x for x in out["pack"] if x != "none"))
     if isinstance(whole, Fusable):  # applied to the accumulators of the output form's blocks
         fused = out["along"][0] == "output" and out["layout"][0] != "pad"
         out["epilogue"] = epilogues(whole) if fused else ("kernel",)
     return out
 
 
+def _rows_first(out: Mapping[str, Any], a: Any, b: Any, m: int | None, widths: tuple[int, ...]) -> bool:
+    """Whether the reduced form comes first: both operands are inputs given as rows, the output has
+    at most `SMALL_M` rows, vectors fit along K, and the output form is offered (kernels may be
+    added) so the point chose between the two."""
+    return (out["along"] == ALONG and isinstance(a, Param) and isinstance(b, Param) and m is not None
+            and m <= SMALL_M and widths[0] > 1)
+
+
 block_nest = constructor(BlockNest, "block_nest")
 
-__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "LAYOUTS", "ROWS", "COLS", "WIDTHS", "ALONG", "PACKS"]
+__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "reduced_group", "LAYOUTS", "ROWS", "COLS", "WIDTHS",
+           "ALONG", "PACKS", "SMALL_M"]

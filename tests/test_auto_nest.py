@@ -17,6 +17,7 @@ from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift import rewrites as rw
 from lift.arith import evaluate
 from lift.ir.paths import walk
+from lift.rewrites import auto_nest as an
 from lift.rewrites.auto import default_points
 from programs import apply_choice
 
@@ -86,8 +87,13 @@ def test_a_matmul_nest_gets_a_block_point_with_a_layout_choice() -> None:
     odd = rw.auto_space(rw.auto_points(matmul(), {"M": 6, "N": 5, "K": 300}), {"M": 6, "N": 5, "K": 300})["auto_b0"]
     assert odd["rows"] == (2, 1, 6, 3) and odd["cols"] == (1, 5) and odd["width"] == (4, 1)  # only divisors
     given_t = rw.auto_space(rw.auto_points(matmul(False), sizes), sizes)["auto_b0"]
-    # B given as [N][K]: along k it is read as written, along the output it is copied transposed first
-    assert given_t["layout"] == ("copy", "keep") and given_t["along"] == ("output", "reduced")
+    # B given as [N][K]: along k it is read as written, along the output it is copied transposed
+    # first; with few rows (M = 64) reading both along k comes first, with many the packed panels
+    assert given_t["layout"] == ("keep", "copy") and given_t["along"] == ("reduced", "output")
+    assert given_t["pack"][0] == "none" and given_t["width"][0] == 8
+    many = {**sizes, "M": 512}
+    given_many = rw.auto_space(rw.auto_points(matmul(False), many), many)["auto_b0"]
+    assert given_many["layout"] == ("copy", "keep") and given_many["along"] == ("output", "reduced")
     along_k = rw.auto_space(rw.auto_points(batched_max(), sizes), sizes)["auto_b0"]
     # max: no lane sums along k; along the output 3 x 16 divides N = 48 too
     assert along_k["width"] == (8, 16, 4, 1) and along_k["along"] == ("output", "reduced")
@@ -298,16 +304,34 @@ def _constant_tmm(m: int, n: int, k: int):
 
 @pytest.mark.device
 @pytest.mark.requires_cpu_device
-def test_a_small_m_a_b_transposed_gets_packed_blocks_and_groups_of_all_its_row_blocks() -> None:
-    """A B^T with few rows (M = 32: 8 row blocks, fewer than the preferred 64 of a group): the
-    default packs B^T's panels from B's rows and launches groups of all 8 row blocks, one column
-    block wide (not groups of one block, which stream every panel of B per row block)."""
+def test_a_small_m_a_b_transposed_reads_both_operands_along_k_in_square_groups() -> None:
+    """A B^T with few rows (M = 32 <= SMALL_M): no copy of B into panels (each would be reused by
+    32 rows only); the blocks read both operands' rows along K, one float8 of each per step, and
+    are launched in groups of column blocks x row blocks that share both operands' rows
+    (`reduced_group`: 8 x 4 for 4 x 2 blocks, cut to the 8 row blocks there are)."""
     prog = _constant_tmm(32, 64, 64)
+    compiled = lift.compile(prog)
+    chosen = compiled.choices.points["auto_b0"]
+    assert not chosen["skip"] and chosen["along"] == "reduced" and chosen["pack"] == "none", chosen
+    assert len(compiled.kernels) == 1  # no packing kernel
+    launch = compiled.choices.launch
+    want = an.reduced_group(chosen["rows"], chosen["cols"])
+    assert (launch["local_size_0"], launch["local_size_1"]) == (want[0], min(want[1], 32 // chosen["rows"])), launch
+    a, b = _arrays(prog, {}, 9)
+    np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
+@pytest.mark.requires_cpu_device
+def test_a_larger_m_a_b_transposed_gets_packed_blocks_and_groups_of_row_blocks() -> None:
+    """A B^T with more rows than SMALL_M: B^T's panels are packed from B's rows (reused by every
+    row block) and the blocks are launched in groups one column block wide."""
+    prog = _constant_tmm(an.SMALL_M + 256, 64, 64)
     compiled = lift.compile(prog)
     chosen = compiled.choices.points["auto_b0"]
     assert not chosen["skip"] and chosen["along"] == "output" and "b" in chosen["pack"], chosen
     launch = compiled.choices.launch
-    assert (launch["local_size_0"], launch["local_size_1"]) == (1, 32 // chosen["rows"]), launch
+    assert launch["local_size_0"] == 1 and launch["local_size_1"] > 1, launch
     a, b = _arrays(prog, {}, 9)
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
 
@@ -338,6 +362,6 @@ def test_the_first_block_fills_the_vector_registers_jointly(n: int, first: tuple
     loaded vectors and broadcast fit AVX2's 16 registers: with N = 1000 (gemm_bias_relu) cols 2
     would leave float4 only, and 2 x 5 float8 (10 accumulators) loads less than 8 x 1; 4 x 2
     float8 where 3 or 5 columns do not divide (4 x 4 and 8 x 2 spill); 4 x 3 where they do."""
-    prog = default_points(_constant_tmm(128, n, 64))
+    prog = default_points(_constant_tmm(an.SMALL_M * 2, n, 64))  # many rows: the output form first
     doms = rw.auto_space(prog, {})["auto_b0"]
     assert doms["along"][0] == "output" and (doms["rows"][0], doms["cols"][0], doms["width"][0]) == first, doms

@@ -202,6 +202,24 @@ def test_fused_and_split_epilogues_compute_the_program(name: str, mode: str) -> 
 
 
 @pytest.mark.device
+@pytest.mark.parametrize("name", sorted(FUSABLE))
+def test_the_reduced_form_splits_its_epilogue_into_a_kernel(name: str) -> None:
+    """Blocks that read both operands along K (`along` "reduced", no copies of their own) with the
+    epilogue split: the product is a kernel of its own, then the epilogue's (before, the product
+    was left outside every kernel and the build failed)."""
+    make, _ = FUSABLE[name]
+    prog = make(32, 64, 64)
+    args = _args(prog, seed=7)
+    plain = lift.compile(prog)
+    (label,) = [lab for lab in plain.choices.points if lab.startswith("auto_b")]
+    chosen = {**dict(plain.choices.points[label]), "epilogue": "kernel", "along": "reduced", "layout": "keep",
+              "pack": "none", "width": 8}
+    k = lift.compile(prog, choices={label: chosen})
+    assert dict(k.choices.points[label])["along"] == "reduced" and len(k.kernels) == 2, k.kernels
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
 def test_the_default_fuses_a_bias_and_splits_a_matrix_read() -> None:
     """A bias read per column is applied in the blocks; sgemm's `beta C` reads C's rows at every
     block's end, scattered: its own kernel comes first, fused is the tuner's other choice."""
