@@ -1,6 +1,7 @@
 """The OpenCL stack's on-disk caches, checked before pyopencl first loads a driver.
 
-    prepare()      # once per process, before `import pyopencl` (lift.devices.live, lift.runtime)
+    prepare()      # once per process, before `import pyopencl` (lift.devices.live, lift.runtime);
+                   # also pins PoCL's worker threads to cores (lift.devices.affinity)
 
 Two caches below liftcl write where the user may not be able to: PoCL's kernel cache
 (`$POCL_CACHE_DIR`, else `$XDG_CACHE_HOME/pocl/kcache`, else `~/.cache/pocl/kcache`; when PoCL
@@ -23,6 +24,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from lift.devices import affinity
 from lift.errors import LiftWarning
 
 _DONE: list[bool] = []
@@ -61,10 +63,12 @@ def unwritable(folder: Path) -> str | None:
 
 
 def prepare(*, again: bool = False) -> None:
-    """Check both caches once per process (`again`: check now) and fall back where one is unwritable."""
+    """Check both caches once per process (`again`: check now) and fall back where one is
+    unwritable; PoCL's worker threads pinned to cores (lift.devices.affinity)."""
     if _DONE and not again:
         return
     _DONE.append(True)
+    affinity.pin()
     said = []
     pocl = pocl_cache_dir()
     why = unwritable(pocl)
