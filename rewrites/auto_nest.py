@@ -563,8 +563,7 @@ def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None
     def cost(b: tuple[int, int, int]) -> tuple[Any, ...]:
         r, c, w = b
         per = max(1, w // 8)  # AVX2 registers per vector
-        regs = (r * c + c) * per + 1
-        return (WIDTHS.index(w), regs > REGISTERS, Fraction(r + c, r * c), rows.index(r), cols.index(c))
+        return (WIDTHS.index(w), *_block_cost(r, c, (r * c + c) * per + 1, rows, cols))
 
     shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0]
     return min(shapes, key=cost) if shapes else None
@@ -578,11 +577,13 @@ def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[int, i
     """The default `(rows, cols)` of the reduced form (both operands' rows read along K, one
     vector of each per step): R x C accumulators and the R + C loaded vectors in `REGISTERS`,
     then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
-    def cost(b: tuple[int, int]) -> tuple[Any, ...]:
-        r, c = b
-        return (r * c + r + c > REGISTERS, Fraction(r + c, r * c), rows.index(r), cols.index(c))
+    return min(((r, c) for r in rows for c in cols), key=lambda b: _block_cost(*b, b[0] * b[1] + sum(b), rows, cols))
 
-    return min(((r, c) for r in rows for c in cols), key=cost)
+
+def _block_cost(r: int, c: int, regs: int, rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[Any, ...]:
+    """A block's rank among the offered ones: `regs` registers over `REGISTERS` last, then the loads
+    per multiply-add, (R + C) / (R * C), then the domains' order."""
+    return (regs > REGISTERS, Fraction(r + c, r * c), rows.index(r), cols.index(c))
 
 
 def reduced_group(rows: int, cols: int) -> tuple[int, int]:
