@@ -11,7 +11,8 @@ one loop. The ratio is numpy's time over the kernel's (above 1: the kernel is fa
 `WRONG (max error e)`, `refused: <LiftError class>: <first line>` when compile raises a LiftError, or
 `crash: <class>: <first line>` for anything else. `--tune S` adds `lift.tune` with a budget of S seconds;
 the tuned program is timed in the same round-robin loop as the default one and numpy (default, tuned,
-numpy in turn), so the two rows compare on the same numpy time.
+numpy in turn), so the two rows compare on the same numpy time; where the tune kept the default (the
+same kernels, launched alike) the row says `(= default)` and the one program is timed once.
 When peer compilers are installed (benchmarks/peers.py: tinygrad in the venv set up by
 ../shared/tools/peers_bench.py), each row ends with the best peer's time on the same inputs (its
 own process, after the liftcl and numpy loops, not interleaved with them) and numpy's time over it;
@@ -130,7 +131,8 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: boo
         tprog, row["tuned_status"] = _compile_and_check(seed, tuned, arrays, want, sizes)
         if tprog is not None:
             row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
-    timed = [p for p in (prog, tprog) if p is not None]  # default, tuned and numpy in one loop
+    row["tuned_same"] = same = prog is not None and tprog is not None and same_kernels(prog, tprog)
+    timed = [p for p in (prog, None if same else tprog) if p is not None]  # default, tuned and numpy in one loop
     if timed:
         medians, numpy_s = _interleaved(timed, arrays, np_fn, repeat)
         if prog is not None:
@@ -142,6 +144,12 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: boo
         got = peers.best(seed.name, arrays, want, repeat=repeat)
         row["peer"], row["peer_s"], row["peers"] = got.get("peer"), got.get("median_s"), got.get("all", got.get("why"))
     return row
+
+
+def same_kernels(a: Any, b: Any) -> bool:
+    """Whether two programs run the same kernels with the same launch sizes (the tune kept the
+    default): timed once, as one program (two timings of one kernel differ only by noise)."""
+    return a.source == b.source and [str(nd) for nd in a.ndrange] == [str(nd) for nd in b.ndrange]
 
 
 def _ms(s: float | None) -> str:
@@ -157,7 +165,8 @@ def format_row(row: dict) -> str:
     if "tuned_status" in row:
         nt = row.get("numpy_tuned_s", n)  # numpy timed in the tuned program's own interleaved loop
         tuned = f"x{nt / t:7.3f}" if t and nt else ""
-        line += f" | tuned {row['tuned_status'][:40]} {_ms(t)} {tuned}"
+        status = row["tuned_status"][:40] + (" (= default)" if row.get("tuned_same") else "")
+        line += f" | tuned {status} {_ms(t)} {tuned}"
     if row.get("peer_s"):
         line += f" | {row['peer']} {_ms(row['peer_s'])} x{n / row['peer_s']:7.3f}" if n else ""
     elif "peers" in row:

@@ -577,7 +577,7 @@ def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[int, i
     """The default `(rows, cols)` of the reduced form (both operands' rows read along K, one
     vector of each per step): R x C accumulators and the R + C loaded vectors in `REGISTERS`,
     then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
-    return min(((r, c) for r in rows for c in cols), key=lambda b: _block_cost(*b, b[0] * b[1] + sum(b), rows, cols))
+    return min(((r, c) for r in rows for c in cols), key=lambda b: _block_cost(*b, b[0] * b[1] + sum(b), ROWS, COLS))
 
 
 def _block_cost(r: int, c: int, regs: int, rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[Any, ...]:
@@ -648,7 +648,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
         out["chunk"] = chunk_lengths(a, sizes) or (None,)
-    elif whole is None and _rows_first(out, a, b, known(m), widths):
+    elif _rows_first(out, a, b, known(m), widths):
         # Few output rows, both operands given as rows (A B^T: tmm): packing B's panels would cost
         # a copy of B reused by only M rows; each block reads both operands' rows along K as
         # written instead (tmm 128x1024x1024 on PoCL/Zen 3: 2.61 against 3.98 ms, 256 rows 4.97
@@ -664,7 +664,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         out["pack"] = ("none", *(x for x in out["pack"] if x != "none"))
     if isinstance(whole, Fusable):  # applied to the accumulators of the output form's blocks
         fused = out["along"][0] == "output" and out["layout"][0] != "pad"
-        out["epilogue"] = epilogues(whole) if fused else ("kernel",)
+        out["epilogue"] = epilogues(whole) if fused else ("kernel", "fused") if "output" in out["along"] \
+            else ("kernel",)
     return out
 
 

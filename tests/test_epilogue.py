@@ -9,6 +9,7 @@ import pytest
 import lift
 from lift import Array, Float, fun, map, reduce, transpose, user_fun, zip
 from lift.ir.nodes import Lambda
+from lift.rewrites import auto_nest as an
 from lift.rewrites.epilogue import Fusable, fusable, split_epilogue
 from lift.rules.normalise import normalise
 from lift.userfun.builtins import neg
@@ -192,6 +193,8 @@ def test_fused_and_split_epilogues_compute_the_program(name: str, mode: str) -> 
     plain = lift.compile(prog)
     (label,) = [lab for lab in plain.choices.points if lab.startswith("auto_b")]
     chosen = {**dict(plain.choices.points[label]), "epilogue": mode}
+    if chosen["along"] == "reduced":  # the default of few rows: the output form's blocks fuse the epilogue
+        chosen.update(along="output", layout="copy", pack="b")
     k = lift.compile(prog, choices={label: chosen})
     assert dict(k.choices.points[label])["epilogue"] == mode
     np.testing.assert_allclose(k(*args), want, rtol=1e-4, atol=1e-4)
@@ -219,22 +222,41 @@ def test_the_reduced_form_splits_its_epilogue_into_a_kernel(name: str) -> None:
     np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
 
 
+MANY = an.SMALL_M * 2  # output rows above SMALL_M: the output form's blocks (packed panels) by default
+
+
 @pytest.mark.device
 def test_the_default_fuses_a_bias_and_splits_a_matrix_read() -> None:
     """A bias read per column is applied in the blocks; sgemm's `beta C` reads C's rows at every
     block's end, scattered: its own kernel comes first, fused is the tuner's other choice."""
-    relu = lift.compile(fc_relu(32, 64, 64))
-    gemm = lift.compile(sgemm(32, 64, 64))
+    relu = lift.compile(fc_relu(MANY, 64, 64))
+    gemm = lift.compile(sgemm(MANY, 64, 64))
     (r,) = relu.choices.points.values()
     (g,) = gemm.choices.points.values()
     assert (r["epilogue"], g["epilogue"]) == ("fused", "kernel")
-    assert lift.rewrites.auto_space(lift.rewrites.auto.default_points(normalise(sgemm(32, 64, 64))))[
+    assert lift.rewrites.auto_space(lift.rewrites.auto.default_points(normalise(sgemm(MANY, 64, 64))))[
         "auto_b0"]["epilogue"] == ("kernel", "fused")
 
 
 @pytest.mark.device
+def test_few_rows_of_x_w_t_read_w_along_k_and_split_the_epilogue() -> None:
+    """relu(X W^T + b) with at most SMALL_M rows: W's rows read along K as given (the reduced form,
+    no packed copy of W), the epilogue a kernel of its own after the product's; the fused output
+    form stays the tuner's other choice."""
+    prog = fc_relu(32, 64, 64)
+    k = lift.compile(prog)
+    (r,) = k.choices.points.values()
+    assert (r["along"], r["pack"], r["epilogue"]) == ("reduced", "none", "kernel"), r
+    assert len(k.kernels) == 2, k.kernels  # the product's blocks, then the epilogue
+    space = lift.rewrites.auto_space(lift.rewrites.auto.default_points(normalise(prog)))["auto_b0"]
+    assert space["along"] == ("reduced", "output") and space["epilogue"] == ("kernel", "fused")
+    args = _args(prog, seed=3)
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
 def test_a_layer_chain_fuses_every_layers_epilogue() -> None:
-    prog = mlp3(16, 256, 256, 256, 16)
+    prog = mlp3(MANY, 64, 64, 64, 16)
     k = lift.compile(prog)
     assert [dict(v)["epilogue"] for v in k.choices.points.values()] == ["fused"] * 3
     assert len(k.kernels) == 6  # per layer: B's panels and the blocks
@@ -248,7 +270,7 @@ def test_the_layers_of_a_chain_share_the_launch_kernels_work_group_shape() -> No
     kernels have the same shape and get its work-groups (one column panel, the row blocks of it),
     each dimension cut to a divisor of their own trip count; the packing kernels keep the
     driver's choice."""
-    prog = mlp3(64, 256, 1000, 256, 16)  # layer 1: N = 1000, 2 x 5 blocks (32 row blocks)
+    prog = mlp3(MANY, 64, 1000, 64, 16)  # layer 1: N = 1000, 2 x 5 blocks
     k = lift.compile(prog)
     sized = {nd.kernel: nd.local_size for nd in k.ndrange}
     blocks = [name for name in k.kernels if name.startswith("lift_main")]

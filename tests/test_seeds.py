@@ -87,6 +87,23 @@ def test_judge_rejects_a_wrong_result() -> None:
     assert not seeds.judge(two, np.float32(1.0), (1.0, 2.0), two.tiny)[0]
 
 
+@pytest.mark.device
+def test_a_tune_that_kept_the_default_is_timed_once(tmp_path: Path) -> None:
+    """Two builds of the default are the same kernels (the table times them once and says so); a
+    program with another launch or another kernel is not."""
+    seed = next(s for s in SEEDS if s.name == "reduce_sum")
+    arrays = seed.inputs((2176,))
+    a, b = (compile(seed.build(), cache_dir=tmp_path).specialised(*arrays) for _ in range(2))
+    assert a is not b and seeds.same_kernels(a, b)
+    assert a.choices.points  # the default reduction's point: its width is changed below
+    narrower = compile(seed.build(), choices=a.choices.replace(launch={}, tuning={}, mapping=None, points={
+        lab: {**dict(p), "width": 4} for lab, p in a.choices.points.items()}), cache_dir=tmp_path)
+    assert not seeds.same_kernels(a, narrower)
+    row = {"name": "x", "sizes": [1], "status": "ok", "kernel_s": 1e-3, "numpy_s": 2e-3, "tuned_status": "ok",
+           "tuned_s": 1e-3, "numpy_tuned_s": 2e-3, "tuned_same": True}
+    assert "ok (= default)" in seeds.format_row(row)
+
+
 def test_tolerance_scales_with_the_sum_length() -> None:
     assert seeds.tolerance(10) == 1e-4
     assert 5e-4 < seeds.tolerance(16_226_304) < 2e-3

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lift.choices import Choices
 from lift.explore import confirm as confirm_mod
-from lift.explore.confirm import MARGIN, confirm, contenders
+from lift.explore.confirm import MARGIN, WINS, confirm, contenders
 from lift.explore.evaluate import Record
 from lift.explore.pareto import score
 from lift.explore.points import is_default, point
@@ -73,6 +73,34 @@ def test_a_winner_is_returned_only_when_faster_than_the_default_by_the_margin(cl
         winner, got = confirm(contenders(history, RANK), _exact(clock, {"default": d, "w": t}), deadline=1e9)
         assert _name(winner) == ("w" if wins else "default"), (t, got)
         assert got["medians"] == [t, d]
+
+
+def _sequence(clock: Clock, truth: dict[str, list[float]]):
+    """`timer_for` whose timings of `name` are `truth[name]` in turn, one per round."""
+    def timer_for(r: Record):
+        times = iter(truth[_name(r)])
+
+        def timed() -> float | None:
+            t = next(times)
+            clock.now += t
+            return t
+
+        return timed
+
+    return timer_for
+
+
+def test_a_median_lead_from_a_few_rounds_keeps_the_default(clock: Clock) -> None:
+    """`w`'s median is 5% below the default's, but it was faster in only three of the five rounds
+    (two lucky rounds moved its median): not `WINS` of them, so the default is kept; faster in four
+    of five, `w` wins."""
+    d = [1.0, 1.0, 1.0, 1.0, 1.0]
+    for w, wins in (([0.8, 0.8, 0.95, 1.05, 1.1], False), ([0.8, 0.8, 0.95, 0.97, 1.1], True)):
+        history = [_rec("default", 1.0, default=True), _rec("w", 0.1)]
+        winner, got = confirm(contenders(history, RANK), _sequence(clock, {"default": d, "w": w}), deadline=1e9)
+        assert got["rounds"] == 5 and got["medians"][0] < (1 - MARGIN) * got["medians"][1], got
+        assert _name(winner) == ("w" if wins else "default"), (w, got)
+    assert 3 < WINS * 5 <= 4
 
 
 def test_the_deadline_before_the_default_is_timed_keeps_the_default(clock: Clock) -> None:

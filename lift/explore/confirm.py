@@ -10,7 +10,11 @@ the smallest median over the rounds, unless that median is within `MARGIN` of th
 then the default wins (two builds of one kernel, timed as two programs, differ by up to ~2%
 here: matmul 1024^3 on Zen 1, liftcl's default against the same kernel with its sizes fixed,
 0.3-1.8% in four bench runs; a smaller lead is not evidence, and the default is what
-`lift.compile` gives, so a tune that finds nothing clearly faster agrees with it). The default
+`lift.compile` gives, so a tune that finds nothing clearly faster agrees with it); so does it
+unless the contender was faster than it in `WINS` of the rounds that timed both (paired in time:
+on a 2-vCPU VM whose speed drifts, a median lead built from two lucky rounds of five is noise;
+tmm 128x1024x1024's packed form won a tune that way and then ran 10% slower than the default
+beside numpy). The default
 is always a contender (when it was correct: its record stands for a candidate of the same kernel),
 and a contender other than the default wins only by beating the default's median measured in the
 same rounds: where the default has no median (the deadline came first, or its timer failed) or
@@ -41,6 +45,7 @@ REPEAT = 3  # runs per timing call (after one warm-up run): their median is the 
 TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
 DROP = 1.5  # a contender whose fastest timing is this much slower than the best median is dropped
 MARGIN = 0.02  # a contender must beat the default's median by more than this share to replace it
+WINS = 0.75  # ... and be faster than the default in this share of the rounds that timed both
 BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
 
 Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per run, None if it failed
@@ -102,10 +107,12 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     for r in cands:
         timers.append(timer_for(r) if time.perf_counter() < deadline else None)
     runs: list[list[float]] = [[] for _ in cands]
+    per_round: list[dict[int, float]] = []  # round -> {contender: its time in that round}
     alive = [t is not None for t in timers]
     done = 0
     for k in range(rounds):
         order = [(k + i) % len(cands) for i in range(len(cands))]  # rotated: no contender always first
+        per_round.append({})
         for i in order:
             timer = timers[i]
             if not alive[i] or timer is None or time.perf_counter() > deadline:
@@ -115,6 +122,7 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
                 alive[i] = False
             else:
                 runs[i].append(t)
+                per_round[-1][i] = t
         if time.perf_counter() > deadline:
             break
         done += 1
@@ -136,9 +144,18 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
     if not measured:
         return None, {"medians": medians, "rounds": done}
     best, i = min(measured)
-    if default is not None and against is not None and best > (1.0 - margin) * against:
+    if default is not None and against is not None and (
+            best > (1.0 - margin) * against or not _wins_rounds(per_round, i, default)):
         i = default  # no clear lead over the default: it is kept
     return cands[i], {"medians": medians, "rounds": done}
+
+
+def _wins_rounds(per_round: Sequence[dict[int, float]], i: int, default: int) -> bool:
+    """Whether contender `i` was faster than the default in at least `WINS` of the rounds that
+    timed both (the two timed moments apart under the same load: a lead in the medians that comes
+    from a few rounds is noise)."""
+    paired = [(r[i], r[default]) for r in per_round if i in r and default in r]
+    return i == default or (bool(paired) and sum(a < b for a, b in paired) >= WINS * len(paired))
 
 
 def worker_timer(pipe: Any, worker: Any, repeat: int = REPEAT) -> Callable[[Record], Timer | None]:
@@ -187,4 +204,5 @@ def process_timer(pipe: Any, repeat: int = REPEAT) -> Callable[[Record], Timer |
     return prepare
 
 
-__all__ = ["confirm", "contenders", "reserve", "worker_timer", "process_timer", "ROUNDS", "TOP", "DROP"]
+__all__ = ["confirm", "contenders", "reserve", "worker_timer", "process_timer", "ROUNDS", "TOP", "DROP", "MARGIN",
+           "WINS"]
