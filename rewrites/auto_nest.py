@@ -54,8 +54,8 @@ vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where flo
 divide N, the output form's rows, cols and width are chosen together by `_first_block`: 2 x 5
 float8 for N = 1000 rather than 4 x 2 float4 or 8 x 1 float8). A nest inside a map (tbmm's batch) cannot add
 kernels: it gets the reduced form, both operands read along K; so does, first, A B^T with both
-operands given as rows, at most `SMALL_M` output rows and no epilogue (a packed copy of B would be
-reused by too few rows). No tuning variables:
+operands given as rows and at most `SMALL_M` output rows (a packed copy of B would be reused by too
+few rows), its epilogue, if any, a kernel of its own (`relu(X W^T + b)`, MLP layers). No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -652,9 +652,11 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         # Few output rows, both operands given as rows (A B^T: tmm): packing B's panels would cost
         # a copy of B reused by only M rows; each block reads both operands' rows along K as
         # written instead (tmm 128x1024x1024 on PoCL/Zen 3: 2.61 against 3.98 ms, 256 rows 4.97
-        # against 6.34; 1024 rows 15.4 against 14.6: packed; interleaved). Not with an epilogue:
-        # the output form applies it to the accumulators (gemm_bias_relu, MLP3's layers: the two
-        # forms were within this VM's noise of each other, 0-15% either way).
+        # against 6.34; 1024 rows 15.4 against 14.6: packed; interleaved). With an epilogue too,
+        # split into a kernel of its own (the reduced form does not apply it to its sums): the
+        # packing kernel was 0.6-0.7 ms of gemm_bias_relu's 2.9 (128x1024x1000; reduced and split
+        # 2.21 against the fused output form's 2.89, numpy 2.78, interleaved); fused stays the
+        # tuner's other choice.
         r, c = _first_reduced(out["rows"], out["cols"])
         out["along"] = ("reduced", *(x for x in out["along"] if x != "reduced"))
         out["rows"] = (r, *(x for x in out["rows"] if x != r))
@@ -664,8 +666,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         out["pack"] = ("none", *(x for x in out["pack"] if x != "none"))
     if isinstance(whole, Fusable):  # applied to the accumulators of the output form's blocks
         fused = out["along"][0] == "output" and out["layout"][0] != "pad"
-        out["epilogue"] = epilogues(whole) if fused else ("kernel", "fused") if "output" in out["along"] \
-            else ("kernel",)
+        later = out["along"] == ("reduced", "output")  # the reduced form first: fused with the output form
+        out["epilogue"] = epilogues(whole) if fused else ("kernel", "fused") if later else ("kernel",)
     return out
 
 
