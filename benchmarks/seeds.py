@@ -131,7 +131,8 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: boo
         tprog, row["tuned_status"] = _compile_and_check(seed, tuned, arrays, want, sizes)
         if tprog is not None:
             row["tuned_choices"], row["tuned_ndrange"] = str(tprog.choices), str(tprog.ndrange)
-    row["tuned_same"] = same = prog is not None and tprog is not None and same_kernels(prog, tprog)
+    row["tuned_same"] = same = prog is not None and tprog is not None and same_kernels(
+        prog.specialised(*arrays), tprog.specialised(*arrays))  # what the calls run
     timed = [p for p in (prog, None if same else tprog) if p is not None]  # default, tuned and numpy in one loop
     if timed:
         medians, numpy_s = _interleaved(timed, arrays, np_fn, repeat)
