@@ -49,13 +49,17 @@ from it directly (rewrites/auto_conv.py); `"gather"` copies the windows themselv
 
 Structural parameters: `rows` (BM), `cols` (BN), `width` (W), `layout` ("copy", "keep", "gather", "pad"),
 `along` ("output", "reduced"), `pack` ("b", "ab", "a", "none"; only where kernels may be added; not with
-"pad"); their first values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded
-vectors and a broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where float8 x 2 does not
-divide N, the output form's rows, cols and width are chosen together by `_first_block`: 2 x 5
-float8 for N = 1000 rather than 4 x 2 float4 or 8 x 1 float8). A nest inside a map (tbmm's batch) cannot add
+"pad"), with an epilogue `epilogue` ("fused", "kernel") and `tail` ("exact", "pad"); their first
+values are the default choice (4 x 2 blocks of float8: 8 accumulators, 2 loaded vectors and a
+broadcast in the 16 AVX2 vector registers; 8 x 2 spills; where float8 x 2 does not divide N, the
+output form's rows, cols and width are chosen together by `_first_block`: 2 x 5 float8 for
+N = 1000 rather than 4 x 2 float4 or 8 x 1 float8). A nest inside a map (tbmm's batch) cannot add
 kernels: it gets the reduced form, both operands read along K; so does, first, A B^T with both
 operands given as rows and at most `SMALL_M` output rows (a packed copy of B would be reused by too
-few rows), its epilogue, if any, a kernel of its own (`relu(X W^T + b)`, MLP layers). No tuning variables:
+few rows), its epilogue, if any, a kernel of its own (`relu(X W^T + b)`, MLP layers). A nest whose
+epilogue is a kernel of its own (sgemm's `beta C`) may use blocks wider than N divides (`tail` "pad":
+B's panels padded with zeros, the product's padded columns dropped as the epilogue reads them):
+4 x 3 float8 at N = 1024 (15.5 against 18.1 ms for 4 x 2 on PoCL/Zen 3, numpy 17.7). No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -103,6 +107,8 @@ WIDTHS = (8, 16, 4, 1)
 ALONG = ("output", "reduced")
 PACKS = ("b", "ab", "a", "none")  # operands of the output form packed into panels (rewrites/packing.py)
 EPILOGUES = ("fused", "kernel")  # a nest with an epilogue: applied to the accumulators, or a kernel of its own
+TAILS = ("exact", "pad")  # "pad": N padded to the output form's block in B's panels (an epilogue kernel of its own)
+PAD_WASTE = Fraction(1, 32)  # at most this share of padded columns in a default block
 
 
 def epilogues(found: Fusable) -> tuple[str, ...]:
@@ -144,6 +150,14 @@ def _rows(x: Any) -> tuple[Any, Any] | None:
     if isinstance(t, ArrayType) and isinstance(t.elem, ArrayType) and t.elem.elem in VECTOR_SCALARS:
         return t.elem.size, t.size
     return None
+
+
+def _known(size: Any, known: Mapping[str, int]) -> int | None:
+    """`size` as an int given the `known` sizes, or None."""
+    try:
+        return int(evaluate(as_arith(size), dict(known)))
+    except Exception:  # noqa: BLE001 - symbolic
+        return None
 
 
 def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
@@ -348,13 +362,14 @@ class BlockNest(RewritePoint):
     kernel: Any = None  # False: inside a map, the copies of layout "copy" cannot be kernels of their own
     pack: Any = None
     epilogue: Any = None  # a nest with an epilogue (rewrites/epilogue.py): "fused" or "kernel"
+    tail: Any = None  # a nest with an epilogue: "exact" (blocks divide N) or "pad" (B's panels padded)
     kind: ClassVar[str] = "block_nest"
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"rows": ROWS, "cols": COLS, "width": WIDTHS, "layout": LAYOUTS, "along": ALONG, "pack": PACKS}
         found = fusable(self.f.body) if isinstance(self.f, Lambda) else "not a lambda"
         if isinstance(found, Fusable):
-            doms["epilogue"] = epilogues(found)
+            doms["epilogue"], doms["tail"] = epilogues(found), TAILS
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
@@ -365,7 +380,7 @@ class BlockNest(RewritePoint):
             return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
         rows = split.args[0]
         product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
-        blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested)
+        blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
         if isinstance(blocked, str):
             return blocked
         if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
@@ -377,7 +392,12 @@ class BlockNest(RewritePoint):
     def fixed(self) -> dict[str, Any]:
         return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
-    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested, stored: bool = False) -> Any:
+        """`call` blocked with `params`; `stored`: the product's result is read from memory by a
+        kernel of its own (its epilogue's), so its rows may be padded (`tail` "pad")."""
+        tail = params.get("tail") or self.tail or "exact"
+        if tail not in TAILS:
+            return f"tail must be one of {', '.join(TAILS)}, got {tail!r}"
         parts = nest_parts(call)
         epi: Fusable | None = None
         if isinstance(parts, str):
@@ -396,6 +416,8 @@ class BlockNest(RewritePoint):
             parts = nest_parts(call)
         if isinstance(parts, str):
             return parts
+        if tail == "pad" and not stored:
+            return "tail 'pad' truncates the product's padded rows as a kernel of its own reads them: epilogue 'kernel'"
         fa, a, b, r_call, f, g = parts
         bm, bn, w = (int(params.get(k) or getattr(self, k) or 1) for k in ("rows", "cols", "width"))
         layout = params.get("layout") or self.layout or "copy"
@@ -405,11 +427,13 @@ class BlockNest(RewritePoint):
         if ra_dims is None or rb_dims is None:
             return "A and B must be arrays of rows of scalars"
         for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols")):
-            if not _divides(k, size, dict(self.known or ())):
+            if not _divides(k, size, dict(self.known or ())) and not (what == "cols" and tail == "pad"):
                 return f"{what} {k} does not divide {size}"
         along = params.get("along") or self.along or "output"
         if along not in ALONG:
             return f"along must be one of {', '.join(ALONG)}, got {along!r}"
+        if tail == "pad" and along != "output":
+            return "tail 'pad' pads B's panels: along='output'"
         pack = params.get("pack") or self.pack or "none"
         if pack not in PACKS:
             return f"pack must be one of {', '.join(PACKS)}, got {pack!r}"
@@ -421,7 +445,9 @@ class BlockNest(RewritePoint):
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
-            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack, epi)
+            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack, epi, tail == "pad")
+            if tail == "pad":
+                return out
             if epi is not None and self.kernel is not False and not isinstance(out, str) and not (
                     isinstance(out, FunCall) and isinstance(out.f, n.OclKernel)):
                 out = own_kernel(out)  # the epilogue's result is read from memory by what follows
@@ -441,10 +467,13 @@ class BlockNest(RewritePoint):
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
 
     def output(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
-               sizes: tuple[int, int, int], layout: str, pack: str, epi: Fusable | None = None) -> Any:
+               sizes: tuple[int, int, int], layout: str, pack: str, epi: Fusable | None = None,
+               padded: bool = False) -> Any:
         """Blocks with vectors along the output, reading B's columns: `X` for B = `transpose << X`,
         else (with layout "copy") B copied transposed in a kernel of its own; operands packed into
-        panels by kernels of their own (`pack`, rewrites/packing.py); or why not."""
+        panels by kernels of their own (`pack`, rewrites/packing.py); or why not. `padded`: X's
+        rows padded with zeros to a multiple of the block's columns in B's panels, the product's
+        rows truncated to N as they are read (`tail` "pad")."""
         bm, bn, w = sizes
         if w == 1:
             return "along='output' needs a width above 1"
@@ -453,8 +482,22 @@ class BlockNest(RewritePoint):
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
             return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
         n_out = _array(_array(type_of(x)).elem).size
-        if not _divides(bn * w, n_out, dict(self.known or ())):
+        pad = 0
+        if padded:
+            n_known = _known(n_out, dict(self.known or ()))
+            if not (transposed and "b" in pack and n_known is not None and self.kernel is not False):
+                return "tail 'pad' pads B's panels: B = transpose << X of known width, packed (pack 'b' or 'ab')"
+            pad = -n_known % (bn * w)
+        elif not _divides(bn * w, n_out, dict(self.known or ())):
             return f"cols {bn} x width {w} does not divide {n_out}"
+        if pad:
+            xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
+            pa, px = Param(type_of(xa), "ta"), Param(type_of(pack_b(x, bn * w, pad)), "tx")
+            body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, True))
+            if isinstance(body, str):
+                return body
+            blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, pack_b(x, bn * w, pad)))
+            return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,))  # the padded columns dropped
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
             xx = pack_b(x, bn * w) if "b" in pack else x if transposed else copied(x)
@@ -545,7 +588,8 @@ class BlockNest(RewritePoint):
 REGISTERS = 16  # AVX2's vector registers: a block's accumulators, its loaded vectors and a broadcast
 
 
-def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None) -> tuple[int, int, int] | None:
+def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None,
+                 pad: bool = False) -> tuple[int, int, int] | None:
     """The default `(rows, cols, width)` of the output form among the offered `rows` and `cols`
     whose `cols * width` divides the output's `n_out` columns, chosen jointly: the first of
     `WIDTHS` that fits; then a block whose R x C accumulators, C loaded vectors of X and one
@@ -556,16 +600,19 @@ def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None
     float8 (10 accumulators, 0.7 loads per multiply-add) rather than 8 x 1 (1.1): 2.51 against
     3.23 ms for the 128x1000x1024 product on PoCL/Zen 3 (hand-written kernels of both blocks,
     interleaved, medians of 15); 8 x 1 float8 before 4 x 2 float4 (~1.8x). None where no vector
-    fits."""
+    fits. `pad`: blocks whose columns do not divide N count too (B's panels padded, `tail` "pad"),
+    float8 vectors and at most `PAD_WASTE` of the columns padding, after an equal dividing one."""
     if n_out is None:
         return None
 
     def cost(b: tuple[int, int, int]) -> tuple[Any, ...]:
         r, c, w = b
         per = max(1, w // 8)  # AVX2 registers per vector
-        return (WIDTHS.index(w), *_block_cost(r, c, (r * c + c) * per + 1, rows, cols))
+        regs, loads, *order = _block_cost(r, c, (r * c + c) * per + 1, rows, cols)
+        return (WIDTHS.index(w), regs, loads, n_out % (c * w) != 0, *order)
 
-    shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0]
+    shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0
+              or (pad and w == 8 and Fraction(-n_out % (c * w), n_out) <= PAD_WASTE)]
     return min(shapes, key=cost) if shapes else None
 
 
@@ -645,6 +692,8 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
             if kernels else ("keep",)
         out["pack"] = PACKS if kernels else ("none",)  # panels copied by kernels of their own
+    if isinstance(whole, Fusable) and b_columns and kernels and v is not None and out["along"][0] == "output":
+        out.update(_padded(out, whole, first, v))
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
         out["chunk"] = chunk_lengths(a, sizes) or (None,)
@@ -671,6 +720,22 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     return out
 
 
+def _padded(out: Mapping[str, Any], whole: Fusable, first: tuple[int, int, int] | None, n_out: int
+            ) -> dict[str, tuple[Any, ...]]:
+    """The `tail` choices (and the block domains) of the output form of a nest with an epilogue
+    over B = transpose << X: "pad" first where the epilogue is a kernel of its own by default (it
+    reads the product from memory, truncated) and a block that does not divide N fits the
+    registers better than every dividing one (sgemm at N = 1024: 4 x 3 float8, 12 accumulators,
+    N padded to 1032, rather than 4 x 2). The columns that do not divide N are offered too."""
+    cols = out["cols"] + tuple(c for c in COLS if c not in out["cols"])
+    best = _first_block(out["rows"], cols, n_out, pad=True)
+    if best is None or best == first or n_out % (best[1] * best[2]) == 0 or epilogues(whole)[0] != "kernel":
+        return {"tail": TAILS, "cols": cols}
+    r, c, w = best
+    return {"tail": ("pad", "exact"), "rows": (r, *(x for x in out["rows"] if x != r)),
+            "cols": (c, *(x for x in cols if x != c)), "width": (w, *(x for x in out["width"] if x != w))}
+
+
 def _rows_first(out: Mapping[str, Any], a: Any, b: Any, m: int | None, widths: tuple[int, ...]) -> bool:
     """Whether the reduced form comes first: both operands are inputs given as rows, the output has
     at most `SMALL_M` rows, vectors fit along K, and the output form is offered (kernels may be
@@ -682,4 +747,4 @@ def _rows_first(out: Mapping[str, Any], a: Any, b: Any, m: int | None, widths: t
 block_nest = constructor(BlockNest, "block_nest")
 
 __all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "reduced_group", "LAYOUTS", "ROWS", "COLS", "WIDTHS",
-           "ALONG", "PACKS", "SMALL_M"]
+           "ALONG", "PACKS", "SMALL_M", "TAILS"]

@@ -50,9 +50,10 @@ def pack_a(a: Any, bm: int) -> Any:
     return _kernel(a, lambda q: _copied(FunCall(n.Map(n.Transpose()), (FunCall(n.Split(Cst(bm)), (q,)),))), "pa")
 
 
-def pack_b(x: Any, cols: int) -> Any:
+def pack_b(x: Any, cols: int, pad: int = 0) -> Any:
     """X ([[U]N]K) as N/cols panels of `cols` columns ([[[U]cols]K]N/cols): a block's strip of
-    X contiguous, step after step of k.
+    X contiguous, step after step of k. `pad` (X given as rows only): each row of X padded with
+    `pad` zeros first, (N + pad)/cols panels (a block wider than N divides).
 
     The copy runs in X's order (a row of X after another, each row's vectors side by side) and
     writes through `transpose_w`: every read is sequential, and each work-item's write is a run
@@ -60,11 +61,13 @@ def pack_b(x: Any, cols: int) -> Any:
     step of k reads the next row of X, N scalars away: on PoCL/AVX2 at 1024^3 that copy took
     0.7-1.2 ms, the one in X's order 0.36 ms (a plain 4 MiB copy: 0.35 ms)."""
     if isinstance(x, FunCall) and isinstance(x.f, n.Transpose):
+        assert not pad, "pack_b pads the rows of an X given as rows"
         return _kernel(x.args[0], lambda q: _panels_of_rows(q, cols), "pt")
     xt = type_of(x)
     assert isinstance(xt, ArrayType)  # X : [[U]N]K
     row = Param(xt.elem, "row")
-    per_row = Lambda((row,), FunCall(n.Split(Cst(cols)), (_copied(row),)))
+    padded = FunCall(n.Pad(Cst(0), Cst(pad), 0), (row,)) if pad else row
+    per_row = Lambda((row,), FunCall(n.Split(Cst(cols)), (_copied(padded),)))
     return _kernel(x, lambda q: FunCall(n.TransposeW(), (FunCall(n.Map(per_row), (q,)),)), "pb")
 
 

@@ -285,3 +285,51 @@ def test_the_layers_of_a_chain_share_the_launch_kernels_work_group_shape() -> No
     args = _args(prog, seed=6)
     want = np.asarray(lift.interpret(prog, *args))  # three layers of float32 sums: tolerance by scale
     np.testing.assert_allclose(k(*args), want, rtol=1e-3, atol=1e-5 * float(np.abs(want).max()))
+
+
+# ------------------------------------------------------------------ blocks wider than N divides: tail "pad"
+
+
+@pytest.mark.device
+def test_sgemm_pads_b_panels_to_a_block_that_fits_the_registers_better() -> None:
+    """sgemm's epilogue is a kernel of its own, which reads the product from memory: the product may
+    have more columns than N. With N = 256 the blocks are 4 x 3 float8 (12 accumulators), B's panels
+    padded with zeros to 264 columns (11 panels), the padding dropped as the epilogue reads."""
+    prog = sgemm(64, 32, 256)
+    space = lift.rewrites.auto_space(lift.rewrites.auto.default_points(normalise(prog)))["auto_b0"]
+    assert space["tail"] == ("pad", "exact") and 3 in space["cols"], space
+    k = lift.compile(prog)
+    (chosen,) = k.choices.points.values()
+    assert (chosen["tail"], chosen["rows"], chosen["cols"], chosen["width"], chosen["epilogue"]) == (
+        "pad", 4, 3, 8, "kernel"), chosen
+    assert any(int(nd.global_size[0]) == 264 // 24 for nd in k.ndrange if nd.kernel.startswith("lift_main")), k.ndrange
+    args = _args(prog, seed=8)
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("rows, cols", [(4, 3), (2, 5), (2, 6), (1, 3)])
+def test_padded_blocks_compute_the_program(rows: int, cols: int) -> None:
+    """Any block with B's panels padded (N = 40 is divided by none of these widths x 8) equals the
+    interpreter; the padding never reaches the result."""
+    prog = sgemm(16, 64, 40)
+    k = lift.compile(prog)
+    (label,) = [lab for lab in k.choices.points if lab.startswith("auto_b")]
+    chosen = {**dict(k.choices.points[label]), "rows": rows, "cols": cols, "width": 8, "tail": "pad",
+              "epilogue": "kernel", "along": "output", "pack": "b"}
+    p = lift.compile(prog, choices={label: chosen})
+    assert dict(p.choices.points[label])["tail"] == "pad"
+    args = _args(prog, seed=9)
+    np.testing.assert_allclose(p(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+
+
+def test_padded_blocks_need_the_epilogue_a_kernel_of_its_own() -> None:
+    """Fused, the epilogue would write the padded columns into the output: the point is skipped
+    and says why; so for the reduced form (no panels to pad)."""
+    prog = sgemm(16, 64, 40)
+    placed = lift.rewrites.auto.default_points(normalise(prog))
+    for extra, why in (({"epilogue": "fused"}, "epilogue 'kernel'"), ({"along": "reduced"}, "along='output'")):
+        chosen = {"rows": 4, "cols": 3, "width": 8, "tail": "pad", "epilogue": "kernel", "along": "output",
+                  "pack": "b", "layout": "copy", **extra}
+        with pytest.warns(lift.errors.RewritePointSkipped, match=why):
+            lift.rewrites.apply_all(placed, {"auto_b0": chosen})
