@@ -77,14 +77,23 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
 
 
+SHORT_S = 1e-4  # kernels shorter than this are timed SHORT_CALLS times per round
+SHORT_CALLS = 9
+
+
 def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tuple[list[float], float]:
     """Median time of each program and median numpy wall time, measured round-robin in one loop.
     The order rotates every round: each round has one pause (after numpy, while its BLAS threads
     stop spinning), and whoever runs first after it runs on idle cores with cold caches (numpy
     after the pause took 16% longer than numpy after numpy on this VM, tmm 128x1024x1024); a fixed
-    order would hand that place to the same contender every round."""
+    order would hand that place to the same contender every round. Where every program runs under
+    `SHORT_S`, a contender's time in a round is the median of `SHORT_CALLS` calls: single runs of a
+    few microseconds differ by the worker threads' wake-up (reduce_sum 2176: 4 or 13 us, the same
+    kernel in two tables)."""
     np_fn()
     contenders: list[Any] = [*progs, None]  # None: numpy
+    short = all(min(p.time(*arrays, repeat=3)) < SHORT_S for p in progs)
+    per = SHORT_CALLS if short else 1  # timings per contender and round
     times: list[list[float]] = [[] for _ in contenders]
     for r in range(repeat):
         first = r % len(contenders)
@@ -95,7 +104,8 @@ def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tu
                 times[i].append(time.perf_counter() - start)
                 settle_blas()  # numpy's BLAS threads spin after a call: let them stop before a kernel
             else:
-                times[i].append(statistics.median(contenders[i].time(*arrays, repeat=1)))
+                calls = [contenders[i].time(*arrays, repeat=1)[0] for _ in range(per)]
+                times[i].append(statistics.median(calls))
     return [statistics.median(t) for t in times[:-1]], statistics.median(times[-1])
 
 
