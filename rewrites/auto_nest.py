@@ -163,12 +163,8 @@ def _known(size: Any, known: Mapping[str, int]) -> int | None:
 def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
     """False only when `size` (evaluated with the `known` input sizes) is a constant that `k` does
     not divide (a symbolic size becomes a size condition of the program, checked when called)."""
-    if k == 1:
-        return True
-    try:
-        return int(evaluate(as_arith(size), dict(known))) % k == 0
-    except Exception:  # noqa: BLE001 - symbolic
-        return True
+    v = _known(size, known) if k != 1 else None
+    return v is None or v % k == 0
 
 
 def copied(x: Any) -> Any:
@@ -492,11 +488,12 @@ class BlockNest(RewritePoint):
             return f"cols {bn} x width {w} does not divide {n_out}"
         if pad:
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
-            pa, px = Param(type_of(xa), "ta"), Param(type_of(pack_b(x, bn * w, pad)), "tx")
+            xx = pack_b(x, bn * w, pad)
+            pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
             body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, True))
             if isinstance(body, str):
                 return body
-            blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, pack_b(x, bn * w, pad)))
+            blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
             return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,))  # the padded columns dropped
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
@@ -659,10 +656,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     _, a, b, _, f, g = parts
 
     def known(size: Any) -> int | None:
-        try:
-            return int(evaluate(size, dict(sizes)))
-        except Exception:  # noqa: BLE001 - symbolic
-            return None
+        return _known(size, sizes)
 
     (ka, m), (_, nn) = _rows(a) or (1, 1), _rows(b) or (1, 1)
     def fits(doms: tuple[int, ...], size: Any) -> tuple[int, ...]:
