@@ -486,18 +486,9 @@ class BlockNest(RewritePoint):
             pad = -n_known % (bn * w)
         elif not _divides(bn * w, n_out, dict(self.known or ())):
             return f"cols {bn} x width {w} does not divide {n_out}"
-        if pad:
-            xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
-            xx = pack_b(x, bn * w, pad)
-            pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
-            body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, True))
-            if isinstance(body, str):
-                return body
-            blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
-            return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,))  # the padded columns dropped
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
-            xx = pack_b(x, bn * w) if "b" in pack else x if transposed else copied(x)
+            xx = pack_b(x, bn * w, pad) if "b" in pack else x if transposed else copied(x)
         elif transposed:
             if not (layout == "gather" and self.kernel is not False and not isinstance(a, Param)):
                 return self.output_blocks(call, a, x, r_call, f, g, sizes, (False, False), epi)
@@ -506,9 +497,12 @@ class BlockNest(RewritePoint):
             xa, xx = gathered(a) if layout == "gather" else a, copied(x)
         pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
         body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, "b" in pack), epi)
-        if isinstance(body, str) or epi is None:
-            return body if isinstance(body, str) else FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
-        return own_kernel(body, (pa, px), (xa, xx))  # the epilogue's reads (C, a bias, alpha): arguments too
+        if isinstance(body, str):
+            return body
+        if epi is not None:  # (never padded: `tail` "pad" needs the epilogue a kernel of its own)
+            return own_kernel(body, (pa, px), (xa, xx))  # the epilogue's reads (C, a bias, alpha): arguments too
+        blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
+        return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,)) if pad else blocks  # padding dropped
 
     def output_blocks(self, call: Any, a: Any, x: Any, r_call: Any, f: FunDecl, g: UserFun,
                       sizes: tuple[int, int, int], packed: tuple[bool, bool] = (False, False),
