@@ -33,6 +33,7 @@ from lift.codegen.c_ast import Assign, Block, CExpr, Decl, KernelDef, KParam
 from lift.codegen.kernel import Arg, KernelGen, cap
 from lift.codegen.names import Funs, Names
 from lift.codegen.stream import streamed
+from lift.codegen.unroll import short_loops_unrolled
 from lift.codegen.width import decide, widen
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
@@ -212,6 +213,7 @@ def assembled(ctx: KernelContext, e: EmittedKernel) -> AssembledKernel:
     extents = (*gsize, *(lsize or ()), *(b.count for b in buffers if b.name in st.uses))
     kdef, kargs, limits = _index_width(kdef, tuple(args), extents, ctx.sizes, ctx.wide)
     kdef = streamed(kdef, {b.name for b in buffers if b.role == "output"})
+    kdef = short_loops_unrolled(kdef)
     kernel = Kernel(kdef, Launch(job.name, kargs, gsize, lsize), barriers, limits)
     if not st.fills:
         return AssembledKernel((kernel,), new)
