@@ -15,6 +15,13 @@ applied children first until nothing changes), driven by the algebraic facts of
                                                           program's own, outer lambdas first; a
                                                           component `get(i) << p` stands where p does)
     transpose << transpose << x          -> x
+    transpose << map(r => map(g) << slide(n, s) << pad(a, b, v) << r) << transpose << x
+                                         -> map(w => map(g) << transpose << w) << slide(n, s) << pad(a, b, v) << x
+                                                          a stencil down the columns, read along the rows
+    map(c => F(window << G(c))) << x     -> map(g => F(window << g)) << map(G) << x
+                                                          a stage read through windows (slide, pad,
+                                                          transpose) by the next is computed for every
+                                                          c first (zip(x, ..) where F reads c too)
     map(c => reduce(f, z) << c) << map(g) << x  -> map(c => reduce(f, z) << g(c)) << x
     let(v => body) << e                  -> body[v := e]  v used once, not under another lambda
 
@@ -46,14 +53,17 @@ from lift.ir.nodes import (
     Reduce,
     Slide,
     Split,
+    ToGlobal,
+    ToLocal,
+    ToPrivate,
     Transpose,
     UserFun,
     Zip,
 )
-from lift.ir.paths import children, walk, with_children
-from lift.rules.terms import call, elem, lam, meta, substitute, uses
+from lift.ir.paths import children, replace_at, walk, with_children
+from lift.rules.terms import call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
 from lift.typecheck import type_of, typecheck
-from lift.types import ScalarType, TupleType, Type
+from lift.types import ArrayType, ScalarType, TupleType, Type
 from lift.userfun import builtins, facts
 
 _DONE: dict[Node, Node] = {}
@@ -108,7 +118,8 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
         return None
     if not isinstance(n, FunCall):
         return None
-    for rule in (_split_fold, _order_zip, _cancel_transposes, _fuse_reduce_map, _inline_let):
+    for rule in (_split_fold, _order_zip, _cancel_transposes, _column_windows, _fuse_reduce_map, _inline_let,
+                 _distribute_stages):
         new = rule(n, order)
         if new is not None:
             return new
@@ -265,6 +276,99 @@ def _cancel_transposes(n: FunCall, order: Any) -> Node | None:
         if isinstance(inner, FunCall) and type(inner.f) is Transpose and len(inner.args) == 1:
             return inner.args[0]
     return None
+
+
+def _column_windows(n: FunCall, order: Any) -> Node | None:
+    """`transpose << map(r => map(g) << slide(n, s) [<< pad(a, b, v)] << r) << transpose << x ->
+    map(w => map(g) << transpose << w) << slide(n, s) [<< pad(a, b, v)] << x`: windows down the
+    columns of `x` (a blur along y spelled as a blur of the transposed rows) are windows of rows,
+    each transposed into the columns' windows; both outer transposes are gone, so a kernel reads
+    and writes `x`'s rows in place instead of through a transposed temporary. Output element
+    `[k][j]` is `g` of `x[k s + t][j]` (t < n) on both sides, pads read as the same value."""
+    if not (type(n.f) is Transpose and len(n.args) == 1):
+        return None
+    m = n.args[0]
+    if not (isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1):
+        return None
+    t = m.args[0]
+    if not (isinstance(t, FunCall) and type(t.f) is Transpose and len(t.args) == 1):
+        return None
+    f = m.f.f
+    if not (isinstance(f, Lambda) and len(f.params) == 1):
+        return None
+    r, body = f.params[0], f.body
+    if not (isinstance(body, FunCall) and type(body.f) is Map and len(body.args) == 1) or mentions(body.f, [r]):
+        return None
+    w = body.args[0]
+    if not (isinstance(w, FunCall) and type(w.f) is Slide and len(w.args) == 1):
+        return None
+    slide_, src, pad_ = w.f, w.args[0], None
+    if isinstance(src, FunCall) and type(src.f) is Pad and len(src.args) == 1:
+        pad_, src = src.f, src.args[0]
+    if not (isinstance(src, Param) and src.id == r.id):
+        return None
+    data = t.args[0] if pad_ is None else FunCall(pad_, (t.args[0],))
+    windows = FunCall(slide_, (data,))
+    g = body.f.f
+    rows = lam([elem(windows)], lambda q: FunCall(Map(g, **meta(body.f)), (FunCall(Transpose(), (q,)),)),
+               [r.name], **meta(f))
+    return FunCall(Map(rows, **meta(m.f)), (windows,), **meta(m))
+
+
+_WINDOWS = (Slide, Pad, Transpose)
+
+
+def _distribute_stages(n: FunCall, order: Any) -> Node | None:
+    """`map(c => F(window << G(c))) << x -> map(g => F(window << g)) << map(c => G(c)) << x`, with
+    `G(c)` a computing map with rows (an image) and `window` a slide, pad or transpose of its result
+    (the per-channel blurs of an unsharp mask): one kernel per element of `x` could run the stages one after the
+    other only with barriers between them, inside a work-group over `x`'s few elements; stage by
+    stage, every stage is a kernel over all of `x` (written stage by stage, the same program).
+    A nest with memory annotations or labelled maps (a mapping of the user's, Listing 5.2's local
+    transpose) is left as written.
+    Where F reads `c` too, the new map zips `x` (a view: read twice, computed nowhere) with the
+    stage's results. Element-wise consumers (`zip`, `map`) keep their producer: fusion joins them."""
+    if not (type(n.f) is Map and len(n.args) == 1 and isinstance(n.f.f, Lambda) and len(n.f.f.params) == 1):
+        return None
+    f, x = n.f.f, n.args[0]
+    c, body = f.params[0], f.body
+    if any(isinstance(m, (ToGlobal, ToLocal, ToPrivate)) or getattr(m, "label", None) for _, m in walk(n)):
+        return None  # the user placed memories or named maps for a mapping: the nest is theirs
+    outside = free_ids(f) | {c.id}
+    found = None
+    for path, m in walk(body):
+        stage = path and isinstance(m, FunCall) and type(m.f) is Map and _calls_user_fun(m.f)
+        if not stage or under_lambda(body, path):
+            continue
+        parent = _at(body, path[:-1])
+        if not (isinstance(parent, FunCall) and isinstance(parent.f, _WINDOWS) and len(parent.args) == 1):
+            continue
+        image = isinstance(t := type_of(m), ArrayType) and isinstance(t.elem, ArrayType)  # parallel inside
+        if image and c.id in free_ids(m) and free_ids(m) <= outside and (found is None or len(path) > len(found[0])):
+            found = (path, m)
+    if found is None:
+        return None
+    path, g_call = found
+    q = Param(type_of(g_call), "stage")
+    rest = replace_at(body, path, q)
+    stage = FunCall(Map(Lambda((c,), g_call)), (x,))
+    if uses(rest, c) == 0:
+        return FunCall(Map(Lambda((q,), rest, **meta(f)), **meta(n.f)), (stage,), **meta(n))
+    if not is_view(x):
+        return None  # zipping x with the stages would compute x twice
+    pair = Param(TupleType((elem(x), q.ptype)), c.name)
+    both = substitute(rest, {c.id: FunCall(Get(0), (pair,)), q.id: FunCall(Get(1), (pair,))})
+    return FunCall(Map(Lambda((pair,), both, **meta(f)), **meta(n.f)), (FunCall(Zip(2), (x, stage)),), **meta(n))
+
+
+def _calls_user_fun(f: Node) -> bool:
+    return any(isinstance(m, UserFun) for _, m in walk(f))
+
+
+def _at(n: Node, path: tuple[int, ...]) -> Node:
+    for i in path:
+        n = children(n)[i]
+    return n
 
 
 def _fuse_reduce_map(n: FunCall, order: Any) -> Node | None:

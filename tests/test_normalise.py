@@ -322,3 +322,91 @@ def test_a_pair_function_on_arrays_is_no_operator_and_compiles() -> None:
     assert facts.pair_operator(prog.body.f.f) is None
     x = np.random.default_rng(0).random((3, 8, 6), dtype=np.float32)
     np.testing.assert_array_equal(lift.compile(prog, local_size=1)(x, x + 1), x)
+
+
+@user_fun
+def _blur3(a: Float, b: Float, c: Float) -> Float:
+    return 0.25 * a + 0.5 * b + 0.25 * c
+
+
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("step", [1, 2])
+def test_windows_down_the_columns_become_windows_of_rows(padded: bool, step: int) -> None:
+    """`transpose << map(row => map(g) << slide << pad << row) << transpose << x` (a blur along y
+    spelled through the transposed rows) normalises to windows of whole rows with no transpose of
+    `x` left, bit for bit the same result."""
+    def cols(x):
+        def blur(row):
+            src = pad(1, 1, 0.0) << row if padded else row
+            return map(lambda w: _blur3(w[0], w[1], w[2])) << slide(3, step) << src
+        return transpose << map(blur) << transpose << x
+
+    prog = fun([Array(Array(Float, 9), 7)], lambda x: map(map(lambda v: _blur3(v, v, v))) << cols(x))
+    out = normalise(prog)
+    body = str(out)
+    assert body.count("transpose") == 1 and "map((row) => map" in body and "<< transpose << row)" in body, body
+    x = np.random.default_rng(step).random((7, 9), dtype=np.float32) - 0.5
+    np.testing.assert_array_equal(lift.interpret(out, x), lift.interpret(prog, x))
+    np.testing.assert_allclose(lift.compile(prog)(x), lift.interpret(prog, x), rtol=1e-6, atol=1e-6)
+
+
+def test_column_windows_that_read_their_row_twice_are_left_alone() -> None:
+    """The element function must not read the row beside its windows (it would need the column)."""
+    prog = fun([Array(Array(Float, 9), 7)],
+               lambda x: transpose << map(lambda row: map(lambda w: _blur3(w[0], w[1], row[0])) << slide(3, 1)
+                                          << row) << transpose << x)
+    assert str(normalise(prog)).count("transpose") == 2
+
+
+def _blur_rows(img):
+    return map(lambda row: map(lambda w: _blur3(w[0], w[1], w[2])) << slide(3, 1) << pad(1, 1, 0.0) << row) << img
+
+
+def _count_maps_at_top(prog) -> int:
+    """How many computing stages the program's body applies one after the other at its top."""
+    e, n = prog.body, 0
+    while hasattr(e, "args") and e.args:
+        n += type(e.f).__name__ == "Map"
+        e = e.args[-1]
+    return n
+
+
+@pytest.mark.parametrize("reads_channel", [False, True])
+def test_a_stage_read_through_windows_is_computed_for_every_channel_first(reads_channel: bool) -> None:
+    """`map(c => F(slide << G(c))) << x` (per channel: blur the rows, then blur the blurred rows'
+    columns) becomes `map(F) << map(G) << x`, zipped with `x` where F reads the channel too; the
+    same numbers, and the compiled stages match the interpreter."""
+    t = Array(Array(Array(Float, 9), 7), 3)
+
+    def channel(c):
+        by = map(lambda rows: map(lambda col: _blur3(col[0], col[1], col[2])) << transpose << rows) \
+            << slide(3, 1) << pad(1, 1, 0.0) << _blur_rows(c)
+        if not reads_channel:
+            return by
+        return map(lambda rr: map(lambda p: _blur3(p[0], p[1], p[0])) << zip(rr[0], rr[1])) << zip(c, by)
+
+    prog = fun([t], lambda x: map(channel) << x)
+    out = normalise(prog)
+    text = str(out)
+    assert text.startswith("(x) => map(") and ("<< zip(x, map(" in text if reads_channel else
+                                                 text.count("<< map(") >= 1), text
+    assert _count_maps_at_top(out) == 2, text
+    x = np.random.default_rng(3).random((3, 7, 9), dtype=np.float32) - 0.5
+    np.testing.assert_array_equal(lift.interpret(out, x), lift.interpret(prog, x))
+    np.testing.assert_allclose(lift.compile(prog)(x), lift.interpret(prog, x), rtol=1e-6, atol=1e-6)
+
+
+def test_element_wise_stages_and_computed_inputs_stay_in_one_map() -> None:
+    """A stage read element by element stays fused; a channel array that is itself computed is not
+    zipped with the stages (it would be computed twice)."""
+    t = Array(Array(Array(Float, 9), 7), 3)
+    elementwise = fun([t], lambda x: map(lambda c: map(map(lambda v: _blur3(v, v, v))) << _blur_rows(c)) << x)
+    assert _count_maps_at_top(normalise(elementwise)) == 1
+    twice = fun([t], lambda x: map(lambda c: map(lambda rr: map(lambda p: _blur3(p[0], p[1], p[0]))
+                                                  << zip(rr[0], rr[1]))
+                                   << zip(c, map(lambda rows: map(lambda col: _blur3(col[0], col[1], col[2]))
+                                                 << transpose << rows) << slide(3, 1) << pad(1, 1, 0.0)
+                                          << _blur_rows(c)))
+                << map(map(map(lambda v: _blur3(v, v, v)))) << x)
+    out = normalise(twice)
+    assert "zip(x" not in str(out) and _count_maps_at_top(out) == 2, str(out)
