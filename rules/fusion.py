@@ -25,7 +25,7 @@ from lift.ir.nodes import (
     UserFun,
     Zip,
 )
-from lift.ir.paths import transform_bottom_up, walk
+from lift.ir.paths import at, transform_bottom_up, walk
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
 from lift.rules.terms import as_call, as_expr, compose, elem, eta, fun_of, lam, mentions, meta, refresh, substitute
@@ -208,6 +208,9 @@ def fuse_epilogues(expr: Node) -> Node:
             joined = _through_join(m)
             if joined is not None:
                 return joined
+            zipped = _through_zip(m)
+            if zipped is not None:
+                return fuse_epilogues(zipped)  # the components it applied may be consumed element-wise in turn
             inner = m.args[0]
             if isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1 \
                     and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f):
@@ -218,6 +221,46 @@ def fuse_epilogues(expr: Node) -> Node:
         return m
 
     return transform_bottom_up(expr, fuse)
+
+
+def _through_zip(m: FunCall) -> Expr | None:
+    """`map(q => f(.., g(get(i) << q), ..)) << zip(.., y, ..)` for `m = map(f) << zip(.., map(g) << y, ..)`
+    when `f` reads each fused component once, as `get(i) << p`, a row of it only as an argument of a
+    zip that a map traverses (each element once: then fused the same way) (an unsharp mask's
+    `map(rows => map(sharpen) << zip(rows.0, rows.1)) << zip(img, blurred)`: the blur is computed
+    where the sharpening reads it, not into an array first), or None."""
+    z = m.args[0]
+    f = m.f.f
+    if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and isinstance(f, Lambda) and len(f.params) == 1):
+        return None
+    p = f.params[0]
+    producers = {i: a for i, a in enumerate(z.args) if isinstance(a, FunCall) and type(a.f) is Map
+                 and len(a.args) == 1 and _computes(a.f.f) and not _materialises(a.f.f) and not _reduces(a.f.f)}
+    if not producers or not _computes(f) or not _only_gets(f.body, p):
+        return None
+    gets = [(path, y.f.i) for path, y in walk(f.body)
+            if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,)]
+    if any([i for _, i in gets].count(i) != 1 for i in producers) or any(mentions(a, (p,)) for a in z.args):
+        return None
+    for path, i in gets:  # a row of a producer: zipped into a map, element by element (then fused in turn)
+        if i in producers and isinstance(elem(producers[i]), ArrayType) and not _zipped_into_map(f.body, path):
+            return None
+    args = tuple(producers[i].args[0] if i in producers else a for i, a in enumerate(z.args))
+    q = Param(TupleType(tuple(elem(a) for a in args)), p.name)
+    comps: list[Expr] = [FunCall(Get(i), (q,)) for i in range(len(args))]
+    for i, a in producers.items():
+        comps[i] = apply_fun(fun_of(a.f), [comps[i]])
+    body = _replace_gets(f.body, p, comps)
+    return FunCall(Map(Lambda((q,), body), **meta(m.f)), (FunCall(Zip(len(args)), args, **meta(z)),), **meta(m))
+
+
+def _zipped_into_map(body: Node, path: tuple[int, ...]) -> bool:
+    """Whether the node at `path` in `body` is an argument of a zip that a map traverses."""
+    if len(path) < 2:
+        return False
+    z, m = at(body, path[:-1]), at(body, path[:-2])
+    return isinstance(z, FunCall) and isinstance(z.f, Zip) and isinstance(m, FunCall) and type(m.f) is Map \
+        and len(m.args) == 1 and m.args[0] is z
 
 
 def _through_join(m: FunCall) -> Expr | None:

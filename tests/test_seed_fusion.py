@@ -109,6 +109,38 @@ def test_a_consumer_reading_elements_twice_is_not_fused() -> None:
     assert fuse_epilogues(p) is p
 
 
+def _zip_consumer(twice: bool = False) -> lift.Lambda:
+    """out = relu(x + (y + 1)) over rows, the producer `y + 1` a map zipped with x (an unsharp mask's
+    sharpening of the image with its blur); `twice`: the consumer reads the producer's row twice."""
+    def body(x, y):
+        made = map(lambda row: map(plus_one) << row) << y
+        if twice:
+            return map(lambda rr: map(lambda p: relu(p[0] + p[1])) << zip(rr[1], rr[1])) << zip(x, made)
+        return map(lambda rr: map(lambda p: relu(p[0] + p[1])) << zip(rr[0], rr[1])) << zip(x, made)
+    return fun([Array(Array(Float, N), M), Array(Array(Float, N), M)], body)
+
+
+def test_a_producer_zipped_with_an_input_is_computed_where_it_is_read() -> None:
+    """`map(f) << zip(x, map(g) << y)`, f reading g's row once: g runs inside f's traversal, down to
+    the elements (no array holds `y + 1`); a consumer reading the row twice keeps the producer."""
+    p = _zip_consumer()
+    q = fuse_epilogues(p)
+    assert str(q).count("map(") == str(p).count("map(") - 2 and "map(map(plus_one))" not in str(q), str(q)
+    x, y = _rand(5, 7), _rand(5, 7) * 3
+    assert_same(lift.interpret(p, x, y), lift.interpret(q, x, y))
+    twice = _zip_consumer(twice=True)
+    assert fuse_epilogues(twice) is twice
+
+
+@pytest.mark.device
+def test_a_zipped_producer_runs_in_its_consumers_kernel(tmp_path: Path) -> None:
+    p = _zip_consumer()
+    x, y = _rand(8, 64), _rand(8, 64) * 3
+    for prog in _both(p, tmp_path):
+        assert len(prog.kernels) == 1 and _temps(prog) == [], prog.source
+        assert_same(np.maximum(x + y + 1, 0), prog(x, y), rtol=1e-6, atol=1e-6)
+
+
 # ------------------------------------------------------------- producer into stencil
 
 
