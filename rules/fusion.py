@@ -28,7 +28,20 @@ from lift.ir.nodes import (
 from lift.ir.paths import at, transform_bottom_up, walk
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
-from lift.rules.terms import as_call, as_expr, compose, elem, eta, fun_of, lam, mentions, meta, refresh, substitute
+from lift.rules.terms import (
+    as_call,
+    as_expr,
+    compose,
+    elem,
+    eta,
+    fun_of,
+    lam,
+    mentions,
+    meta,
+    refresh,
+    substitute,
+    under_lambda,
+)
 from lift.rules.terms import call as apply_fun
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, Type
@@ -242,8 +255,9 @@ def _through_zip(m: FunCall) -> Expr | None:
             if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,)]
     if any([i for _, i in gets].count(i) != 1 for i in producers) or any(mentions(a, (p,)) for a in z.args):
         return None
-    for path, i in gets:  # a row of a producer: zipped into a map, element by element (then fused in turn)
-        if i in producers and isinstance(elem(producers[i]), ArrayType) and not _zipped_into_map(f.body, path):
+    for path, i in gets:  # evaluated once per element (not under a lambda of f's: per inner iteration);
+        if i in producers and (under_lambda(f.body, path) or  # a row only zipped into a map, fused in turn
+                               isinstance(elem(producers[i]), ArrayType) and not _zipped_into_map(f.body, path)):
             return None
     args = tuple(producers[i].args[0] if i in producers else a for i, a in enumerate(z.args))
     q = Param(TupleType(tuple(elem(a) for a in args)), p.name)

@@ -130,6 +130,10 @@ def test_a_producer_zipped_with_an_input_is_computed_where_it_is_read() -> None:
     assert_same(lift.interpret(p, x, y), lift.interpret(q, x, y))
     twice = _zip_consumer(twice=True)
     assert fuse_epilogues(twice) is twice
+    inner = fun([Array(Float, M), Array(Float, M), Array(Float, K)],  # read once, but per element of w
+                lambda x, y, w: map(lambda p: reduce(lambda acc, v: acc + v * p[1], 0.0) << w)
+                << zip(x, map(plus_one) << y))
+    assert fuse_epilogues(inner) is inner
 
 
 @pytest.mark.device

@@ -179,18 +179,3 @@ def test_a_lead_within_the_margin_keeps_the_default(lead: float, wins: str) -> N
     winner, got = confirm(contenders(history, RANK), timer_for, deadline=time.perf_counter() + 60)
     assert winner is not None and winner.candidate.points["p"]["name"] == wins
     assert got["medians"] == [pytest.approx(truth["fast"]), pytest.approx(truth["default"])]
-
-
-@pytest.mark.device
-def test_cold_timings_write_other_memory_before_every_run():
-    """The confirmation round times each run after `FLUSH_BYTES` of other memory were written (a
-    program among other work), once per run."""
-    from lift import Array, Float, fun, map
-    from lift.explore import worker
-
-    prog = lift.compile(fun([Array(Float, 1024)], lambda x: map(lambda v: lift.mult(v, v)) << x))
-    x = np.arange(1024, dtype=np.float32)
-    before = float(worker._flush[0][0]) if worker._flush else 0.0
-    times = worker.cold_times(prog, (x,), 3)
-    assert len(times) == 3 and all(t > 0 for t in times)
-    assert worker._flush[0].nbytes == worker.FLUSH_BYTES and float(worker._flush[0][0]) == before + 3

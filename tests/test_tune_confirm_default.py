@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lift.choices import Choices
 from lift.explore import confirm as confirm_mod
-from lift.explore.confirm import MARGIN, WINS, confirm, contenders
+from lift.explore.confirm import MARGIN, MARGIN_S, WINS, confirm, contenders
 from lift.explore.evaluate import Record
 from lift.explore.pareto import score
 from lift.explore.points import is_default, point
@@ -73,6 +73,15 @@ def test_a_winner_is_returned_only_when_faster_than_the_default_by_the_margin(cl
         winner, got = confirm(contenders(history, RANK), _exact(clock, {"default": d, "w": t}), deadline=1e9)
         assert _name(winner) == ("w" if wins else "default"), (t, got)
         assert got["medians"] == [t, d]
+
+
+def test_a_lead_of_less_than_the_launch_jitter_keeps_the_default(clock: Clock) -> None:
+    """A few-microsecond kernel: 20% ahead is one microsecond, under `MARGIN_S`; not evidence."""
+    d = 5e-6
+    for t, wins in ((d - MARGIN_S * 1.001, True), (d - MARGIN_S * 0.999, False), (d * (1 - MARGIN) * 0.99, False)):
+        history = [_rec("default", d, default=True), _rec("w", 1e-7)]
+        winner, got = confirm(contenders(history, RANK), _exact(clock, {"default": d, "w": t}), deadline=1e9)
+        assert _name(winner) == ("w" if wins else "default"), (t, got)
 
 
 def _sequence(clock: Clock, truth: dict[str, list[float]]):

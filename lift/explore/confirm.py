@@ -4,10 +4,9 @@ During the search each candidate is timed once (the fastest of a few runs, right
 build), at whatever load the machine had then: a lucky moment can make a slower kernel look
 fastest. Before choosing, the few fastest distinct candidates *and the default lowering* (the
 program `lift.compile` gives by default) are timed again round-robin on the same arrays, in
-`ROUNDS` rounds, each round every contender once (`repeat` runs, their median; each run after
-other memory was written: `worker.cold_times`, the way a program runs among other work), the order
+`ROUNDS` rounds, each round every contender once (`repeat` runs, their median), the order
 rotated from round to round, so load changes hit them alike; the winner is the contender with
-the smallest median over the rounds, unless that median is within `MARGIN` of the default's:
+the smallest median over the rounds, unless that median is within `MARGIN` (or `MARGIN_S`) of the default's:
 then the default wins (two builds of one kernel, timed as two programs, differ by up to ~2%
 here: matmul 1024^3 on Zen 1, liftcl's default against the same kernel with its sizes fixed,
 0.3-1.8% in four bench runs; a smaller lead is not evidence, and the default is what
@@ -39,16 +38,17 @@ from typing import Any
 
 from .evaluate import Record
 from .points import is_default
-from .worker import MIN_TIMEOUT_S, cold_times
+from .worker import MIN_TIMEOUT_S
 
 ROUNDS = 5
 REPEAT = 3  # runs per timing call (after one warm-up run): their median is the round's time
 TOP = 4  # the fastest distinct candidates of the search that are confirmed (besides the default)
 DROP = 1.5  # a contender whose fastest timing is this much slower than the best median is dropped
 MARGIN = 0.02  # a contender must beat the default's median by more than this share to replace it
+MARGIN_S = 2e-6  # ... and by more than this many seconds per run: PoCL's launch jitter (a 4 us reduction
+#                  timed 4 and 13 us in two tables; tunes of 5-8 us kernels won by 1 us and lost 1 us)
 WINS = 0.75  # ... and be faster than the default in this share of the rounds that timed both
 BUILD_S = 0.4  # what preparing one contender costs (code generation in the parent, OpenCL build)
-FLUSH_S = 0.03  # writing worker.FLUSH_BYTES before a cold run (64 MiB: 10-30 ms on the 2-vCPU VMs here)
 
 Timer = Callable[[], "float | None"]  # one timing of a contender: seconds per run, None if it failed
 
@@ -92,8 +92,7 @@ def reserve(history: Sequence[Record], rank: Any, rounds: int = ROUNDS, repeat: 
     times = [float(r.time) for r in cs if r.time is not None]  # contenders are measured records
     best = min(times, default=0.0)
     # a contender slower than DROP x the best is timed in one round only
-    # each timing: `repeat` cold runs, each a warm-up and a timed run after a flush of FLUSH_S
-    runs = sum(repeat * (2 * t + FLUSH_S) * (rounds if t <= DROP * best else 1) for t in times)
+    runs = sum((repeat + 1) * t * (rounds if t <= DROP * best else 1) for t in times)
     return len(cs) * BUILD_S + runs + 0.05 * rounds * len(cs) + BUILD_S
 
 
@@ -148,7 +147,7 @@ def confirm(cands: Sequence[Record], timer_for: Callable[[Record], Timer | None]
         return None, {"medians": medians, "rounds": done}
     best, i = min(measured)
     if default is not None and against is not None and (
-            best > (1.0 - margin) * against or not _wins_rounds(per_round, i, default)):
+            best > min((1.0 - margin) * against, against - MARGIN_S) or not _wins_rounds(per_round, i, default)):
         i = default  # no clear lead over the default: it is kept
     return cands[i], {"medians": medians, "rounds": done}
 
@@ -178,7 +177,7 @@ def worker_timer(pipe: Any, worker: Any, repeat: int = REPEAT) -> Callable[[Reco
             return None
 
         def timed() -> float | None:
-            got = worker.call(("time", repeat, k, "cold"), limit)
+            got = worker.call(("time", repeat, k), limit)
             return statistics.median(got.value[0]) if got.ok else None
 
         return timed
@@ -198,7 +197,7 @@ def process_timer(pipe: Any, repeat: int = REPEAT) -> Callable[[Record], Timer |
 
         def timed() -> float | None:
             try:
-                return statistics.median(cold_times(prog, pipe.arrays, repeat))
+                return statistics.median(prog.time(*pipe.arrays, repeat=repeat))
             except Exception:  # noqa: BLE001
                 return None
 

@@ -253,36 +253,12 @@ class Served:
                 self.kept.clear()
                 return ("ok", None)
             if op == "time":
-                p = self.kept[msg[2]] if len(msg) > 2 and msg[2] is not None else self.prog
-                cold = len(msg) > 3 and msg[3] == "cold"
-                times = cold_times(p, self.arrays, int(msg[1])) if cold else p.time(*self.arrays, repeat=int(msg[1]))
+                p = self.kept[msg[2]] if len(msg) > 2 else self.prog
+                times = p.time(*self.arrays, repeat=int(msg[1]))
                 return ("ok", (times, int(sum(p.memory_bytes_for(*self.arrays).values()))))
             return ("error", f"unknown request {op!r}")
         except Exception as err:  # noqa: BLE001 - a failing candidate, reported with its reason
             return ("error", _why(err))
-
-
-FLUSH_BYTES = 64 << 20  # written between cold runs: twice the last-level cache of the CPUs here (32 MiB)
-_flush: list[Any] = []
-
-
-def cold_times(prog: Any, arrays: Sequence[Any], repeat: int) -> list[float]:
-    """`repeat` timings of `prog`, each `Program.time` of one run after `FLUSH_BYTES` of other
-    memory were written: the program as it runs among other work (a benchmark's loop beside numpy,
-    an application's other stages), its inputs and packed copies no longer in the caches and the
-    device's worker threads idle. Back-to-back runs keep what a program's packing kernels read in
-    the last-level cache; gemm_bias_relu 128x1024x1000 with packed A and B then timed 2% faster
-    than the default (reduced form, no packing) and ran 21% slower cold and 23% slower after numpy
-    (Zen 3, PoCL 3.0)."""
-    import numpy as np
-
-    if not _flush:
-        _flush.append(np.zeros(FLUSH_BYTES // 4, dtype=np.float32))
-    out = []
-    for _ in range(repeat):
-        _flush[0] += 1.0
-        out.extend(prog.time(*arrays, repeat=1))
-    return out
 
 
 def _run_timed(prog: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
