@@ -27,7 +27,7 @@ from lift.errors import LiftValueError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
-from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
+from lift.rules.fusion import computes, fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun
 from lift.typecheck import typecheck
 from lift.types import types_equal
@@ -39,11 +39,6 @@ def is_high_level(expr: Node) -> bool:
     """Whether `expr` has a `reduce`, or a `map` that computes (a map of layout patterns is a view)."""
     return any(isinstance(node, n.Reduce) or (isinstance(node, n.Map) and computes(node.f))
                for _, node in walk(expr))
-
-
-def computes(f: Node) -> bool:
-    """Whether `f` computes: it calls a user function, reduces, or makes a constant."""
-    return any(isinstance(node, n.UserFun | n.AbstractReduce | n.Literal) for _, node in walk(f))
 
 
 def lower(program: Lambda) -> Lambda:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from lift.ir.nodes import AbstractReduce, FunCall, FunDecl, Literal, OclKernel, UserFun, node
-from lift.ir.paths import walk
+from lift.ir.nodes import FunCall, FunDecl, Literal, OclKernel, node
 from lift.rules import ocl_kernel_intro
+from lift.rules.fusion import computes
 
 from .point import Nested, RewritePoint, constructor
 
@@ -39,11 +39,6 @@ class Fission(RewritePoint):
             return "the first function must take one array argument"
         first = ocl_kernel_intro.apply(g_call, arg=(data[0] + 1,))
         return FunCall(outer.f, (first,))
-
-
-def computes(f: object) -> bool:
-    """Whether `f` computes (calls a user function, reduces or makes a constant), not only views."""
-    return any(isinstance(n, UserFun | AbstractReduce | Literal) for _, n in walk(f))  # type: ignore[arg-type]
 
 
 fission = constructor(Fission, "fission")

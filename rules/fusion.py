@@ -165,8 +165,8 @@ def _materialises(g: Node) -> bool:
     return isinstance(g, ToGlobal | ToLocal | ToPrivate)
 
 
-def _computes(g: Node) -> bool:
-
+def computes(g: Node) -> bool:
+    """Whether `g` computes: it calls a user function, reduces, or makes a constant (a map of views does not)."""
     return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
 
 
@@ -175,7 +175,7 @@ def _fusable_reduce(e: Node) -> bool:
         return False
     xs = e.args[1]
     return (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
-            and _computes(xs.f.f) and not _materialises(xs.f.f) and not _reduces(xs.f.f))
+            and computes(xs.f.f) and not _materialises(xs.f.f) and not _reduces(xs.f.f))
 
 
 def _reduces(g: Node) -> bool:
@@ -226,7 +226,7 @@ def fuse_epilogues(expr: Node) -> Node:
                 return fuse_epilogues(zipped)  # the components it applied may be consumed element-wise in turn
             inner = m.args[0]
             if isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1 \
-                    and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f):
+                    and computes(inner.f.f) and not _materialises(inner.f.f) and computes(m.f.f):
                 t = elem(inner.args[0])
                 fused = _fuse_fun(m.f.f, inner.f.f, t)
                 if fused is not None:
@@ -248,8 +248,8 @@ def _through_zip(m: FunCall) -> Expr | None:
         return None
     p = f.params[0]
     producers = {i: a for i, a in enumerate(z.args) if isinstance(a, FunCall) and type(a.f) is Map
-                 and len(a.args) == 1 and _computes(a.f.f) and not _materialises(a.f.f) and not _reduces(a.f.f)}
-    if not producers or not _computes(f) or not _only_gets(f.body, p):
+                 and len(a.args) == 1 and computes(a.f.f) and not _materialises(a.f.f) and not _reduces(a.f.f)}
+    if not producers or not computes(f) or not _only_gets(f.body, p):
         return None
     gets = [(path, y.f.i) for path, y in walk(f.body)
             if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,)]
@@ -285,7 +285,7 @@ def _through_join(m: FunCall) -> Expr | None:
         return None
     inner = j.args[0]
     if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1
-            and _computes(inner.f.f) and not _materialises(inner.f.f) and _computes(m.f.f)):
+            and computes(inner.f.f) and not _materialises(inner.f.f) and computes(m.f.f)):
         return None
     fused = _fuse_fun(Map(m.f.f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
     if fused is None:

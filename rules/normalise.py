@@ -60,7 +60,8 @@ from lift.ir.nodes import (
     UserFun,
     Zip,
 )
-from lift.ir.paths import children, replace_at, walk, with_children
+from lift.ir.paths import at, children, replace_at, walk, with_children
+from lift.rules.fusion import computes
 from lift.rules.terms import call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type
@@ -337,10 +338,10 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
     outside = free_ids(f) | {c.id}
     found = None
     for path, m in walk(body):
-        stage = path and isinstance(m, FunCall) and type(m.f) is Map and _calls_user_fun(m.f)
+        stage = path and isinstance(m, FunCall) and type(m.f) is Map and computes(m.f)
         if not stage or under_lambda(body, path):
             continue
-        parent = _at(body, path[:-1])
+        parent = at(body, path[:-1])
         if not (isinstance(parent, FunCall) and isinstance(parent.f, _WINDOWS) and len(parent.args) == 1):
             continue
         image = isinstance(t := type_of(m), ArrayType) and isinstance(t.elem, ArrayType)  # parallel inside
@@ -359,16 +360,6 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
     pair = Param(TupleType((elem(x), q.ptype)), c.name)
     both = substitute(rest, {c.id: FunCall(Get(0), (pair,)), q.id: FunCall(Get(1), (pair,))})
     return FunCall(Map(Lambda((pair,), both, **meta(f)), **meta(n.f)), (FunCall(Zip(2), (x, stage)),), **meta(n))
-
-
-def _calls_user_fun(f: Node) -> bool:
-    return any(isinstance(m, UserFun) for _, m in walk(f))
-
-
-def _at(n: Node, path: tuple[int, ...]) -> Node:
-    for i in path:
-        n = children(n)[i]
-    return n
 
 
 def _fuse_reduce_map(n: FunCall, order: Any) -> Node | None:
