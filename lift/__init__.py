@@ -9,6 +9,7 @@
 from typing import Any
 
 from lift import devices, explore, rewrites
+from lift.arrays import DeviceArray, from_dlpack, to_device
 from lift.choices import Choices
 from lift.compile import compile
 from lift.comprehension import tc
@@ -101,6 +102,7 @@ __all__ = [
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "reduce_atomic", "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",
+    "DeviceArray", "to_device", "from_dlpack",
     "typecheck", "interpret", "size_conditions", "compile", "tc", "Choices", "Program", "devices", "tune", "TuneResult",
     "tune_all",
     "rewrites", "explore", "rules", "Expr", "FunDecl", "Lambda", "Param",

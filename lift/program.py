@@ -1,14 +1,29 @@
-"""`Program`: a `KernelSource` built for a live device, called like a function on numpy arrays.
+"""`Program`: a `KernelSource` built for a live device, called like a function on arrays.
 
-Stage `KernelSource -> Program`. A call binds the size variables from the argument shapes,
-checks every argument's dtype and shape (errors name the argument) and the program's size
-conditions (the code relies on them: `as_vector(8)` of `[Float]N` reads aligned float8s),
-uploads the inputs into device buffers that are reused across calls, runs the launches in
-order and returns the outputs reshaped to the result type: a numpy array (vectors as a trailing axis), a numpy
-scalar for a scalar result, and a tuple for a tuple result or an array of tuples.
+Stage `KernelSource -> Program`. A call's cost is its kernels' cost:
+
+* **Per-shape host plans.** The first call with a shape of arguments binds the size variables,
+  checks every argument's dtype and shape (errors name the argument) and the program's size
+  conditions (the code relies on them: `as_vector(8)` of `[Float]N` reads aligned float8s), and
+  works out what depends only on the shapes (`_Shape`: buffer sizes, launch ranges, kernel
+  arguments, the specialised program that runs them); later calls with the same shapes and
+  dtypes check those and launch.
+* **Zero copy** where the device computes in host memory (`runtime.DeviceContext.zero_copy`,
+  probed when the context opens): arguments are used in place (copied once into aligned memory
+  only when not C-contiguous), and the kernels write new numpy arrays (`runtime.HOST`) that
+  are the results. Arguments that start where the program's vector loads may not (numpy aligns
+  large arrays to 16 bytes) run the program's any-alignment variant
+  (`lift.codegen.printer.unaligned_variant`, built at its first use). A device with memory of
+  its own (a GPU) copies arguments in and results out through buffers reused across calls.
+* **Results on the device**: `keep=True` returns `lift.DeviceArray`s that feed the next program
+  without a round trip; `sync=False` returns them before the kernels finish.
+
+Results are numpy arrays (vectors as a trailing axis), numpy scalars for scalar results, and
+tuples for tuple results or arrays of tuples; `out=` writes into the caller's arrays. A result
+is never changed by a later call, nor by the caller changing the arguments afterwards.
 A program compiled by `lift.compile(expr)` from a program with symbolic sizes may carry a
-specialiser (`lift.specialise`): after the checks, a call runs the program specialised to its
-sizes when there is one for them, and this (generic) program otherwise or when that one fails.
+specialiser (`lift.specialise`): the first call with new sizes specialises it, and calls with
+those sizes run the specialised program (this generic one when there is none or it fails).
 
 A `Program` may be called from several threads at once: each thread runs its calls on its own
 queue, kernel objects and device buffers (`_Lane`), and the first call with new sizes
@@ -19,13 +34,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from lift import runtime
 from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
+from lift.arrays import DeviceArray
+from lift.codegen.printer import unaligned_variant, vector_alignment
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.gather import check_indices, index_inputs
@@ -58,8 +75,8 @@ class _Lane:
     built: Any
     kernels: dict[str, Any]
     pool: runtime.BufferPool
-    held: dict[str, np.ndarray] = field(default_factory=dict)
     last: Any = None
+    relaxed: dict[str, Any] | None = None  # the kernels of the any-alignment variant, once used
 
 
 class Program:
@@ -102,6 +119,10 @@ class Program:
         self._specs = {b.name: b for b in plan.buffers}
         self._inputs = _inputs_by_param(plan)
         self._local = threading.local()  # the calling thread's `_Lane`
+        self._shapes: dict[Any, _Shape] = {}  # host plans by argument shapes and dtypes
+        self._align = vector_alignment(plan.source)  # what the global buffers' starts must be a multiple of
+        self._relaxed_built: runtime.Built | None = None  # `unaligned_variant`, built at its first use
+        self._trees = tuple(_tree(t) for t in plan.param_types)
         check_limits(plan, self._target, allocations=False)  # allocations: when a call binds the sizes
         if self._dc is None:  # compiled for a profile whose device is not attached: describe only
             self.build_info = None
@@ -109,6 +130,16 @@ class Program:
         options, cache_dir = self._build
         self.build_info = runtime.build(self._dc, plan.source, options=options, cache_dir=cache_dir)
         self._lane()  # the building thread's kernels, now: a kernel missing from the build is an error here
+
+    def copying(self) -> Program:
+        """This program with calls that copy their arguments in and their results out, as on a
+        device with memory of its own (a GPU), even where the device shares host memory: the GPU
+        path tested on a CPU runtime. Returns itself."""
+        if self._dc is not None and self._dc.zero_copy:
+            self._dc = replace(self._dc, zero_copy=False)
+            self._local = threading.local()
+            self._shapes = {}
+        return self
 
     def _lane(self) -> _Lane:
         """The calling thread's queue, kernels and buffers (made at its first call)."""
@@ -120,6 +151,17 @@ class Program:
             lane = _Lane(dc, built, runtime.kernels(built, self.plan.kernels), runtime.BufferPool(dc))
             self._local.lane = lane
         return lane
+
+    def _relaxed_kernels(self, lane: _Lane) -> dict[str, Any]:
+        """The calling thread's kernels of the program's any-alignment variant (built once)."""
+        if lane.relaxed is None:
+            with self._lock:
+                if self._relaxed_built is None:
+                    options, cache_dir = self._build
+                    self._relaxed_built = runtime.build(lane.dc, unaligned_variant(self.plan.source),
+                                                        options=options, cache_dir=cache_dir)
+            lane.relaxed = runtime.kernels(self._relaxed_built, self.plan.kernels)
+        return lane.relaxed
 
     # ------------------------------------------------------------- description
 
@@ -174,12 +216,12 @@ class Program:
 
     def memory_bytes_for(self, *arrays: Any) -> dict[str, int]:
         """`memory_bytes` evaluated for the sizes of `arrays`."""
-        sizes = self.sizes(*arrays)
+        sizes = self._bound(arrays)
         return {space: evaluate(n, sizes) for space, n in self.memory_bytes.items()}
 
     def check_limits(self, *arrays: Any) -> None:
         """`DeviceError` unless the work-groups, local memory and buffers for `arrays` fit the device."""
-        check_limits(self.plan, self.device, self.sizes(*arrays))
+        check_limits(self.plan, self.device, self._bound(arrays))
 
     @property
     def device_buffers(self) -> dict[str, Any]:
@@ -188,7 +230,7 @@ class Program:
 
     def sizes(self, *arrays: Any) -> dict[str, int]:
         """The size variables bound from the shapes of `arrays`."""
-        return self._bind(arrays)[0]
+        return self._bound(arrays)
 
     @property
     def specialises(self) -> bool:
@@ -202,7 +244,7 @@ class Program:
         their sizes (compiled here at the first call with them; its `.source` and `.choices` are its
         own), or this one."""
         if sizes is None:
-            bound, _ = self._bind(arrays)
+            bound = self._bound(arrays)
         else:
             if arrays:
                 raise LiftTypeError("specialised takes the arguments or sizes=, not both", node=self.node)
@@ -229,52 +271,77 @@ class Program:
 
     # --------------------------------------------------------------------- running
 
-    def __call__(self, *arrays: Any) -> Any:
-        """Run on numpy arguments and return numpy results."""
-        self._require_device()
-        sizes, leaves = self._bind(arrays)  # the arguments checked as ever, before any specialisation
-        done, out = self._delegated(sizes, lambda special: special(*arrays))
-        if done:
-            return out
-        args = self._upload(sizes, leaves)
-        self._launch(sizes, args)
-        return self._download(sizes)
+    def __call__(self, *arrays: Any, out: Any = None, keep: bool = False, sync: bool = True) -> Any:
+        """Run on the arguments and return the results.
+
+        Arguments may be numpy arrays and scalars, DLPack-capable arrays (a PyTorch CPU tensor, a
+        JAX array), `lift.DeviceArray`s and `pyopencl.array.Array`s. On a device that computes in
+        host memory (a CPU runtime) nothing is copied: aligned C-contiguous arrays are read where
+        they are (others copied once into aligned memory), and the kernels write new numpy arrays
+        that are returned; a GPU's calls copy in and out. `out=`: the array to write the result
+        into (a tuple of arrays for a tuple result; numpy's convention), which is returned.
+        `keep=True`: the results as `lift.DeviceArray`s, left on the device for the next program.
+        `sync=False` (implies `keep`): return at once; reading a result waits for its kernels (do
+        not change the numpy arguments before then). What depends only on the argument shapes
+        (sizes, launch ranges, buffer sizes, kernel arguments, the specialised program) is worked
+        out by a shape's first call and reused by the next ones."""
+        return self._execute(arrays, out=out, keep=keep or not sync, sync=sync)[0]
 
     def time(self, *arrays: Any, repeat: int = 5) -> list[float]:
         """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
             raise LiftValueError(f"repeat must be an int of at least 1, got {repeat!r}")
         self._require_device()
-        sizes, leaves = self._bind(arrays)
-        done, out = self._delegated(sizes, lambda special: special.time(*arrays, repeat=repeat))
-        if done:
-            return out
-        args = self._upload(sizes, leaves)
-        self._launch(sizes, args)
-        runs = [self._launch(sizes, args) for _ in range(repeat)]
-        runtime.finish(self._lane().dc)
-        return [runtime.seconds(events) for events in runs]
+        leaves, key = self._signature(arrays)
+        shape = self._planned(arrays, key)
+        self._runs(shape.program)
+        if shape.program is not self:
+            try:
+                return shape.program._timed(shape, leaves, repeat)
+            except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
+                shape = self._refused(shape, err, arrays, key)
+        return self._timed(shape, leaves, repeat)
 
-    def _delegated(self, sizes: dict[str, int], run: Callable[[Program], Any]) -> tuple[bool, Any]:
-        """(True, `run(p)`) with `p` the program specialised to `sizes`, or (False, None) when this
-        program runs the call: none for `sizes`, or it failed (`lift.specialise`: then refused)."""
-        if self._specialiser is None:
-            return False, None
-        special = self._routed(sizes)
-        self._runs(special or self)
-        if special is None:
-            return False, None
+    def _execute(self, arrays: tuple, *, out: Any = None, keep: bool = False, sync: bool = True
+                 ) -> tuple[Any, list[Any]]:
+        """(the results, the launches' events) of a call (`out` itself for the results with `out=`)."""
+        result, events = self._dispatched(arrays, out, keep, sync)
+        return (out if out is not None else result), events
+
+    def _dispatched(self, arrays: tuple, out: Any, keep: bool, sync: bool) -> tuple[Any, list[Any]]:
+        self._require_device()
+        if out is not None and keep:
+            raise LiftValueError("out= writes numpy arrays; it cannot be combined with keep=True or sync=False",
+                                 node=self.node)
+        leaves, key = self._signature(arrays)
+        shape = self._shapes.get(key) if key is not None and not self._gathers else None
+        if shape is None:
+            shape = self._planned(arrays, key)  # every argument checked, as lift.interpret checks them
+        targets = _out_targets(out, shape, self.node)
+        self._runs(shape.program)
+        if shape.program is self:
+            return self._run(shape, leaves, targets, keep, sync)
         try:
-            return True, run(special)
+            return shape.program._run(shape, leaves, targets, keep, sync)
         except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
-            self._specialiser.refuse(sizes, err)
-            self._runs(self)
-            return False, None
+            shape = self._refused(shape, err, arrays, key)
+            return self._run(shape, leaves, targets, keep, sync)
+
+    def _refused(self, shape: _Shape, err: Exception, arrays: tuple, key: Any) -> _Shape:
+        """The specialised program of `shape` failed: refused for its sizes (`lift.specialise`);
+        the plan of this (generic) program instead."""
+        assert self._specialiser is not None
+        self._specialiser.refuse(shape.sizes, err)
+        self._shapes.pop(key, None)
+        self._runs(self)
+        return self._planned(arrays, key)
 
     def _runs(self, target: Program) -> None:
         """`target` runs this call: the program that ran the calling thread's last one (this or a
         specialised one) drops that thread's device buffers, so that, as without specialisation, one
         shape's are held per thread."""
+        if self._specialiser is None:
+            return
         lane = self._lane()
         last, lane.last = lane.last, target
         if isinstance(last, Program) and last is not target and last._dc is not None:
@@ -285,23 +352,135 @@ class Program:
         if self.offline is not None:
             raise self.offline.error()
 
-    def _bind(self, arrays: tuple) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    # ------------------------------------------------------------ checks, per shape
+
+    def _signature(self, arrays: tuple) -> tuple[list[Any], Any]:
+        """The arguments' leaves in the plan's input order (device arrays, DLPack and pyopencl
+        arrays made usable) and the key of their shapes and dtypes; key None when the arguments
+        do not have the parameters' structure (the full check says why)."""
+        leaves: list[Any] = []
+        if len(arrays) != len(self._trees):
+            return leaves, None
+        try:
+            for a, tree in zip(arrays, self._trees):
+                _flatten(a, tree, leaves)
+        except _Mismatch:
+            return [], None
+        key = []
+        for k, x in enumerate(leaves):
+            if type(x) is np.ndarray:
+                key.append((x.shape, x.dtype))
+                continue
+            x = leaves[k] = self._usable(x)
+            if isinstance(x, np.ndarray | DeviceArray):
+                key.append((x.shape, x.dtype, type(x)))
+            elif isinstance(x, bool | int | float):
+                key.append(type(x))
+            else:
+                return leaves, None
+        return leaves, tuple(key)
+
+    def _usable(self, x: Any) -> Any:
+        """One argument leaf as a numpy array, a `DeviceArray`, or a Python number."""
+        if isinstance(x, np.ndarray | DeviceArray | bool | int | float):
+            return x
+        if isinstance(x, np.generic):
+            return np.asarray(x)
+        if _is_cl_array(x):
+            return self._from_cl_array(x)
+        if hasattr(x, "__dlpack__"):
+            try:
+                return np.from_dlpack(x)
+            except (TypeError, BufferError, RuntimeError, ValueError):
+                pass  # not on the CPU: read through numpy below
+        try:
+            return np.asarray(x)
+        except Exception:  # noqa: BLE001 - the full check names the argument
+            return x
+
+    def _from_cl_array(self, x: Any) -> Any:
+        """A `pyopencl.array.Array`: its buffer when on this program's context, whole and
+        contiguous; else its values read back."""
+        if (self._dc is not None and x.context == self._dc.context and x.offset == 0
+                and x.flags.c_contiguous and x.base_data is not None):
+            event = x.events[-1] if x.events else None
+            return DeviceArray(self._dc, x.base_data, x.shape, x.dtype, event=event)
+        return x.get()
+
+    def _planned(self, arrays: tuple, key: Any) -> _Shape:
+        """The host plan of a call with `arrays` after checking them in full (errors name the
+        argument), made by the program that runs it (this or the one specialised to its sizes)
+        and remembered under `key`."""
+        sizes = self._bound(arrays)
+        runner = (self._routed(sizes) or self) if self._specialiser is not None else self
+        try:
+            shape = runner._host_plan(sizes)
+        except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
+            if runner is self or self._specialiser is None:
+                raise
+            self._specialiser.refuse(sizes, err)
+            shape = self._host_plan(sizes)
+        if key is not None:
+            if len(self._shapes) >= MAX_SHAPES:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
+
+    def _bound(self, arrays: tuple) -> dict[str, int]:
+        """The size variables bound from the arguments, every argument and size condition checked."""
         types = list(self.plan.param_types)
-        sizes, values = arguments(types, arrays, self.node)  # exactly as lift.interpret checks them
+        shown = tuple(_stand_in(a, bool(self._gathers)) for a in arrays)
+        sizes, values = arguments(types, shown, self.node)  # exactly as lift.interpret checks them
         for name in self.plan.size_vars:
             if name not in sizes:
                 raise LiftTypeError(f"size {name} is not the length of any argument", node=self.node)
         self._check(sizes)
         check_indices(self._gathers, values, sizes)  # before any launch, as lift.interpret raises
-        flat: dict[str, np.ndarray] = {}
         for k, value in enumerate(values):
-            parts = [np.ascontiguousarray(v).reshape(-1) for v in leaves(value)]
             names = self._inputs.get(k, [])
-            if len(names) != len(parts):
+            if len(names) != len(leaves(value)):
                 raise LiftValueError(f"the plan has {len(names)} input buffer(s) for argument {k}, "
-                                     f"which has {len(parts)} component(s)", node=self.node)
-            flat.update(zip(names, parts))
-        return sizes, flat
+                                     f"which has {len(leaves(value))} component(s)", node=self.node)
+        return sizes
+
+    def _host_plan(self, sizes: dict[str, int]) -> _Shape:
+        """Everything a call with `sizes` needs that its arguments' values do not change."""
+        dev = self.device
+        inputs, temps, locals_, outputs = [], [], [], []
+        total = 0
+        for b in self.plan.buffers:
+            nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
+            if b.space == "local":
+                locals_.append((b.name, runtime.local_memory(nbytes)))
+            elif b.role == "temp":
+                temps.append((b.name, nbytes))
+                total += nbytes
+            elif b.role == "output":
+                total += nbytes
+            elif self._dc is not None and not self._dc.zero_copy:
+                total += nbytes  # inputs are copied into buffers of their own
+        layout = _layout(self.plan.result_type, sizes, iter(range(len(self.plan.outputs))), outputs, self._specs,
+                         self.plan.outputs)
+        if len(outputs) != len(self.plan.outputs):
+            raise LiftValueError(f"the plan has {len(self.plan.outputs)} outputs, {self.plan.result_type} has "
+                                 f"{len(outputs)} components", node=self.node)
+        for names in self._inputs.values():
+            for name in names:
+                spec = self._specs[name]
+                inputs.append((name, spec.scalar.dtype, evaluate(spec.count, sizes) * spec.scalar.dtype.itemsize))
+        inputs.sort(key=lambda i: _input_order(self._inputs, i[0]))
+        if dev.global_mem_bytes and total > dev.global_mem_bytes:
+            raise DeviceError(f"the call needs {total} bytes of device memory for its results and temporaries, "
+                              f"more than {dev.name} has ({dev.global_mem_bytes} bytes)")
+        launches = []
+        for launch in self.plan.launches:
+            gsize, lsize = self._ndrange(launch, sizes)
+            if 0 in gsize:
+                continue  # no work (e.g. no whole chunk of a short array; OpenCL 1.2 refuses a 0 range)
+            args = tuple(a.name if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args)
+            launches.append((launch.kernel, gsize, lsize, args))
+        return _Shape(self, sizes, tuple(inputs), tuple(temps), tuple(locals_), tuple(outputs), tuple(launches),
+                      layout, total)
 
     def _check(self, sizes: dict[str, int]) -> None:
         """The program's size conditions hold (the generated code assumes them, e.g. aligned vectors)."""
@@ -338,34 +517,151 @@ class Program:
                 raise DeviceError(f"buffer {b.name} ({b.role}) needs {nbytes} bytes, more than one allocation "
                                   f"on {self.device.name} ({limit} bytes)")
 
-    def _upload(self, sizes: dict[str, int], leaves: dict[str, np.ndarray]) -> dict[str, Any]:
-        lane = self._lane()
-        args: dict[str, Any] = {}
-        for b in self.plan.buffers:
-            nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
-            if b.space == "local":
-                args[b.name] = runtime.local_memory(nbytes)
-                continue
-            args[b.name] = lane.pool.get(b.name, nbytes)
-            if b.role == "input":
-                host = leaves[b.name]
-                if host.nbytes != nbytes:
-                    raise LiftTypeError(f"buffer {b.name} holds {nbytes} bytes, its argument has "
-                                        f"{host.nbytes}", node=self.node, expected=nbytes, got=host.nbytes)
-                runtime.upload(lane.dc, args[b.name], host)
-        lane.held = leaves  # keep the host arrays alive until the copies complete
-        return args
+    # ------------------------------------------------------------------ the call
 
-    def _launch(self, sizes: dict[str, int], args: dict[str, Any]) -> list[Any]:
+    def _bind_inputs(self, lane: _Lane, shape: _Shape, leaves: list[Any]
+                     ) -> tuple[dict[str, Any], list, list, bool]:
+        """(buffers by name, host arrays to keep alive until the kernels finish, events to wait
+        for, whether an argument used in place starts where the program's vectors may not) of the
+        call's inputs, temporaries and local memories."""
+        dc = lane.dc
+        zero = dc.zero_copy
+        bufs: dict[str, Any] = {}
+        held: list[Any] = []
+        waits: list[Any] = []
+        staged = [k for k, x in enumerate(leaves) if type(x) is not np.ndarray
+                  or not (x.flags.c_contiguous and (x.flags.aligned or not zero))]
+        if staged:
+            leaves = self._staged(dc, shape, leaves, staged)
+        misaligned = False
+        need = self._align
+        for (name, _, nbytes), x in zip(shape.inputs, leaves):
+            if isinstance(x, DeviceArray):
+                bufs[name] = x.buffer
+                if x.event is not None:
+                    waits.append(x.event)
+                held.append(x)
+            elif zero:
+                bufs[name] = runtime.host_buffer(dc, x, write=False)
+                misaligned = misaligned or x.__array_interface__["data"][0] % need != 0
+                held.append(x)
+            else:
+                bufs[name] = buf = lane.pool.get(name, nbytes)
+                runtime.upload(dc, buf, x.reshape(-1))
+                held.append(x)
+        for name, nbytes in shape.temps:
+            bufs[name] = lane.pool.get(name, nbytes)
+        for name, mem in shape.locals_:
+            bufs[name] = mem
+        return bufs, held, waits, misaligned
+
+    def _staged(self, dc: runtime.DeviceContext, shape: _Shape, leaves: list[Any], staged: list[int]) -> list[Any]:
+        """`leaves` with those at `staged` made usable: device arrays of another device read back,
+        numbers as arrays, and arrays that are not C-contiguous (or, on a zero-copy device, not
+        aligned) copied once into aligned memory, after checking that the copies fit the device."""
+        out = list(leaves)
+        extra = 0
+        for k in staged:
+            x = out[k]
+            name, dtype, nbytes = shape.inputs[k]
+            if isinstance(x, DeviceArray):
+                if x.context.context == dc.context:
+                    continue
+                x = x.numpy()
+            elif type(x) is not np.ndarray:
+                x = np.asarray(x, dtype=dtype)
+            out[k] = x
+            if dc.zero_copy or not x.flags.c_contiguous:
+                extra += nbytes
+        dev = dc.device
+        if dev.global_mem_bytes and shape.fixed_bytes + extra > dev.global_mem_bytes:
+            raise DeviceError(f"the call needs {shape.fixed_bytes + extra} bytes of memory ({extra} to copy "
+                              f"arguments that are not contiguous or not aligned), more than {dev.name} has "
+                              f"({dev.global_mem_bytes} bytes)",
+                              hint="pass contiguous arrays (np.ascontiguousarray) the device can read in place")
+        for k in staged:
+            x = out[k]
+            if isinstance(x, DeviceArray):
+                continue
+            if x.ndim == 0 or (not dc.zero_copy and x.flags.c_contiguous):
+                out[k] = np.ascontiguousarray(x)
+                continue
+            copy = runtime.HOST.empty(x.shape, x.dtype)
+            np.copyto(copy, x)
+            out[k] = copy
+        return out
+
+    def _run(self, shape: _Shape, leaves: list[Any], targets: list[np.ndarray] | None,
+             keep: bool, sync: bool) -> tuple[Any, list[Any]]:
+        """Launch the plan `shape` on `leaves`; returns (the results, the events)."""
         lane = self._lane()
+        dc = lane.dc
+        zero = dc.zero_copy
+        bufs, held, waits, misaligned = self._bind_inputs(lane, shape, leaves)
+        hosts: list[np.ndarray | None] = []
+        direct = [zero and t.flags.c_contiguous and t.flags.aligned and not any(
+            isinstance(x, np.ndarray) and np.may_share_memory(t, x) for x in leaves) for t in targets or ()]
+        misaligned = misaligned or any(d and t.__array_interface__["data"][0] % self._align != 0
+                                       for t, d in zip(targets or (), direct))
+        for k, (name, dtype, shp, nbytes) in enumerate(shape.outputs):
+            if direct and direct[k]:
+                host = targets[k]  # the caller's array, written in place
+            elif zero or not keep:
+                host = runtime.HOST.empty(shp, dtype)
+            else:
+                host = None
+            if zero:
+                bufs[name] = runtime.host_buffer(dc, host, write=True)
+            elif keep:
+                bufs[name] = runtime.device_buffer(dc, nbytes)
+            else:
+                bufs[name] = lane.pool.get(name, nbytes)
+            hosts.append(host)
+        events = self._launched(lane, shape, bufs, waits, misaligned)
+        if keep:
+            if sync:
+                runtime.finish(dc)
+            last = None if sync or not events else events[-1]
+            kept = tuple(held) if last is not None else ()
+            results = [DeviceArray(dc, bufs[name], shp, dtype, host=h, event=last, held=kept)
+                       for (name, dtype, shp, _), h in zip(shape.outputs, hosts)]
+            return _assembled(shape.layout, results, keep=True), events
+        if zero:
+            runtime.finish(dc)
+        else:
+            for (name, _, _, _), host in zip(shape.outputs, hosts):
+                runtime.download(dc, host.reshape(-1), bufs[name])
+        if targets is None:
+            return _assembled(shape.layout, hosts, keep=False), events
+        for target, host, inplace in zip(targets, hosts, direct):
+            if not inplace:
+                np.copyto(target, host)
+        return _assembled(shape.layout, targets, keep=True), events
+
+    def _launched(self, lane: _Lane, shape: _Shape, bufs: dict[str, Any], waits: list[Any],
+                  misaligned: bool = False) -> list[Any]:
+        """Enqueue the plan's launches with `bufs` (the any-alignment variant's kernels when a
+        buffer is `misaligned` for the program's vectors); returns their events."""
         events = []
-        for launch in self.plan.launches:
-            gsize, lsize = self._ndrange(launch, sizes)
-            if 0 in gsize:
-                continue  # no work (e.g. no whole chunk of a short array; OpenCL 1.2 refuses a 0 range)
-            values = [args[a.name] if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args]
-            events.append(runtime.enqueue(lane.dc, lane.kernels[launch.kernel], gsize, lsize, values))
+        kernels = self._relaxed_kernels(lane) if misaligned else lane.kernels
+        wait_for = waits or None
+        for kernel, gsize, lsize, args in shape.launches:
+            values = [bufs[a] if type(a) is str else a for a in args]
+            events.append(runtime.enqueue(lane.dc, kernels[kernel], gsize, lsize, values, wait_for))
+            wait_for = None
         return events
+
+    def _timed(self, shape: _Shape, leaves: list[Any], repeat: int) -> list[float]:
+        """Kernel seconds of `repeat` runs after a warm-up, the outputs in the thread's buffers."""
+        lane = self._lane()
+        bufs, held, waits, misaligned = self._bind_inputs(lane, shape, leaves)
+        for name, _, _, nbytes in shape.outputs:
+            bufs[name] = lane.pool.get(name, nbytes)
+        self._launched(lane, shape, bufs, waits, misaligned)
+        runs = [self._launched(lane, shape, bufs, [], misaligned) for _ in range(repeat)]
+        runtime.finish(lane.dc)
+        del held
+        return [runtime.seconds(events) for events in runs]
 
     def _ndrange(self, launch: Launch, sizes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
         gsize = tuple(evaluate(g, sizes) for g in launch.global_size)
@@ -383,21 +679,146 @@ class Program:
                               "per dimension)")
         return gsize, lsize
 
-    def _download(self, sizes: dict[str, int]) -> Any:
-        lane = self._lane()
-        hosts = []
-        for name in self.plan.outputs:
-            spec = self._specs[name]
-            host = np.empty(evaluate(spec.count, sizes), dtype=spec.scalar.dtype)
-            runtime.download(lane.dc, host, lane.pool.get(name, host.nbytes))
-            hosts.append(host)
-        lane.held = {}
-        it = iter(hosts)
-        out = _assemble(self.plan.result_type, it, sizes)
-        if next(it, None) is not None:
-            raise LiftValueError(f"the plan has {len(hosts)} outputs, more than {self.plan.result_type} "
-                                 "has components", node=self.node)
-        return out
+
+@dataclass(frozen=True, eq=False, slots=True)
+class _Shape:
+    """The host side of the calls with one shape of arguments, worked out once: the program that
+    runs them (this or a specialised one), the sizes, per input leaf (buffer, dtype, bytes), the
+    temporaries (buffer, bytes), the local memories, per output (buffer, dtype, numpy shape, bytes),
+    the launches (kernel, global size, local size, arguments: buffer names or size values), how
+    the outputs make the result, and the bytes the results and temporaries take."""
+
+    program: Program
+    sizes: dict[str, int]
+    inputs: tuple[tuple[str, np.dtype, int], ...]
+    temps: tuple[tuple[str, int], ...]
+    locals_: tuple[tuple[str, Any], ...]
+    outputs: tuple[tuple[str, np.dtype, tuple[int, ...], int], ...]
+    launches: tuple[tuple[str, tuple[int, ...], tuple[int, ...] | None, tuple[Any, ...]], ...]
+    layout: Any
+    fixed_bytes: int
+
+
+MAX_SHAPES = 64  # host plans remembered per program (all forgotten when a 65th shape comes)
+
+
+class _Mismatch(Exception):
+    """The arguments do not have the parameters' tuple structure."""
+
+
+def _tree(t: Type) -> Any:
+    """The tuple structure of a parameter of type `t`: None for one array or scalar, a tuple of
+    structures for a tuple or an array of tuples (passed as a tuple of arrays)."""
+    if isinstance(t, TupleType):
+        return tuple(_tree(e) for e in t.elems)
+    b = base_type(t)
+    if isinstance(t, ArrayType) and isinstance(b, TupleType):
+        return tuple(_tree(_rewrap(t, c)) for c in b.elems)
+    return None
+
+
+def _flatten(a: Any, tree: Any, out: list[Any]) -> None:
+    if tree is None:
+        out.append(a)
+        return
+    if not isinstance(a, tuple) or len(a) != len(tree):
+        raise _Mismatch
+    for x, t in zip(a, tree):
+        _flatten(x, t, out)
+
+
+def _stand_in(a: Any, values: bool) -> Any:
+    """An argument as the full check reads it: a device array as an array of its shape and dtype
+    (its values read back only with `values`: index arrays are checked)."""
+    if isinstance(a, tuple):
+        return tuple(_stand_in(x, values) for x in a)
+    if isinstance(a, DeviceArray):
+        return a.numpy() if values else np.broadcast_to(np.zeros((), a.dtype), a.shape)
+    if _is_cl_array(a):
+        return a.get() if values else np.broadcast_to(np.zeros((), a.dtype), a.shape)
+    if hasattr(a, "__dlpack__") and not isinstance(a, np.ndarray):
+        try:
+            return np.from_dlpack(a)
+        except (TypeError, BufferError, RuntimeError, ValueError):
+            return a
+    return a
+
+
+def _is_cl_array(x: Any) -> bool:
+    return type(x).__module__.startswith("pyopencl") and hasattr(x, "base_data")
+
+
+def _input_order(inputs: dict[int, list[str]], name: str) -> tuple[int, int]:
+    for k, names in inputs.items():
+        if name in names:
+            return k, names.index(name)
+    raise LiftValueError(f"input buffer {name} names no parameter")
+
+
+def _layout(t: Type, sizes: dict[str, int], index: Any, outputs: list, specs: dict, names: tuple[str, ...]) -> Any:
+    """How the flat outputs (in leaf order) make a result of type `t`: ("tuple", parts) or
+    ("leaf", output index, scalar?); appends (buffer, dtype, shape, bytes) per output to `outputs`."""
+    if isinstance(t, TupleType):
+        return ("tuple", tuple(_layout(e, sizes, index, outputs, specs, names) for e in t.elems))
+    b = base_type(t)
+    if isinstance(b, TupleType):
+        return ("tuple", tuple(_layout(_rewrap(t, c), sizes, index, outputs, specs, names) for c in b.elems))
+    k = next(index, None)
+    if k is None:
+        raise LiftValueError(f"the result type {t} has more components than the plan has outputs")
+    spec = specs[names[k]]
+    shape = leaf_shape(t, sizes)
+    count = evaluate(spec.count, sizes)
+    if int(np.prod(shape)) != count:
+        raise LiftValueError(f"an output buffer has {count} elements, the result type {t} needs "
+                             f"{int(np.prod(shape))}")
+    outputs.append((spec.name, spec.scalar.dtype, shape, count * spec.scalar.dtype.itemsize))
+    return ("leaf", k, isinstance(t, ScalarType))
+
+
+def _assembled(layout: Any, hosts: list[Any], *, keep: bool) -> Any:
+    """The result from the outputs: a scalar output read as a numpy scalar unless `keep`."""
+    if layout[0] == "tuple":
+        return tuple(_assembled(part, hosts, keep=keep) for part in layout[1])
+    _, k, scalar = layout
+    host = hosts[k]
+    return host[()] if scalar and not keep else host
+
+
+def _out_targets(out: Any, shape: _Shape, node: Node | None) -> list[np.ndarray] | None:
+    """Per output, the caller's `out=` array, checked; None without `out=`. (The kernels write
+    it in place where it is C-contiguous, aligned and overlaps no argument; else the result is
+    copied into it.)"""
+    if out is None:
+        return None
+    arrays: list[Any] = []
+    try:
+        _flatten_layout(out, shape.layout, arrays)
+    except _Mismatch:
+        raise LiftTypeError("out= must have the result's structure (a tuple of arrays for a tuple result)",
+                            node=node) from None
+    targets = []
+    for target, (_, dtype, shp, _) in zip(arrays, shape.outputs):
+        if not isinstance(target, np.ndarray):
+            raise LiftTypeError(f"out= takes numpy arrays, got {type(target).__name__}", node=node)
+        if target.shape != shp or target.dtype != dtype:
+            raise LiftTypeError(f"out= has shape {target.shape} and dtype {target.dtype}, the result has shape "
+                                f"{shp} and dtype {dtype}", node=node, expected=(shp, dtype),
+                                got=(target.shape, target.dtype))
+        if not target.flags.writeable:
+            raise LiftValueError("out= is read-only", node=node)
+        targets.append(target)
+    return targets
+
+
+def _flatten_layout(out: Any, layout: Any, arrays: list[Any]) -> None:
+    if layout[0] == "leaf":
+        arrays.append(out)
+        return
+    if not isinstance(out, tuple) or len(out) != len(layout[1]):
+        raise _Mismatch
+    for x, part in zip(out, layout[1]):
+        _flatten_layout(x, part, arrays)
 
 
 # ------------------------------------------------------------ devices and limits

@@ -47,13 +47,20 @@ def _cl() -> Any:
 @dataclass(frozen=True, eq=False)
 class DeviceContext:
     """A live device with its context and the in-order profiling queue of the thread `owner`
-    (`for_thread` gives another thread the same context with a queue of its own)."""
+    (`for_thread` gives another thread the same context with a queue of its own).
+
+    `zero_copy`: the device computes in host memory (a CPU runtime): a buffer made on a host
+    array (`USE_HOST_PTR`) aligned to `align` bytes is that array, so calls pass their arguments
+    in place and kernels write results where the caller gets them; found by `_shares_host` when
+    the context opens, never assumed. Otherwise (a GPU's own memory) calls copy."""
 
     device: Device
     cl_device: Any
     context: Any
     queue: Any
     owner: int = field(default_factory=threading.get_ident)
+    zero_copy: bool = False
+    align: int = 128
 
 
 _CONTEXTS: dict[int, DeviceContext] = {}  # one per device, shared by every Program
@@ -77,8 +84,33 @@ def open_device(device: Any = None) -> DeviceContext:
             queue = cl.CommandQueue(ctx, d, properties=cl.command_queue_properties.PROFILING_ENABLE)
         except cl.Error as e:
             raise DeviceError(f"cannot open OpenCL device {d.name!r}: {e}") from e
-        dc = _CONTEXTS.setdefault(d.int_ptr, DeviceContext(devices.describe(d), d, ctx, queue))
+        profile = devices.describe(d)
+        align = max(int(d.mem_base_addr_align) // 8, 64)
+        dc = _CONTEXTS.setdefault(d.int_ptr, DeviceContext(profile, d, ctx, queue, zero_copy=_shares_host(
+            profile, ctx, queue, align), align=align))
     return dc
+
+
+def _shares_host(profile: Device, ctx: Any, queue: Any, align: int) -> bool:
+    """Whether buffers made on host arrays are those arrays on this device: it says it shares host
+    memory, and mapping such a buffer after a write gives back the host array itself (PoCL, Intel's
+    CPU runtime; a discrete GPU keeps its own copy and maps through it)."""
+    if not profile.host_memory or os.environ.get("LIFTCL_ZERO_COPY", "1") == "0":
+        return False
+    cl = _cl()
+    host = aligned_empty(64, np.dtype(np.float32), align)
+    host[:] = 0
+    try:
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
+        cl.enqueue_fill_buffer(queue, buf, np.float32(1.5), 0, host.nbytes).wait()
+        mapped, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ, 0, host.shape, host.dtype,
+                                          is_blocking=True)
+        same = mapped.__array_interface__["data"][0] == host.__array_interface__["data"][0]
+        mapped.base.release(queue)
+        queue.finish()
+    except (cl.Error, ValueError, RuntimeError, TypeError):
+        return False
+    return bool(same and (host == 1.5).all())
 
 
 def for_thread(dc: DeviceContext) -> DeviceContext:
@@ -269,6 +301,108 @@ class BufferPool:
         return {name: buf for name, (_, buf) in self._buffers.items()}
 
 
+def device_buffer(dc: DeviceContext, nbytes: int, what: str = "a result") -> Any:
+    """A new device buffer of `nbytes` bytes (a result kept on the device: never pooled)."""
+    cl = _cl()
+    try:
+        return cl.Buffer(dc.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+    except cl.Error as e:
+        raise DeviceError(f"cannot allocate {nbytes} bytes for {what}: {e}") from e
+
+
+def host_buffer(dc: DeviceContext, host: np.ndarray, *, write: bool) -> Any:
+    """A buffer that is `host` itself (a zero-copy device; `host` C-contiguous and aligned to
+    `dc.align`): the kernel reads the caller's array, or writes the array the caller gets."""
+    cl = _cl()
+    flags = (cl.mem_flags.READ_WRITE if write else cl.mem_flags.READ_ONLY) | cl.mem_flags.USE_HOST_PTR
+    try:
+        return cl.Buffer(dc.context, flags, hostbuf=host)
+    except cl.Error as e:
+        raise DeviceError(f"cannot use a host array of {host.nbytes} bytes in place: {e}") from e
+
+
+def small_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
+    """A read-only buffer holding a copy of the small array `host` (made at once)."""
+    cl = _cl()
+    return cl.Buffer(dc.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+
+
+def aligned(a: np.ndarray, align: int) -> bool:
+    """Whether `a` is C-contiguous and starts at a multiple of `align` bytes."""
+    return a.flags.c_contiguous and a.__array_interface__["data"][0] % align == 0
+
+
+def aligned_empty(shape: Any, dtype: np.dtype, align: int = 128) -> np.ndarray:
+    """A new C-contiguous array whose data starts at a multiple of `align` bytes."""
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(n + align, np.uint8)
+    start = -raw.__array_interface__["data"][0] % align
+    return raw[start:start + n].view(dtype).reshape(shape)
+
+
+class _Lease:
+    """The owner of a host array lent by `HostMemory`: numpy arrays made from it (and their views)
+    keep it alive; when the last is gone, its memory goes back to the pool."""
+
+    __slots__ = ("__array_interface__", "slab", "home")
+
+    def __init__(self, slab: np.ndarray, address: int, shape: tuple[int, ...], dtype: np.dtype,
+                 home: HostMemory) -> None:
+        self.slab, self.home = slab, home
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (address, False), "version": 3}
+
+    def __del__(self) -> None:
+        try:
+            self.home.give_back(self.slab)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the memory is freed anyway
+            pass
+
+
+class HostMemory:
+    """Aligned host memory for results and staging copies, handed out as new numpy arrays and
+    reused only after every array (and view) made from it is gone: a result is never changed by a
+    later call, and a call's result does not pay the page faults of fresh memory each time
+    (64 MiB of new pages cost more than a 2^24-element map's kernel). At most `keep_bytes` of
+    unused memory is held, `per_size` blocks of one size."""
+
+    def __init__(self, align: int = 128, keep_bytes: int = 1 << 30, per_size: int = 4) -> None:
+        self.align, self.keep_bytes, self.per_size = align, keep_bytes, per_size
+        self._free: dict[int, list[tuple[np.ndarray, int]]] = {}
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A new writable C-contiguous array of `shape` and `dtype`, aligned to `self.align`."""
+        nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
+        size = -(-nbytes // self.align) * self.align
+        with self._lock:
+            free = self._free.get(size)
+            block = free.pop() if free else None
+            if block is not None:
+                self._held -= size
+        if block is None:
+            slab = aligned_empty((size,), np.dtype(np.uint8), self.align)
+            block = (slab, slab.__array_interface__["data"][0])
+        return np.asarray(_Lease(block[0], block[1], tuple(shape), dtype, self))
+
+    def give_back(self, slab: np.ndarray) -> None:
+        """Take back the memory of a lease whose arrays are all gone."""
+        size = slab.nbytes
+        with self._lock:
+            free = self._free.setdefault(size, [])
+            if len(free) < self.per_size and self._held + size <= self.keep_bytes:
+                free.append((slab, slab.__array_interface__["data"][0]))
+                self._held += size
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of unused memory held for reuse."""
+        return self._held
+
+
+HOST = HostMemory()  # every program's results and staging copies
+
+
 def local_memory(nbytes: int) -> Any:
     """A local-memory kernel argument of `nbytes` bytes."""
     return _cl().LocalMemory(max(int(nbytes), 1))
@@ -285,11 +419,11 @@ def download(dc: DeviceContext, host: np.ndarray, buf: Any) -> None:
 
 
 def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
-            local_size: tuple[int, ...] | None, args: list[Any]) -> Any:
-    """Launch `kernel` over the ND-range; returns its event."""
+            local_size: tuple[int, ...] | None, args: list[Any], wait_for: list[Any] | None = None) -> Any:
+    """Launch `kernel` over the ND-range (after the events `wait_for`); returns its event."""
     cl = _cl()
     try:
-        return kernel(dc.queue, global_size, local_size, *args)
+        return kernel(dc.queue, global_size, local_size, *args, wait_for=wait_for)
     except cl.Error as e:
         raise DeviceError(f"launching kernel {kernel.function_name} over global {global_size}, "
                           f"local {local_size} failed: {e}") from e

@@ -198,7 +198,8 @@ def test_two_kernels_local_memory_scalar_result(cache: Path) -> None:
 
 @pytest.mark.device
 def test_buffers_reused_across_calls(cache: Path) -> None:
-    prog = Program(scale_plan(), cache_dir=cache)
+    """Calls that copy (a GPU's) reuse their input and output buffers while the sizes stay."""
+    prog = Program(scale_plan(), cache_dir=cache).copying()
     x = np.arange(64, dtype=np.float32)
     prog(x)
     first = prog.device_buffers

@@ -38,6 +38,7 @@ from lift.codegen.stages import (
     SizeReq,
     Sizes,
     buffer_spec,
+    folded_fills,
     requested,
     run_stages,
 )
@@ -113,6 +114,7 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
         done = run_stages(replace(ctx, buffers=tuple(buffers)), step, stages)
         buffers.extend(done.buffers)
         kernels.extend(done.kernels)
+    kernels = folded_fills(kernels)
     check_requests(kernels, global_req, local_req)
     gen = link(ctx, buffers, kernels)
     if verify:

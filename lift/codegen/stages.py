@@ -143,6 +143,7 @@ class Kernel:
     launch: Launch
     barriers: tuple[BarrierInfo, ...] = ()
     limits: tuple[Arith, ...] = ()
+    fill: bool = False  # a reduce_atomic pre-fill (`_fill`): one work-item writing initial values
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,53 @@ def _fill(ctx: KernelContext, name: str, kdef: KernelDef, args: tuple[KernelArg,
     body = Block([Assign(target, value, "reduce_atomic's initial value") for target, value in fills])
     fill_name = ctx.names(f"{name}_fill")
     fdef = KernelDef(fill_name, list(kdef.params), body, f"pre-fill for {name}", kdef.index_type)
-    return Kernel(fdef, Launch(fill_name, args, (Cst(1),), None))
+    return Kernel(fdef, Launch(fill_name, args, (Cst(1),), None), fill=True)
+
+
+def folded_fills(kernels: list[Kernel]) -> list[Kernel]:
+    """The kernels with every pre-fill that follows a one-work-item kernel appended to that
+    kernel's body: one launch instead of two (a call's launches cost tens of microseconds on a
+    CPU runtime). Both run on one work-item, in order, so the fill reads what the kernel before
+    it wrote (a reduction's sequential tail, its atomic combination's initial value) as it did."""
+    out: list[Kernel] = []
+    for k in kernels:
+        prev = out[-1] if out else None
+        if k.fill and prev is not None and _single_item(prev) and _agree(prev.kdef, k.kdef):
+            out[-1] = _appended(prev, k)
+        else:
+            out.append(k)
+    return out
+
+
+def _single_item(k: Kernel) -> bool:
+    one = (Cst(1),)
+    return all(g == Cst(1) for g in k.launch.global_size) and all(
+        s == Cst(1) for s in k.launch.local_size or one)
+
+
+def _agree(a: KernelDef, b: KernelDef) -> bool:
+    """The two kernels index alike and declare every parameter they share alike (one C type)."""
+    theirs = {p.name: (p.ctype, p.qual) for p in b.params}
+    return a.index_type == b.index_type and all(theirs.get(p.name, (p.ctype, p.qual)) == (p.ctype, p.qual)
+                                                for p in a.params)
+
+
+def _appended(first: Kernel, fill: Kernel) -> Kernel:
+    """`first` then `fill`'s statements, in one kernel with both kernels' parameters."""
+    params: dict[str, KParam] = {}
+    args: dict[str, KernelArg] = {}
+    for kdef, launch in ((first.kdef, first.launch), (fill.kdef, fill.launch)):
+        for p, a in zip(kdef.params, launch.args):
+            held = params.get(p.name)
+            params[p.name] = p if held is None else KParam(p.ctype, p.name, p.qual, held.const and p.const)
+            args.setdefault(p.name, a)
+    order = [name for name, p in params.items() if p.qual] + [name for name, p in params.items() if not p.qual]
+    body = Block([Block(list(first.kdef.body.stmts)), *fill.kdef.body.stmts])
+    kdef = KernelDef(first.kdef.name, [params[x] for x in order], body, first.kdef.comment,
+                     first.kdef.index_type)
+    launch = Launch(first.launch.kernel, tuple(args[x] for x in order), first.launch.global_size,
+                    first.launch.local_size)
+    return Kernel(kdef, launch, first.barriers, tuple(dict.fromkeys((*first.limits, *fill.limits))))
 
 
 def _index_width(kdef: KernelDef, args: tuple[KernelArg, ...], extents: tuple[Arith, ...], sizes: tuple[str, ...],

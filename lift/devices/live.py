@@ -217,8 +217,17 @@ def describe(d: Any) -> Device:
         cache_line_bytes=int(d.global_mem_cacheline_size) or 64,
         platform=d.platform.name.strip(), version=d.version.strip(),
         driver_version=d.driver_version.strip(), live=True, platform_version=d.platform.version.strip(),
+        host_memory=_host_unified(d, kind),
     )
     return _refine(base)
+
+
+def _host_unified(d: Any, kind: str) -> bool:
+    """Whether the device says it shares host memory (OpenCL 1.x's query; a CPU device does)."""
+    try:
+        return bool(d.host_unified_memory)
+    except Exception:  # noqa: BLE001 - removed in OpenCL 3.0 drivers that do not report it
+        return kind == "cpu"
 
 
 def _simd_width(d: Any, kind: str, vec: int) -> int:

@@ -39,6 +39,7 @@ class Device:
     driver_version: str = ""
     live: bool = False  # read from an attached device
     platform_version: str = ""  # names the compiler of a CPU runtime ("... LLVM 14.0.6 ...")
+    host_memory: bool = False  # computes in host memory (CPU runtimes, Mali): calls pass arrays in place
 
     @property
     def key(self) -> str:
@@ -58,13 +59,14 @@ _PROFILES: dict[str, Device] = {
         max_work_item_sizes=(4096, 4096, 4096), local_mem_bytes=1 * MiB, global_mem_bytes=3 * GiB,
         max_alloc_bytes=1 * GiB, preferred_vector_width=16, local_mem_emulated=True, simd_width=16,
         max_work_items_per_cu=4096, cache_line_bytes=64, platform="Portable Computing Language",
+        host_memory=True,
     ),
     # Thesis 2.2.1 and 4.2.2: 12 cores x 384 work-items, quads, 64-byte lines, local memory in DRAM.
     "mali-g72": Device(
         name="Mali-G72", vendor="ARM", kind="gpu", compute_units=12, max_work_group_size=384,
         max_work_item_sizes=(384, 384, 384), local_mem_bytes=32 * KiB, global_mem_bytes=4 * GiB,
         max_alloc_bytes=1 * GiB, preferred_vector_width=4, local_mem_emulated=True, simd_width=4,
-        max_work_items_per_cu=384, cache_line_bytes=64, platform="ARM Platform",
+        max_work_items_per_cu=384, cache_line_bytes=64, platform="ARM Platform", host_memory=True,
     ),
     # A recent NVIDIA GPU (H100 SXM): 132 SMs, 32-wide warps, 48 KiB of static local memory.
     "nvidia": Device(

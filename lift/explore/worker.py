@@ -266,11 +266,7 @@ def _run_timed(prog: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
     `Program.time` counts), so a slow candidate is checked and timed by one run instead of a
     checked run plus `Program.time`'s warm-up and timed runs (three runs of a 19 s kernel did
     not fit the 30 s candidate timeout)."""
-    sizes, leaves = prog._bind(tuple(arrays))
-    args = prog._upload(sizes, leaves)
-    events = prog._launch(sizes, args)
-    out = prog._download(sizes)
-    runtime.finish(prog._dc)
+    out, events = prog._execute(tuple(arrays))
     return out, runtime.seconds(events)
 
 

@@ -1,0 +1,270 @@
+"""The call path (issue 38): arguments passed in place where the device shares host memory,
+per-shape host plans, `out=`, device arrays, asynchronous calls and DLPack, each checked
+against the interpreter, on the zero-copy path and on the copying path GPUs take
+(`Program.copying()`: the same calls made as on a device with memory of its own)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import numpy as np
+import pytest
+
+import lift
+from lift import Array, Float, Size, fun, map, pad, reduce, slide, user_fun, zip
+from lift.errors import DeviceError, LiftTypeError, LiftValueError
+from lift.testing import assert_same
+
+pytestmark = pytest.mark.device
+
+N = Size("N")
+
+
+@user_fun
+def axpy_f(a: Float, b: Float) -> Float:
+    return 2.0 * a + b
+
+
+def _axpy():
+    return fun([Array(Float, N), Array(Float, N)], lambda x, y: map(lambda p: axpy_f(p[0], p[1])) << zip(x, y))
+
+
+def _dot():
+    return fun([Array(Float, N), Array(Float, N)], lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
+
+
+def _stencil():
+    return fun([Array(Float, N)], lambda x: map(lambda w: reduce(lift.add, 0.0) << w) << slide(3, 1) << pad(1, 1, 0.0)
+               << x)
+
+
+def _sum_and_max():
+    return fun([Array(Float, N)], lambda x: (reduce(lift.add, 0.0) << x, map(lambda v: v * 2.0) << x))
+
+
+@pytest.fixture(scope="module")
+def progs() -> dict[str, lift.Program]:
+    return {name: lift.compile(make()) for name, make in
+            (("axpy", _axpy), ("dot", _dot), ("stencil", _stencil), ("pair", _sum_and_max))}
+
+
+@pytest.fixture(scope="module", params=["in place", "copying"])
+def mode(request) -> str:
+    return request.param
+
+
+def _prog(progs, name: str, mode: str) -> lift.Program:
+    expr = {"axpy": _axpy, "dot": _dot, "stencil": _stencil, "pair": _sum_and_max}[name]()
+    prog = lift.compile(expr)
+    return prog.copying() if mode == "copying" else prog
+
+
+def _data(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def _offset(x: np.ndarray, elements: int = 1) -> np.ndarray:
+    """A copy of `x` that starts `elements` past a 128-byte boundary (so not where vectors may)."""
+    base = np.empty(x.size + 64, x.dtype)
+    start = (-base.__array_interface__["data"][0] % 128) // x.itemsize + elements
+    out = base[start:start + x.size]
+    out[:] = x
+    return out
+
+
+def test_zero_copy_is_found_from_the_device(progs) -> None:
+    prog = progs["axpy"]
+    dc = prog._lane().dc
+    assert dc.zero_copy == (prog.device.kind == "cpu" and prog.device.host_memory)
+    assert not prog.copying()._lane().dc.zero_copy
+
+
+@pytest.mark.parametrize("name", ["axpy", "dot", "stencil", "pair"])
+@pytest.mark.parametrize("n", [1, 5, 1024, 4099, 1 << 16])
+def test_calls_equal_the_interpreter(progs, mode: str, name: str, n: int) -> None:
+    prog = _prog(progs, name, mode)
+    x, y = _data(n, 1), _data(n, 2)
+    args = (x, y) if name in ("axpy", "dot") else (x,)
+    want = lift.interpret(prog.node, *args)
+    assert_same(want, prog(*args))
+    assert_same(want, prog(*args))  # the shape's host plan, reused
+
+
+@pytest.mark.parametrize("name", ["axpy", "dot", "stencil"])
+def test_unaligned_strided_readonly_and_zero_stride_inputs(progs, mode: str, name: str) -> None:
+    prog = _prog(progs, name, mode)
+    n = 4096 + 8
+    x, y = _data(n, 3), _data(n, 4)
+    ro = x.copy()
+    ro.flags.writeable = False
+    wide = np.repeat(x, 2)
+    variants = {
+        "unaligned": _offset(x),  # the any-alignment variant of the vector kernels
+        "unaligned by 4": _offset(x, 4),
+        "strided": wide[::2],
+        "read-only": ro,
+        "zero-stride": np.broadcast_to(np.float32(0.5), (n,)),
+        "reversed": x[::-1],
+    }
+    for what, v in variants.items():
+        args = (v, _offset(y, 3)) if name in ("axpy", "dot") else (v,)
+        want = lift.interpret(prog.node, *(np.ascontiguousarray(a) for a in args))
+        assert_same(want, prog(*args)), what
+
+
+def test_results_do_not_change_with_later_calls_or_inputs(progs, mode: str) -> None:
+    prog = _prog(progs, "axpy", mode)
+    x, y = _data(2048, 5), _data(2048, 6)
+    first = prog(x, y)
+    kept = first.copy()
+    second = prog(y, x)  # same shape: the same host plan
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(first, kept)
+    x[:] = 7.0  # the caller changes the inputs afterwards
+    np.testing.assert_array_equal(first, kept)
+    view = first[10:20]
+    del first
+    for _ in range(3):
+        prog(y, y)  # memory freed by dropped results is reused, never a live one
+    np.testing.assert_array_equal(view, kept[10:20])
+    assert first_owned(second)
+
+
+def first_owned(a: np.ndarray) -> bool:
+    """A result is an ordinary writable C-contiguous numpy array the caller owns."""
+    return isinstance(a, np.ndarray) and a.flags.writeable and a.flags.c_contiguous
+
+
+def test_out_writes_into_the_callers_array(progs, mode: str) -> None:
+    prog = _prog(progs, "stencil", mode)
+    x = _data(4096 + 1, 7)
+    want = lift.interpret(prog.node, x)
+    out = np.zeros_like(x)
+    assert prog(x, out=out) is out
+    assert_same(want, out)
+    strided = np.zeros(2 * x.size, np.float32)
+    prog(x, out=strided[::2])
+    assert_same(want, strided[::2])
+    assert not strided[1::2].any()
+    unaligned = _offset(np.zeros_like(x))
+    prog(x, out=unaligned)
+    assert_same(want, unaligned)
+    inplace = x.copy()
+    prog(inplace, out=inplace)  # the result overwrites its own argument: the stencil reads it first
+    assert_same(want, inplace)
+
+
+def test_out_of_a_tuple_result_and_its_errors(progs, mode: str) -> None:
+    prog = _prog(progs, "pair", mode)
+    x = _data(1000, 8)
+    total, doubled = lift.interpret(prog.node, x)
+    outs = (np.zeros((), np.float32), np.zeros(1000, np.float32))
+    assert prog(x, out=outs) is outs
+    assert_same(total, outs[0][()])
+    assert_same(doubled, outs[1])
+    with pytest.raises(LiftTypeError, match="structure"):
+        prog(x, out=np.zeros(1000, np.float32))
+    with pytest.raises(LiftTypeError, match="shape"):
+        prog(x, out=(np.zeros((), np.float32), np.zeros(999, np.float32)))
+    with pytest.raises(LiftTypeError, match="dtype"):
+        prog(x, out=(np.zeros((), np.float32), np.zeros(1000, np.float64)))
+    ro = np.zeros(1000, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(LiftValueError, match="read-only"):
+        prog(x, out=(np.zeros((), np.float32), ro))
+    with pytest.raises(LiftValueError, match="keep"):
+        prog(x, out=outs, keep=True)
+
+
+def test_device_arrays_chain_programs(progs, mode: str) -> None:
+    step = _prog(progs, "stencil", mode)
+    x = _data(5000, 9)
+    want = x
+    for _ in range(10):
+        want = lift.interpret(step.node, want)
+    d = lift.to_device(x)
+    for _ in range(10):
+        d = step(d, sync=False)  # enqueued after the previous step, no wait
+    assert isinstance(d, lift.DeviceArray) and d.shape == (5000,) and d.dtype == np.float32
+    assert_same(want, np.asarray(d))
+    assert d.ready
+    read = d.numpy()
+    if mode == "in place":
+        assert not read.flags.writeable  # the device array's own memory: it never changes
+    total = _prog(progs, "dot", mode)(d, d, keep=True)
+    assert total.shape == ()
+    assert_same(lift.interpret(_dot(), want, want), np.asarray(total)[()])
+
+
+def test_keep_returns_device_arrays_and_tuples(progs, mode: str) -> None:
+    prog = _prog(progs, "pair", mode)
+    x = _data(300, 10)
+    total, doubled = prog(x, keep=True)
+    assert isinstance(total, lift.DeviceArray) and isinstance(doubled, lift.DeviceArray)
+    want_total, want_doubled = lift.interpret(prog.node, x)
+    assert_same(want_doubled, doubled.numpy())
+    assert_same(want_total, total.numpy()[()])
+    again = prog(x * 2, keep=True)
+    assert_same(want_doubled, doubled.numpy())  # a later call does not change a kept result
+    assert not np.array_equal(again[1].numpy(), doubled.numpy())
+
+
+def test_a_device_array_made_on_one_thread_feeds_a_call_on_another(progs) -> None:
+    prog = progs["stencil"]
+    x = _data(1 << 16, 11)
+    made: list = []
+    t = threading.Thread(target=lambda: made.append(prog(x, sync=False)))
+    t.start()
+    t.join()
+    out = prog(made[0])  # another queue: the call waits for the producing kernels' event
+    assert_same(lift.interpret(prog.node, lift.interpret(prog.node, x)), out)
+
+
+def test_pyopencl_arrays_are_read_in_place() -> None:
+    cla = pytest.importorskip("pyopencl.array")
+    prog = lift.compile(_axpy())
+    dc = prog._lane().dc
+    x, y = _data(777, 12), _data(777, 13)
+    queue = dc.queue
+    ax, ay = cla.to_device(queue, x), cla.to_device(queue, y)
+    assert_same(lift.interpret(prog.node, x, y), prog(ax, ay))
+    assert_same(lift.interpret(prog.node, x, y), prog(ax, y))
+
+
+def test_dlpack_round_trip_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    prog = lift.compile(_axpy())
+    x, y = torch.randn(4096), torch.randn(4096)
+    out = prog(x, y)
+    want = lift.interpret(prog.node, x.numpy(), y.numpy())
+    assert_same(want, out)
+    kept = prog(x, y, keep=True)
+    t = torch.from_dlpack(kept)
+    np.testing.assert_array_equal(t.numpy(), want)
+    d = lift.from_dlpack(x)
+    assert_same(want, prog(d, lift.from_dlpack(y)))
+    if prog._lane().dc.zero_copy and x.data_ptr() % 128 == 0:
+        assert d.numpy().__array_interface__["data"][0] == x.data_ptr()  # no copy
+
+
+def test_a_call_larger_than_the_device_memory_is_refused_before_allocating(progs) -> None:
+    prog = lift.compile(_axpy(), specialise=False)
+    dc = prog._lane().dc
+    small = dataclasses.replace(dc.device, global_mem_bytes=64 << 20)
+    prog._dc = dataclasses.replace(dc, device=small)
+    prog._local = threading.local()
+    prog._shapes = {}
+    n = 1 << 24  # 64 MiB per argument, expanded from zero strides: more than the device's 64 MiB in all
+    x = np.broadcast_to(np.float32(1.0), (n,))
+    with pytest.raises(DeviceError, match="bytes"):
+        prog(x, x)
+
+
+def test_the_pre_fill_of_a_reduction_joins_its_sequential_tail() -> None:
+    prog = lift.compile(_dot())
+    x = _data(1000, 14)
+    special = prog.specialised(x, x)
+    launches = [ln.kernel for ln in special.plan.launches]
+    assert not any(k.endswith("_fill") for k in launches), launches
+    assert_same(lift.interpret(_dot(), x, x), prog(x, x))
