@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,7 @@ class _Lane:
     pool: runtime.BufferPool
     last: Any = None
     relaxed: dict[str, Any] | None = None  # the kernels of the any-alignment variant, once used
+    small: dict[tuple[int, int], Any] = field(default_factory=dict)  # in-place buffers of small arguments
 
 
 class Program:
@@ -158,7 +159,8 @@ class Program:
             with self._lock:
                 if self._relaxed_built is None:
                     options, cache_dir = self._build
-                    self._relaxed_built = runtime.build(lane.dc, unaligned_variant(self.plan.source),
+                    inputs = [b.name for b in self.plan.buffers if b.role == "input"]
+                    self._relaxed_built = runtime.build(lane.dc, unaligned_variant(self.plan.source, inputs),
                                                         options=options, cache_dir=cache_dir)
             lane.relaxed = runtime.kernels(self._relaxed_built, self.plan.kernels)
         return lane.relaxed
@@ -529,8 +531,8 @@ class Program:
         bufs: dict[str, Any] = {}
         held: list[Any] = []
         waits: list[Any] = []
-        staged = [k for k, x in enumerate(leaves) if type(x) is not np.ndarray
-                  or not (x.flags.c_contiguous and (x.flags.aligned or not zero))]
+        staged = [k for k, x in enumerate(leaves) if type(x) is not np.ndarray or not (
+            x.flags.carray or x.flags.c_contiguous and (x.flags.aligned or not zero))]
         if staged:
             leaves = self._staged(dc, shape, leaves, staged)
         misaligned = False
@@ -542,8 +544,9 @@ class Program:
                     waits.append(x.event)
                 held.append(x)
             elif zero:
-                bufs[name] = runtime.host_buffer(dc, x, write=False)
-                misaligned = misaligned or x.__array_interface__["data"][0] % need != 0
+                bufs[name] = self._in_place(lane, x, nbytes)
+                if need > x.itemsize and not misaligned:
+                    misaligned = x.ctypes.data % need != 0
                 held.append(x)
             else:
                 bufs[name] = buf = lane.pool.get(name, nbytes)
@@ -554,6 +557,21 @@ class Program:
         for name, mem in shape.locals_:
             bufs[name] = mem
         return bufs, held, waits, misaligned
+
+    def _in_place(self, lane: _Lane, x: np.ndarray, nbytes: int) -> Any:
+        """A buffer that is the argument `x`: for a small one, the one made for the same memory
+        by a recent call, if any (PoCL's first launch on a new buffer costs as much as a small
+        kernel). The buffer holds `x` alive, so memory at that address and of that length is
+        `x`'s (or a view of it) while the buffer is kept: at most `SMALL_KEPT` of `SMALL_BYTES`."""
+        if nbytes > SMALL_BYTES:
+            return runtime.host_buffer(lane.dc, x, write=False)
+        key = (x.ctypes.data, nbytes)
+        buf = lane.small.get(key)
+        if buf is None:
+            if len(lane.small) >= SMALL_KEPT:
+                del lane.small[next(iter(lane.small))]
+            buf = lane.small[key] = runtime.host_buffer(lane.dc, x, write=False)
+        return buf
 
     def _staged(self, dc: runtime.DeviceContext, shape: _Shape, leaves: list[Any], staged: list[int]) -> list[Any]:
         """`leaves` with those at `staged` made usable: device arrays of another device read back,
@@ -599,19 +617,17 @@ class Program:
         zero = dc.zero_copy
         bufs, held, waits, misaligned = self._bind_inputs(lane, shape, leaves)
         hosts: list[np.ndarray | None] = []
-        direct = [zero and t.flags.c_contiguous and t.flags.aligned and not any(
+        direct = [zero and runtime.aligned(t, self._align) and not any(
             isinstance(x, np.ndarray) and np.may_share_memory(t, x) for x in leaves) for t in targets or ()]
-        misaligned = misaligned or any(d and t.__array_interface__["data"][0] % self._align != 0
-                                       for t, d in zip(targets or (), direct))
         for k, (name, dtype, shp, nbytes) in enumerate(shape.outputs):
             if direct and direct[k]:
                 host = targets[k]  # the caller's array, written in place
             elif zero or not keep:
-                host = runtime.HOST.empty(shp, dtype)
+                host = runtime.HOST.empty(shp, dtype, nbytes)
             else:
                 host = None
             if zero:
-                bufs[name] = runtime.host_buffer(dc, host, write=True)
+                bufs[name] = runtime.result_buffer(dc, host)
             elif keep:
                 bufs[name] = runtime.device_buffer(dc, nbytes)
             else:
@@ -700,6 +716,8 @@ class _Shape:
 
 
 MAX_SHAPES = 64  # host plans remembered per program (all forgotten when a 65th shape comes)
+SMALL_BYTES = 256 << 10  # arguments up to this size keep their in-place buffers across calls ...
+SMALL_KEPT = 16  # ... this many per thread and program
 
 
 class _Mismatch(Exception):

@@ -91,13 +91,20 @@ def open_device(device: Any = None) -> DeviceContext:
     return dc
 
 
+_READ_IN_PLACE: Any = None  # the mem_flags of `host_buffer`, set when the first context opens
+_WRITE_IN_PLACE: Any = None
+
+
 def _shares_host(profile: Device, ctx: Any, queue: Any, align: int) -> bool:
     """Whether buffers made on host arrays are those arrays on this device: it says it shares host
     memory, and mapping such a buffer after a write gives back the host array itself (PoCL, Intel's
     CPU runtime; a discrete GPU keeps its own copy and maps through it)."""
+    global _READ_IN_PLACE, _WRITE_IN_PLACE
+    cl = _cl()
+    _READ_IN_PLACE = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+    _WRITE_IN_PLACE = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
     if not profile.host_memory or os.environ.get("LIFTCL_ZERO_COPY", "1") == "0":
         return False
-    cl = _cl()
     host = aligned_empty(64, np.dtype(np.float32), align)
     host[:] = 0
     try:
@@ -311,10 +318,12 @@ def device_buffer(dc: DeviceContext, nbytes: int, what: str = "a result") -> Any
 
 
 def host_buffer(dc: DeviceContext, host: np.ndarray, *, write: bool) -> Any:
-    """A buffer that is `host` itself (a zero-copy device; `host` C-contiguous and aligned to
-    `dc.align`): the kernel reads the caller's array, or writes the array the caller gets."""
+    """A buffer that is `host` itself (a zero-copy device; `host` C-contiguous): the kernel
+    reads the caller's array, or writes the array the caller gets."""
     cl = _cl()
-    flags = (cl.mem_flags.READ_WRITE if write else cl.mem_flags.READ_ONLY) | cl.mem_flags.USE_HOST_PTR
+    flags = _WRITE_IN_PLACE if write else _READ_IN_PLACE
+    if flags is None:
+        flags = (cl.mem_flags.READ_WRITE if write else cl.mem_flags.READ_ONLY) | cl.mem_flags.USE_HOST_PTR
     try:
         return cl.Buffer(dc.context, flags, hostbuf=host)
     except cl.Error as e:
@@ -340,20 +349,33 @@ def aligned_empty(shape: Any, dtype: np.dtype, align: int = 128) -> np.ndarray:
     return raw[start:start + n].view(dtype).reshape(shape)
 
 
+class _Block:
+    """Host memory of `HostMemory`: the aligned bytes, their address, and the buffers made on
+    them per context (kept with the memory: PoCL takes tens of microseconds to make and first use
+    a buffer on host memory a kernel writes, as long as a small call's kernel)."""
+
+    __slots__ = ("slab", "address", "buffers")
+
+    def __init__(self, slab: np.ndarray) -> None:
+        self.slab = slab
+        self.address = slab.__array_interface__["data"][0]
+        self.buffers: dict[int, Any] = {}
+
+
 class _Lease:
     """The owner of a host array lent by `HostMemory`: numpy arrays made from it (and their views)
     keep it alive; when the last is gone, its memory goes back to the pool."""
 
-    __slots__ = ("__array_interface__", "slab", "home")
+    __slots__ = ("__array_interface__", "block", "home")
 
-    def __init__(self, slab: np.ndarray, address: int, shape: tuple[int, ...], dtype: np.dtype,
-                 home: HostMemory) -> None:
-        self.slab, self.home = slab, home
-        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (address, False), "version": 3}
+    def __init__(self, block: _Block, shape: tuple[int, ...], dtype: np.dtype, home: HostMemory) -> None:
+        self.block, self.home = block, home
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (block.address, False),
+                                    "version": 3}
 
     def __del__(self) -> None:
         try:
-            self.home.give_back(self.slab)
+            self.home.give_back(self.block)
         except Exception:  # noqa: BLE001 - interpreter shutdown: the memory is freed anyway
             pass
 
@@ -365,15 +387,18 @@ class HostMemory:
     (64 MiB of new pages cost more than a 2^24-element map's kernel). At most `keep_bytes` of
     unused memory is held, `per_size` blocks of one size."""
 
-    def __init__(self, align: int = 128, keep_bytes: int = 1 << 30, per_size: int = 4) -> None:
+    def __init__(self, align: int = 128, keep_bytes: int = 1 << 30, per_size: int = 16) -> None:
         self.align, self.keep_bytes, self.per_size = align, keep_bytes, per_size
-        self._free: dict[int, list[tuple[np.ndarray, int]]] = {}
+        self._free: dict[int, list[_Block]] = {}
         self._held = 0
         self._lock = threading.Lock()
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """A new writable C-contiguous array of `shape` and `dtype`, aligned to `self.align`."""
-        nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int | None = None) -> np.ndarray:
+        """A new writable C-contiguous array of `shape` and `dtype` (`nbytes`: its bytes, when
+        known), aligned to `self.align`."""
+        if nbytes is None:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = max(nbytes, 1)
         size = -(-nbytes // self.align) * self.align
         with self._lock:
             free = self._free.get(size)
@@ -381,23 +406,36 @@ class HostMemory:
             if block is not None:
                 self._held -= size
         if block is None:
-            slab = aligned_empty((size,), np.dtype(np.uint8), self.align)
-            block = (slab, slab.__array_interface__["data"][0])
-        return np.asarray(_Lease(block[0], block[1], tuple(shape), dtype, self))
+            block = _Block(aligned_empty((size,), np.dtype(np.uint8), self.align))
+        return np.asarray(_Lease(block, tuple(shape), dtype, self))
 
-    def give_back(self, slab: np.ndarray) -> None:
+    def give_back(self, block: _Block) -> None:
         """Take back the memory of a lease whose arrays are all gone."""
-        size = slab.nbytes
+        size = block.slab.nbytes
         with self._lock:
             free = self._free.setdefault(size, [])
             if len(free) < self.per_size and self._held + size <= self.keep_bytes:
-                free.append((slab, slab.__array_interface__["data"][0]))
+                free.append(block)
                 self._held += size
 
     @property
     def held_bytes(self) -> int:
         """Bytes of unused memory held for reuse."""
         return self._held
+
+
+def result_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
+    """A buffer that is `host` for the kernels to write (a zero-copy device): the one kept with
+    the memory when `host` is a whole array of `HOST`'s, else a new one."""
+    lease = host.base
+    if type(lease) is _Lease and host.__array_interface__["data"][0] == lease.block.address:
+        block = lease.block
+        key = dc.context.int_ptr
+        buf = block.buffers.get(key)
+        if buf is None:
+            buf = block.buffers[key] = host_buffer(dc, block.slab, write=True)
+        return buf
+    return host_buffer(dc, host, write=True)
 
 
 HOST = HostMemory()  # every program's results and staging copies

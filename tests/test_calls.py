@@ -6,7 +6,11 @@ against the interpreter, on the zero-copy path and on the copying path GPUs take
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,7 +80,7 @@ def _offset(x: np.ndarray, elements: int = 1) -> np.ndarray:
 def test_zero_copy_is_found_from_the_device(progs) -> None:
     prog = progs["axpy"]
     dc = prog._lane().dc
-    assert dc.zero_copy == (prog.device.kind == "cpu" and prog.device.host_memory)
+    assert dc.zero_copy == prog.device.host_memory  # PoCL: True; described as a GPU (emulate_gpu): False
     assert not prog.copying()._lane().dc.zero_copy
 
 
@@ -268,3 +272,17 @@ def test_the_pre_fill_of_a_reduction_joins_its_sequential_tail() -> None:
     launches = [ln.kernel for ln in special.plan.launches]
     assert not any(k.endswith("_fill") for k in launches), launches
     assert_same(lift.interpret(_dot(), x, x), prog(x, x))
+
+
+def test_a_gpu_keeps_copies() -> None:
+    """Described as a GPU (tests/emulate_gpu.py: memory of its own), the device's calls copy their
+    arguments and results (no zero copy), and give the same answers; the offline profiles say
+    which devices compute in host memory."""
+    assert lift.devices.profile("pocl-cpu").host_memory and not lift.devices.profile("nvidia").host_memory
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root / "tests"))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "emulate_gpu", "-p", "no:randomly",
+                          "-p", "no:cacheprovider", "-n", "0", "tests/test_calls.py", "-k",
+                          "zero_copy_is_found or (equal_the_interpreter and 4099) or results_do_not_change"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and " passed" in out.stdout, out.stdout + out.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from lift.arith import Arith, prove_nonneg, to_c
 from lift.codegen.c_ast import (
@@ -178,24 +178,29 @@ __all__ = ["print_unit", "print_kernel", "expr"]
 
 # ------------------------------------------------------------ any-alignment variant
 
-_VECTOR_CAST = re.compile(r"\(global (char|uchar|short|ushort|int|uint|long|ulong|float|double)(2|3|4|8|16)\*\)")
+_VECTOR_CAST = re.compile(r"\(global (char|uchar|short|ushort|int|uint|long|ulong|float|double)(2|3|4|8|16)\*\)(\w+)")
 
 
-def unaligned_variant(source: str) -> str:
-    """`source` with every cast of a global pointer to a vector pointer (`expr`'s
+def unaligned_variant(source: str, buffers: Collection[str]) -> str:
+    """`source` with every cast of one of the global `buffers` to a vector pointer (`expr`'s
     `((global float8*)x)[i]`, the aligned form) made to a vector type aligned like its scalar
-    (`float8_u`: a typedef of clang's, `aligned(4)`), and streaming stores made plain: the same
-    program for buffers that start anywhere a scalar may (a numpy array passed in place on a
-    CPU runtime is aligned to 16 bytes, an aligned float8 load of it faults). On x86 an
-    unaligned vector load of aligned data is as fast as the aligned one (PoCL 3.0, Zen 4: a
-    2^24-element dot 4.04 against 4.13 ms)."""
-    found = sorted(set(_VECTOR_CAST.findall(source)))
+    (`float8_u`: a typedef of clang's, `aligned(4)`): the same program for arguments that start
+    anywhere a scalar may (a numpy array passed in place on a CPU runtime is aligned to 16 bytes;
+    an aligned float8 load of it faults). On x86 an unaligned vector load of aligned data is as
+    fast as the aligned one (PoCL 3.0, Zen 4: a 2^24-element dot 4.04 against 4.13 ms). The other
+    buffers (results, temporaries: aligned by the runtime) keep their aligned and streaming stores."""
+    found: set[tuple[str, str]] = set()
+
+    def relax(m: re.Match) -> str:
+        if m.group(3) not in buffers:
+            return m.group(0)
+        found.add((m.group(1), m.group(2)))
+        return f"(global {m.group(1)}{m.group(2)}_u*){m.group(3)}"
+
+    body = _VECTOR_CAST.sub(relax, source)
     if not found:
         return source
-    typedefs = "\n".join(f"typedef {s}{n} {s}{n}_u __attribute__((aligned(sizeof({s}))));" for s, n in found)
-    body = _VECTOR_CAST.sub(lambda m: f"(global {m.group(1)}{m.group(2)}_u*)", source)
-    body = body.replace("#define LIFT_STREAM_STORE(p, v) __builtin_nontemporal_store((v), (p))",
-                        "#define LIFT_STREAM_STORE(p, v) (*(p) = (v))")
+    typedefs = "\n".join(f"typedef {s}{n} {s}{n}_u __attribute__((aligned(sizeof({s}))));" for s, n in sorted(found))
     return f"{typedefs}\n\n{body}"
 
 
@@ -206,4 +211,5 @@ _SCALAR_BYTES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint
 def vector_alignment(source: str) -> int:
     """The alignment in bytes the global buffers of `source` need: that of its widest vector
     pointer cast (a 3-vector is aligned as a 4-vector), 1 without one."""
-    return max((_SCALAR_BYTES[s] * (4 if n == "3" else int(n)) for s, n in _VECTOR_CAST.findall(source)), default=1)
+    return max((_SCALAR_BYTES[s] * (4 if n == "3" else int(n)) for s, n, _ in _VECTOR_CAST.findall(source)),
+               default=1)
