@@ -77,7 +77,8 @@ class _Lane:
     pool: runtime.BufferPool
     last: Any = None
     relaxed: dict[str, Any] | None = None  # the kernels of the any-alignment variant, once used
-    small: dict[tuple[int, int], Any] = field(default_factory=dict)  # in-place buffers of small arguments
+    small: dict[tuple, Any] = field(default_factory=dict)  # buffers of small arguments, kept (`_in_place`)
+    args: dict[int, list[Any]] = field(default_factory=dict)  # per kernel object, its arguments last set
 
 
 class Program:
@@ -124,6 +125,7 @@ class Program:
         self._align = vector_alignment(plan.source)  # what the global buffers' starts must be a multiple of
         self._relaxed_built: runtime.Built | None = None  # `unaligned_variant`, built at its first use
         self._trees = tuple(_tree(t) for t in plan.param_types)
+        self._flat = all(t is None for t in self._trees)  # no parameter is a tuple
         check_limits(plan, self._target, allocations=False)  # allocations: when a call binds the sizes
         if self._dc is None:  # compiled for a profile whose device is not attached: describe only
             self.build_info = None
@@ -360,14 +362,17 @@ class Program:
         """The arguments' leaves in the plan's input order (device arrays, DLPack and pyopencl
         arrays made usable) and the key of their shapes and dtypes; key None when the arguments
         do not have the parameters' structure (the full check says why)."""
-        leaves: list[Any] = []
         if len(arrays) != len(self._trees):
-            return leaves, None
-        try:
-            for a, tree in zip(arrays, self._trees):
-                _flatten(a, tree, leaves)
-        except _Mismatch:
             return [], None
+        if self._flat:
+            leaves = list(arrays)
+        else:
+            leaves = []
+            try:
+                for a, tree in zip(arrays, self._trees):
+                    _flatten(a, tree, leaves)
+            except _Mismatch:
+                return [], None
         key = []
         for k, x in enumerate(leaves):
             if type(x) is np.ndarray:
@@ -416,6 +421,8 @@ class Program:
         sizes = self._bound(arrays)
         runner = (self._routed(sizes) or self) if self._specialiser is not None else self
         try:
+            if runner is not self:
+                runner._check(sizes)  # its own conditions and index widths (a specialised program's)
             shape = runner._host_plan(sizes)
         except Exception as err:  # noqa: BLE001 - the generic program runs the call instead
             if runner is self or self._specialiser is None:
@@ -481,8 +488,9 @@ class Program:
                 continue  # no work (e.g. no whole chunk of a short array; OpenCL 1.2 refuses a 0 range)
             args = tuple(a.name if a.kind == "buffer" else _int_arg(a.name, sizes, a.ctype) for a in launch.args)
             launches.append((launch.kernel, gsize, lsize, args))
+        small = all(i[2] <= SMALL_BYTES for i in inputs) and all(o[3] <= SMALL_BYTES for o in outputs)
         return _Shape(self, sizes, tuple(inputs), tuple(temps), tuple(locals_), tuple(outputs), tuple(launches),
-                      layout, total)
+                      layout, total, small)
 
     def _check(self, sizes: dict[str, int]) -> None:
         """The program's size conditions hold (the generated code assumes them, e.g. aligned vectors)."""
@@ -544,9 +552,10 @@ class Program:
                     waits.append(x.event)
                 held.append(x)
             elif zero:
-                bufs[name] = self._in_place(lane, x, nbytes)
-                if need > x.itemsize and not misaligned:
-                    misaligned = x.ctypes.data % need != 0
+                address = x.__array_interface__["data"][0]
+                bufs[name] = self._in_place(lane, x, address, nbytes)
+                if need > x.itemsize and address % need:
+                    misaligned = True
                 held.append(x)
             else:
                 bufs[name] = buf = lane.pool.get(name, nbytes)
@@ -558,14 +567,23 @@ class Program:
             bufs[name] = mem
         return bufs, held, waits, misaligned
 
-    def _in_place(self, lane: _Lane, x: np.ndarray, nbytes: int) -> Any:
-        """A buffer that is the argument `x`: for a small one, the one made for the same memory
-        by a recent call, if any (PoCL's first launch on a new buffer costs as much as a small
-        kernel). The buffer holds `x` alive, so memory at that address and of that length is
-        `x`'s (or a view of it) while the buffer is kept: at most `SMALL_KEPT` of `SMALL_BYTES`."""
+    def _in_place(self, lane: _Lane, x: np.ndarray, address: int, nbytes: int) -> Any:
+        """A buffer that is the argument `x` (at `address`): for a small array, the one made for
+        the same memory by a recent call, if any (PoCL's first launch on a new buffer costs as much
+        as a small kernel); a copy for a scalar. A kept buffer holds its array alive, so memory at
+        that address and of that length is that array's (or a view of it) while the buffer is kept:
+        at most `SMALL_KEPT` of `SMALL_BYTES` per thread and program."""
         if nbytes > SMALL_BYTES:
             return runtime.host_buffer(lane.dc, x, write=False)
-        key = (x.ctypes.data, nbytes)
+        key: tuple = (address, nbytes)
+        if x.ndim == 0:  # a number, often made anew for each call: a copy of it, kept by value
+            key = (x.dtype.char, x.tobytes())
+            buf = lane.small.get(key)
+            if buf is None:
+                if len(lane.small) >= SMALL_KEPT:
+                    del lane.small[next(iter(lane.small))]
+                buf = lane.small[key] = runtime.small_buffer(lane.dc, x)
+            return buf
         buf = lane.small.get(key)
         if buf is None:
             if len(lane.small) >= SMALL_KEPT:
@@ -663,7 +681,11 @@ class Program:
         wait_for = waits or None
         for kernel, gsize, lsize, args in shape.launches:
             values = [bufs[a] if type(a) is str else a for a in args]
-            events.append(runtime.enqueue(lane.dc, kernels[kernel], gsize, lsize, values, wait_for))
+            k = kernels[kernel]
+            if shape.small:  # set only the arguments that changed since this thread's last launch of it
+                events.append(runtime.launch(lane.dc, k, gsize, lsize, values, lane.args, wait_for))
+            else:
+                events.append(runtime.enqueue(lane.dc, k, gsize, lsize, values, wait_for))
             wait_for = None
         return events
 
@@ -713,6 +735,7 @@ class _Shape:
     launches: tuple[tuple[str, tuple[int, ...], tuple[int, ...] | None, tuple[Any, ...]], ...]
     layout: Any
     fixed_bytes: int
+    small: bool  # every argument and result at most SMALL_BYTES: kernel arguments set only when changed
 
 
 MAX_SHAPES = 64  # host plans remembered per program (all forgotten when a 65th shape comes)

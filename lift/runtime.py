@@ -467,6 +467,28 @@ def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
                           f"local {local_size} failed: {e}") from e
 
 
+def launch(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+           args: list[Any], last: dict[int, list[Any]], wait_for: list[Any] | None = None) -> Any:
+    """`enqueue`, setting only the arguments that differ (by identity) from those `last` holds for
+    `kernel` (the calling thread's: a kernel object keeps its arguments between launches, and
+    `last` keeps them alive); returns the event."""
+    cl = _cl()
+    held = last.get(id(kernel))
+    try:
+        if held is None or len(held) != len(args):
+            kernel.set_args(*args)
+        else:
+            for i, (a, b) in enumerate(zip(args, held)):
+                if a is not b:
+                    kernel.set_arg(i, a)
+        last[id(kernel)] = args
+        return cl.enqueue_nd_range_kernel(dc.queue, kernel, global_size, local_size, wait_for=wait_for)
+    except cl.Error as e:
+        last.pop(id(kernel), None)
+        raise DeviceError(f"launching kernel {kernel.function_name} over global {global_size}, "
+                          f"local {local_size} failed: {e}") from e
+
+
 def finish(dc: DeviceContext) -> None:
     """Wait for everything enqueued on the device."""
     dc.queue.finish()
