@@ -391,7 +391,7 @@ class HostMemory:
         self.align, self.keep_bytes, self.per_size = align, keep_bytes, per_size
         self._free: dict[int, list[_Block]] = {}
         self._held = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a lease collected by the garbage collector inside a locked step gives back
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int | None = None) -> np.ndarray:
         """A new writable C-contiguous array of `shape` and `dtype` (`nbytes`: its bytes, when

@@ -56,7 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.views", "lift.layout"),
     ("lift.barriers",),
     ("lift.codegen", "lift.plan"),
-    ("lift.runtime", "lift.program"),
+    ("lift.runtime", "lift.arrays", "lift.program"),  # arrays: results kept on a device, between the two
     ("lift.compile", "lift.decide", "lift.spaces", "lift.specialise"),
     ("lift.explore",),
     ("lift.testing", "lift.spellings", "lift.rules.instances", "lift.rules.instantiate"),
