@@ -1,11 +1,14 @@
-"""Kernel time and throughput of every example next to numpy, plus hand-written OpenCL baselines.
+"""Kernel and call time and throughput of every example next to numpy, plus hand-written OpenCL baselines.
 
     python benchmarks/bench.py [--quick] [--repeat N] [NAME ...]
     python benchmarks/bench.py --tune SECONDS [--json OUT] [--only axpy,dot,stencil,gemv,matmul,conv]
 
 Not a test: it prints one table. Kernel time is the median of `Program.time` (summed kernel
-event times, transfers excluded); numpy time is the median wall time of the same operation.
-The ratio is numpy's time over the kernel's (above 1: the kernel is faster). The hand-written
+event times, transfers excluded); `call` is the median wall time of the call `prog(*arrays)`
+(numpy arrays in, numpy arrays out: what a user times), the two timed alternately in the same
+rounds (one `Program.time` run and one call per round, each after a warm-up); numpy time is the
+median wall time of the same operation. The ratio `x` is numpy's time over the kernel's, `call x`
+numpy's time over the call's (above 1: the kernel, the call, is faster). The hand-written
 baselines (axpy, dot, gemv) are the fast OpenCL kernels of notes/pocl-performance.md, run
 through the same runtime; compare the generated kernels (the examples' "vectorised" variants)
 to them: each baseline row is followed by the generated one, at the same size.
@@ -31,7 +34,7 @@ import dot  # noqa: E402
 import gemv  # noqa: E402
 import matmul  # noqa: E402
 import stencil2d  # noqa: E402
-from _common import Work, close, numpy_seconds  # noqa: E402
+from _common import Work, call_seconds, close, numpy_seconds  # noqa: E402
 
 import lift  # noqa: E402
 import lift.devices  # noqa: E402
@@ -44,13 +47,18 @@ N = Size("N")
 DOT_ITEMS = 256  # work-items of the hand-written dot, each summing a contiguous chunk
 
 # ------------------------------------------------------------------ hand-written baselines
+# Vector loads are written `((global float16*)x)[i]`, a cast of the argument itself, the form the
+# generated kernels use: the runtime reads numpy's arrays in place (aligned to 16 bytes, not 64)
+# and runs the any-alignment variant of such loads (lift.codegen.printer.unaligned_variant); a
+# `const` cast, or a vector pointer kept in a variable, would be an aligned load it cannot relax
+# (a segfault on a misaligned array).
 
 AXPY_SRC = """
 kernel void axpy16(global const float* a, global const float* x, global const float* y,
                    global float* out, int N) {
   int i = get_global_id(0);
-  float16 xv = ((global const float16*)x)[i];
-  float16 yv = ((global const float16*)y)[i];
+  float16 xv = ((global float16*)x)[i];
+  float16 yv = ((global float16*)y)[i];
   ((global float16*)out)[i] = a[0] * xv + yv;
 }
 """
@@ -59,10 +67,9 @@ DOT_SRC = textwrap.dedent(f"""
     kernel void dot_chunks(global const float* x, global const float* y, global float* part, int N) {{
       int g = get_global_id(0);
       int chunk = N / {DOT_ITEMS} / 16;
-      global const float16* xv = (global const float16*)x + g * chunk;
-      global const float16* yv = (global const float16*)y + g * chunk;
+      int start = g * chunk;
       float16 acc = (float16)(0.0f);
-      for (int i = 0; i < chunk; i++) acc += xv[i] * yv[i];
+      for (int i = start; i < start + chunk; i++) acc += ((global float16*)x)[i] * ((global float16*)y)[i];
       float8 s8 = acc.lo + acc.hi;
       float4 s4 = s8.lo + s8.hi;
       float2 s2 = s4.lo + s4.hi;
@@ -79,10 +86,9 @@ DOT_SRC = textwrap.dedent(f"""
 GEMV_SRC = """
 kernel void gemv8(global const float* a, global const float* v, global float* out, int M, int N) {
   int r = get_global_id(0);
-  global const float8* row = (global const float8*)(a + (size_t)r * N);
-  global const float8* vv = (global const float8*)v;
+  size_t row = (size_t)r * (N / 8);
   float8 acc = (float8)(0.0f);
-  for (int i = 0; i < N / 8; i++) acc += row[i] * vv[i];
+  for (int i = 0; i < N / 8; i++) acc += ((global float8*)a)[row + i] * ((global float8*)v)[i];
   float4 s4 = acc.lo + acc.hi;
   float2 s2 = s4.lo + s4.hi;
   out[r] = s2.x + s2.y;
@@ -129,22 +135,39 @@ def gemv_plan() -> KernelSource:
 # ---------------------------------------------------------------------------- the table
 
 
-def row(example: str, variant: str, ok: bool | None, seconds: float | None, note: str, work: Work,
-        np_seconds: float) -> None:
-    """One line: kernel time and rate, numpy time and rate, and numpy time / kernel time."""
+def row(example: str, variant: str, ok: bool | None, seconds: float | None, call_s: float | None, note: str,
+        work: Work, np_seconds: float) -> None:
+    """One line: kernel time and rate, call time, numpy time and rate, numpy time / kernel time and
+    numpy time / call time."""
     verdict = {True: "ok", False: "WRONG", None: "-", "inexact": "~ok"}[ok]
-    if seconds is None:
+    if seconds is None or call_s is None:
         print(f"{example:10s} {variant:34s} {'FAILED':>6s}  {note}")
         return
     print(f"{example:10s} {variant:34s} {verdict:>6s} {seconds * 1e3:10.3f} ms {work.rate(seconds)} "
-          f"| numpy {np_seconds * 1e3:9.3f} ms {work.rate(np_seconds)} | x{np_seconds / seconds:6.2f}  {note}")
+          f"| call {call_s * 1e3:10.3f} ms | numpy {np_seconds * 1e3:9.3f} ms {work.rate(np_seconds)} "
+          f"| x{np_seconds / seconds:6.2f} call x{np_seconds / call_s:6.2f}  {note}")
+
+
+def kernel_and_call(prog: Program, arrays: tuple, repeat: int) -> tuple[float, float]:
+    """(median kernel seconds, median call seconds) over `repeat` rounds, each round one
+    `Program.time` run and one timed call (`call_seconds`), their order alternating by round."""
+    kernel: list[float] = []
+    call: list[float] = []
+    for r in range(repeat):
+        for what in (("kernel", "call") if r % 2 == 0 else ("call", "kernel")):
+            if what == "kernel":
+                kernel.append(prog.time(*arrays, repeat=1)[0])
+            else:
+                call.append(call_seconds(prog, arrays, 1))
+    return statistics.median(kernel), statistics.median(call)
 
 
 def measure(make: Callable[[], Program], arrays: tuple, want: Any, repeat: int, rtol: float,
             post: Callable[[Any], Any] = lambda r: r, bound: float | None = None
-            ) -> tuple[bool | str | None, float | None, str]:
-    """Build, check and time one program; (correct, seconds, note). With `bound` (a rigorous
-    float32 rounding-error bound), a result outside `rtol` but inside the bound is "inexact"."""
+            ) -> tuple[bool | str | None, float | None, float | None, str]:
+    """Build, check and time one program; (correct, kernel seconds, call seconds, note). With
+    `bound` (a rigorous float32 rounding-error bound), a result outside `rtol` but inside the bound
+    is "inexact"."""
     try:
         prog = make()
         got = post(prog(*arrays))
@@ -152,9 +175,9 @@ def measure(make: Callable[[], Program], arrays: tuple, want: Any, repeat: int, 
         note = ""
         if not ok and bound is not None and err <= bound:
             ok, note = "inexact", f"float32 rounding: error {err:.3g} within the bound {bound:.3g}"
-        return ok, statistics.median(prog.time(*arrays, repeat=repeat)), note
+        return ok, *kernel_and_call(prog, arrays, repeat), note
     except Exception as e:  # noqa: BLE001 - the table reports failures and goes on
-        return None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
+        return None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
 
 
 def bench_example(module: Any, args: tuple, repeat: int, tune_budget: float = 0.0) -> None:
@@ -169,9 +192,9 @@ def bench_example(module: Any, args: tuple, repeat: int, tune_budget: float = 0.
     bound = _sum_error_bound(*arrays) if module is dot else None
     for v in module.variants():
         post = (lambda r: np.reshape(r, ())) if module is dot else (lambda r: r)
-        ok, seconds, note = measure(lambda v=v: lift.compile(v.program, **v.compile_kw), arrays, want, repeat,
-                                    rtol, post, bound)
-        row(module.__name__, v.name, ok, seconds, note or v.note, work, np_seconds)
+        ok, seconds, call_s, note = measure(lambda v=v: lift.compile(v.program, **v.compile_kw), arrays, want,
+                                            repeat, rtol, post, bound)
+        row(module.__name__, v.name, ok, seconds, call_s, note or v.note, work, np_seconds)
     if tune_budget > 0:
         high = module.variants()[0]
         post = (lambda r: np.reshape(r, ())) if module is dot else (lambda r: r)
@@ -179,8 +202,8 @@ def bench_example(module: Any, args: tuple, repeat: int, tune_budget: float = 0.
         def tuned() -> Program:
             return lift.tune(high.program, *arrays, budget=tune_budget, db=False, progress=False).best
 
-        ok, seconds, note = measure(tuned, arrays, want, repeat, rtol, post, bound)
-        row(module.__name__, f"lift.tune of the high-level ({tune_budget:g} s)", ok, seconds, note, work,
+        ok, seconds, call_s, note = measure(tuned, arrays, want, repeat, rtol, post, bound)
+        row(module.__name__, f"lift.tune of the high-level ({tune_budget:g} s)", ok, seconds, call_s, note, work,
             np_seconds)
 
 
@@ -231,9 +254,9 @@ def bench_baselines(log2n: int, rows: int, repeat: int) -> None:
 
 
 def _generated(name: str, program: Any, arrays: tuple, want: Any, work: Work, np_s: float, repeat: int) -> None:
-    ok, seconds, note = measure(lambda: lift.compile(program), arrays, want, repeat, 1e-3,
-                                lambda r: np.reshape(r, np.shape(want)))
-    row(name, "generated, vectorised (float8)", ok, seconds, note, work, np_s)
+    ok, seconds, call_s, note = measure(lambda: lift.compile(program), arrays, want, repeat, 1e-3,
+                                        lambda r: np.reshape(r, np.shape(want)))
+    row(name, "generated, vectorised (float8)", ok, seconds, call_s, note, work, np_s)
 
 
 SIZES = {  # full run, --quick run

@@ -1,5 +1,6 @@
 """Equal meaning, equal speed: several spellings of each family, plain `lift.compile` (or tuned),
-timed interleaved in one run; each spelling's speed over its family's fastest spelling.
+timed interleaved in one run; each spelling's speed over its family's fastest spelling, and its
+call's over numpy.
 
     python benchmarks/formulations.py [--tune SECONDS] [--quick] [--only matmul,dot,...] [--rounds R]
 
@@ -7,6 +8,15 @@ Spellings (lift/spellings.py): the built-in one; the user's own add/mult (`own_o
 too); a function of the zipped pair (`pair`); one fused fold step (`fused`); the other zip order;
 transposes that cancel; map fission; a `let`; and combinations. Sizes as issue 25 asks: matmul
 768^3, dot 2^22, gemv 4096^2, conv 64->64 3x3 on 64x64 (padded), stencil 2^22 (3-point sum).
+
+Each round times, in a shuffled order, every spelling's kernels (the fastest of 3 runs of
+`Program.time`: summed kernel events, transfers excluded), every spelling's call `prog(*arrays)`
+(numpy arrays in, numpy arrays out: what a user times; the median wall time of 3 calls after a
+warm-up) and numpy (the median wall time of 3 runs of the same operation, then a pause while its
+BLAS threads settle); each column is the median over the rounds. Per spelling: kernel ms, `call
+ms`, the kernel's throughput, `x of best` (the family's fastest kernel time over this kernel's)
+and `call x numpy` (numpy's time over the call's: above 1, the call is faster); the family's line
+gives numpy's time.
 """
 
 from __future__ import annotations
@@ -16,12 +26,15 @@ import random
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
+from _common import call_seconds, numpy_seconds  # noqa: E402
 from test_normalise import _conv, _dot, _gemv, _inputs, _matmul, _stencil  # noqa: E402
 
 import lift  # noqa: E402
@@ -34,6 +47,26 @@ SPELLINGS = {
 }
 FAMILIES = {"matmul": (_matmul, 768, 256), "dot": (_dot, 1 << 22, 1 << 16), "gemv": (_gemv, 4096, 512),
             "conv": (lambda n: _conv(n, 64), 64, 16), "stencil": (_stencil, 1 << 22, 1 << 16)}
+
+
+def _conv_numpy(inp: np.ndarray, wts: np.ndarray) -> np.ndarray:
+    """_conv's meaning: out[y][x][k] = sum over (i, j, c) of padded[y + i][x + j][c] * wts[k][i][j][c]."""
+    n = inp.shape[0]
+    padded = np.pad(inp, ((1, 1), (1, 1), (0, 0)))
+    out = np.zeros((n, n, wts.shape[0]), dtype=inp.dtype)
+    for i in range(3):
+        for j in range(3):
+            out += padded[i:i + n, j:j + n, :] @ wts[:, i, j, :].T
+    return out
+
+
+def _stencil_numpy(x: np.ndarray) -> np.ndarray:
+    padded = np.pad(x, 1)
+    return padded[:-2] + padded[1:-1] + padded[2:]
+
+
+NUMPY = {"matmul": lambda a, b: a @ b, "dot": np.dot, "gemv": lambda a, v: a @ v, "conv": _conv_numpy,
+         "stencil": _stencil_numpy}  # each family's operation in numpy, on the same inputs
 
 
 def work(family: str, n: int) -> tuple[float, str]:
@@ -78,20 +111,31 @@ def main(argv: list[str] | None = None) -> None:
             want = got if want is None else want
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
             progs[name] = k
-        times: dict[str, list[float]] = {name: [] for name in progs}
+        np_fn = NUMPY[family]
+        np.testing.assert_allclose(np_fn(*arrays), want, rtol=1e-3, atol=1e-3)
+        contenders = [*((name, "kernel") for name in progs), *((name, "call") for name in progs), ("numpy", "")]
+        times: dict[tuple[str, str], list[float]] = {c: [] for c in contenders}
         for _ in range(args.rounds):
-            order = list(progs)
+            order = list(contenders)
             random.shuffle(order)
-            for name in order:
-                times[name].append(min(progs[name].time(*arrays, repeat=3)))
-        med = {name: statistics.median(ts) for name, ts in times.items()}
-        best = min(med.values())
+            for name, what in order:
+                if what == "kernel":
+                    times[name, what].append(min(progs[name].time(*arrays, repeat=3)))
+                elif what == "call":
+                    times[name, what].append(call_seconds(progs[name], arrays, 3))
+                else:
+                    times[name, what].append(numpy_seconds(partial(np_fn, *arrays), 3))  # then BLAS settles
+        med = {c: statistics.median(ts) for c, ts in times.items()}
+        best = min(med[name, "kernel"] for name in progs)
+        np_s = med["numpy", ""]
         amount, unit = work(family, n)
         tag = f" tuned {args.tune:g} s" if args.tune else ""
-        print(f"\n{family} (n={n}){tag}")
-        for name, s in med.items():
+        print(f"\n{family} (n={n}){tag}: numpy {np_s * 1e3:.3f} ms")
+        for name in progs:
+            s, call = med[name, "kernel"], med[name, "call"]
             pts = ",".join(sorted(progs[name].choices.points)) or "-"
-            print(f"  {name:18s} {s * 1e3:9.3f} ms  {amount / s:7.1f} {unit}  x{best / s:5.2f} of best"
+            print(f"  {name:18s} {s * 1e3:9.3f} ms  call {call * 1e3:9.3f} ms  {amount / s:7.1f} {unit}"
+                  f"  x{best / s:5.2f} of best  call x{np_s / call:6.2f} numpy"
                   f"  (compile {compile_s[name]:.2f} s, points {pts})")
 
 

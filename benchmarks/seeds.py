@@ -5,14 +5,17 @@
 
 Each workload (benchmarks/seed_programs.py) is compiled from its high-level form with the default
 lowering (`lift.compile`), run, compared with the numpy reference computed in float64, and timed:
-kernel time is the median of `Program.time` (summed kernel event times, transfers excluded); numpy
-time is the median wall time of the same operation in float32; the two are measured interleaved in
-one loop. The ratio is numpy's time over the kernel's (above 1: the kernel is faster). Status is `ok`,
+kernel time is the median of `Program.time` (summed kernel event times, transfers excluded); `call`
+is the median wall time of the call `prog(*arrays)` (numpy arrays in, numpy arrays out: what a user
+times; `_common.call_seconds`); numpy time is the median wall time of the same operation in float32;
+the three are measured interleaved in one loop. The ratio `x` is numpy's time over the kernel's,
+`call x` numpy's time over the call's (above 1: the kernel, the call, is faster). Status is `ok`,
 `WRONG (max error e)`, `refused: <LiftError class>: <first line>` when compile raises a LiftError, or
 `crash: <class>: <first line>` for anything else. `--tune S` adds `lift.tune` with a budget of S seconds;
-the tuned program is timed in the same round-robin loop as the default one and numpy (default, tuned,
-numpy in turn), so the two rows compare on the same numpy time; where the tune kept the default (the
-same kernels, launched alike) the row says `(= default)` and the one program is timed once.
+the tuned program is timed in the same round-robin loop as the default one and numpy (kernels and
+calls of the default and the tuned program, numpy, in turn), so the two compare on the same numpy
+time; where the tune kept the default (the same kernels, launched alike) the row says `(= default)`
+and the one program is timed once.
 When peer compilers are installed (benchmarks/peers.py: tinygrad in the venv set up by
 ../shared/tools/peers_bench.py), each row ends with the best peer's time on the same inputs (its
 own process, after the liftcl and numpy loops, not interleaved with them) and numpy's time over it;
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 import peers  # noqa: E402
-from _common import close, settle_blas  # noqa: E402
+from _common import call_seconds, close, settle_blas  # noqa: E402
 from seed_programs import SEEDS, Seed  # noqa: E402
 
 import lift  # noqa: E402
@@ -81,17 +84,21 @@ SHORT_S = 1e-4  # kernels shorter than this are timed SHORT_CALLS times per roun
 SHORT_CALLS = 9
 
 
-def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tuple[list[float], float]:
-    """Median time of each program and median numpy wall time, measured round-robin in one loop.
+def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int
+                 ) -> tuple[list[float], list[float], float]:
+    """(median kernel time of each program, median call time of each program, median numpy wall
+    time), measured round-robin in one loop: each program's kernel and its call are contenders of
+    their own, beside numpy.
     The order rotates every round: each round has one pause (after numpy, while its BLAS threads
     stop spinning), and whoever runs first after it runs on idle cores with cold caches (numpy
     after the pause took 16% longer than numpy after numpy on this VM, tmm 128x1024x1024); a fixed
     order would hand that place to the same contender every round. Where every program runs under
     `SHORT_S`, a contender's time in a round is the median of `SHORT_CALLS` calls: single runs of a
     few microseconds differ by the worker threads' wake-up (reduce_sum 2176: 4 or 13 us, the same
-    kernel in two tables)."""
+    kernel in two tables); a call's time in such a round is the median of `SHORT_CALLS` calls
+    after a warm-up call (`call_seconds`)."""
     np_fn()
-    contenders: list[Any] = [*progs, None]  # None: numpy
+    contenders: list[Any] = [*((p, what) for p in progs for what in ("kernel", "call")), None]  # None: numpy
     short = all(min(p.time(*arrays, repeat=3)) < SHORT_S for p in progs)
     per = SHORT_CALLS if short else 1  # timings per contender and round
     times: list[list[float]] = [[] for _ in contenders]
@@ -103,10 +110,13 @@ def _interleaved(progs: list[Any], arrays: tuple, np_fn: Any, repeat: int) -> tu
                 np_fn()
                 times[i].append(time.perf_counter() - start)
                 settle_blas()  # numpy's BLAS threads spin after a call: let them stop before a kernel
+            elif contenders[i][1] == "kernel":
+                runs = [contenders[i][0].time(*arrays, repeat=1)[0] for _ in range(per)]
+                times[i].append(statistics.median(runs))
             else:
-                calls = [contenders[i].time(*arrays, repeat=1)[0] for _ in range(per)]
-                times[i].append(statistics.median(calls))
-    return [statistics.median(t) for t in times[:-1]], statistics.median(times[-1])
+                times[i].append(call_seconds(contenders[i][0], arrays, per))
+    medians = [statistics.median(t) for t in times[:-1]]
+    return medians[0::2], medians[1::2], statistics.median(times[-1])
 
 
 def _compile_and_check(seed: Seed, make: Any, arrays: tuple, want: Any, sizes: tuple) -> tuple[Any, str]:
@@ -145,12 +155,12 @@ def run_seed(seed: Seed, sizes: tuple, repeat: int, tune: float, with_peers: boo
         prog.specialised(*arrays), tprog.specialised(*arrays))  # what the calls run
     timed = [p for p in (prog, None if same else tprog) if p is not None]  # default, tuned and numpy in one loop
     if timed:
-        medians, numpy_s = _interleaved(timed, arrays, np_fn, repeat)
+        medians, calls, numpy_s = _interleaved(timed, arrays, np_fn, repeat)
         if prog is not None:
-            row["kernel_s"], row["numpy_s"] = medians[0], numpy_s
+            row["kernel_s"], row["call_s"], row["numpy_s"] = medians[0], calls[0], numpy_s
             row["kernels"] = len(prog.kernels)
         if tprog is not None:
-            row["tuned_s"], row["numpy_tuned_s"] = medians[-1], numpy_s
+            row["tuned_s"], row["tuned_call_s"], row["numpy_tuned_s"] = medians[-1], calls[-1], numpy_s
     if with_peers:
         got = peers.best(seed.name, arrays, want, repeat=repeat)
         row["peer"], row["peer_s"], row["peers"] = got.get("peer"), got.get("median_s"), got.get("all", got.get("why"))
@@ -167,17 +177,22 @@ def _ms(s: float | None) -> str:
     return f"{s * 1e3:10.3f} ms" if s is not None else f"{'-':>13s}"
 
 
+def _ratio(num: float | None, den: float | None) -> str:
+    return f"x{num / den:7.3f}" if num and den else f"{'-':>8s}"
+
+
 def format_row(row: dict) -> str:
-    """One printed line: name, size, status, kernel and numpy time, ratio (numpy / kernel)."""
+    """One printed line: name, size, status, kernel, call and numpy time, the ratios numpy / kernel
+    and numpy / call (`call x`); the tuned program's the same way."""
     size = "x".join(str(s) for s in row["sizes"])
-    k, n, t = row.get("kernel_s"), row.get("numpy_s"), row.get("tuned_s")
-    ratio = f"x{n / k:7.3f}" if k and n else ""
-    line = f"{row['name']:16s} {size:20s} {row['status'][:70]:70s} {_ms(k)} | numpy {_ms(n)} {ratio}"
+    k, c, n = row.get("kernel_s"), row.get("call_s"), row.get("numpy_s")
+    line = (f"{row['name']:16s} {size:20s} {row['status'][:70]:70s} {_ms(k)} call {_ms(c)} | numpy {_ms(n)} "
+            f"{_ratio(n, k)} call {_ratio(n, c)}")
     if "tuned_status" in row:
+        t, tc = row.get("tuned_s"), row.get("tuned_call_s")
         nt = row.get("numpy_tuned_s", n)  # numpy timed in the tuned program's own interleaved loop
-        tuned = f"x{nt / t:7.3f}" if t and nt else ""
         status = row["tuned_status"][:40] + (" (= default)" if row.get("tuned_same") else "")
-        line += f" | tuned {status} {_ms(t)} {tuned}"
+        line += f" | tuned {status} {_ms(t)} call {_ms(tc)} {_ratio(nt, t)} call {_ratio(nt, tc)}"
     if row.get("peer_s"):
         line += f" | {row['peer']} {_ms(row['peer_s'])} x{n / row['peer_s']:7.3f}" if n else ""
     elif "peers" in row:
@@ -196,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     print(f"seed workloads ({'quick' if args.quick else 'full'} sizes) on {lift.devices.current().name}; "
-          "kernel and numpy timed interleaved, medians")
+          "kernel, call and numpy timed interleaved, medians")
     usable = {} if args.no_peers else peers.status()
     with_peers = any(v == "ok" for v in usable.values())
     if usable:

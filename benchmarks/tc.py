@@ -1,9 +1,13 @@
 """Section 6 of the Tensor Comprehensions paper through liftcl: each workload compiled from its TC
 (`lift.tc`), next to the same computation written by hand as a lambda (benchmarks/seed_programs.py)
-and numpy, in one run. Kernel times are medians of `Program.time` (kernel events, transfers
-excluded), the three timed round-robin in one loop; `--tune S` adds a tuned row (S seconds) for the
-TC program and the hand-made one. The ratio `tc/hand` is the hand-made kernel's time over the TC's
-(>= 0.9 is the issue's bar).
+and numpy, in one run. Kernel times (`tc ms`, `hand ms`) are medians of `Program.time` (kernel
+events, transfers excluded); call times (`tc call ms`, `hand call ms`) are medians of the wall time
+of the call `prog(*arrays)` (numpy arrays in, numpy arrays out: what a user times); numpy's time is
+the median wall time of the same operation; each program's kernel and call, and numpy, are timed
+round-robin in one loop. `--tune S` adds tuned columns (S seconds) for the TC program and the
+hand-made one, timed alike. The ratio `tc/hand` is the hand-made kernel's time over the TC's (>= 0.9
+is the issue's bar); `tc call x np` and `hand call x np` are numpy's time over the program's call
+(above 1: the call is faster than numpy).
 
     python benchmarks/tc.py [--quick] [--tune 30] [--repeat 5] [--only tmm,tbmm]
 """
@@ -25,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import seed_programs as hand  # noqa: E402
-from _common import close, settle_blas  # noqa: E402
+from _common import call_seconds, close, settle_blas  # noqa: E402
 
 import lift  # noqa: E402
 
@@ -123,11 +127,14 @@ def _inputs(shapes: tuple) -> tuple:
 
 
 def _timed(progs: dict[str, Any], args: tuple, np_fn: Callable[[], Any], repeat: int) -> dict[str, float]:
-    """Median seconds of each program and of numpy, measured round-robin."""
-    times: dict[str, list[float]] = {k: [] for k in [*progs, "numpy"]}
+    """Median seconds of each program's kernels (key: the program's), of its call (key + "_call")
+    and of numpy ("numpy"), measured round-robin: each round times every program's kernels and then
+    its call, then numpy."""
+    times: dict[str, list[float]] = {k: [] for k in [*(x for k in progs for x in (k, f"{k}_call")), "numpy"]}
     for _ in range(repeat):
         for k, p in progs.items():
             times[k].append(statistics.median(p.time(*args, repeat=1)))
+            times[f"{k}_call"].append(call_seconds(p, args, 1))
         start = time.perf_counter()
         np_fn()
         times["numpy"].append(time.perf_counter() - start)
@@ -166,6 +173,16 @@ def _ms(s: float | None) -> str:
     return f"{s * 1e3:9.3f}" if s is not None else f"{'-':>9s}"
 
 
+def _ratio_label(prog: str) -> str:
+    """The header of a program's `call x np` column (numpy's time over the call's)."""
+    return f"{prog} call x np"
+
+
+def _width(col: str) -> int:
+    """The printed width of a time column: its header's, at least 11."""
+    return max(11, len(col.replace("_call", " call")) + 3)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -175,9 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     only = set(filter(None, opts.only.split(",")))
     print(f"device: {lift.devices.current().name}")
-    cols = ["tc", "hand", "numpy"] + (["tc_tuned", "hand_tuned"] if opts.tune > 0 else [])
-    print(f"{'workload':8s} {'sizes':20s} {'status':24s} " + " ".join(f"{c + ' ms':>11s}" for c in cols)
-          + "   tc/hand" + ("  tuned tc/hand" if opts.tune > 0 else ""))
+    progs = ["tc", "hand"] + (["tc_tuned", "hand_tuned"] if opts.tune > 0 else [])
+    cols = ["tc", "tc_call", "hand", "hand_call", "numpy"] + (
+        ["tc_tuned", "tc_tuned_call", "hand_tuned", "hand_tuned_call"] if opts.tune > 0 else [])
+    print(f"{'workload':8s} {'sizes':20s} {'status':24s} "
+          + " ".join(f"{c.replace('_call', ' call') + ' ms':>{_width(c)}s}" for c in cols)
+          + "   tc/hand" + ("  tuned tc/hand" if opts.tune > 0 else "")
+          + "".join(f"  {_ratio_label(p)}" for p in progs))
     worst = 0
     for w in WORKLOADS:
         if only and w.name not in only:
@@ -185,9 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         row = run(w, w.quick if opts.quick else w.full, opts.tune, opts.repeat)
         ratio = row["hand"] / row["tc"]
         line = f"{row['name']:8s} {row['sizes']:20s} {row['status'][:24]:24s} " + " ".join(
-            f"{_ms(row.get(c)):>11s}" for c in cols) + f"   {ratio:7.2f}"
-        if opts.tune > 0 and "hand_tuned" in row and "tc_tuned" in row:
-            line += f"  {row['hand_tuned'] / row['tc_tuned']:7.2f}"
+            f"{_ms(row.get(c)):>{_width(c)}s}" for c in cols) + f"   {ratio:7.2f}"
+        if opts.tune > 0:
+            tuned = row["hand_tuned"] / row["tc_tuned"] if "hand_tuned" in row and "tc_tuned" in row else None
+            line += f"  {tuned:13.2f}" if tuned is not None else f"  {'-':>13s}"
+        for p in progs:
+            call = row.get(f"{p}_call")
+            width = len(_ratio_label(p))
+            line += f"  {row['numpy'] / call:{width}.2f}" if call else f"  {'-':>{width}s}"
         print(line, flush=True)
         worst = max(worst, row["status"] != "ok")
     return worst
