@@ -42,7 +42,7 @@ import numpy as np
 from lift import runtime
 from lift.arith import Arith, Cst, as_arith, evaluate, try_evaluate, upper
 from lift.arrays import DeviceArray
-from lift.codegen.printer import unaligned_variant, vector_alignment
+from lift.codegen.printer import relaxable, unaligned_variant, vector_alignment
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.gather import check_indices, index_inputs
@@ -123,6 +123,7 @@ class Program:
         self._local = threading.local()  # the calling thread's `_Lane`
         self._shapes: dict[Any, _Shape] = {}  # host plans by argument shapes and dtypes
         self._align = vector_alignment(plan.source)  # what the global buffers' starts must be a multiple of
+        self._relaxable = relaxable(plan.source)  # else misaligned arguments are copied (hand-written vectors)
         self._relaxed_built: runtime.Built | None = None  # `unaligned_variant`, built at its first use
         self._trees = tuple(_tree(t) for t in plan.param_types)
         self._flat = all(t is None for t in self._trees)  # no parameter is a tuple
@@ -543,7 +544,8 @@ class Program:
         held: list[Any] = []
         waits: list[Any] = []
         staged = [k for k, x in enumerate(leaves) if type(x) is not np.ndarray or not (
-            x.flags.carray or x.flags.c_contiguous and (x.flags.aligned or not zero))]
+            x.flags.carray or x.flags.c_contiguous and (x.flags.aligned or not zero))
+            or zero and not self._relaxable and x.__array_interface__["data"][0] % dc.align]
         if staged:
             leaves = self._staged(dc, shape, leaves, staged)
         misaligned = False

@@ -178,7 +178,9 @@ __all__ = ["print_unit", "print_kernel", "expr"]
 
 # ------------------------------------------------------------ any-alignment variant
 
-_VECTOR_CAST = re.compile(r"\(global (char|uchar|short|ushort|int|uint|long|ulong|float|double)(2|3|4|8|16)\*\)(\w+)")
+_SCALARS = "char|uchar|short|ushort|int|uint|long|ulong|float|double"
+_VECTOR_CAST = re.compile(rf"\(global (const )?({_SCALARS})(2|3|4|8|16)\*\)(\w+)")
+_VECTOR_POINTER = re.compile(r"\b(?:char|uchar|short|ushort|int|uint|long|ulong|float|double)(?:2|3|4|8|16)\s*\*")
 
 
 def unaligned_variant(source: str, buffers: Collection[str]) -> str:
@@ -192,10 +194,11 @@ def unaligned_variant(source: str, buffers: Collection[str]) -> str:
     found: set[tuple[str, str]] = set()
 
     def relax(m: re.Match) -> str:
-        if m.group(3) not in buffers:
+        const, scalar, n, base = m.groups()
+        if base not in buffers:
             return m.group(0)
-        found.add((m.group(1), m.group(2)))
-        return f"(global {m.group(1)}{m.group(2)}_u*){m.group(3)}"
+        found.add((scalar, n))
+        return f"(global {const or ''}{scalar}{n}_u*){base}"
 
     body = _VECTOR_CAST.sub(relax, source)
     if not found:
@@ -211,5 +214,12 @@ _SCALAR_BYTES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint
 def vector_alignment(source: str) -> int:
     """The alignment in bytes the global buffers of `source` need: that of its widest vector
     pointer cast (a 3-vector is aligned as a 4-vector), 1 without one."""
-    return max((_SCALAR_BYTES[s] * (4 if n == "3" else int(n)) for s, n, _ in _VECTOR_CAST.findall(source)),
+    return max((_SCALAR_BYTES[s] * (4 if n == "3" else int(n)) for _, s, n, _ in _VECTOR_CAST.findall(source)),
                default=1)
+
+
+def relaxable(source: str) -> bool:
+    """Whether every vector pointer of `source` is a cast `unaligned_variant` relaxes (generated
+    code: always); a hand-written kernel may keep vector pointers in variables, and its arguments
+    must then start where its vectors may (the runtime copies them there)."""
+    return len(_VECTOR_POINTER.findall(source)) == len(_VECTOR_CAST.findall(source))
