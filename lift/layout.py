@@ -199,7 +199,7 @@ def _slide_view(f: n.Slide, args: Views, types: Types, env: Env) -> View:
 
 @register(n.Pad, stage="view")
 def _pad_view(f: n.Pad, args: Views, types: Types, env: Env) -> View:
-    return PadV(args[0], f.left, _array(types[0]).size, f.value)
+    return PadV(args[0], f.left, _array(types[0]).size, f.value, f.mode)
 
 
 @register(n.Zip, stage="view")

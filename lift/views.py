@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, max_, min_, mod, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.gather import deps, loaded_in, loaded_index
@@ -131,12 +131,14 @@ class SlideV(View):
 
 @dataclass(frozen=True, slots=True)
 class PadV(View):
-    """`pad(left, right, value)` of `v`, an array of `n` elements."""
+    """`pad(left, right, value)` of `v`, an array of `n` elements; with a boundary `mode`
+    ("clamp", "mirror", "wrap") an element outside reads `v` at its re-indexed position."""
 
     v: View
     left: Arith
     n: Arith
     value: Any
+    mode: str = "constant"
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +296,10 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case SlideV(w, _, step):
             i, j, rest = _two(stack, v)
             return resolve(w, (Idx(i * step + j),) + rest)
-        case PadV(w, left, size, value):
+        case PadV(w, left, size, value, mode):
             i, rest = _one(stack, v)
+            if mode != "constant":
+                return resolve(w, (Idx(boundary_index(mode, i - left, size)),) + rest)
             return _pad(w, i - left, size, value, rest)
         case SoA(vs, depth, t):
             return _soa(vs, depth, t, stack)
@@ -346,6 +350,24 @@ def _pad(w: View, c: Arith, size: Arith, value: Any, rest: tuple[Step, ...]) -> 
         return inner
     const = ConstLeaf(value, _leaf_type(inner))
     return Select(((c, not low, None if high else size),), inner, const)
+
+
+def boundary_index(mode: str, c: Arith, size: Arith) -> Arith:
+    """The element of an array of `size` elements that position `c` (any integer) reads under a
+    boundary `mode`, as numpy.pad's edge, symmetric and wrap modes pick it:
+    clamp `min(max(c, 0), size - 1)`; wrap `c mod size`; mirror `min(m, 2 size - 1 - m)` with
+    `m = c mod 2 size` (floor modulo: `lift_floormod` where `c` may be negative)."""
+    if prove_nonneg(c) and prove_lt(c, size):
+        return c
+    match mode:
+        case "clamp":
+            return min_(max_(c, Cst(0)), size - 1)
+        case "wrap":
+            return mod(c, size)
+        case "mirror":
+            m = mod(c, size * 2)
+            return min_(m, size * 2 - 1 - m)
+    raise UnsupportedError(f"no boundary mode {mode!r}")
 
 
 def _soa(vs: tuple[View, ...], depth: int, t: Type, stack: tuple[Step, ...]) -> Leaf:
@@ -498,6 +520,6 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
     "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV",
-    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type",
+    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type", "boundary_index",
     "flat_index", "storage_type",
 ]

@@ -427,7 +427,7 @@ def _slide(ev: Batched, f: n.Slide, vals: Vals, node: Any, env: Env, bs: Dims) -
 @register(n.Pad, stage="batched")
 def _pad(ev: Batched, f: n.Pad, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
     d, lo, hi = len(bs), ev.size(f.left), ev.size(f.right)
-    return on_axes(vals[0], lambda a: pad_axis(a, lo, hi, f.value, d), 0)
+    return on_axes(vals[0], lambda a: pad_axis(a, lo, hi, f.value, d, f.mode), 0)
 
 
 @register(n.Transpose, n.TransposeW, stage="batched")

@@ -211,7 +211,7 @@ def _slide(ev: Element, f: n.Slide, vals: Vals, node: Call, env: dict[int, Any])
 @register(n.Pad, stage="interpret")
 def _pad(ev: Element, f: n.Pad, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
     lo, hi = ev.size(f.left), ev.size(f.right)
-    return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, f.value), 0)
+    return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, f.value, mode=f.mode), 0)
 
 
 @register(n.Transpose, n.TransposeW, stage="interpret")

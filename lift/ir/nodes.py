@@ -360,11 +360,18 @@ class Slide(Pattern):
 
 @node
 class Pad(Pattern):
-    """Pad `left` and `right` copies of `value` (negative amounts truncate)."""
+    """Pad `left` and `right` elements around an array: copies of `value` (mode "constant";
+    negative amounts truncate), or elements of the array itself at a boundary `mode` (a view:
+    "clamp" repeats the edge, numpy's `edge`; "mirror" reflects it, numpy's `symmetric`; "wrap"
+    continues periodically, numpy's `wrap`; amounts >= 0, any width)."""
 
     left: Arith
     right: Arith
     value: float | int
+    mode: str = "constant"
+
+
+PAD_MODES = ("constant", "clamp", "mirror", "wrap")
 
 
 @node

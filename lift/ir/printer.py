@@ -113,7 +113,8 @@ _TEXTS: dict[type, Show] = {  # the other patterns: their parameters in line
     n.Gather: lambda p, f, lab: f"gather{lab}",
     n.Split: lambda p, f, lab: f"split{lab}({f.n})",
     n.Slide: lambda p, f, lab: f"slide{lab}({f.size}, {f.step})",
-    n.Pad: lambda p, f, lab: f"pad{lab}({f.left}, {f.right}, {f.value!r})",
+    n.Pad: lambda p, f, lab: (f"pad{lab}({f.left}, {f.right}, {f.value!r})" if f.mode == "constant"
+                              else f"pad{lab}({f.left}, {f.right}, mode={f.mode!r})"),
     n.AsVector: lambda p, f, lab: f"as_vector{lab}({f.n})",
     n.Join: lambda p, f, lab: "join",
     n.Transpose: lambda p, f, lab: "transpose",

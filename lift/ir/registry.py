@@ -224,7 +224,8 @@ define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lowe
        layout="reshape")
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
        lower=_KEPT, kernel="layout", layout="select")
-define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value", interpret="a padded copy",
+define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
+       "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
        lower=_KEPT, kernel="layout", layout="select")
 define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
        kernel="layout", layout="reshape")
