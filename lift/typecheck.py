@@ -45,6 +45,7 @@ from lift.ir.nodes import (
     FunDecl,
     Gather,
     Get,
+    Iota,
     Iterate,
     Join,
     Lambda,
@@ -332,6 +333,12 @@ def _slide(f: Slide, ts: list[Type], call: Node, conds: list) -> Type:
     _require("nonneg", a.size - size, Cst(0), call, conds,
              f"slide({size}, {step}) needs at least {size} elements, the array has {a.size}")
     return ArrayType(ArrayType(a.elem, size), (a.size - size + step) // step)
+
+
+@register(Iota, stage="typecheck")
+def _iota(f: Iota, ts: list[Type], call: Node, conds: list) -> Type:
+    _require("positive", f.n, Cst(0), call, conds, f"iota length {f.n} > 0")
+    return ArrayType(Int, f.n)
 
 
 @register(Pad, stage="typecheck")

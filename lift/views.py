@@ -26,7 +26,7 @@ from lift.arith import Arith, Cst, Var, max_, min_, mod, prove_divides, prove_lt
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.gather import deps, loaded_in, loaded_index
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
+from lift.types import ArrayType, Int, ScalarType, TupleType, Type, VectorType, base_type, shape
 
 # ------------------------------------------------------------------ access steps
 
@@ -190,6 +190,14 @@ class GatherV(View):
     m: Arith
 
 
+@dataclass(frozen=True, slots=True)
+class IotaV(View):
+    """`iota(n)`: element `i` is the integer `i` itself (an `ExprLeaf` whose expression is the
+    index, an `Arith`), read from no memory."""
+
+    n: Arith
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class MapV(View):
     """`map(g) << v` for a layout-only `g`: element `i` is `fn(Access(v, i))`."""
@@ -223,6 +231,8 @@ class ConstLeaf:
 
 @dataclass(frozen=True, slots=True)
 class ExprLeaf:
+    """A value computed in place: a C expression, or an `Arith` (an index, read as an int)."""
+
     expr: Any
     type: Type
     tail: tuple[Step, ...] = ()
@@ -314,6 +324,9 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case MapV(w, fn):
             i, rest = _one(stack, v)
             return resolve(fn(Access(w, i)), rest)
+        case IotaV():
+            i, rest = _one(stack, v)
+            return ExprLeaf(i, Int, rest)
         case GatherV(table, idx, size, m):
             i, rest = _one(stack, v)
             return resolve(table, (Idx(loaded_index(idx, i, m, size)),) + rest)
@@ -519,7 +532,7 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
-    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV",
+    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV", "IotaV",
     "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type", "boundary_index",
     "flat_index", "storage_type",
 ]

@@ -33,7 +33,7 @@ from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
 from lift.ir.registry import RewritePoint, case, register, table
-from lift.types import ScalarType, Type, VectorType, base_type
+from lift.types import Int, ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
 CHUNK = 1 << 16  # elements of a mapped array a fused `reduce << map` materialises at once
@@ -422,6 +422,11 @@ def _join(ev: Batched, f: n.Join | n.AsScalar, vals: Vals, node: Any, env: Env, 
 def _slide(ev: Batched, f: n.Slide, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
     d, sz, st = len(bs), ev.size(f.size), ev.size(f.step)
     return on_axes(vals[0], lambda a: slide_axis(a, sz, st, d), 1)
+
+
+@register(n.Iota, stage="batched")
+def _iota(ev: Batched, f: n.Iota, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return np.arange(ev.size(f.n), dtype=dt(Int, ev.wide)).reshape((1,) * len(bs) + (-1,))
 
 
 @register(n.Pad, stage="batched")

@@ -31,7 +31,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.registry import RewritePoint, case, register, table
 from lift.typecheck import unify
-from lift.types import ArrayType, ScalarType, Type, VectorType, base_type
+from lift.types import ArrayType, Int, ScalarType, Type, VectorType, base_type
 
 
 class NotBatchable(Exception):  # noqa: N818 - control flow between the two evaluators, never escapes
@@ -206,6 +206,11 @@ def _join(ev: Element, f: n.Join | n.AsScalar, vals: Vals, node: Call, env: dict
 def _slide(ev: Element, f: n.Slide, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
     sz, st = ev.size(f.size), ev.size(f.step)
     return axis_op(vals[0], lambda a: slide_axis(a, sz, st), +1)
+
+
+@register(n.Iota, stage="interpret")
+def _iota(ev: Element, f: n.Iota, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return np.arange(ev.size(f.n), dtype=dt(Int, ev.wide))
 
 
 @register(n.Pad, stage="interpret")

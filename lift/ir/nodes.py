@@ -343,6 +343,18 @@ class Gather(Pattern):
 
 
 @node
+class Iota(Pattern):
+    """`iota(n)`: the indices `0 .. n-1` as an array `[Int]n`, applied to no argument; a view
+    generated where it is read (no input buffer). Semantics, views and code: `lift.iota`."""
+
+    n: Arith
+
+    @property
+    def arity(self) -> int:
+        return 0
+
+
+@node
 class Split(Pattern):
     n: Arith
 
@@ -463,7 +475,7 @@ MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
 REDUCES = (Reduce, ReduceSeq, ReduceAtomic)
 ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
 WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
-LAYOUT = (Zip, MakeTuple, Get, At, Gather, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
+LAYOUT = (Zip, MakeTuple, Get, At, Gather, Iota, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
 ALL_NODE_TYPES = (
     Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
     *ADDRESS_SPACES, Vectorise, OclKernel,

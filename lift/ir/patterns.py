@@ -205,6 +205,16 @@ def gather(table: Any, *idx: Any, label: str | None = None) -> Any:
     return apply(n.Gather(label=label, loc=user_loc()), (table, idx[0]), label=label)
 
 
+def iota(count: Any, *, label: str | None = None) -> n.FunCall:
+    """The indices `0 .. count-1` as an array `[Int]count` with no input buffer: each reader computes the
+    element it reads (a view), e.g. an arg-min, the index of the smallest element:
+
+        get(1) << reduce(smaller, (inf, -1)) << zip(x, iota(N))      x: [Float]N
+    """
+    loc = user_loc()
+    return n.FunCall(n.Iota(as_size(count, "iota length"), label=label, loc=loc), (), loc=loc)
+
+
 def get(i: int, *args: Any, label: str | None = None) -> Any:
     """Component `i` of a tuple."""
     if not isinstance(i, int):
@@ -495,7 +505,7 @@ def _check_rank(k: int) -> None:
 
 __all__ = [
     "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "reduce_atomic", "zip", "gather", "get",
-    "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
+    "iota", "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
     "value", "let", "to_global", "to_local", "to_private", "ocl_kernel", "vectorise",
     "iterate", "fun", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take",

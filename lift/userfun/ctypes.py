@@ -33,6 +33,7 @@ C_RESERVED: frozenset[str] = frozenset(
     + _C_BUILTINS.split()
     + [f"{b}{n}" for b in _VECTOR_BASES for n in (2, 3, 4, 8, 16)]
     + [f"convert_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]
+    + [f"as_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]  # reinterpretations: macros
 )
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
