@@ -179,3 +179,20 @@ def test_typing_refuses_what_numpy_refuses() -> None:
     np.testing.assert_array_equal(got[1], np.pad(b, (2, 1), mode="symmetric"))
     assert str(pad(1, 2, mode="wrap")) == "pad(1, 2, mode='wrap')"
     assert "mode='clamp'" in str(fun([Array(Float, N)], lambda x: pad(1, 1, mode="clamp") << x))
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_work_group_pads_its_local_copy_behind_a_barrier(mode: str) -> None:
+    """Windows of a chunk copied to local memory and padded at the boundary: the re-indexed reads of
+    other work-items' elements are ordered after the copy by a barrier."""
+    prog = fun([Array(Float, N)], lambda x: lift.join << lift.map_wrg(
+        lambda chunk: lift.map_lcl(lambda w: lift.reduce_seq(lift.add, 0.0) << w) << slide(3, 1)
+        << pad(1, 1, mode=mode) << lift.to_local(lift.map_lcl(lift.id)) << chunk) << lift.split(64) << x)
+    x = RNG.random(256, dtype=np.float32)
+    chunks = np.pad(x.reshape(4, 64), ((0, 0), (1, 1)), mode=MODES[mode])
+    want = (chunks[:, :-2] + chunks[:, 1:-1] + chunks[:, 2:]).reshape(-1)
+    compiled = lift.compile(prog, local_size=64)
+    assert "barrier(CLK_LOCAL_MEM_FENCE)" in compiled.source
+    np.testing.assert_allclose(compiled(x), want, rtol=1e-6)
+    np.testing.assert_allclose(interpret(prog, x), want, rtol=1e-6)
