@@ -139,7 +139,8 @@ def test_the_conv_blocks_read_a_boundary_padded_input_in_every_layout(mode: str)
     want = _conv_numpy(inp, wts, mode)
     np.testing.assert_allclose(interpret(prog, inp, wts), want, rtol=1e-4, atol=1e-4)
     compiled = lift.compile(prog)
-    assert compiled.choices.points["auto_b0"]["layout"] == "pad"  # the padded copy, as for a zero pad
+    if lift.devices.current().kind == "cpu":  # a GPU gets its tiles instead of the register blocks
+        assert compiled.choices.points["auto_b0"]["layout"] == "pad"  # the padded copy, as for a zero pad
     np.testing.assert_allclose(compiled(inp, wts), want, rtol=1e-4, atol=1e-4)
     placed = rw.auto_points(prog, {}, min_length=1)
     for layout in rw.auto_space(placed, {})["auto_b0"]["layout"]:
