@@ -309,7 +309,7 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case PadV(w, left, size, value, mode):
             i, rest = _one(stack, v)
             if mode != "constant":
-                return resolve(w, (Idx(boundary_index(mode, i - left, size)),) + rest)
+                return _boundary(w, i - left, size, mode, rest)
             return _pad(w, i - left, size, value, rest)
         case SoA(vs, depth, t):
             return _soa(vs, depth, t, stack)
@@ -363,6 +363,32 @@ def _pad(w: View, c: Arith, size: Arith, value: Any, rest: tuple[Step, ...]) -> 
         return inner
     const = ConstLeaf(value, _leaf_type(inner))
     return Select(((c, not low, None if high else size),), inner, const)
+
+
+def _boundary(w: View, c: Arith, size: Arith, mode: str, rest: tuple[Step, ...]) -> Leaf:
+    """Position `c` of `w` (`size` elements) under a boundary `mode`: where `c` may lie outside,
+    a selection as a zero pad's, reading `w` at `c` inside and at the re-indexed position outside
+    (`c < 0 ? w[below] : w[above]`), so the inside stays a plain read that vectorises (PoCL calls
+    a library for integer min and max); with `c` provably within one length of the array (pads no
+    wider than it); otherwise the arithmetic of `boundary_index`."""
+    low, high = prove_nonneg(c), prove_lt(c, size)
+    if low and high:
+        return resolve(w, (Idx(c),) + rest)
+    if mode == "clamp":
+        below, above = Cst(0), size - 1
+    elif prove_nonneg(c + size) and prove_lt(c, size * 2):
+        below, above = (c + size, c - size) if mode == "wrap" else (-1 - c, size * 2 - 1 - c)
+    else:
+        return resolve(w, (Idx(boundary_index(mode, c, size)),) + rest)
+
+    def at(j: Arith) -> Leaf:
+        return resolve(w, (Idx(j),) + rest)
+
+    if low:
+        return Select(((c, False, size),), at(c), at(above))
+    if high:
+        return Select(((c, True, None),), at(c), at(below))
+    return Select(((c, True, size),), at(c), Select(((c, True, None),), at(above), at(below)))
 
 
 def boundary_index(mode: str, c: Arith, size: Arith) -> Arith:

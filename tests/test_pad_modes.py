@@ -197,3 +197,15 @@ def test_a_work_group_pads_its_local_copy_behind_a_barrier(mode: str) -> None:
     assert "barrier(CLK_LOCAL_MEM_FENCE)" in compiled.source
     np.testing.assert_allclose(compiled(x), want, rtol=1e-6)
     np.testing.assert_allclose(interpret(prog, x), want, rtol=1e-6)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_narrow_boundary_pad_reads_through_a_selection_not_index_arithmetic(mode: str) -> None:
+    """Pads no wider than the array: inside, a plain read; outside, the read at the re-indexed position,
+    chosen as a zero pad's constant is (no min, max or modulo on the index, which PoCL calls as functions)."""
+    compiled = lift.compile(_box(64, 64, mode))
+    kernel = compiled.source.split("kernel void", 1)[1]
+    assert "?" in kernel and not any(f in kernel for f in ("min(", "max(", "lift_floormod("))
+    img = RNG.random((64, 64), dtype=np.float32)
+    np.testing.assert_allclose(compiled(img), _box_numpy(img, mode), rtol=1e-5, atol=1e-5)
