@@ -209,3 +209,16 @@ def test_a_narrow_boundary_pad_reads_through_a_selection_not_index_arithmetic(mo
     assert "?" in kernel and not any(f in kernel for f in ("min(", "max(", "lift_floormod("))
     img = RNG.random((64, 64), dtype=np.float32)
     np.testing.assert_allclose(compiled(img), _box_numpy(img, mode), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_tiled_stencil_over_a_boundary_pad(mode: str) -> None:
+    """The `split_join` tiling point around a stencil's map: tiles of windows over the padded view."""
+    prog = fun([Array(Float, 256)], lambda x: rw.split_join(map(lambda w: reduce(lift.add, 0.0) << w), label="T")
+               << slide(3, 1) << pad(1, 1, mode=mode) << x)
+    x = RNG.random(256, dtype=np.float32)
+    p = np.pad(x, 1, mode=MODES[mode])
+    for size in (4, 32):
+        got = lift.compile(prog, choices={"T": {"size": size}})(x)
+        np.testing.assert_allclose(got, p[:-2] + p[1:-1] + p[2:], rtol=1e-6)
