@@ -222,3 +222,15 @@ def test_a_tiled_stencil_over_a_boundary_pad(mode: str) -> None:
     for size in (4, 32):
         got = lift.compile(prog, choices={"T": {"size": size}})(x)
         np.testing.assert_allclose(got, p[:-2] + p[1:-1] + p[2:], rtol=1e-6)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_result_padded_at_the_boundary_is_copied_after_its_kernel(mode: str) -> None:
+    """`pad(mode) << map(f) << x` at the result: the padded elements are not map(f)'s own, so the
+    result is copied through the view in a kernel of its own (constraints/boundary.py)."""
+    one = fun([Array(Float, N)], lambda x: pad(3, 2, mode=mode) << map(lambda v: v + 1.0) << x)
+    two = fun([Array(Array(Float, N), N)], lambda a: pad_nd(2, 1, 2, mode=mode) << map(map(lambda v: v * 2.0)) << a)
+    x, m = RNG.random(7, dtype=np.float32), RNG.random((5, 5), dtype=np.float32)
+    np.testing.assert_array_equal(lift.compile(one)(x), np.pad(x + 1, (3, 2), mode=MODES[mode]))
+    np.testing.assert_array_equal(lift.compile(two)(m), np.pad(m * 2, (1, 2), mode=MODES[mode]))
