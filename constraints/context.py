@@ -474,7 +474,7 @@ def _mems(args: Vals) -> frozenset[Mem]:
     return frozenset().union(*[a.mems for a in args]) if args else frozenset()
 
 
-@register(RewritePoint, n.AsScalar, n.Gather, stage="context")  # a gather: its layout is data
+@register(RewritePoint, n.AsScalar, n.Gather, n.Iota, stage="context")  # a gather: its layout is data
 def _opaque(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
     """A value of its type in its arguments' memories, its layout unknown."""
     return Val(_type(f, args, call), _mems(args))

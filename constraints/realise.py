@@ -21,7 +21,7 @@ from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at, walk
-from lift.rules.terms import as_call
+from lift.rules.terms import as_call, constant
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 from .boundary import apply_boundary, needs_boundary, result_chain
@@ -87,7 +87,7 @@ class _Lowering:
             f = self.fun(c.f, cpath + (0,))
             args = []
             for j, a in enumerate(c.args):
-                if isinstance(a, n.Literal):
+                if constant(a):
                     args.append(a)
                     continue
                 leaves.append(self.expr(a, cpath + (j + 1,)))
@@ -206,18 +206,18 @@ def _kernel(call: FunCall) -> Expr:
 
     whole = isinstance(call.f, n.ReduceAtomic)
     inside = call.args[1] if whole else call.f
-    outside = [a for a in (call.args[:1] if whole else call.args) if not isinstance(a, n.Literal)]
+    outside = [a for a in (call.args[:1] if whole else call.args) if not constant(a)]
     bound = {q.id for _, x in walk(inside) if isinstance(x, Lambda) for q in x.params}
     free = list({x.id: x for _, x in walk(inside) if isinstance(x, Param) and x.id not in bound}.values())
     params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
     ren = {q.id: p for q, p in zip(free, params[len(outside):])}
     it = iter(params)
     if whole:
-        init = call.args[0] if isinstance(call.args[0], n.Literal) else next(it)
+        init = call.args[0] if constant(call.args[0]) else next(it)
         body = dataclasses.replace(call, args=(init, _rename(call.args[1], ren)))
         kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
         return FunCall(kernel, tuple(outside + free), loc=call.loc)
-    args = tuple(a if isinstance(a, n.Literal) else next(it) for a in call.args)
+    args = tuple(a if constant(a) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
     return FunCall(kernel, tuple(outside + free), loc=call.loc)

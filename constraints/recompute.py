@@ -187,6 +187,8 @@ def _keeps(mf: n.Map, value: float) -> bool:
 def _commute(lay: n.FunDecl, mf: n.Map) -> n.Map | None:
     """`m2` with `lay << mf << x == m2 << lay << x`, or None."""
     match lay:
+        case n.Pad(mode=m) if m != "constant":  # a re-indexing: every function commutes with it
+            return mf
         case n.Pad(value=v) if _keeps(mf, v):
             return mf
         case n.Slide() | n.Split():

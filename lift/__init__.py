@@ -39,6 +39,7 @@ from lift.ir.patterns import (
     fun,
     gather,
     get,
+    iota,
     iterate,
     join,
     join_nd,
@@ -98,7 +99,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Float", "Double", "Int", "Bool", "Array", "Tuple", "Vector", "Size", "Type",
     "fun", "user_fun", "select", "id", "add", "mult", "max_", "min_",
-    "map", "reduce", "zip", "gather", "get", "split", "join", "slide", "pad", "transpose", "transpose_w",
+    "map", "reduce", "zip", "gather", "get", "iota", "split", "join", "slide", "pad", "transpose", "transpose_w",
     "let", "value", "iterate", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take", "map_glb", "map_wrg", "map_lcl", "map_seq", "reduce_seq",
     "reduce_atomic", "to_global", "to_local", "to_private", "as_vector", "as_scalar", "vectorise", "ocl_kernel",

@@ -47,6 +47,7 @@ from lift.rewrites.gpu_tiles import gpu_default, gpu_points
 from lift.spaces import Spaces, joint_space_of, points_applied, profile_of
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType
+from lift.userfun.ctypes import calls_builtin
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
     first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in space.items()}
     for lab, p in points(placed).items():
         if isinstance(p, VectorisePoint) and lab in first:
-            first[lab] = _map_width(first[lab], space[lab]["width"], _elem_bytes(p), device)
+            first[lab] = _map_width(first[lab], space[lab]["width"], _elem_bytes(p), device, _calls_builtins(p))
     if all(c.get("skip") for c in first.values()):
         return
     kept: Spaces = {}  # the grid launch's rewriting and joint space, reused by its plan
@@ -205,16 +206,44 @@ def grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spa
     return Choices(points=first, **joint_fields(joint, space.context.maps), sizes={})
 
 
-def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int, device: Any) -> dict[str, Any]:
+def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int, device: Any,
+               builtins: bool = False) -> dict[str, Any]:
     """A default `vectorise` point's choice on `device`: on a CPU the widest offered width whose
     vectors of `elem_bytes`-byte scalars fit a cache line (float16: a line per work-item; on the
     2-core Zen 1 here a padded stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9
-    as written), skipped on a GPU (consecutive work-items already read consecutive elements)."""
+    as written), skipped on a GPU (consecutive work-items already read consecutive elements).
+    A function that calls OpenCL builtins (`builtins`) gets at most 8 lanes where PoCL compiles
+    for a CPU without AVX-512 (`_narrow_target`)."""
     dev = profile_of(device)
     if dev.kind != "cpu":
         return {"skip": True}
     fit = [w for w in widths if w * elem_bytes <= max(dev.cache_line_bytes or 64, 16)]
+    if builtins and _narrow_target(dev):
+        fit = [w for w in fit if w <= 8]
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
+
+
+# LLVM CPU names with AVX-512, as PoCL's version string names its kernel compiler's target
+# ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3").
+_AVX512 = ("avx512", "knl", "knm", "cannonlake", "icelake", "tigerlake", "rocketlake", "cascadelake", "cooperlake",
+           "sapphirerapids", "graniterapids", "emeraldrapids", "znver4", "znver5")
+
+
+def _narrow_target(dev: Device) -> bool:
+    """Whether PoCL compiles `dev`'s kernels for an x86 CPU without AVX-512: 16-lane vectors are
+    then split in two, and PoCL 3.0's LLVM 14 aborts the whole process on a builtin called on
+    them (`sqrt`, `exp`, `fabs`, `fmax` of float16: "LLVM ERROR: Cannot select: fsqrt" on the
+    project's Zen 4, whose wheel targets znver3)."""
+    version = dev.version or ""
+    if "PoCL" not in version or "HSTR:" not in version:
+        return False
+    target = version.rsplit("-", 1)[-1].lower()
+    return "x86_64" in version and not any(t in target for t in _AVX512)
+
+
+def _calls_builtins(point: VectorisePoint) -> bool:
+    """Whether a user function the `vectorise` point's map applies calls an OpenCL builtin."""
+    return any(isinstance(u, UserFun) and calls_builtin(u.c_source) for _, u in walk(point.f))
 
 
 def _elem_bytes(point: VectorisePoint) -> int:

@@ -24,6 +24,7 @@ from lift.views import (
     AsVectorV,
     ConstV,
     GatherV,
+    IotaV,
     JoinV,
     LaneV,
     MapV,
@@ -199,7 +200,7 @@ def _slide_view(f: n.Slide, args: Views, types: Types, env: Env) -> View:
 
 @register(n.Pad, stage="view")
 def _pad_view(f: n.Pad, args: Views, types: Types, env: Env) -> View:
-    return PadV(args[0], f.left, _array(types[0]).size, f.value)
+    return PadV(args[0], f.left, _array(types[0]).size, f.value, f.mode)
 
 
 @register(n.Zip, stage="view")
@@ -220,6 +221,11 @@ def _get_view(f: n.Get, args: Views, types: Types, env: Env) -> View:
 @register(n.Gather, stage="view")
 def _gather_view(f: n.Gather, args: Views, types: Types, env: Env) -> View:
     return GatherV(args[0], args[1], _array(types[0]).size, _array(types[1]).size)
+
+
+@register(n.Iota, stage="view")
+def _iota_view(f: n.Iota, args: Views, types: Types, env: Env) -> View:
+    return IotaV(f.n)
 
 
 @register(n.At, stage="view")

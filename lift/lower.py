@@ -28,7 +28,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
 from lift.rules.fusion import computes, fuse_epilogues, fuse_reduce_maps
-from lift.rules.terms import as_call, as_expr, as_fun
+from lift.rules.terms import as_call, as_expr, as_fun, constant
 from lift.typecheck import typecheck
 from lift.types import types_equal
 
@@ -162,7 +162,7 @@ def _kernel(stage: FunCall, components: bool = False) -> Expr:
     def inline(call: FunCall) -> Expr:
         args: list[Expr] = []
         for a in call.args:
-            if isinstance(a, n.Literal):
+            if constant(a):  # a literal, or a tuple of them (a reduction's initial value): in the kernel
                 args.append(a)
             elif isinstance(a, FunCall) and _fusable(call, a):
                 args.append(inline(a))

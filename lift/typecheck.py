@@ -33,6 +33,7 @@ from lift.gather import gather_type
 from lift.ir.build import Deferred
 from lift.ir.nodes import (
     MAPS,
+    PAD_MODES,
     REDUCES,
     AbstractMap,
     AbstractReduce,
@@ -44,6 +45,7 @@ from lift.ir.nodes import (
     FunDecl,
     Gather,
     Get,
+    Iota,
     Iterate,
     Join,
     Lambda,
@@ -333,9 +335,22 @@ def _slide(f: Slide, ts: list[Type], call: Node, conds: list) -> Type:
     return ArrayType(ArrayType(a.elem, size), (a.size - size + step) // step)
 
 
+@register(Iota, stage="typecheck")
+def _iota(f: Iota, ts: list[Type], call: Node, conds: list) -> Type:
+    _require("positive", f.n, Cst(0), call, conds, f"iota length {f.n} > 0")
+    return ArrayType(Int, f.n)
+
+
 @register(Pad, stage="typecheck")
 def _pad(f: Pad, ts: list[Type], call: Node, conds: list) -> Type:
     a = _array(ts[0], call, "pad")
+    if f.mode != "constant":  # the array's own elements, re-indexed: any element type
+        if f.mode not in PAD_MODES:
+            raise _err(f"unknown pad mode {f.mode!r} (one of {', '.join(PAD_MODES)})", call)
+        for side, amount in (("left", f.left), ("right", f.right)):
+            _require("nonneg", amount, Cst(0), call, conds, f"pad mode {f.mode!r} needs {side} amount {amount} >= 0")
+        _require("positive", a.size, Cst(0), call, conds, f"pad mode {f.mode!r} needs a non-empty array")
+        return ArrayType(a.elem, f.left + a.size + f.right)
     b, value = base_type(a), f.value
     if isinstance(b, (TupleType, VectorType)) or (isinstance(value, float) and b in (Int, Bool)):
         raise _err(f"pad value {value!r} does not fit the element type {b}", call, got=b)

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, max_, min_, mod, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
 from lift.gather import deps, loaded_in, loaded_index
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, base_type, shape
+from lift.types import ArrayType, Int, ScalarType, TupleType, Type, VectorType, base_type, shape
 
 # ------------------------------------------------------------------ access steps
 
@@ -131,12 +131,14 @@ class SlideV(View):
 
 @dataclass(frozen=True, slots=True)
 class PadV(View):
-    """`pad(left, right, value)` of `v`, an array of `n` elements."""
+    """`pad(left, right, value)` of `v`, an array of `n` elements; with a boundary `mode`
+    ("clamp", "mirror", "wrap") an element outside reads `v` at its re-indexed position."""
 
     v: View
     left: Arith
     n: Arith
     value: Any
+    mode: str = "constant"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +190,14 @@ class GatherV(View):
     m: Arith
 
 
+@dataclass(frozen=True, slots=True)
+class IotaV(View):
+    """`iota(n)`: element `i` is the integer `i` itself (an `ExprLeaf` whose expression is the
+    index, an `Arith`), read from no memory."""
+
+    n: Arith
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class MapV(View):
     """`map(g) << v` for a layout-only `g`: element `i` is `fn(Access(v, i))`."""
@@ -221,6 +231,8 @@ class ConstLeaf:
 
 @dataclass(frozen=True, slots=True)
 class ExprLeaf:
+    """A value computed in place: a C expression, or an `Arith` (an index, read as an int)."""
+
     expr: Any
     type: Type
     tail: tuple[Step, ...] = ()
@@ -294,8 +306,10 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case SlideV(w, _, step):
             i, j, rest = _two(stack, v)
             return resolve(w, (Idx(i * step + j),) + rest)
-        case PadV(w, left, size, value):
+        case PadV(w, left, size, value, mode):
             i, rest = _one(stack, v)
+            if mode != "constant":
+                return _boundary(w, i - left, size, mode, rest)
             return _pad(w, i - left, size, value, rest)
         case SoA(vs, depth, t):
             return _soa(vs, depth, t, stack)
@@ -310,6 +324,9 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case MapV(w, fn):
             i, rest = _one(stack, v)
             return resolve(fn(Access(w, i)), rest)
+        case IotaV():
+            i, rest = _one(stack, v)
+            return ExprLeaf(i, Int, rest)
         case GatherV(table, idx, size, m):
             i, rest = _one(stack, v)
             return resolve(table, (Idx(loaded_index(idx, i, m, size)),) + rest)
@@ -346,6 +363,50 @@ def _pad(w: View, c: Arith, size: Arith, value: Any, rest: tuple[Step, ...]) -> 
         return inner
     const = ConstLeaf(value, _leaf_type(inner))
     return Select(((c, not low, None if high else size),), inner, const)
+
+
+def _boundary(w: View, c: Arith, size: Arith, mode: str, rest: tuple[Step, ...]) -> Leaf:
+    """Position `c` of `w` (`size` elements) under a boundary `mode`: where `c` may lie outside,
+    a selection as a zero pad's, reading `w` at `c` inside and at the re-indexed position outside
+    (`c < 0 ? w[below] : w[above]`), so the inside stays a plain read that vectorises (PoCL calls
+    a library for integer min and max); with `c` provably within one length of the array (pads no
+    wider than it); otherwise the arithmetic of `boundary_index`."""
+    low, high = prove_nonneg(c), prove_lt(c, size)
+    if low and high:
+        return resolve(w, (Idx(c),) + rest)
+    if mode == "clamp":
+        below, above = Cst(0), size - 1
+    elif prove_nonneg(c + size) and prove_lt(c, size * 2):
+        below, above = (c + size, c - size) if mode == "wrap" else (-1 - c, size * 2 - 1 - c)
+    else:
+        return resolve(w, (Idx(boundary_index(mode, c, size)),) + rest)
+
+    def at(j: Arith) -> Leaf:
+        return resolve(w, (Idx(j),) + rest)
+
+    if low:
+        return Select(((c, False, size),), at(c), at(above))
+    if high:
+        return Select(((c, True, None),), at(c), at(below))
+    return Select(((c, True, size),), at(c), Select(((c, True, None),), at(above), at(below)))
+
+
+def boundary_index(mode: str, c: Arith, size: Arith) -> Arith:
+    """The element of an array of `size` elements that position `c` (any integer) reads under a
+    boundary `mode`, as numpy.pad's edge, symmetric and wrap modes pick it:
+    clamp `min(max(c, 0), size - 1)`; wrap `c mod size`; mirror `min(m, 2 size - 1 - m)` with
+    `m = c mod 2 size` (floor modulo: `lift_floormod` where `c` may be negative)."""
+    if prove_nonneg(c) and prove_lt(c, size):
+        return c
+    match mode:
+        case "clamp":
+            return min_(max_(c, Cst(0)), size - 1)
+        case "wrap":
+            return mod(c, size)
+        case "mirror":
+            m = mod(c, size * 2)
+            return min_(m, size * 2 - 1 - m)
+    raise UnsupportedError(f"no boundary mode {mode!r}")
 
 
 def _soa(vs: tuple[View, ...], depth: int, t: Type, stack: tuple[Step, ...]) -> Leaf:
@@ -497,7 +558,7 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
-    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV",
-    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type",
+    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV", "IotaV",
+    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type", "boundary_index",
     "flat_index", "storage_type",
 ]

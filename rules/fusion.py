@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lift.ir.nodes import (
+    AbstractMap,
     AbstractReduce,
     Expr,
     FunCall,
@@ -19,13 +20,14 @@ from lift.ir.nodes import (
     Param,
     Reduce,
     ReduceSeq,
+    Split,
     ToGlobal,
     ToLocal,
     ToPrivate,
     UserFun,
     Zip,
 )
-from lift.ir.paths import at, transform_bottom_up, walk
+from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
 from lift.rules.terms import (
@@ -170,12 +172,64 @@ def computes(g: Node) -> bool:
     return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
 
 
-def _fusable_reduce(e: Node) -> bool:
+def _fusable_reduce(e: Node, nested: bool = False) -> bool:
     if not (isinstance(e, FunCall) and isinstance(e.f, Reduce | ReduceSeq) and len(e.args) == 2):
         return False
-    xs = e.args[1]
-    return (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
-            and computes(xs.f.f) and not _materialises(xs.f.f) and not _reduces(xs.f.f))
+    return _fusable_producer(e.args[1], nested)
+
+
+def _fusable_producer(xs: Node, nested: bool) -> bool:
+    """Whether `xs` is a computing map a fold may apply per element. One whose function reduces
+    only where the fold is `nested` (per element of an outer map) and the map does not reduce
+    chunks of one array (`split`: the partial results of a tiled reduction, kept as the rewrites
+    tiled it); its elements (distances to K centroids) need no array of the map's length in one
+    work-item's memory then."""
+    if not (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
+            and computes(xs.f.f) and not _materialises(xs.f.f)):
+        return False
+    return not _reduces(xs.f.f) or (nested and not _chunks(xs.args[0]))
+
+
+def _chunks(e: Node) -> bool:
+    """Whether `e` is chunks of an array: a `split`, possibly under other layouts."""
+    while isinstance(e, FunCall) and len(e.args) == 1 and not computes(e.f):
+        if isinstance(e.f, Split):
+            return True
+        e = e.args[0]
+    return False
+
+
+def _fused_zip_reduce(e: Node, nested: bool) -> Expr | None:
+    """`reduce_seq((acc, q) => f(acc, (.., g(get(i) << q), ..)), z) << zip(.., y, ..)` for
+    `e = reduce(f, z) << zip(.., map(g) << y, ..)` nested in an outer map (the K-Means step: the
+    distances to every centroid folded to the nearest, `zip(iota(K), map(dist) << cs)`), so no
+    array of the zip's length is kept per outer element; None when `e` is not such a fold."""
+    if not (nested and isinstance(e, FunCall) and isinstance(e.f, Reduce | ReduceSeq) and len(e.args) == 2):
+        return None
+    zs = e.args[1]
+    if not (isinstance(zs, FunCall) and isinstance(zs.f, Zip)):
+        return None
+    producers = {i: as_call(a) for i, a in enumerate(zs.args) if _fusable_producer(a, nested)}
+    if not producers:
+        return None
+    args = tuple(producers[i].args[0] if i in producers else a for i, a in enumerate(zs.args))
+    q_type = TupleType(tuple(elem(a) for a in args))
+    red, z = e.f, e.args[0]
+
+    def step(acc: Expr, q: Expr) -> Expr:
+        comps = tuple(apply_fun(fun_of(producers[i].f), [FunCall(Get(i), (q,))]) if i in producers
+                      else FunCall(Get(i), (q,)) for i in range(len(args)))
+        return apply_fun(fun_of(red), [acc, FunCall(MakeTuple(len(comps)), comps)])
+
+    body = lam([type_of(z), q_type], step, ["acc", "q"])
+    return FunCall(ReduceSeq(body, **meta(red)), (z, FunCall(Zip(len(args)), args, **meta(zs))), **meta(e))
+
+
+def _bottom_up_nested(e: Node, fn, nested: bool = False) -> Node:
+    """`transform_bottom_up` telling `fn` whether a node lies in the function of a map or reduce."""
+    inner = nested or isinstance(e, AbstractMap | AbstractReduce)
+    cs = tuple(_bottom_up_nested(c, fn, inner) for c in children(e))
+    return fn(with_children(e, cs), nested)
 
 
 def _reduces(g: Node) -> bool:
@@ -190,16 +244,23 @@ def fuse_reduce_maps(expr: Node) -> Node:
     `reduce_seq((acc, a) => f(acc, g(a)), z) << x` (`reduce_map_fusion`, everywhere, repeatedly),
     so that no temporary array holds `map(g)`. Kept: a map that materialises on purpose
     (`map(to_global(..))`, as the `materialise` point writes), a map of views, and a map whose
-    function reduces (partial results of a tiled reduction, one per chunk: the parallel stage)."""
+    function reduces (partial results of a tiled reduction, one per chunk: the parallel stage)
+    unless the reduction is nested in an outer map's function, where the maps of a zip it folds
+    are fused as well (`_fused_zip_reduce`)."""
 
-    def fuse(m: Node) -> Node:
-        while _fusable_reduce(m):
-            call = as_call(m)
-            red, xs = call.f, as_call(call.args[1])
-            m = _reduce_map_fusion(fun_of(red), fun_of(xs.f), call.args[0], xs.args[0], red, call)
-        return m
+    def fuse(m: Node, nested: bool) -> Node:
+        while True:
+            if _fusable_reduce(m, nested):
+                call = as_call(m)
+                red, xs = call.f, as_call(call.args[1])
+                m = _reduce_map_fusion(fun_of(red), fun_of(xs.f), call.args[0], xs.args[0], red, call)
+                continue
+            zipped = _fused_zip_reduce(m, nested)
+            if zipped is None:
+                return m
+            m = zipped
 
-    return transform_bottom_up(expr, fuse)
+    return _bottom_up_nested(expr, fuse)
 
 
 def fuse_epilogues(expr: Node) -> Node:

@@ -12,7 +12,7 @@ from typing import Any
 from lift.arith import Arith
 from lift.ir.alpha import refresh as refresh  # the IR's one substitution helper (lift/ir/alpha.py)
 from lift.ir.alpha import substitute as substitute
-from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, MakeTuple, Node, Param
 from lift.ir.paths import at, children, replace_at, walk
 from lift.types import ArrayType, Type
 
@@ -89,6 +89,14 @@ def length(e: Expr) -> Arith:
 def elem(e: Expr) -> Type:
     """The element type of an array expression."""
     return array_type(e).elem
+
+
+def constant(e: Node) -> bool:
+    """Whether `e` is a literal or a tuple of constants (`tuple(0.0, 0.0)`, a reduction's initial
+    value): computed where it is read, in a kernel, never passed to one."""
+    if isinstance(e, Literal):
+        return True
+    return isinstance(e, FunCall) and isinstance(e.f, MakeTuple) and all(constant(a) for a in e.args)
 
 
 def as_call(n: Node) -> FunCall:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -150,3 +151,29 @@ def test_built_records_the_sizes_of_a_specialisation():
     planned = plan(expr, None, Choices())
     prog = built(planned, None, node=expr, sizes={"N": 64}, cache_dir=False)
     assert prog.choices.sizes == {"N": 64} and planned.choices.sizes is None
+
+
+def _root(a):
+    return math.sqrt(a)
+
+
+def test_a_map_calling_builtins_gets_8_lanes_where_pocl_targets_a_cpu_without_avx512() -> None:
+    """PoCL 3.0's LLVM aborts the process on `sqrt(float16)` when it compiles for znver3 (AVX2): the
+    default `vectorise` width of a map whose function calls a builtin is 8 there, 16 elsewhere."""
+    from dataclasses import replace
+
+    from lift.decide import default_blocks
+
+    root = lift.user_fun(_root, [Float], Float, name="root")
+    prog = fun([Array(Float, 4096)], lambda x: map(root) << x)
+    plain = fun([Array(Float, 4096)], lambda x: map(lambda v: v * 2.0 + 1.0) << x)
+    base = lift.devices.profile("pocl-cpu")
+    znver3 = replace(base, version="OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3")
+    avx512 = replace(base, version="OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-skylake-avx512")
+
+    def width(p, dev):
+        d = next(default_blocks(p, dev))
+        return next(iter(d.choices.points.values()))["width"]
+
+    assert width(prog, znver3) == 8 and width(prog, avx512) == 16 and width(prog, base) == 16
+    assert width(plain, znver3) == 16  # plain arithmetic at 16 lanes builds there

@@ -245,7 +245,7 @@ def test_a_new_pattern_is_one_module_plus_its_registration():
 
 
 def _extra():
-    """Programs for the node classes that no example variant uses (six of them)."""
+    """Programs for the node classes that no example variant uses (seven of them)."""
     return {
         "at": (fun([Array(Float, N)], lambda x: map(lambda w: w[1]) << split(2) << x),
                (np.arange(8, dtype=np.float32),)),
@@ -259,6 +259,8 @@ def _extra():
         "gather": (fun([Array(Array(Float, 3), N), Array(Int, M)], lambda t, i: map(
             lambda r: lift.reduce(lift.add, 0.0) << r) << lift.gather(t, i)),
             (np.arange(12, dtype=np.float32).reshape(4, 3), np.array([3, 0, 3, 1, 2], np.int32))),
+        "iota": (fun([Array(Float, N)], lambda x: map(lambda t: t[0] * t[1]) << lift.zip(x, lift.iota(N))),
+                 (np.arange(8, dtype=np.float32),)),
         "transpose_w": (fun([Array(Array(Float, M), N)], lambda a: transpose_w << map_glb(map_seq(lift.id)) << a),
                         (np.arange(12, dtype=np.float32).reshape(3, 4),)),
     }

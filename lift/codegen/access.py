@@ -21,6 +21,7 @@ from lift.codegen.c_ast import (
     CCond,
     CExpr,
     CIndex,
+    CInt,
     CLane,
     CMember,
     CRaw,
@@ -69,7 +70,7 @@ def leaf_expr(leaf, use: Callable[[Mem], None] | None = None, facts: Facts = NO_
         case ConstLeaf(value, t):
             return constant(value, t)
         case ExprLeaf(e, _, tail):
-            return _tail(e, tail, None)
+            return _tail(CInt(e) if isinstance(e, Arith) else e, tail, None)  # an Arith: iota's index
         case Select(conds, then, orelse):
             return CCond(conds, leaf_expr(then, use, facts), leaf_expr(orelse, use, facts))
         case StructLeaf(t, parts):

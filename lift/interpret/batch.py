@@ -33,7 +33,7 @@ from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
 from lift.ir.registry import RewritePoint, case, register, table
-from lift.types import ScalarType, Type, VectorType, base_type
+from lift.types import Int, ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
 CHUNK = 1 << 16  # elements of a mapped array a fused `reduce << map` materialises at once
@@ -424,10 +424,15 @@ def _slide(ev: Batched, f: n.Slide, vals: Vals, node: Any, env: Env, bs: Dims) -
     return on_axes(vals[0], lambda a: slide_axis(a, sz, st, d), 1)
 
 
+@register(n.Iota, stage="batched")
+def _iota(ev: Batched, f: n.Iota, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
+    return np.arange(ev.size(f.n), dtype=dt(Int, ev.wide)).reshape((1,) * len(bs) + (-1,))
+
+
 @register(n.Pad, stage="batched")
 def _pad(ev: Batched, f: n.Pad, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
     d, lo, hi = len(bs), ev.size(f.left), ev.size(f.right)
-    return on_axes(vals[0], lambda a: pad_axis(a, lo, hi, f.value, d), 0)
+    return on_axes(vals[0], lambda a: pad_axis(a, lo, hi, f.value, d, f.mode), 0)
 
 
 @register(n.Transpose, n.TransposeW, stage="batched")

@@ -31,7 +31,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.registry import RewritePoint, case, register, table
 from lift.typecheck import unify
-from lift.types import ArrayType, ScalarType, Type, VectorType, base_type
+from lift.types import ArrayType, Int, ScalarType, Type, VectorType, base_type
 
 
 class NotBatchable(Exception):  # noqa: N818 - control flow between the two evaluators, never escapes
@@ -208,10 +208,15 @@ def _slide(ev: Element, f: n.Slide, vals: Vals, node: Call, env: dict[int, Any])
     return axis_op(vals[0], lambda a: slide_axis(a, sz, st), +1)
 
 
+@register(n.Iota, stage="interpret")
+def _iota(ev: Element, f: n.Iota, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
+    return np.arange(ev.size(f.n), dtype=dt(Int, ev.wide))
+
+
 @register(n.Pad, stage="interpret")
 def _pad(ev: Element, f: n.Pad, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
     lo, hi = ev.size(f.left), ev.size(f.right)
-    return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, f.value), 0)
+    return axis_op(vals[0], lambda a: pad_axis(a, lo, hi, f.value, mode=f.mode), 0)
 
 
 @register(n.Transpose, n.TransposeW, stage="interpret")

@@ -300,8 +300,16 @@ def slide_axis(a: np.ndarray, size: int, step: int, ax: int = 0) -> np.ndarray:
     return w[(slice(None),) * ax + (slice(None, None, step),)]
 
 
-def pad_axis(a: np.ndarray, left: int, right: int, value: Any, ax: int = 0) -> np.ndarray:
-    """`left` and `right` copies of `value` around axis `ax` (negative amounts truncate)."""
+_NUMPY_MODES = {"clamp": "edge", "mirror": "symmetric", "wrap": "wrap"}
+
+
+def pad_axis(a: np.ndarray, left: int, right: int, value: Any, ax: int = 0, mode: str = "constant") -> np.ndarray:
+    """`left` and `right` copies of `value` around axis `ax` (negative amounts truncate), or
+    elements of `a` at a boundary `mode` (numpy.pad's edge, symmetric or wrap)."""
+    if mode != "constant":
+        widths = [(0, 0)] * a.ndim
+        widths[ax] = (left, right)
+        return np.pad(a, widths, mode=_NUMPY_MODES[mode])  # type: ignore[call-overload]
     lo, hi = max(-left, 0), a.shape[ax] - max(-right, 0)
     a = a[(slice(None),) * ax + (slice(lo, hi),)]
     widths = [(0, 0)] * a.ndim

@@ -343,6 +343,18 @@ class Gather(Pattern):
 
 
 @node
+class Iota(Pattern):
+    """`iota(n)`: the indices `0 .. n-1` as an array `[Int]n`, applied to no argument; a view
+    generated where it is read (no input buffer). Semantics, views and code: `lift.iota`."""
+
+    n: Arith
+
+    @property
+    def arity(self) -> int:
+        return 0
+
+
+@node
 class Split(Pattern):
     n: Arith
 
@@ -360,11 +372,18 @@ class Slide(Pattern):
 
 @node
 class Pad(Pattern):
-    """Pad `left` and `right` copies of `value` (negative amounts truncate)."""
+    """Pad `left` and `right` elements around an array: copies of `value` (mode "constant";
+    negative amounts truncate), or elements of the array itself at a boundary `mode` (a view:
+    "clamp" repeats the edge, numpy's `edge`; "mirror" reflects it, numpy's `symmetric`; "wrap"
+    continues periodically, numpy's `wrap`; amounts >= 0, any width)."""
 
     left: Arith
     right: Arith
     value: float | int
+    mode: str = "constant"
+
+
+PAD_MODES = ("constant", "clamp", "mirror", "wrap")
 
 
 @node
@@ -456,7 +475,7 @@ MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
 REDUCES = (Reduce, ReduceSeq, ReduceAtomic)
 ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
 WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
-LAYOUT = (Zip, MakeTuple, Get, At, Gather, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
+LAYOUT = (Zip, MakeTuple, Get, At, Gather, Iota, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
 ALL_NODE_TYPES = (
     Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
     *ADDRESS_SPACES, Vectorise, OclKernel,

@@ -205,6 +205,16 @@ def gather(table: Any, *idx: Any, label: str | None = None) -> Any:
     return apply(n.Gather(label=label, loc=user_loc()), (table, idx[0]), label=label)
 
 
+def iota(count: Any, *, label: str | None = None) -> n.FunCall:
+    """The indices `0 .. count-1` as an array `[Int]count` with no input buffer: each reader computes the
+    element it reads (a view), e.g. an arg-min, the index of the smallest element:
+
+        get(1) << reduce(smaller, (inf, -1)) << zip(x, iota(N))      x: [Float]N
+    """
+    loc = user_loc()
+    return n.FunCall(n.Iota(as_size(count, "iota length"), label=label, loc=loc), (), loc=loc)
+
+
 def get(i: int, *args: Any, label: str | None = None) -> Any:
     """Component `i` of a tuple."""
     if not isinstance(i, int):
@@ -223,13 +233,28 @@ def slide(size: Any, step: Any, *args: Any, label: str | None = None) -> Any:
                   f"slide({size}, {step})", label, args)
 
 
-def pad(left: Any, right: Any, value: Any = 0, *args: Any, label: str | None = None) -> Any:
-    """`left` and `right` copies of a constant around the array (negative: truncate)."""
+def pad(left: Any, right: Any, value: Any = 0, *args: Any, mode: str = "constant", label: str | None = None) -> Any:
+    """`left` and `right` elements around the array, a view (no copy): copies of a constant
+    (`mode="constant"`, negative amounts truncate) or the array's own elements at a boundary
+    mode, as numpy.pad pads (any width, amounts >= 0):
+
+        pad(2, 2, 0.0) << [a b c]                 ->  [0 0 a b c 0 0]
+        pad(2, 2, mode="clamp") << [a b c]        ->  [a a a b c c c]      numpy's "edge"
+        pad(2, 2, mode="mirror") << [a b c]       ->  [b a a b c c b]      numpy's "symmetric"
+        pad(2, 2, mode="wrap") << [a b c]         ->  [b c a b c a b]      numpy's "wrap"
+    """
+    if mode not in n.PAD_MODES:
+        raise LiftTypeError(f"pad mode must be one of {', '.join(repr(m) for m in n.PAD_MODES)}, got {mode!r}",
+                            loc=user_loc(), hint='numpy\'s "edge" is "clamp", "symmetric" is "mirror"')
     v = value.value if isinstance(value, Literal) else value
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         raise LiftTypeError(f"pad value must be a number, got {value!r}", loc=user_loc())
-    return _fixed(n.Pad(as_size(left, "pad amount"), as_size(right, "pad amount"), v),
-                  f"pad({left}, {right}, {v!r})", label, args)
+    if mode != "constant" and v != 0:
+        raise LiftTypeError(f"pad mode {mode!r} takes no value (got {v!r}): its elements are the array's",
+                            loc=user_loc())
+    node = n.Pad(as_size(left, "pad amount"), as_size(right, "pad amount"), v, mode)
+    text = f"pad({left}, {right}, {v!r})" if mode == "constant" else f"pad({left}, {right}, mode={mode!r})"
+    return _fixed(node, text, label, args)
 
 
 def as_vector(k: int, *args: Any, label: str | None = None) -> Any:
@@ -406,14 +431,18 @@ def _slide_nd(k: int, sizes: list, steps: list) -> Any:
     return map(transpose_nd(*order)) << slide(sizes[0], steps[0]) << map(inner)
 
 
-def pad_nd(k: int, left: Any, right: Any, value: Any = 0, *args: Any, label: str | None = None) -> Any:
-    """Pad the k outer dimensions (`left`/`right` an int or a k-tuple)."""
+def pad_nd(k: int, left: Any, right: Any, value: Any = 0, *args: Any, mode: str = "constant",
+           label: str | None = None) -> Any:
+    """Pad the k outer dimensions (`left`/`right` an int or a k-tuple) with a constant or at a
+    boundary `mode` ("clamp", "mirror", "wrap": see `pad`), as `numpy.pad` pads k axes:
+    `pad_nd(2, 1, 1, mode="clamp") << img` is `numpy.pad(img, 1, mode="edge")`."""
     _check_rank(k)
     ls, rs = _per_dim(k, left, "left"), _per_dim(k, right, "right")
-    g: Any = pad(ls[0], rs[0], value)
+    g: Any = pad(ls[0], rs[0], value, mode=mode)
     inner: Any = None
     for d in builtins.range(k - 1, 0, -1):
-        inner = pad(ls[d], rs[d], value) if inner is None else map(inner) << pad(ls[d], rs[d], value)
+        one = pad(ls[d], rs[d], value, mode=mode)
+        inner = one if inner is None else map(inner) << one
     if inner is not None:
         g = map(inner) << g
     g = _labelled(g, label)
@@ -476,7 +505,7 @@ def _check_rank(k: int) -> None:
 
 __all__ = [
     "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "reduce_atomic", "zip", "gather", "get",
-    "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
+    "iota", "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
     "value", "let", "to_global", "to_local", "to_private", "ocl_kernel", "vectorise",
     "iterate", "fun", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",
     "transpose_nd", "take",

@@ -63,6 +63,8 @@ class _Printer:
             return f"{name}({self.fun(f.f)}, {self.init(args[0])}) << {self.show(args[1])}"
         if isinstance(f, n.Zip | n.MakeTuple):
             return ("zip(" if isinstance(f, n.Zip) else "tuple(") + ", ".join(self.show(a) for a in args) + ")"
+        if not args and f.arity == 0:  # a generated array: iota(N)
+            return self.fun(f)
         if len(args) == 1:
             return f"{self.callee(f)} << {self.show(args[0])}"
         return f"{self.callee(f)}(" + ", ".join(self.show(a) for a in args) + ")"
@@ -111,9 +113,11 @@ _TEXTS: dict[type, Show] = {  # the other patterns: their parameters in line
     n.Get: lambda p, f, lab: f"get({f.i})",
     n.At: lambda p, f, lab: f"at({f.index})",
     n.Gather: lambda p, f, lab: f"gather{lab}",
+    n.Iota: lambda p, f, lab: f"iota{lab}({f.n})",
     n.Split: lambda p, f, lab: f"split{lab}({f.n})",
     n.Slide: lambda p, f, lab: f"slide{lab}({f.size}, {f.step})",
-    n.Pad: lambda p, f, lab: f"pad{lab}({f.left}, {f.right}, {f.value!r})",
+    n.Pad: lambda p, f, lab: (f"pad{lab}({f.left}, {f.right}, {f.value!r})" if f.mode == "constant"
+                              else f"pad{lab}({f.left}, {f.right}, mode={f.mode!r})"),
     n.AsVector: lambda p, f, lab: f"as_vector{lab}({f.n})",
     n.Join: lambda p, f, lab: "join",
     n.Transpose: lambda p, f, lab: "transpose",

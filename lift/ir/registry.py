@@ -218,13 +218,16 @@ define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", inte
 define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
        interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
        layout="select")
+define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
+       layout="select")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
        kernel="layout", layout="reshape")
 define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
        layout="reshape")
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
        lower=_KEPT, kernel="layout", layout="select")
-define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value", interpret="a padded copy",
+define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
+       "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
        lower=_KEPT, kernel="layout", layout="select")
 define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
        kernel="layout", layout="reshape")

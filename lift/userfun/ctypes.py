@@ -23,6 +23,11 @@ _C_BUILTINS = """
 sqrt exp exp2 exp10 log log2 log10 sin cos tan sinh cosh tanh asin acos atan atan2 pow pown powr rootn
 fabs floor ceil trunc round rint fmod erf erfc isnan isinf isfinite copysign hypot expm1 log1p cbrt
 fmin fmax min max abs clamp mix sign select dot cross length normalize mad fma
+distance fast_distance fast_length fast_normalize degrees radians step smoothstep rsqrt fract fdim
+asinh acosh atanh asinpi acospi atanpi atan2pi sinpi cospi tanpi sincos tgamma lgamma ldexp frexp ilogb
+logb modf nan nextafter remainder remquo maxmag minmag bitselect shuffle shuffle2 any all isequal
+isnotequal isgreater isgreaterequal isless islessequal isordered isunordered signbit rotate popcount
+clz mul24 mad24 mul_hi mad_hi add_sat sub_sat hadd rhadd upsample abs_diff vload vstore
 get_global_id get_local_id get_group_id get_global_size get_local_size get_num_groups barrier
 INFINITY NAN HUGE_VALF MAXFLOAT M_PI M_PI_F M_E M_E_F NULL printf
 """
@@ -33,7 +38,16 @@ C_RESERVED: frozenset[str] = frozenset(
     + _C_BUILTINS.split()
     + [f"{b}{n}" for b in _VECTOR_BASES for n in (2, 3, 4, 8, 16)]
     + [f"convert_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]
+    + [f"as_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]  # reinterpretations: macros
 )
+
+_CALLS = re.compile(r"\b(" + "|".join(sorted(set(_C_BUILTINS.split()), key=len, reverse=True)) + r")\s*\(")
+
+
+def calls_builtin(c_source: str) -> bool:
+    """Whether C source `c_source` calls an OpenCL builtin function (`sqrt(`, `fmax(`)."""
+    return _CALLS.search(c_source) is not None
+
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1

@@ -195,6 +195,9 @@ class Emitter(ast.NodeVisitor):
             return v
         if numeric(v.t) and numeric(t) and RANK[v.t.name] <= RANK[t.name]:
             return Val(f"({t.c_name}){wrap(v, UNARY)}", t, npi.np_cast(v.np, t), UNARY)
+        if isinstance(t, VectorType) and isinstance(v.t, VectorType) and join_types(t, v.t) == t:
+            # lanes of another scalar type: OpenCL converts vectors with convert_T (a cast is an error)
+            return Val(f"convert_{t.c_name}({v.c})", t, npi.np_cast(v.np, t.scalar), POSTFIX)
         if isinstance(t, VectorType) and join_types(t, v.t) == t:
             s = self._coerce(v, t.scalar, node)
             return Val(f"({t.c_name})({s.c})", t, f"_np.asarray({s.np})[..., None]", POSTFIX)

@@ -54,6 +54,9 @@ def join_types(a: Type, b: Type) -> Type | None:
         return a
     if numeric(a) and numeric(b):
         return a if RANK[a.name] >= RANK[b.name] else b
+    if isinstance(a, VectorType) and isinstance(b, VectorType) and a.n == b.n:  # float8 * int8: float8
+        s = join_types(a.scalar, b.scalar)
+        return None if s is None else (a if s == a.scalar else b)
     for v, s in ((a, b), (b, a)):
         if isinstance(v, VectorType) and numeric(s) and RANK[s.name] <= RANK.get(v.scalar.name, 0):
             return v
