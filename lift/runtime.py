@@ -438,7 +438,16 @@ def result_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
     return host_buffer(dc, host, write=True)
 
 
-HOST = HostMemory()  # every program's results and staging copies
+def _pool_bytes() -> int:
+    """`LIFTCL_HOST_POOL_BYTES` (unused host memory kept for reuse; 0: none), else 1 GiB."""
+    text = os.environ.get("LIFTCL_HOST_POOL_BYTES", "")
+    try:
+        return max(int(text), 0) if text.strip() else 1 << 30
+    except ValueError:
+        return 1 << 30
+
+
+HOST = HostMemory(keep_bytes=_pool_bytes())  # every program's results and staging copies
 
 
 def local_memory(nbytes: int) -> Any:
