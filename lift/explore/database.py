@@ -103,14 +103,13 @@ class TuningDB:
                 self._repair(why)
             private_file(self.path)
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.text_factory = _text  # a row of text that is not UTF-8 is a malformed row, not a broken database
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(_SCHEMA)  # IF NOT EXISTS: no write lock when the tables are there
             found = _meta(conn)
             if not found:  # a new database: only then written (a reader never waits for a writer's lock)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)",
-                             (FORMAT, str(VERSION)))
-                found = _meta(conn)
+                found = _write_meta(conn)
             if found.get("format") != FORMAT or found.get("version") != str(VERSION):
                 conn.close()
                 raise sqlite3.DatabaseError(f"not a liftcl tuning database of version {VERSION} ({found})")
@@ -371,8 +370,27 @@ def _decode(text: Any, check: Any, what: str) -> Any:
     return None
 
 
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
 def _meta(conn: sqlite3.Connection) -> dict[Any, Any]:
     return dict(conn.execute("SELECT name, value FROM meta").fetchall())
+
+
+def _write_meta(conn: sqlite3.Connection) -> dict[Any, Any]:
+    """Name the format and version of a database that has none yet, without waiting: when another
+    process holds the write lock it is writing them too (taken as written)."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
+    except sqlite3.OperationalError as err:
+        if getattr(err, "sqlite_errorname", "") not in ("SQLITE_BUSY", "SQLITE_LOCKED") and "locked" not in str(err):
+            raise
+        return {"format": FORMAT, "version": str(VERSION)}
+    finally:
+        conn.execute("PRAGMA busy_timeout = 60000")
+    return _meta(conn)
 
 
 def _column(info: Mapping[str, Any], name: str) -> str | None:
