@@ -34,6 +34,24 @@ C_RESERVED: frozenset[str] = frozenset(
     + [f"convert_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]
 )
 
+_TYPES = "char uchar short ushort int uint long ulong float double half".split()
+_ROUNDING = ("", "_rte", "_rtz", "_rtp", "_rtn")
+# OpenCL C's built-in functions whose names are families (atomics, vector loads, conversions): a kernel,
+# a user function or a variable liftcl names must not take one of them.
+OPENCL_FUNCTIONS: frozenset[str] = frozenset(
+    [f"{p}_{op}" for p in ("atomic", "atom") for op in "add sub xchg inc dec cmpxchg min max and or xor".split()]
+    + [f"{f}{n}" for f in ("vload", "vstore", "vload_half", "vstore_half", "vloada_half", "vstorea_half")
+       for n in ("", 2, 3, 4, 8, 16)]
+    + [f"as_{t}{n}" for t in _TYPES for n in ("", 2, 3, 4, 8, 16)]
+    + [f"convert_{t}{n}{sat}{r}" for t in _TYPES for n in ("", 2, 3, 4, 8, 16) for sat in ("", "_sat")
+       for r in _ROUNDING]
+    + [f"native_{f}" for f in "cos divide exp exp2 exp10 log log2 log10 powr recip rsqrt sin sqrt tan".split()]
+    + [f"half_{f}" for f in "cos divide exp exp2 exp10 log log2 log10 powr recip rsqrt sin sqrt tan".split()]
+    + "async_work_group_copy async_work_group_strided_copy wait_group_events prefetch mem_fence read_mem_fence "
+      "write_mem_fence get_work_dim get_global_offset get_enqueued_local_size get_global_linear_id "
+      "get_local_linear_id work_group_barrier work_group_reduce_add work_group_broadcast sub_group_barrier "
+      "read_imagef write_imagef".split())
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -59,8 +77,10 @@ _MORE_BUILTINS = frozenset("""
     M_LOG2E M_LOG10E M_LN2 M_LN10 M_PI_2 M_PI_4 M_1_PI M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2 M_LOG2E_F
     M_LOG10E_F M_LN2_F M_LN10_F M_PI_2_F M_PI_4_F M_1_PI_F M_2_PI_F M_2_SQRTPI_F M_SQRT2_F M_SQRT1_2_F
     EOF __OPENCL_VERSION__ CL_VERSION_1_0 CL_VERSION_1_1 CL_VERSION_1_2 CL_VERSION_2_0 FLT_MAX FLT_MIN
-    FLT_EPSILON DBL_MAX DBL_MIN DBL_EPSILON MAXFLOAT INFINITY NAN true false
+    FLT_EPSILON DBL_MAX DBL_MIN DBL_EPSILON MAXFLOAT INFINITY NAN true false CLK_LOCAL_MEM_FENCE
+    CLK_GLOBAL_MEM_FENCE CLK_IMAGE_MEM_FENCE FLT_DIG FLT_MANT_DIG FLT_MAX_EXP FLT_MIN_EXP FLT_RADIX DBL_DIG
 """.split())
+OPENCL_NAMES = _MORE_BUILTINS  # OpenCL C's other built-in functions, macros and constants
 
 
 def size_name_problem(name: object) -> str | None:

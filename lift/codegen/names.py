@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 
+from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
@@ -18,7 +19,8 @@ class Names:
     """Fresh C identifiers, never a reserved word, a user-function name or a size variable."""
 
     def __init__(self, reserved: set[str]) -> None:
-        self.taken = set(reserved) | set(C_RESERVED)
+        self.reserved = C_RESERVED | OPENCL_FUNCTIONS | OPENCL_NAMES  # what C or OpenCL C already names
+        self.taken = set(reserved) | self.reserved
 
     def __call__(self, hint: str) -> str:
         base = re.sub(r"[^A-Za-z0-9_]", "_", hint) or "v"  # ASCII: a label may be any text
@@ -53,7 +55,7 @@ class Funs:
                 dname = self(d)
                 if dname != d.name:
                     source = re.sub(rf"\b{re.escape(d.name)}\s*\(", f"{dname}(", source)
-            first = f.name not in self.used and f.name not in C_RESERVED and f.name not in self.avoid
+            first = f.name not in self.used and f.name not in self.names.reserved | self.avoid
             cname = f.name if first else self.names(f.name)
             self.used.add(f.name)
             self.by_key[key] = cname

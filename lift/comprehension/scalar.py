@@ -95,8 +95,10 @@ def evaluate(e: Expr, leaf: Callable[[Call], Value], names: Callable[[Name], Val
                 return arith_op(ARITH[op], _floatish(x, y, e.pos), _floatish(y, x, e.pos))
             return _call(COMPARE[op], [x, y], e.pos)
         case Ternary(cond=c, then=a, other=b):
-            return _call(select, [evaluate(c, leaf, names), evaluate(a, leaf, names),
-                                  evaluate(b, leaf, names)], e.pos)
+            test = evaluate(c, leaf, names)
+            if not isinstance(test, IRExpr):  # a constant condition (`3 > 0 ? x : y`) picks its branch here
+                return evaluate(a if test else b, leaf, names)
+            return _call(select, [test, evaluate(a, leaf, names), evaluate(b, leaf, names)], e.pos)
     raise tc_error(UnsupportedError, f"the construct {type(e).__name__} ({getattr(e, 'op', '')}) is not "
                    "supported in a right-hand side", e.pos,
                    hint="supported: numbers, + - * /, comparisons, c ? a : b, " + ", ".join(sorted(FUNCTIONS)))
@@ -122,8 +124,14 @@ def literal(v: Any, t: Type, pos: Pos) -> IRExpr:
 def _fold(op: str, x: Any, y: Any, pos: Pos) -> Any:
     if op == "/" and y == 0:
         raise tc_error(LiftTypeError, "division by zero in a constant", pos)
-    return {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "<": x < y, "<=": x <= y, ">": x > y,
-            ">=": x >= y, "==": x == y, "!=": x != y}[op]
+    ops: dict[str, Callable[[Any, Any], Any]] = {
+        "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+    try:
+        return ops[op](x, y)  # only `op`: `3 > 0` computed no `3 / 0`
+    except OverflowError as err:
+        raise tc_error(LiftValueError, f"the constant {op} overflows ({err})", pos) from None
 
 
 def _call(f: Any, vals: list[Value], pos: Pos) -> IRExpr:

@@ -119,7 +119,7 @@ def named(name: str, body: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return body(*args)
 
     fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+        [inspect.Parameter(_pyname(name), inspect.Parameter.POSITIONAL_OR_KEYWORD)])
     return fn
 
 
@@ -278,8 +278,14 @@ def build_program(prog: Program, outputs: list[str], params: list[tuple[str, Any
 
     uses = reads(prog, outputs)
 
+    pynames: list[str] = []
+    for n, _ in params:
+        name = _pyname(n)
+        while name in pynames:
+            name += "_"
+        pynames.append(name)
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(_pyname(n), inspect.Parameter.POSITIONAL_OR_KEYWORD) for n, _ in params])
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in pynames])
     return body
 
 
@@ -317,6 +323,9 @@ def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
 
 
 def _pyname(n: str) -> str:
+    """A Python parameter name for the TC tensor `n` (TC allows `2LUT`; Python does not)."""
     import keyword
 
+    if not n.isidentifier():
+        return "t_" + n
     return n + "_" if keyword.iskeyword(n) else n
