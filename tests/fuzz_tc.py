@@ -93,7 +93,8 @@ def sources() -> Any:
         shape = draw(st.sampled_from(["pointwise", "reduction", "scalar"]))
         names = st.one_of(st.sampled_from(NAMES), st.sampled_from(NAMES), st.sampled_from(PLAIN))  # a third plain
         fname, a, b, o, s = draw(st.lists(names, min_size=5, max_size=5, unique=True))
-        size, size2, i, j = draw(st.lists(names, min_size=4, max_size=4, unique=True))
+        sizes = st.one_of(names, st.sampled_from(PLAIN), st.sampled_from(PLAIN))  # most sizes plain: more compile
+        size, size2, i, j = draw(st.lists(sizes, min_size=4, max_size=4, unique=True))
         if shape == "pointwise":
             rhs = draw(expressions([f"{a}({i})", f"{b}({i})"], []))
             return shape, f"def {fname}(float({size}) {a}, float({size}) {b}) -> ({o}) {{\n  {o}({i}) = {rhs}\n}}\n"

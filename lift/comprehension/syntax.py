@@ -429,8 +429,8 @@ def _check_operations(e: Expr, pos: Pos) -> None:
                     nxt += args
         level = nxt
     if depth > MAX_OPERATIONS:
-        raise syntax_error(f"the expression nests {depth} operations deep (at most {MAX_OPERATIONS}: a sum of "
-                           "n terms nests n - 1 additions)", pos,
+        raise syntax_error(f"the expression nests {depth} operations deep (at most {MAX_OPERATIONS}; each "
+                           "+ - * / ?: and call is one)", pos,
                            hint="sum many terms with a reduction (`y(i) +=! x(j)`), or in several statements")
 
 
