@@ -71,5 +71,5 @@ def _record(table: Counter, examples: dict, ok_rows: tuple[str, ...], row: str, 
 
 def print_counts(table: Counter, rows: tuple[str, ...], out: Any = None) -> None:
     out = out or sys.stdout
-    print("".join(f"{r:>14}" for r in ("cases",) + rows), file=out)
-    print(f"{sum(table.values()):>14}" + "".join(f"{table[r]:>14}" for r in rows), file=out)
+    print("".join(f"{r:>16}" for r in ("cases",) + rows), file=out)
+    print(f"{sum(table.values()):>16}" + "".join(f"{table[r]:>16}" for r in rows), file=out)
