@@ -305,7 +305,7 @@ class TuningDB:
             raise ValueError(f"not a {FORMAT} export of version {VERSION}")
         skipped = [] if skipped is None else skipped
         taken = 0
-        for k, w in enumerate(_rows(data, "winners", skipped)):
+        for i, w in enumerate(_rows(data, "winners", skipped)):
             try:
                 entry, info = check_entry(w["entry"]), w["info"]
                 if not isinstance(info, Mapping):
@@ -314,15 +314,15 @@ class TuningDB:
                     _column(info, name)
                 taken += self.store(str(w["key"]), {k: v for k, v in entry.items() if k != "stored"}, dict(info))
             except (KeyError, TypeError, ValueError, RecursionError) as err:
-                skipped.append(f"winner {k} ({_why(err)})")
-                _ignored(f"an imported winner, number {k} ({_why(err)})")
-        for k, c in enumerate(_rows(data, "candidates", skipped)):
+                skipped.append(f"winner {i} ({_why(err)})")
+                _ignored(f"an imported winner, number {i} ({_why(err)})")
+        for i, c in enumerate(_rows(data, "candidates", skipped)):
             try:
                 rec = check_record(c["record"])
                 taken += self.record(str(c["mkey"]), stored_key(rec["choices"]), rec)
             except (KeyError, TypeError, ValueError, RecursionError) as err:
-                skipped.append(f"candidate {k} ({_why(err)})")
-                _ignored(f"an imported candidate, number {k} ({_why(err)})")
+                skipped.append(f"candidate {i} ({_why(err)})")
+                _ignored(f"an imported candidate, number {i} ({_why(err)})")
         return taken
 
     def clear(self, key: str | None = None) -> int:
