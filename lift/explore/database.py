@@ -4,26 +4,28 @@
     db.lookup(key) -> dict | None;     db.store(key, entry, info)
     db.finished(mkey) -> {candidate: record};  db.claim(mkey, candidate);  db.record(mkey, candidate, record)
 
-Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok
-or why rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's
-canonical hash, the argument shapes and dtypes, the device key and the liftcl version, what a
-measurement depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of
-the search point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
-finishes and reads those already there instead of measuring them again, so a stopped tune
-resumes where it stopped and tunes of one problem running at once share their work: a
-candidate being measured is *claimed* (a row without a result, naming its process), and
-another tune skips it until its result is there; a claim whose process is gone, or older than
-`CLAIM_S`, is taken over. `winners` holds the best candidate per *tuning key* (`tuning_key`:
-the measurement key and the objective) with its Pareto front; a winner replaces a stored one
-only when it is better for the objective (or `replace=True`, `tune(refresh=True)`).
+Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok or why
+rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's canonical
+hash, the argument shapes and dtypes, the device key and the liftcl version, what a measurement
+depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of the search
+point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
+finishes and reads those already there instead of measuring them again, so a stopped tune resumes
+where it stopped and tunes of one problem running at once share their work: a candidate being
+measured is *claimed* (a row without a result, naming its process), and another tune skips it until
+its result is there; a claim whose process is gone, or older than `CLAIM_S`, is taken over, and so
+is one the database holds in a form no tune writes (an owner that is not `host:pid`, a date that is
+no number or lies in the future). `winners` holds the best candidate per *tuning key* (`tuning_key`:
+the measurement key and the objective) with its Pareto front; a winner replaces a stored one only
+when it is better for the objective (or `replace=True`, `tune(refresh=True)`).
 
-Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows) are ignored
-with a `TuningDatabaseWarning`; a database that cannot be opened or written (a directory, a
-read-only file, a file that is not SQLite) warns once and the caller goes on without it. A
-corrupt database file (SQLite's checks fail) is found once per process, moved aside with a
-warning naming where it went (`repaired`), and a fresh one takes its place (`dbrepair`).
-`export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
-`encode_choices` / `stored_key` only.
+Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows, JSON nested past
+what `json` reads, text that is not UTF-8) are ignored with a `TuningDatabaseWarning`; a database
+that cannot be opened or written (a directory, a read-only file, a file that is not SQLite: left as
+it is) warns once and the caller goes on without it. Reading never writes: only a new database gets
+its format rows, so a lookup never waits for another process's write lock. A corrupt database file
+(SQLite's checks fail) is found once per process, moved aside with a warning naming where it went
+(`repaired`), and a fresh one takes its place (`dbrepair`). `export()` / `import_json()` copy it to
+and from JSON. Choices are stored as JSON through `encode_choices` / `stored_key` only.
 """
 
 from __future__ import annotations
