@@ -27,6 +27,7 @@ import ast
 import importlib.util
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ import lift
 from lift import devices, runtime
 from lift.constraints import describe, joint_space
 from lift.errors import LiftError
-from lift.explore import TuningDB
+from lift.explore import TuningDatabaseWarning, TuningDB, dbrepair
 from lift.files import write_atomic
 from lift.interpret import bind_sizes
 from lift.ir.nodes import Lambda
@@ -241,6 +242,8 @@ def _json_arg(text: str, what: str) -> Any:
         return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
     except (OSError, ValueError) as err:
         raise CliError(f"{what}: not JSON (or @FILE of JSON): {err}") from None
+    except RecursionError:
+        raise CliError(f"{what}: not JSON (or @FILE of JSON) liftcl reads: nested too deeply") from None
 
 
 def _describe_choices(choices: Any, maps: set[str]) -> str:
@@ -293,6 +296,9 @@ def _indent(text: str) -> str:
 
 def cmd_db(opts: argparse.Namespace) -> int:
     db = _db(opts)
+    foreign = dbrepair.foreign(db.path)
+    if foreign is not None:  # a JSON export or a user's file given as --db: left alone
+        raise CliError(f"the tuning database {foreign}", FAILURE)
     if opts.action == "list":
         rows = db.winners()
         for w in rows:
@@ -318,11 +324,26 @@ def cmd_db(opts: argparse.Namespace) -> int:
         if opts.key is None:
             raise CliError("db import needs a FILE (an export)")
         try:
-            n = db.import_json(json.loads(Path(opts.key).read_text()))
+            text = Path(opts.key).read_text()
         except (OSError, ValueError) as err:
             raise CliError(f"{opts.key}: {err}") from None
+        skipped: list[str] = []
+        try:
+            with warnings.catch_warnings():  # the skipped rows are named below, once each
+                warnings.simplefilter("ignore", TuningDatabaseWarning)
+                n = db.import_json(json.loads(text), skipped=skipped)
+        except RecursionError:
+            raise CliError(f"{opts.key}: not an export: its JSON is nested too deeply", FAILURE) from None
+        except ValueError as err:
+            raise CliError(f"{opts.key}: {str(err).splitlines()[0]}", FAILURE) from None
         print(f"imported {n} rows into {db.path}")
+        if skipped:
+            shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+            raise CliError(f"{opts.key}: skipped {len(skipped)} malformed rows: {shown}", FAILURE)
     elif opts.action == "clear":
+        if opts.key is not None and not opts.key:
+            raise CliError("db clear KEY needs a non-empty key (a prefix from `lift db list`); "
+                           "`lift db clear` with no KEY removes everything")
         n = db.clear(opts.key)
         if opts.key is not None and n == 0:
             raise CliError(f"no tuned problem with a key starting {opts.key!r}")
@@ -452,6 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.status
     except LiftError as err:
         print(f"lift: {type(err).__name__}: {err}", file=sys.stderr)
+        return FAILURE
+    except RecursionError:  # what liftcl reads is nested deeper than it goes (a safety net: one line)
+        print("lift: the input is nested too deeply for liftcl (Python's recursion limit)", file=sys.stderr)
         return FAILURE
     except KeyboardInterrupt:
         print("lift: interrupted", file=sys.stderr)

@@ -36,7 +36,14 @@ from lift.constraints import choose_mapping, mapping_space, substitute_sizes
 from lift.constraints.learn import learn
 from lift.constraints.model import Z3_LOCK
 from lift.decide import Decision, Lookup, TunedChoices, decide, tuned_lookup
-from lift.errors import LiftError, LiftTypeError, LiftValueError, NotSynchronisableError, RewritePointSkipped
+from lift.errors import (
+    LiftError,
+    LiftTypeError,
+    LiftValueError,
+    NotSynchronisableError,
+    RewritePointSkipped,
+    nesting_guard,
+)
 from lift.ir.nodes import Lambda, Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
@@ -57,6 +64,7 @@ def serialised(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` run under `lift.constraints.model.Z3_LOCK` (z3 is not thread-safe): calls from
     several threads run one at a time, and a call inside another (a compile in a tune) goes on."""
     @functools.wraps(fn)
+    @nesting_guard(fn.__name__)  # a thousand nested maps: a NestingError, never a RecursionError
     def run(*args: Any, **kw: Any) -> Any:
         with Z3_LOCK:
             return fn(*args, **kw)

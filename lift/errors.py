@@ -12,11 +12,15 @@ prints them::
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # Folders whose frames are library frames, not the user's: the package root and
 # the three sibling folders installed into the `lift` namespace.
@@ -156,6 +160,28 @@ class NotSynchronisableError(LiftError, ValueError):
 
 class UserFunError(LiftError, ValueError):
     """A Python user function uses a construct that cannot become OpenCL C."""
+
+
+class NestingError(UnsupportedError):
+    """A program (or a TC expression) nests deeper than liftcl's passes go: Python's recursion limit."""
+
+
+def nesting_guard(what: str) -> Callable[[F], F]:
+    """Decorate a public entry point so that a program nested past Python's recursion limit (a
+    thousand chained maps) is a `NestingError` naming `what`, never a raw `RecursionError`."""
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kw: Any) -> Any:
+            try:
+                return fn(*args, **kw)
+            except RecursionError:
+                pass  # raised below, out of the handler: the stack is unwound by then
+            raise NestingError(f"{what}: the program nests deeper than liftcl goes (Python's recursion limit of "
+                               f"{sys.getrecursionlimit()} frames)",
+                               hint="build it in stages of a few hundred nested patterns, or use iterate(n, f) "
+                                    "for a repeated step")
+        return guarded  # type: ignore[return-value]
+    return wrap
 
 
 class DeviceError(LiftError, RuntimeError):

@@ -8,7 +8,8 @@ binaries, buffers reused across calls, and enqueued launches. The build cache li
 and the binary; it is written to a temporary file and renamed, so concurrent processes never
 see half an entry. An entry whose checksum fails, whose key is not the one asked for (a valid
 binary of another program stored under this name), or whose binary the driver rejects, is
-rebuilt from source and replaced.
+rebuilt from source and replaced. The folders it creates are private (0700), entries are 0600,
+and an entry owned by another user is never loaded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from lift import devices
 from lift.devices import Device, caches
 from lift.errors import DeviceError
+from lift.files import owned, private_folder
 from lift.version import __version__
 
 MAGIC = b"LIFTCL-BINARY 2\n"
@@ -189,9 +191,12 @@ def build(dc: DeviceContext, source: str, *, options: tuple[str, ...] = (),
 
 def read_entry(path: Path, key: str | None = None) -> bytes | None:
     """The binary stored at `path`, or None if it is missing, truncated, corrupt, or (with
-    `key`) stored for another key."""
+    `key`) stored for another key, or not owned by this user."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            if not owned(os.fstat(f.fileno())):
+                return None
+            data = f.read()
     except OSError:
         return None
     if not data.startswith(MAGIC):
@@ -215,7 +220,7 @@ def write_entry(path: Path, binary: bytes, key: str = "-") -> bool:
         raise ValueError(f"a cache key is one word, not {key!r}")
     header = MAGIC + f"{hashlib.sha256(binary).hexdigest()} {len(binary)} {key}\n".encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".bin")
     except OSError:
         return False

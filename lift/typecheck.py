@@ -28,7 +28,7 @@ from lift.arith import (
     prove_nonneg,
     substitute,
 )
-from lift.errors import LiftTypeError, UnsupportedError, is_library_loc
+from lift.errors import LiftTypeError, UnsupportedError, is_library_loc, nesting_guard
 from lift.gather import gather_type
 from lift.ir.build import Deferred
 from lift.ir.nodes import (
@@ -133,6 +133,7 @@ def typed(e: Node) -> Typed:
     return Typed(e, t, MappingProxyType(types), tuple(conds))
 
 
+@nesting_guard("typecheck")
 def typecheck(e: Node) -> Type:
     """The type of a program: `FunType` for a lambda, else the expression's type."""
     if isinstance(e, Lambda):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lift.arith import Arith, ArithLike, Cst, as_arith, free_vars, prove_eq, size
+from lift.arith.cnames import size_name_problem
 from lift.errors import LiftTypeError, LiftValueError
 
 
@@ -101,7 +102,13 @@ def Vector(scalar: ScalarType, n: int) -> VectorType:  # noqa: N802 - public con
 
 
 def Size(name: str) -> Arith:  # noqa: N802 - public constructor
-    """A symbolic array size (a positive integer), e.g. `N = Size("N")`."""
+    """A symbolic array size (a positive integer), e.g. `N = Size("N")`. The name becomes a kernel
+    parameter in OpenCL C, so it is an ASCII C identifier that no C or OpenCL C keyword, type or
+    built-in has (LiftValueError otherwise: `Size("N+1")`, `Size("int")`, `Size("get_global_id")`)."""
+    why = size_name_problem(name)
+    if why is not None:
+        raise LiftValueError(f"the size name {name!r} {why}", got=name,
+                             hint="name sizes like C variables: N, M, rows, n_2")
     return size(name)
 
 

@@ -102,8 +102,8 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
     ufs = {d.name for _, x in walk(program) if isinstance(x, n.UserFun) for d in (x, *_callees(x))}
     sizes = size_names(q.ptype for q in program.params)
     names = Names(ufs | set(sizes))
-    ctx = KernelContext(program, names, Funs(names), tuple(sizes), divisibility(size_conditions(program)),
-                        barrier_pass, verify=verify, wide=wide)
+    ctx = KernelContext(program, names, Funs(names, frozenset(sizes)), tuple(sizes),
+                        divisibility(size_conditions(program)), barrier_pass, verify=verify, wide=wide)
     global_req, local_req = _dims(global_size), _dims(local_size)
     buffers: list[BufferSpec] = []
     kernels: list[Kernel] = []

@@ -60,7 +60,7 @@ from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
 from lift.typecheck import infer
-from lift.types import ArrayType, TupleType, Type, shape
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, shape
 from lift.userfun.ctypes import c_type
 from lift.views import Access, ConstV, ExprV, Mem, Proj, View, resolve, storage_type
 
@@ -278,8 +278,18 @@ class KernelGen:
 
     def inline_call(self, e: FunCall, path: Path, env: dict[int, View]) -> CExpr:
         f = e.f.f if isinstance(e.f, n.ToPrivate) else e.f
-        args = tuple(self.uf_arg(Arg(a.type, a, path + (k + 1,)), env) for k, a in enumerate(e.args))
+        args = tuple(self.shallow(self.uf_arg(Arg(a.type, a, path + (k + 1,)), env), a.type)
+                     for k, a in enumerate(e.args))
         return CCall(self.funs(f), args)
+
+    def shallow(self, c: CExpr, t: Type) -> CExpr:
+        """`c`, or a private variable declared with it when its calls nest `CALL_DEPTH` deep
+        (hundreds of fused maps: OpenCL C compilers refuse 256 nested brackets)."""
+        if call_depth(c) < CALL_DEPTH or not isinstance(t, ScalarType | VectorType | TupleType):
+            return c
+        name = self.fresh("deep")
+        self.block.add(Decl(c_type(t), name, c, comment="a deep nest of calls, cut"))
+        return CVar(name)
 
     def uf_arg(self, a: Arg, env: dict[int, View]) -> CExpr:
         if a.path is not None and a.path in self.alloc.inline:
@@ -470,6 +480,18 @@ class _Guarded:
 
 def _layout_type(f: FunDecl, args: list[Arg]) -> Type:
     return infer(f, [a.type for a in args], f)
+
+
+CALL_DEPTH = 64  # user-function calls nested in one C expression before a temporary cuts the nest
+
+
+def call_depth(c: CExpr) -> int:
+    """How deep the calls in `c` nest (a chain of fused maps nests one call per map)."""
+    depth, level = 0, [c]
+    while level:
+        depth += 1
+        level = [a for x in level if isinstance(x, CCall) for a in x.args]
+    return depth - 1
 
 
 def _describe(f: Any) -> str:

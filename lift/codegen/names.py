@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 
+from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
@@ -18,10 +19,11 @@ class Names:
     """Fresh C identifiers, never a reserved word, a user-function name or a size variable."""
 
     def __init__(self, reserved: set[str]) -> None:
-        self.taken = set(reserved) | set(C_RESERVED)
+        self.reserved = C_RESERVED | OPENCL_FUNCTIONS | OPENCL_NAMES  # what C or OpenCL C already names
+        self.taken = set(reserved) | self.reserved
 
     def __call__(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint) or "v"
+        base = re.sub(r"[^A-Za-z0-9_]", "_", hint) or "v"  # ASCII: a label may be any text
         if base[0].isdigit() or base.startswith("__"):
             base = "v_" + base.lstrip("_")
         name, k = base, 0
@@ -35,8 +37,9 @@ class Names:
 class Funs:
     """User functions by C name: one definition per (name, types), mangled when names repeat."""
 
-    def __init__(self, names: Names) -> None:
+    def __init__(self, names: Names, avoid: frozenset[str] = frozenset()) -> None:
         self.names = names
+        self.avoid = avoid  # names a user function keeps only renamed: the size parameters
         self.by_key: dict[tuple, str] = {}
         self.sources: list[str] = []
         self.used: set[str] = set()
@@ -52,7 +55,7 @@ class Funs:
                 dname = self(d)
                 if dname != d.name:
                     source = re.sub(rf"\b{re.escape(d.name)}\s*\(", f"{dname}(", source)
-            first = f.name not in self.used and f.name not in C_RESERVED
+            first = f.name not in self.used and f.name not in self.names.reserved | self.avoid
             cname = f.name if first else self.names(f.name)
             self.used.add(f.name)
             self.by_key[key] = cname

@@ -36,6 +36,13 @@ from lift.codegen.c_ast import (
 _IND = "  "
 
 
+def _note(text: str) -> str:
+    """`text` safe inside a `//` comment: a label is the user's text, and a newline (any line break
+    C knows), a backslash (a line splice) or a control character would end the comment early and
+    put the rest of it into the kernel; each becomes `?`."""
+    return "".join(c if c.isprintable() and c != "\\" else "?" for c in text)
+
+
 def print_unit(u: Unit) -> str:
     """The whole program text."""
     parts = [u.helpers.rstrip("\n")] if u.helpers else []
@@ -47,7 +54,7 @@ def print_unit(u: Unit) -> str:
 
 def print_kernel(k: KernelDef) -> str:
     params = ",\n    ".join(_param(p) for p in k.params)
-    head = f"// {k.comment}\n" if k.comment else ""
+    head = f"// {_note(k.comment)}\n" if k.comment else ""
     lines = [f"{head}kernel void {k.name}({params}) {{"]
     _block(k.body, 1, lines, k.index_type)
     lines.append("}")
@@ -73,30 +80,30 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
             q = "" if space == "private" else f"{space} "
             arr = "" if size is None else f"[{to_c(size)}]"
             ini = "" if init is None else f" = {expr(init)}"
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             out.append(f"{pad}{q}{ctype} {name}{arr}{ini};{note}")
         case Assign(lhs, rhs, comment):
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             out.append(f"{pad}{expr(lhs)} = {expr(rhs)};{note}")
         case StreamStore(target, value, comment):
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             out.append(f"{pad}LIFT_STREAM_STORE(&{expr(target)}, {expr(value)});{note}")
         case VecStore(n, value, base, offset):
             out.append(f"{pad}vstore{n}({expr(value)}, 0, {base} + {to_c(offset)});")
         case For():
             _for(s, depth, out, itype)
         case If(cond, body, comment):
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             out.append(f"{pad}if ({expr(cond)}) {{{note}")
             _block(body, depth + 1, out, itype)
             out.append(pad + "}")
         case Barrier(fence, comment):
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             out.append(f"{pad}barrier({fence});{note}")
         case Comment(text):
-            out.append(f"{pad}// {text}")
+            out.append(f"{pad}// {_note(text)}")
         case AtomicCombine(fn, target, value, guard, comment):
-            note = f"  // {comment}" if comment else ""
+            note = f"  // {_note(comment)}" if comment else ""
             cond = f"if ({guard}) " if guard else ""
             out.append(f"{pad}{cond}{fn}(&{expr(target)}, {expr(value)});{note}")
         case Block():
@@ -111,7 +118,7 @@ def _for(s: For, depth: int, out: list[str], itype: str) -> None:
     pad = _IND * depth
     v = s.var.name
     if s.once:
-        out.append(f"{pad}{{  // {s.comment}: one iteration per work-item")
+        out.append(f"{pad}{{  // {_note(s.comment)}: one iteration per work-item")
         out.append(f"{pad}{_IND}{itype} {v} = {expr(s.init)};")
         if s.guard:
             out.append(f"{pad}{_IND}if ({v} < {to_c(s.bound)}) {{")
@@ -124,7 +131,7 @@ def _for(s: For, depth: int, out: list[str], itype: str) -> None:
     step = "++" if isinstance(s.step, CRaw) and s.step.text == "1" else f" += {expr(s.step)}"
     if s.unroll:
         out.append(f"{pad}#pragma unroll")
-    out.append(f"{pad}for ({itype} {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {s.comment}")
+    out.append(f"{pad}for ({itype} {v} = {expr(s.init)}; {v} < {to_c(s.bound)}; {v}{step}) {{  // {_note(s.comment)}")
     _block(s.body, depth + 1, out, itype)
     out.append(f"{pad}}}")
 

@@ -21,10 +21,12 @@ from collections.abc import Mapping
 
 from lift.comprehension.function import translate
 from lift.comprehension.syntax import parse
+from lift.errors import nesting_guard
 from lift.ir.nodes import Lambda
 
 __all__ = ["tc"]
 
+@nesting_guard("lift.tc")
 def tc(source: str, *, constants: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None,
        file: str | None = None) -> dict[str, Lambda]:
     """The programs of a TC source, by function name: `lift.tc(src)["mv"]` is a `lift.fun` program.

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 
 from lift.arith import Arith, Cst
-from lift.comprehension.ranges import Scope, accesses, infer, tc_error
+from lift.comprehension.ranges import BUILTINS, Scope, accesses, infer, tc_error
 from lift.comprehension.scalar import reducer, scalar_type
 from lift.comprehension.syntax import Call, Expr, Function, Name, Statement
 from lift.comprehension.translation import Inline, Materialised, Program, build_program, resolve, substitute
@@ -149,6 +149,13 @@ def translate(fn: Function, constants: Mapping[str, int], fixed: Mapping[str, in
     for p in fn.params:
         if names.count(p.name) > 1:
             raise tc_error(LiftValueError, f"the parameter {p.name} is declared twice", p.pos)
+        if p.name in BUILTINS:  # `exp(i)` would call the built-in, never read the tensor
+            raise tc_error(LiftValueError, f"the parameter {p.name!r} has the name of a TC built-in function",
+                           p.pos, hint="rename it; built-ins: " + ", ".join(sorted(BUILTINS)))
+    for o in fn.outputs:
+        if o in BUILTINS:
+            raise tc_error(LiftValueError, f"the output {o!r} has the name of a TC built-in function", fn.pos,
+                           hint="rename it; built-ins: " + ", ".join(sorted(BUILTINS)))
     shapes = {p.name: tuple(sizes[d] for d in p.dims) for p in fn.params if p.dims is not None}
     scalars = {p.name: p.dtype for p in fn.params if p.dims is None and p.name not in constants}
     scope = Scope(shapes, sizes, scalars, dict(constants))

@@ -13,7 +13,7 @@ from typing import Any
 
 from lift.comprehension.ranges import BUILTINS, tc_error
 from lift.comprehension.syntax import Binary, Call, Expr, Name, Num, Pos, Ternary, Unary
-from lift.errors import LiftTypeError, UnsupportedError
+from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
 from lift.ir.build import arith_op, to_expr
 from lift.ir.nodes import Expr as IRExpr
 from lift.types import Double, Float, Int, ScalarType, Type
@@ -92,28 +92,46 @@ def evaluate(e: Expr, leaf: Callable[[Call], Value], names: Callable[[Name], Val
             if not isinstance(x, IRExpr) and not isinstance(y, IRExpr):
                 return _fold(op, x, y, e.pos)
             if op in ARITH:
-                return arith_op(ARITH[op], _floatish(x, y), _floatish(y, x))
+                return arith_op(ARITH[op], _floatish(x, y, e.pos), _floatish(y, x, e.pos))
             return _call(COMPARE[op], [x, y], e.pos)
         case Ternary(cond=c, then=a, other=b):
-            return _call(select, [evaluate(c, leaf, names), evaluate(a, leaf, names),
-                                  evaluate(b, leaf, names)], e.pos)
+            test = evaluate(c, leaf, names)
+            if not isinstance(test, IRExpr):  # a constant condition (`3 > 0 ? x : y`) picks its branch here
+                return evaluate(a if test else b, leaf, names)
+            return _call(select, [test, evaluate(a, leaf, names), evaluate(b, leaf, names)], e.pos)
     raise tc_error(UnsupportedError, f"the construct {type(e).__name__} ({getattr(e, 'op', '')}) is not "
                    "supported in a right-hand side", e.pos,
                    hint="supported: numbers, + - * /, comparisons, c ? a : b, " + ", ".join(sorted(FUNCTIONS)))
 
 
-def _floatish(v: Value, other: Value) -> Value:
+def _floatish(v: Value, other: Value, pos: Pos) -> Value:
     """A Python number next to a Float expression becomes a Float literal (`fmaxf(x, 0)`)."""
     if isinstance(v, IRExpr) or not isinstance(other, IRExpr):
         return v
-    return to_expr(v, other.type)
+    return literal(v, other.type, pos)
+
+
+def literal(v: Any, t: Type, pos: Pos) -> IRExpr:
+    """The IR literal of the number `v` at type `t`; a `LiftValueError` at the TC line when it does not
+    fit (`3000000000` as an `int`, an integer past a float's range)."""
+    try:
+        return to_expr(float(v) if t == Float and not isinstance(v, float) else v, t)
+    except (OverflowError, ValueError) as err:
+        why = getattr(err, "message", None) or f"the number {str(v)[:40]} does not fit in a {t} ({err})"
+        raise tc_error(LiftValueError, why, pos) from None
 
 
 def _fold(op: str, x: Any, y: Any, pos: Pos) -> Any:
     if op == "/" and y == 0:
         raise tc_error(LiftTypeError, "division by zero in a constant", pos)
-    return {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "<": x < y, "<=": x <= y, ">": x > y,
-            ">=": x >= y, "==": x == y, "!=": x != y}[op]
+    ops: dict[str, Callable[[Any, Any], Any]] = {
+        "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+    try:
+        return ops[op](x, y)  # only `op`: `3 > 0` computed no `3 / 0`
+    except OverflowError as err:
+        raise tc_error(LiftValueError, f"the constant {op} overflows ({err})", pos) from None
 
 
 def _call(f: Any, vals: list[Value], pos: Pos) -> IRExpr:
@@ -121,5 +139,5 @@ def _call(f: Any, vals: list[Value], pos: Pos) -> IRExpr:
     if like is None:
         raise tc_error(UnsupportedError, "a built-in function of constants only", pos,
                        hint="compute the constant by hand")
-    args = [v if isinstance(v, IRExpr) else to_expr(v, like.type) for v in vals]
+    args = [v if isinstance(v, IRExpr) else literal(v, like.type, pos) for v in vals]
     return f(*args)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from lift.arith.cnames import size_name_problem
 from lift.errors import LiftValueError, SourceLoc
 
 SCALAR_TYPES = ("float", "double", "int", "half", "byte", "uint32", "int32", "int64", "bool")
@@ -180,6 +181,10 @@ def tokens(source: str, file: str = "<tc>") -> list[_Tok]:
 
 
 _BINARY = [("||",), ("&&",), ("==", "!="), ("<", "<=", ">", ">="), ("+", "-"), ("*", "/", "%")]
+_LEVEL = {op: k for k, ops in enumerate(_BINARY) for op in ops}
+MAX_NESTING = 128  # parentheses, calls, ?: and unary operators nested in one expression
+MAX_OPERATIONS = 128  # operations nested in one expression (`a + b + ... `: one per term): C compilers stop at 256
+MAX_DIGITS = 300  # of a number literal (a float holds about 1e308)
 
 
 class Parser:
@@ -189,6 +194,7 @@ class Parser:
         self.toks = tokens(source, file)
         self.i = 0
         self.function = "<tc>"
+        self.depth = 0  # expressions being parsed, one inside another
 
     # -- token helpers
     def peek(self, skip_nl: bool = True) -> _Tok:
@@ -265,7 +271,13 @@ class Parser:
         dims = None
         if self.at("("):
             self.next()
-            dims = tuple(t.text for t in self.comma_list(lambda: self.ident("a size name")))
+            found = self.comma_list(lambda: self.ident("a size name"))
+            for d in found:  # a size is a kernel parameter `int d` in OpenCL C
+                why = size_name_problem(d.text)
+                if why is not None:
+                    raise syntax_error(f"the size name {d.text!r} {why}", self._pos(d),
+                                       hint="name sizes like C variables: N, M, rows, n_2")
+            dims = tuple(t.text for t in found)
             self.expect(")")
         name = self.ident("a parameter name")
         return Param(ty.text, name.text, dims, self._pos(name))
@@ -316,40 +328,52 @@ class Parser:
         hi = self.expr()
         return Where(v.text, lo, hi, self._pos(v))
 
-    # -- expressions (precedence climbing)
+    # -- expressions (precedence climbing: one level of Python recursion per nesting, not per precedence)
     def expr(self) -> Expr:
-        c = self.binary(0)
-        if self.at("?", skip_nl=False):
-            q = self.next()
-            a = self.expr()
-            self.expect(":")
-            b = self.expr()
-            return Ternary(c, a, b, self._pos(q))
+        start = self.peek(skip_nl=False)
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise syntax_error(f"the expression nests more than {MAX_NESTING} deep (parentheses, calls, "
+                                   "?:)", self._pos(start), hint="compute parts in statements of their own")
+            c = self.binary(0)
+            if self.at("?", skip_nl=False):
+                q = self.next()
+                a = self.expr()
+                self.expect(":")
+                b = self.expr()
+                c = Ternary(c, a, b, self._pos(q))
+        finally:
+            self.depth -= 1
+        if self.depth == 0:
+            _check_operations(c, self._pos(start))
         return c
 
     def binary(self, level: int) -> Expr:
-        if level == len(_BINARY):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek(skip_nl=False).text in _BINARY[level] and self.peek(skip_nl=False).kind == "op":
+        left = self.unary()
+        while True:
+            t = self.peek(skip_nl=False)
+            if t.kind != "op" or _LEVEL.get(t.text, -1) < level:
+                return left
             op = self.next(skip_nl=False)
-            right = self.binary(level + 1)
+            right = self.binary(_LEVEL[op.text] + 1)
             left = Binary(op.text, left, right, self._pos(op))
-        return left
 
     def unary(self) -> Expr:
-        if self.at("-", skip_nl=False) or self.at("!", skip_nl=False) or self.at("+", skip_nl=False):
-            op = self.next(skip_nl=False)
-            arg = self.unary()
-            return arg if op.text == "+" else Unary(op.text, arg, self._pos(op))
-        return self.primary()
+        ops = []
+        while self.at("-", skip_nl=False) or self.at("!", skip_nl=False) or self.at("+", skip_nl=False):
+            ops.append(self.next(skip_nl=False))
+        if len(ops) > MAX_NESTING:
+            raise syntax_error(f"more than {MAX_NESTING} unary operators in a row", self._pos(ops[0]))
+        e = self.primary()
+        for op in reversed(ops):
+            e = e if op.text == "+" else Unary(op.text, e, self._pos(op))
+        return e
 
     def primary(self) -> Expr:
         t = self.next()
         if t.kind == "num":
-            text = t.text.rstrip("f")
-            is_float = any(c in text for c in ".eE")
-            return Num(float(text) if is_float else int(text), is_float, self._pos(t))
+            return self.number(t)
         if t.text == "(":
             e = self.expr()
             self.expect(")")
@@ -361,11 +385,53 @@ class Parser:
                                    hint="name the size in the parameter's type, e.g. float(N, M)")
             if self.at("(", skip_nl=False):
                 self.next()
-                args = [] if self.at(")") else self.comma_list(self.expr)
+                self.depth += 1
+                try:
+                    if self.depth > MAX_NESTING:
+                        raise syntax_error(f"the expression nests more than {MAX_NESTING} deep (parentheses, "
+                                           "calls, ?:)", self._pos(t), hint="compute parts in statements of their own")
+                    args = [] if self.at(")") else self.comma_list(self.expr)
+                finally:
+                    self.depth -= 1
                 self.expect(")")
                 return Call(t.text, tuple(args), self._pos(t))
             return Name(t.text, self._pos(t))
         raise syntax_error(f"expected an expression, got {t.text or 'the end'!r}", self._pos(t))
+
+    def number(self, t: _Tok) -> Num:
+        text = t.text.rstrip("f")
+        if sum(c.isdigit() for c in text) > MAX_DIGITS:
+            raise syntax_error(f"a number literal of {sum(c.isdigit() for c in text)} digits (at most {MAX_DIGITS})",
+                               self._pos(t))
+        is_float = any(c in text for c in ".eE")
+        try:
+            return Num(float(text) if is_float else int(text), is_float, self._pos(t))
+        except (ValueError, OverflowError) as err:
+            raise syntax_error(f"the number {t.text[:40]!r} cannot be read ({err})", self._pos(t)) from None
+
+
+def _check_operations(e: Expr, pos: Pos) -> None:
+    """Refuse an expression whose operations nest deeper than `MAX_OPERATIONS` (a sum of 400 terms
+    nests 399 additions: one C call inside another, past what OpenCL C compilers accept)."""
+    depth, level = -1, [e]
+    while level:
+        depth += 1
+        nxt: list[Expr] = []
+        for x in level:
+            match x:
+                case Binary(left=a, right=b):
+                    nxt += (a, b)
+                case Unary(arg=a):
+                    nxt.append(a)
+                case Ternary(cond=c, then=a, other=b):
+                    nxt += (c, a, b)
+                case Call(args=args):
+                    nxt += args
+        level = nxt
+    if depth > MAX_OPERATIONS:
+        raise syntax_error(f"the expression nests {depth} operations deep (at most {MAX_OPERATIONS}; each "
+                           "+ - * / ?: and call is one)", pos,
+                           hint="sum many terms with a reduction (`y(i) +=! x(j)`), or in several statements")
 
 
 def parse(source: str, file: str = "<tc>") -> list[Function]:

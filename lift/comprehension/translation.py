@@ -28,10 +28,9 @@ from typing import Any
 from lift.arith import Arith
 from lift.comprehension.access import Indexed, View, view
 from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, index_vars, is_gather, tc_error
-from lift.comprehension.scalar import evaluate, neutral, reducer
+from lift.comprehension.scalar import evaluate, literal, neutral, reducer
 from lift.comprehension.syntax import Binary, Call, Expr, Name, Statement, Ternary, Unary
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
-from lift.ir.build import to_expr
 from lift.ir.nodes import Expr as IRExpr
 from lift.ir.nodes import FunCall, Get, Lambda, UserFun
 from lift.ir.patterns import join_nd, let, reduce
@@ -120,7 +119,7 @@ def named(name: str, body: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return body(*args)
 
     fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+        [inspect.Parameter(_pyname(name), inspect.Parameter.POSITIONAL_OR_KEYWORD)])
     return fn
 
 
@@ -193,7 +192,7 @@ class Statement2IR:
         base, rhs = self.m.epilogue
         by_call = {id(a): w.expr for a, w in zip(self.epi_leaves, epi_views, strict=True)}
         out = evaluate(rhs, lambda c: value if c.name == base else by_call[id(c)], self._name)
-        return out if isinstance(out, IRExpr) else to_expr(float(out), Float)
+        return out if isinstance(out, IRExpr) else literal(out, Float, rhs.pos)
 
     def combined(self, rhs_views: list[View], prev_views: list[View]) -> IRExpr:
         """The statement's value at one output point: the reduction, combined with the previous value."""
@@ -246,7 +245,7 @@ class Statement2IR:
     def element(self, e: Expr, leaves: list[Call], views: list[View]) -> IRExpr:
         by_call = {id(a): w.expr for a, w in zip(leaves, views, strict=True)}
         out = evaluate(e, lambda c: by_call[id(c)], self._name)
-        return out if isinstance(out, IRExpr) else to_expr(float(out), Float)  # `C(i) = 0`: a Float
+        return out if isinstance(out, IRExpr) else literal(out, Float, e.pos)  # `C(i) = 0`: a Float
 
     def _name(self, n: Name) -> Any:
         if n.name in self.scalars:
@@ -279,8 +278,14 @@ def build_program(prog: Program, outputs: list[str], params: list[tuple[str, Any
 
     uses = reads(prog, outputs)
 
+    pynames: list[str] = []
+    for n, _ in params:
+        name = _pyname(n)
+        while name in pynames:
+            name += "_"
+        pynames.append(name)
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(_pyname(n), inspect.Parameter.POSITIONAL_OR_KEYWORD) for n, _ in params])
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in pynames])
     return body
 
 
@@ -318,6 +323,9 @@ def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
 
 
 def _pyname(n: str) -> str:
+    """A Python parameter name for the TC tensor `n` (TC allows `2LUT`; Python does not)."""
     import keyword
 
+    if not n.isidentifier():
+        return "t_" + n
     return n + "_" if keyword.iskeyword(n) else n

@@ -6,7 +6,8 @@ LLVM 14 does not know an AMD Zen 5 CPU, fails every build with `unknown target C
 `Verdict` on disk under `$XDG_CACHE_HOME/liftcl/devices` (else `~/.cache/liftcl/devices`),
 keyed by `verdict_key`: the device, its platform and driver versions, the host CPU (the same
 CPU name may be a different CPU: "AMD EPYC" is Zen 4 here, Zen 5 there) and the `POCL_*`
-settings. A later process reads the verdict instead of probing.
+settings. A later process reads the verdict instead of probing. The folders it creates are private
+(0700); a verdict file that is malformed or another user's is not read (the device is probed again).
 
     verdict(d) -> Verdict(usable=True, reason="built and ran a one-line kernel", ...)
 """
@@ -20,6 +21,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from lift.files import owned, private_folder
 
 PROBE_VERSION = 1
 PROBE_SOURCE = "kernel void lift_probe(global int* out) { out[get_global_id(0)] = 3 * (int)get_global_id(0) + 1; }"
@@ -177,10 +180,15 @@ def _path(key: str) -> Path:
 
 
 def _read(key: str) -> Verdict | None:
+    """The verdict stored under `key`; None (probe again) when there is none, or it is malformed
+    (deeply nested JSON included), or another user's file."""
     try:
-        data = json.loads(_path(key).read_text(encoding="utf-8"))
+        with _path(key).open(encoding="utf-8") as f:
+            if not owned(os.fstat(f.fileno())):
+                return None
+            data = json.loads(f.read())
         v = Verdict(bool(data["usable"]), str(data["reason"]), str(data.get("log", "")), key, True)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return v if data.get("key") == key else None
 
@@ -189,7 +197,7 @@ def _write(v: Verdict) -> None:
     """Store `v` atomically (a temporary file renamed); an unwritable cache only costs a probe."""
     path = _path(v.key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     except OSError:
         return

@@ -4,31 +4,34 @@
     db.lookup(key) -> dict | None;     db.store(key, entry, info)
     db.finished(mkey) -> {candidate: record};  db.claim(mkey, candidate);  db.record(mkey, candidate, record)
 
-Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok
-or why rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's
-canonical hash, the argument shapes and dtypes, the device key and the liftcl version, what a
-measurement depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of
-the search point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
-finishes and reads those already there instead of measuring them again, so a stopped tune
-resumes where it stopped and tunes of one problem running at once share their work: a
-candidate being measured is *claimed* (a row without a result, naming its process), and
-another tune skips it until its result is there; a claim whose process is gone, or older than
-`CLAIM_S`, is taken over. `winners` holds the best candidate per *tuning key* (`tuning_key`:
-the measurement key and the objective) with its Pareto front; a winner replaces a stored one
-only when it is better for the objective (or `replace=True`, `tune(refresh=True)`).
+Two tables. `candidates` holds every finished candidate of a tuning problem (its choices, ok or why
+rejected, time, memory), keyed by the *measurement key* (`measure_key`: the program's canonical
+hash, the argument shapes and dtypes, the device key and the liftcl version, what a measurement
+depends on) and the candidate's key (`lift.explore.points.key`, the canonical JSON of the search
+point's older form, kept so that rows stored before stay found). `tune` writes each candidate as it
+finishes and reads those already there instead of measuring them again, so a stopped tune resumes
+where it stopped and tunes of one problem running at once share their work: a candidate being
+measured is *claimed* (a row without a result, naming its process), and another tune skips it until
+its result is there; a claim whose process is gone, or older than `CLAIM_S`, is taken over, and so
+is one the database holds in a form no tune writes (an owner that is not `host:pid`, a date that is
+no number or lies in the future). `winners` holds the best candidate per *tuning key* (`tuning_key`:
+the measurement key and the objective) with its Pareto front; a winner replaces a stored one only
+when it is better for the objective (or `replace=True`, `tune(refresh=True)`).
 
-Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows) are ignored
-with a `TuningDatabaseWarning`; a database that cannot be opened or written (a directory, a
-read-only file, a file that is not SQLite) warns once and the caller goes on without it. A
-corrupt database file (SQLite's checks fail) is found once per process, moved aside with a
-warning naming where it went (`repaired`), and a fresh one takes its place (`dbrepair`).
-`export()` / `import_json()` copy it to and from JSON. Choices are stored as JSON through
-`encode_choices` / `stored_key` only.
+Rows that cannot be decoded (a hand edit, another schema, a foreign tool's rows, JSON nested past
+what `json` reads, text that is not UTF-8) are ignored with a `TuningDatabaseWarning`; a database
+that cannot be opened or written (a directory, a read-only file, a file that is not SQLite: left as
+it is) warns once and the caller goes on without it. Reading never writes: only a new database gets
+its format rows, so a lookup never waits for another process's write lock. A corrupt database file
+(SQLite's checks fail) is found once per process, moved aside with a warning naming where it went
+(`repaired`), and a fresh one takes its place (`dbrepair`). `export()` / `import_json()` copy it to
+and from JSON. Choices are stored as JSON through `encode_choices` / `stored_key` only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -41,13 +44,16 @@ from typing import Any
 
 import numpy as np
 
-from lift.errors import LiftWarning
+from lift.errors import LiftValueError, LiftWarning
+from lift.files import private_file, private_folder
 from lift.runtime import default_cache_dir
 
 from . import dbrepair
 from .dbkeys import VERSION, check_entry, check_record, liftcl_version, rank, stored_key
 
 CLAIM_S = 600.0  # a claim older than this is taken over even if its process seems alive
+CLOCK_SKEW_S = 60.0  # a claim dated further in the future than this is taken over
+PID_MAX = 1 << 22  # Linux's largest pid_max: a larger "pid" in a claim is no process
 FORMAT = "liftcl-tuning-db"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
@@ -90,16 +96,22 @@ class TuningDB:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            foreign = dbrepair.foreign(self.path)
+            if foreign is not None:  # a user's file given as the database: left alone
+                raise sqlite3.DatabaseError(foreign)
+            private_folder(self.path.parent)
             why = dbrepair.corruption(self.path)
             if why is not None:
                 self._repair(why)
+            private_file(self.path)
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.text_factory = _text  # a row of text that is not UTF-8 is a malformed row, not a broken database
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
-            found = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+            conn.executescript(_SCHEMA)  # IF NOT EXISTS: no write lock when the tables are there
+            found = _meta(conn)
+            if not found:  # a new database: only then written (a reader never waits for a writer's lock)
+                found = _write_meta(conn)
             if found.get("format") != FORMAT or found.get("version") != str(VERSION):
                 conn.close()
                 raise sqlite3.DatabaseError(f"not a liftcl tuning database of version {VERSION} ({found})")
@@ -185,6 +197,7 @@ class TuningDB:
         (`replace`: store it anyway); `info` describes the problem. True when stored."""
         info = dict(info or {})
         objective = str(info.get("objective", "time"))
+        columns = [_column(info, name) for name in ("mkey", "user_program", "sizes", "device", "version")]
         text = json.dumps({**entry, "stored": time.time()}, sort_keys=True, default=_jsonable)
         with self._use("written", write=True) as conn:
             if conn is None:
@@ -193,10 +206,10 @@ class TuningDB:
             old = _decode(row[0], check_entry, f"winner {key[:12]}") if row else None
             if old is not None and not replace and rank(old, objective) <= rank(entry, objective):
                 return False
+            mkey, user_program, sizes, device, version = columns
             conn.execute("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (key, info.get("mkey"), json.dumps(info, sort_keys=True, default=_jsonable), text,
-                          time.time(), info.get("user_program"), info.get("sizes"), info.get("device"),
-                          info.get("version"), objective))
+                         (key, mkey, json.dumps(info, sort_keys=True, default=_jsonable), text,
+                          time.time(), user_program, sizes, device, version, objective))
             return True
         return False
 
@@ -262,16 +275,17 @@ class TuningDB:
             return "claimed"
         return "claimed"
 
-    def record(self, mkey: str, cand: str, record: Mapping[str, Any], *, replace: bool = False) -> None:
+    def record(self, mkey: str, cand: str, record: Mapping[str, Any], *, replace: bool = False) -> bool:
         """Store a finished candidate's measurement (the first result stored for it stays, unless
-        `replace`)."""
+        `replace`); True when stored."""
         text = json.dumps(record, sort_keys=True, default=_jsonable)
         keep = "" if replace else " WHERE record IS NULL"
         with self._use("written", write=True) as conn:
             if conn is not None:
-                conn.execute("INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mkey, cand) DO UPDATE "
-                             "SET record = excluded.record, stored = excluded.stored" + keep,
-                             (mkey, cand, text, _owner(), time.time(), time.time()))
+                return conn.execute("INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mkey, cand) DO "
+                                    "UPDATE SET record = excluded.record, stored = excluded.stored" + keep,
+                                    (str(mkey), str(cand), text, _owner(), time.time(), time.time())).rowcount > 0
+        return False
 
     # ------------------------------------------------------- whole database
 
@@ -285,30 +299,41 @@ class TuningDB:
                  if (d := _decode(r, check_record, f"candidate {str(c)[:60]}")) is not None]
         return {"format": FORMAT, "version": VERSION, "winners": self.winners(), "candidates": cands}
 
-    def import_json(self, data: Any) -> int:
-        """Merge exported data (see `export`); returns the rows taken. Foreign data raises ValueError;
-        malformed rows are skipped with a warning."""
+    def import_json(self, data: Any, *, skipped: list[str] | None = None) -> int:
+        """Merge exported data (see `export`); returns the rows stored (a winner no better than the
+        one there is not). Foreign data raises ValueError; each malformed row is skipped with a
+        warning and named in `skipped` (when given), and the rows after it are still taken."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT or data.get("version") != VERSION:
             raise ValueError(f"not a {FORMAT} export of version {VERSION}")
+        skipped = [] if skipped is None else skipped
         taken = 0
-        for w in data.get("winners", []):
+        for i, w in enumerate(_rows(data, "winners", skipped)):
             try:
-                entry, info = check_entry(w["entry"]), dict(w["info"])
-                taken += self.store(str(w["key"]), {k: v for k, v in entry.items() if k != "stored"}, info)
-            except (KeyError, TypeError, ValueError) as err:
-                _ignored(f"an imported winner ({err})")
-        for c in data.get("candidates", []):
+                entry, info = check_entry(w["entry"]), w["info"]
+                if not isinstance(info, Mapping):
+                    raise ValueError("info is not an object")
+                for name in ("mkey", "user_program", "sizes", "device", "version"):
+                    _column(info, name)
+                taken += self.store(str(w["key"]), {k: v for k, v in entry.items() if k != "stored"}, dict(info))
+            except (KeyError, TypeError, ValueError, RecursionError) as err:
+                skipped.append(f"winner {i} ({_why(err)})")
+                _ignored(f"an imported winner, number {i} ({_why(err)})")
+        for i, c in enumerate(_rows(data, "candidates", skipped)):
             try:
                 rec = check_record(c["record"])
-                self.record(str(c["mkey"]), stored_key(rec["choices"]), rec)
-                taken += 1
-            except (KeyError, TypeError, ValueError) as err:
-                _ignored(f"an imported candidate ({err})")
+                taken += self.record(str(c["mkey"]), stored_key(rec["choices"]), rec)
+            except (KeyError, TypeError, ValueError, RecursionError) as err:
+                skipped.append(f"candidate {i} ({_why(err)})")
+                _ignored(f"an imported candidate, number {i} ({_why(err)})")
         return taken
 
     def clear(self, key: str | None = None) -> int:
-        """Remove one winner (by key or key prefix) and its problem's candidates, or everything;
-        returns the winners removed."""
+        """Remove the winners whose key starts with `key` (as `lift db show` matches keys) and their
+        problems' candidates, or everything (`key` None); returns the winners removed. An empty
+        `key` is refused (LiftValueError): it would match every winner."""
+        if key is not None and (not isinstance(key, str) or not key):
+            raise LiftValueError(f"a key to clear is a non-empty prefix of a winner's key, not {key!r}", got=key,
+                                 hint="clear() with no key removes everything")
         with self._use("written", write=True) as conn:
             if conn is None:
                 return 0
@@ -316,7 +341,8 @@ class TuningDB:
                 n = conn.execute("DELETE FROM winners").rowcount
                 conn.execute("DELETE FROM candidates")
                 return n
-            rows = conn.execute("SELECT key, mkey FROM winners WHERE key LIKE ?", (key + "%",)).fetchall()
+            rows = [(k, m) for k, m in conn.execute("SELECT key, mkey FROM winners").fetchall()
+                    if isinstance(k, str) and k.startswith(key)]  # a prefix, not a LIKE pattern (`_`, `%`)
             for k, m in rows:
                 conn.execute("DELETE FROM winners WHERE key = ?", (k,))
                 if not conn.execute("SELECT 1 FROM winners WHERE mkey = ?", (m,)).fetchone():
@@ -340,8 +366,57 @@ def _decode(text: Any, check: Any, what: str) -> Any:
     try:
         return check(json.loads(text))
     except (TypeError, ValueError) as err:
-        _ignored(f"{what} ({err})")
-        return None
+        _ignored(f"{what} ({str(err)[:200]})")
+    except RecursionError:  # 200,000 `[`: json's nesting limit, or a check's
+        _ignored(f"{what} (nested too deeply)")
+    return None
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _meta(conn: sqlite3.Connection) -> dict[Any, Any]:
+    return dict(conn.execute("SELECT name, value FROM meta").fetchall())
+
+
+def _write_meta(conn: sqlite3.Connection) -> dict[Any, Any]:
+    """Name the format and version of a database that has none yet, without waiting: when another
+    process holds the write lock it is writing them too (taken as written)."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
+    except sqlite3.OperationalError as err:
+        if getattr(err, "sqlite_errorname", "") not in ("SQLITE_BUSY", "SQLITE_LOCKED") and "locked" not in str(err):
+            raise
+        return {"format": FORMAT, "version": str(VERSION)}
+    finally:
+        conn.execute("PRAGMA busy_timeout = 60000")
+    return _meta(conn)
+
+
+def _column(info: Mapping[str, Any], name: str) -> str | None:
+    """A winner's indexed column (`info[name]`): text or absent; ValueError otherwise."""
+    v = info.get(name)
+    if v is not None and not isinstance(v, str):
+        raise ValueError(f"info.{name} is {type(v).__name__}, not text")
+    return v
+
+
+def _rows(data: Mapping[str, Any], table: str, skipped: list[str]) -> list[Any]:
+    rows = data.get(table, [])
+    if isinstance(rows, list):
+        return rows
+    skipped.append(f"{table} (not a list)")
+    _ignored(f"the imported {table} (not a list)")
+    return []
+
+
+def _why(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "nested too deeply"
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return f"{type(err).__name__}: {text[:200]}" if isinstance(err, KeyError) else text[:200]
 
 
 def _bad(what: str) -> Any:
@@ -357,17 +432,27 @@ def _owner() -> str:
 
 
 def _alive(owner: Any, claimed: Any) -> bool:
-    """Whether a claim still stands: not too old, and its process is alive (on this host)."""
-    if not isinstance(claimed, (int, float)) or time.time() - claimed > CLAIM_S:
+    """Whether a claim still stands: dated in the last `CLAIM_S` seconds (not in the future, beyond
+    `CLOCK_SKEW_S`), and its process alive (on this host). A claim the database holds in any other
+    form (an owner that is not `host:pid`, a pid that is no process number, a date that is no
+    number) is stale: it is taken over, never raised."""
+    if isinstance(claimed, bool) or not isinstance(claimed, (int, float)) or not math.isfinite(claimed):
         return False
-    host, _, pid = str(owner).rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
+    now = time.time()
+    if now - claimed > CLAIM_S or claimed - now > CLOCK_SKEW_S:
+        return False
+    if not isinstance(owner, str):
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return bool(host)  # another host's process: alive until the claim is old
+    if not (pid.isascii() and pid.isdigit() and 0 < len(pid) <= 10 and 0 < int(pid) <= PID_MAX):
+        return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except (OSError, OverflowError, ValueError):
         return True
     return True
 

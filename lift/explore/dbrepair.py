@@ -9,7 +9,8 @@ image is malformed" or "file is not a database". A file that is corrupt and is a
 database (SQLite's header, or liftcl's format name inside) is renamed beside itself with its
 `-wal` file, under a lock on its folder shared by every process, so `lift db list`, `lift db clear`, `lift tune`
 and `lift.compile` all see the same fresh database afterwards, and nothing is deleted. A file
-that is neither (a user's text file given as `--db`) is left alone: the database is unusable.
+that is neither (a user's text file given as `--db`, a JSON export naming the format) is left
+alone (`foreign` says why): the database is unusable.
 """
 
 from __future__ import annotations
@@ -59,18 +60,40 @@ def corruption(path: Path, *, again: bool = False) -> str | None:
 
 
 def _ours(path: Path) -> bool:
-    """SQLite's header, or liftcl's format name somewhere in the file (a damaged header)."""
+    """SQLite's header, or liftcl's format name somewhere in a binary file (a damaged header). A
+    text file that names the format (a JSON export given as the database) is not a database."""
     try:
         with path.open("rb") as f:
             if f.read(len(SQLITE_HEADER)) == SQLITE_HEADER:
                 return True
             f.seek(0)
+            marked = binary = False
             while chunk := f.read(1 << 20):
-                if FORMAT_MARK in chunk:
+                marked = marked or FORMAT_MARK in chunk
+                binary = binary or b"\0" in chunk  # SQLite's pages are full of zero bytes; text has none
+                if marked and binary:
                     return True
     except OSError:
         return False
     return False
+
+
+def foreign(path: Path) -> str | None:
+    """Why the file at `path` is not a database to open, repair or replace (a user's text file, a
+    JSON export, given as the database); None when it is absent, empty, a SQLite file or a damaged
+    one of ours."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return None
+        with path.open("rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None
+    if head.startswith(SQLITE_HEADER) or _ours(path):
+        return None
+    looks = " (it looks like a `lift db export`: `lift db import` reads it)" \
+        if head.lstrip().startswith(b"{") and FORMAT_MARK in head else ""
+    return f"{path} is not a SQLite database, left as it is{looks}"
 
 
 def move_aside(path: Path) -> Path | None:

@@ -19,6 +19,7 @@ without the lookup (`compile(..., tuned=False)`), and the environment turns it o
 from __future__ import annotations
 
 import json
+import sqlite3
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -54,7 +55,13 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
         dev = device if isinstance(device, devices.Device) else devices.current(device)
     except LiftError:
         return None
-    found = TuningDB(path).find(program_hash(expr), json.dumps(bound, sort_keys=True), dev.key)
+    try:  # the database's promise: a bad row is skipped (warned), never raised into a compile
+        found = TuningDB(path).find(program_hash(expr), json.dumps(bound, sort_keys=True), dev.key)
+    except (ValueError, TypeError, RecursionError, sqlite3.Error, OSError) as err:
+        warnings.warn(TuningDatabaseWarning(f"the tuning database {path} could not be read "
+                                            f"({type(err).__name__}: {str(err)[:200]}); compiling without it"),
+                      stacklevel=3)
+        return None
     if found is None:
         return None
     info, entry = found

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from lift.errors import LiftTypeError
+from lift.errors import LiftTypeError, nesting_guard
 from lift.interpret.batch import Batched, Stats
 from lift.interpret.element import Element, NotBatchable
 from lift.interpret.values import (
@@ -45,6 +45,7 @@ __all__ = ["interpret", "Stats", "Zipped", "arguments", "bind_sizes", "check_con
            "stack", "WIDE"]
 
 
+@nesting_guard("interpret")
 def interpret(program: Node, *args: Any, precise: bool = False, batched: bool = True,
               stats: Stats | None = None) -> Any:
     """Run `program` on numpy arguments; sizes are bound from the argument shapes.

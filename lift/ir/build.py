@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lift.arith import Arith, Cst, Var, as_arith
-from lift.errors import LiftTypeError, SourceLoc, user_loc
+from lift.errors import LiftTypeError, LiftValueError, SourceLoc, user_loc
 from lift.ir.nodes import At, Expr, FunCall, FunDecl, Get, Lambda, Literal, MakeTuple, Param
 from lift.types import (
     ArrayType,
@@ -97,11 +97,19 @@ def literal(v: Any, like: Type | None = None) -> Literal:
             s = from_dtype(v.dtype)
     try:
         py = bool(v) if s == Bool else int(v) if s == Int else float(v)
-    except (TypeError, ValueError) as err:
-        raise LiftTypeError(f"{v!r} is not a {s} value ({err})", loc=user_loc(), got=v) from None
+    except (TypeError, ValueError, OverflowError) as err:
+        raise LiftTypeError(f"{_shown(v)} is not a {s} value ({err})", loc=user_loc(), got=v) from None
     if s == Int and py != v:
-        raise LiftTypeError(f"{v!r} is not an Int", loc=user_loc())
+        raise LiftTypeError(f"{_shown(v)} is not an Int", loc=user_loc())
+    if s == Int and not -(2**31) <= py < 2**31:  # OpenCL's int: 32 bits
+        raise LiftValueError(f"{_shown(v)} does not fit in an Int (32 bits: -2147483648 to 2147483647)",
+                             loc=user_loc(), got=v, hint="use a Float (or Double) literal")
     return Literal(py, s, loc=user_loc())
+
+
+def _shown(v: Any) -> str:
+    text = repr(v) if not isinstance(v, int) or v.bit_length() < 4000 else f"an integer of {v.bit_length()} bits"
+    return text if len(text) <= 60 else text[:40] + "..."
 
 
 def elaborate(f: FunLike, types: Sequence[Type], what: str = "function",

@@ -8,40 +8,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from lift.arith.cnames import C_BUILTINS, C_RESERVED, is_c_identifier  # noqa: F401 - re-exported
 from lift.types import Bool, Double, Float, Int, ScalarType, TupleType, Type, VectorType
 
-_C_KEYWORDS = """
-auto break case char const continue default do double else enum extern float for goto if inline int long
-register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-_Bool _Complex _Imaginary bool true false half uchar ushort uint ulong size_t ptrdiff_t intptr_t uintptr_t
-void event_t sampler_t image1d_t image2d_t image3d_t image1d_array_t image2d_array_t image1d_buffer_t
-kernel __kernel global __global local __local constant __constant private __private generic __generic
-read_only write_only read_write __read_only __write_only __read_write uniform pipe complex imaginary
-quad vec_type_hint work_group_size_hint reqd_work_group_size attribute __attribute__ packed aligned
-"""
-_C_BUILTINS = """
-sqrt exp exp2 exp10 log log2 log10 sin cos tan sinh cosh tanh asin acos atan atan2 pow pown powr rootn
-fabs floor ceil trunc round rint fmod erf erfc isnan isinf isfinite copysign hypot expm1 log1p cbrt
-fmin fmax min max abs clamp mix sign select dot cross length normalize mad fma
-distance fast_distance fast_length fast_normalize degrees radians step smoothstep rsqrt fract fdim
-asinh acosh atanh asinpi acospi atanpi atan2pi sinpi cospi tanpi sincos tgamma lgamma ldexp frexp ilogb
-logb modf nan nextafter remainder remquo maxmag minmag bitselect shuffle shuffle2 any all isequal
-isnotequal isgreater isgreaterequal isless islessequal isordered isunordered signbit rotate popcount
-clz mul24 mad24 mul_hi mad_hi add_sat sub_sat hadd rhadd upsample abs_diff vload vstore
-get_global_id get_local_id get_group_id get_global_size get_local_size get_num_groups barrier
-INFINITY NAN HUGE_VALF MAXFLOAT M_PI M_PI_F M_E M_E_F NULL printf
-"""
-_VECTOR_BASES = "char uchar short ushort int uint long ulong float double half bool".split()
-
-C_RESERVED: frozenset[str] = frozenset(
-    _C_KEYWORDS.split()
-    + _C_BUILTINS.split()
-    + [f"{b}{n}" for b in _VECTOR_BASES for n in (2, 3, 4, 8, 16)]
-    + [f"convert_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]
-    + [f"as_{b}{n}" for b in _VECTOR_BASES for n in ("", 2, 3, 4, 8, 16)]  # reinterpretations: macros
-)
-
-_CALLS = re.compile(r"\b(" + "|".join(sorted(set(_C_BUILTINS.split()), key=len, reverse=True)) + r")\s*\(")
+_CALLS = re.compile(r"\b(" + "|".join(sorted(C_BUILTINS, key=len, reverse=True)) + r")\s*\(")
 
 
 def calls_builtin(c_source: str) -> bool:
@@ -49,7 +19,6 @@ def calls_builtin(c_source: str) -> bool:
     return _CALLS.search(c_source) is not None
 
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 # OpenCL math functions user functions may call (as math.f): name -> (arity, returns Bool).
@@ -59,12 +28,6 @@ C_MATH: dict[str, tuple[int, bool]] = {
     **{n: (2, False) for n in "atan2 pow fmod copysign hypot".split()},
     **{n: (1, True) for n in "isnan isinf isfinite".split()},
 }
-
-
-def is_c_identifier(name: str) -> bool:
-    """True when `name` is an ASCII C identifier that is not an OpenCL C reserved word, builtin or struct name."""
-    reserved = name in C_RESERVED or name.startswith(("__", "Tuple_"))  # Tuple_*: struct names
-    return bool(_IDENT.match(name)) and not reserved
 
 
 def c_type(t: Type) -> str:
