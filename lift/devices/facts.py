@@ -24,6 +24,10 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lift.devices.profiles import Device
 
 # Substrings of LLVM CPU names with AVX-512 (the names PoCL's version string gives its target).
 AVX512_CPUS = ("avx512", "x86-64-v4", "knl", "knm", "cannonlake", "icelake", "tigerlake", "rocketlake", "cascadelake",
@@ -220,6 +224,21 @@ def host_flags() -> frozenset[str]:
         return frozenset()
 
 
-__all__ = ["VectorFacts", "Target", "Caches", "pocl_target", "target_bits", "cpuinfo_flags", "flags_bits",
+def _size(n: int) -> str:
+    return "?" if n <= 0 else f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n >> 10} KiB"
+
+
+def summary(dev: Device) -> str:
+    """The facts of `dev` in one line: "256-bit vectors (PoCL target znver3), 16 vector registers,
+    L1d 32 KiB, L2 1 MiB, L3 32 MiB" ("?" for what is unknown)."""
+    width = f"{dev.vector_bits}-bit vectors" if dev.vector_bits else "vector width ?"
+    source = f" ({dev.vector_source})" if dev.vector_source else ""
+    regs = f"{dev.vector_registers} vector registers" if dev.vector_registers else "vector registers ?"
+    caches = f"L1d {_size(dev.l1d_bytes)}, L2 {_size(dev.l2_bytes)}, L3 {_size(dev.l3_bytes)}" \
+        if dev.kind == "cpu" else "caches ?"
+    return f"{width}{source}, {regs}, {caches}"
+
+
+__all__ = ["summary", "VectorFacts", "Target", "Caches", "pocl_target", "target_bits", "cpuinfo_flags", "flags_bits",
            "registers", "vector_facts", "narrow_target", "parse_size", "sysfs_caches", "lscpu_caches",
            "host_caches", "host_flags", "AVX512_CPUS"]
