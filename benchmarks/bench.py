@@ -292,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     dev = lift.devices.current()
     print(f"liftcl benchmarks on {dev.name} ({dev.platform} {dev.driver_version}, {dev.compute_units} compute units)")
+    print(f"device facts: {lift.devices.facts.summary(dev)}")
     names = opts.names or ["baselines", *MODULES]
     if "baselines" in names:
         bench_baselines(22 if opts.quick else 24, 2048 if opts.quick else 4096, opts.repeat)

@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {s for s in args.only.split(",") if s}
     print(f"seed workloads ({'quick' if args.quick else 'full'} sizes) on {lift.devices.current().name}; "
           "kernel, call and numpy timed interleaved, medians")
+    print(f"device facts: {lift.devices.facts.summary(lift.devices.current())}")
     usable = {} if args.no_peers else peers.status()
     with_peers = any(v == "ok" for v in usable.values())
     if usable:

@@ -269,6 +269,7 @@ def run(budget: float, quick: bool, repeat: int, only: list[str] | None, json_ou
     dev = lift.devices.current()
     print(f"liftcl summary on {dev.name} ({dev.platform} {dev.driver_version}); tune budget {budget:g} s; "
           f"contenders interleaved, {ROUNDS} rounds x {repeat} runs, medians")
+    print(f"device facts: {lift.devices.facts.summary(dev)}")
     triad = triads(quick)
     rows = []
     for k in kernels(quick):

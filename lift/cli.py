@@ -141,6 +141,8 @@ def cmd_devices(opts: argparse.Namespace) -> int:
         if r["usable"]:
             print(f"    {r['compute_units']} compute units, work-groups up to {r['max_work_group_size']}, "
                   f"{r['local_mem_bytes'] // 1024} KiB local memory, {r['global_mem_bytes'] / 2**30:.1f} GiB global")
+            if r.get("facts"):
+                print(f"    {r['facts']}")
     if not rows:
         print("no OpenCL platform found")
     print(f"default: {default.name if default else 'none'} (marked *; set device= or PYOPENCL_CTX to choose another)")
@@ -148,6 +150,8 @@ def cmd_devices(opts: argparse.Namespace) -> int:
     for name, p in profiles.items():
         print(f"  {name:10s} {p.name} [{p.kind}], {p.compute_units} compute units, "
               f"work-groups up to {p.max_work_group_size}, {p.local_mem_bytes // 1024} KiB local memory")
+        if p.vector_bits or p.l1d_bytes:
+            print(f"  {'':10s} {devices.facts.summary(p)}")
     return 0
 
 
@@ -192,8 +196,9 @@ def _device_rows() -> list[dict[str, Any]]:
 
 def _profile_dict(p: Any) -> dict[str, Any]:
     keys = ("name", "kind", "compute_units", "max_work_group_size", "local_mem_bytes", "global_mem_bytes",
-            "platform", "driver_version")
-    return {**{k: getattr(p, k) for k in keys}, "key": p.key}
+            "platform", "driver_version", "vector_bits", "vector_registers", "target", "vector_source", "l1d_bytes",
+            "l2_bytes", "l3_bytes")
+    return {**{k: getattr(p, k) for k in keys}, "key": p.key, "facts": devices.facts.summary(p)}
 
 
 # ---------------------------------------------------------------------------- show

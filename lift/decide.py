@@ -35,12 +35,13 @@ from lift.choices import Choices, as_choices, is_launch, joint_fields
 from lift.constraints import substitute_sizes
 from lift.constraints.prefer import complete
 from lift.devices import Device
+from lift.devices.facts import narrow_target
 from lift.errors import LiftError, RewritePointSkipped
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
-from lift.rewrites.auto_nest import reduced_group
+from lift.rewrites.auto_nest import Registers, reduced_group
 from lift.rewrites.chunks import safe_widths
 from lift.rewrites.defaults import default_reduction, with_auto_points
 from lift.rewrites.gpu_tiles import gpu_default, gpu_points
@@ -161,12 +162,13 @@ def tuned_decisions(expr: Node, device: Any, found: Tuned, *, specialise: bool =
 def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
     """`expr` with the automatic points `lift.compile` applies by default (`lift.rewrites.auto.
     default_points`: register blocks of nested map-reduces with constant sizes) and their first
-    valid choices: launched as a grid (`grid_launch`), then as the runtime launches them; nothing
-    when none is placed or every one is skipped (the program as written lacks nothing)."""
+    valid choices (blocks filling the vector registers of `device`: `auto_nest.Registers.of`):
+    launched as a grid (`grid_launch`), then as the runtime launches them; nothing when none is
+    placed or every one is skipped (the program as written lacks nothing)."""
     placed = default_points(expr)
     if placed is expr:
         return
-    space = auto_space(placed)
+    space = auto_space(placed, regs=Registers.of(profile_of(device)))  # blocks for the device's registers
     first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in space.items()}
     for lab, p in points(placed).items():
         if isinstance(p, VectorisePoint) and lab in first:
@@ -213,32 +215,14 @@ def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int,
     2-core Zen 1 here a padded stencil over 2^24 floats ran 15.6 GB/s at 16 lanes, 9.9 at 8, 5.9
     as written), skipped on a GPU (consecutive work-items already read consecutive elements).
     A function that calls OpenCL builtins (`builtins`) gets at most 8 lanes where PoCL compiles
-    for a CPU without AVX-512 (`_narrow_target`)."""
+    for a CPU without AVX-512 (`lift.devices.facts.narrow_target`)."""
     dev = profile_of(device)
     if dev.kind != "cpu":
         return {"skip": True}
     fit = [w for w in widths if w * elem_bytes <= max(dev.cache_line_bytes or 64, 16)]
-    if builtins and _narrow_target(dev):
+    if builtins and narrow_target(dev.version):
         fit = [w for w in fit if w <= 8]
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
-
-
-# LLVM CPU names with AVX-512, as PoCL's version string names its kernel compiler's target
-# ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3").
-_AVX512 = ("avx512", "knl", "knm", "cannonlake", "icelake", "tigerlake", "rocketlake", "cascadelake", "cooperlake",
-           "sapphirerapids", "graniterapids", "emeraldrapids", "znver4", "znver5")
-
-
-def _narrow_target(dev: Device) -> bool:
-    """Whether PoCL compiles `dev`'s kernels for an x86 CPU without AVX-512: 16-lane vectors are
-    then split in two, and PoCL 3.0's LLVM 14 aborts the whole process on a builtin called on
-    them (`sqrt`, `exp`, `fabs`, `fmax` of float16: "LLVM ERROR: Cannot select: fsqrt" on the
-    project's Zen 4, whose wheel targets znver3)."""
-    version = dev.version or ""
-    if "PoCL" not in version or "HSTR:" not in version:
-        return False
-    target = version.rsplit("-", 1)[-1].lower()
-    return "x86_64" in version and not any(t in target for t in _AVX512)
 
 
 def _calls_builtins(point: VectorisePoint) -> bool:

@@ -53,7 +53,7 @@ from lift.userfun.facts import sums
 from .auto_colreduce import ColReduce
 from .auto_colreduce import place as place_cols
 from .auto_colreduce import space as cols_space
-from .auto_nest import BlockNest, nest_parts
+from .auto_nest import AVX2, BlockNest, Registers, nest_parts
 from .auto_nest import space as nest_space
 from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
 from .epilogue import as_kernel, fusable, split_epilogue
@@ -108,8 +108,10 @@ def _place(expr: Node, placer: _Placer) -> Node:
     return out
 
 
-def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, dict[str, tuple[Any, ...]]]:
-    """The structural choices of the automatic points of `expr` (by label, `skip` first)."""
+def auto_space(expr: Node, sizes: Mapping[str, int] | None = None, *,
+               regs: Registers = AVX2) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """The structural choices of the automatic points of `expr` (by label, `skip` first); the
+    register blocks' first choices fill the vector registers `regs` (`Registers.of(device)`)."""
     out: dict[str, dict[str, tuple[Any, ...]]] = {}
     for _, n in walk(expr):
         lab = n.label if isinstance(n, RewritePoint) else None
@@ -118,7 +120,7 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None) -> dict[str, 
         if isinstance(n, ColReduce):
             out[lab] = {"skip": (False, True), **cols_space(n, sizes)}
         elif isinstance(n, BlockNest):
-            out[lab] = {"skip": (False, True), **nest_space(n, sizes or {})}
+            out[lab] = {"skip": (False, True), **nest_space(n, sizes or {}, regs)}
         else:
             widths = _map_widths(n, sizes or {})
             chunks = n if isinstance(n, ReduceChunks) and isinstance(n.f, Lambda) else None

@@ -59,7 +59,12 @@ operands given as rows and at most `SMALL_M` output rows (a packed copy of B wou
 few rows), its epilogue, if any, a kernel of its own (`relu(X W^T + b)`, MLP layers). A nest whose
 epilogue is a kernel of its own (sgemm's `beta C`) may use blocks wider than N divides (`tail` "pad":
 B's panels padded with zeros, the product's padded columns dropped as the epilogue reads them):
-4 x 3 float8 at N = 1024 (15.5 against 18.1 ms for 4 x 2 on PoCL/Zen 3, numpy 17.7). No tuning variables:
+4 x 3 float8 at N = 1024 (15.5 against 18.1 ms for 4 x 2 on PoCL/Zen 3, numpy 17.7). The register budget and the
+native width are the device's (`Registers.of(device)`, from `lift.devices.Device.vector_bits` and
+`vector_registers`; AVX2's 16 registers of float8 by default): on an AVX-512 target the first
+choice is float16 vectors in 32 registers (4 x 4 float16 at N = 1024: 9.5 ms against 10.5 for
+4 x 2 float8 on Debian's PoCL 3.1 targeting skylake-avx512 on a Zen 4, numpy 10.7; 8 x 2 and
+4 x 2 float16 within 1% of 4 x 4; interleaved medians). No tuning variables:
 the blocks are structural, the constraint space of the result decides the mapping and launch.
 The rewrite refuses (and the point is skipped) when a size is not divisible, `f` is not
 associative with neutral `z`, or W > 1 for an `f` other than `add`.
@@ -76,6 +81,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lift.arith import Cst, as_arith, evaluate
+from lift.devices import Device
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
@@ -579,31 +585,63 @@ class BlockNest(RewritePoint):
 REGISTERS = 16  # AVX2's vector registers: a block's accumulators, its loaded vectors and a broadcast
 
 
+@dataclass(frozen=True)
+class Registers:
+    """The vector registers the blocks' cost model fills: `count` of them, each holding `lanes`
+    floats (the device's native vector width, `lift.devices.Device.vector_bits` / 32). The default
+    is AVX2's 16 registers of 8 floats; an AVX-512 target has 32 of 16."""
+
+    count: int = REGISTERS
+    lanes: int = 8
+
+    @staticmethod
+    def of(device: Device | None) -> Registers:
+        """The registers of a CPU `device` from its facts (AVX2's where it has none, and off a CPU:
+        a GPU's blocks are `lift.rewrites.gpu_tiles`')."""
+        if device is None or device.kind != "cpu" or device.vector_bits < 128 or device.vector_registers < 1:
+            return AVX2
+        return Registers(device.vector_registers, device.vector_bits // 32)
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """`WIDTHS` in the order a block prefers them: the native width first."""
+        return (self.lanes, *(w for w in WIDTHS if w != self.lanes)) if self.lanes in WIDTHS else WIDTHS
+
+    def per(self, w: int) -> int:
+        """The registers a vector of `w` floats takes (float16: 2 with AVX2, 1 with AVX-512)."""
+        return max(1, -(-w // self.lanes))
+
+
+AVX2 = Registers()
+
+
 def _first_block(rows: tuple[int, ...], cols: tuple[int, ...], n_out: int | None,
-                 pad: bool = False) -> tuple[int, int, int] | None:
+                 pad: bool = False, regs: Registers = AVX2) -> tuple[int, int, int] | None:
     """The default `(rows, cols, width)` of the output form among the offered `rows` and `cols`
     whose `cols * width` divides the output's `n_out` columns, chosen jointly: the first of
-    `WIDTHS` that fits; then a block whose R x C accumulators, C loaded vectors of X and one
-    broadcast of A fit in `REGISTERS` (8 x 2 float8 spills); then the fewest loads per
-    multiply-add, (R + C) / (R * C) (a step of the reduction loads R scalars and C vectors for
-    R * C multiply-adds); then the domains' order (4 x 2 before 2 x 4: a broadcast is cheaper than
-    a vector from the panel). 4 x 2 float8 where it fits; with N = 1000 (gemm_bias_relu) 2 x 5
-    float8 (10 accumulators, 0.7 loads per multiply-add) rather than 8 x 1 (1.1): 2.51 against
-    3.23 ms for the 128x1000x1024 product on PoCL/Zen 3 (hand-written kernels of both blocks,
-    interleaved, medians of 15); 8 x 1 float8 before 4 x 2 float4 (~1.8x). None where no vector
-    fits. `pad`: blocks whose columns do not divide N count too (B's panels padded, `tail` "pad"),
-    float8 vectors and at most `PAD_WASTE` of the columns padding, after an equal dividing one."""
+    `regs.widths` that fits (the native width first); then a block whose R x C accumulators, C
+    loaded vectors of X and one broadcast of A fit in the `regs.count` registers (8 x 2 float8
+    spills AVX2's 16); then the fewest loads per multiply-add, (R + C) / (R * C) (a step of the
+    reduction loads R scalars and C vectors for R * C multiply-adds); then the domains' order
+    (4 x 2 before 2 x 4: a broadcast is cheaper than a vector from the panel). On AVX2: 4 x 2
+    float8 where it fits; with N = 1000 (gemm_bias_relu) 2 x 5 float8 (10 accumulators, 0.7 loads
+    per multiply-add) rather than 8 x 1 (1.1): 2.51 against 3.23 ms for the 128x1000x1024
+    product on PoCL/Zen 3 (hand-written kernels of both blocks, interleaved, medians of 15); 8 x 1
+    float8 before 4 x 2 float4 (~1.8x). On AVX-512 (32 registers of 16 floats): 4 x 4 float16
+    at N = 1024. None where no vector fits. `pad`: blocks whose columns do not divide N count too
+    (B's panels padded, `tail` "pad"), native vectors and at most `PAD_WASTE` of the columns
+    padding, after an equal dividing one."""
     if n_out is None:
         return None
+    order = regs.widths
 
     def cost(b: tuple[int, int, int]) -> tuple[Any, ...]:
         r, c, w = b
-        per = max(1, w // 8)  # AVX2 registers per vector
-        regs, loads, *order = _block_cost(r, c, (r * c + c) * per + 1, rows, cols)
-        return (WIDTHS.index(w), regs, loads, n_out % (c * w) != 0, *order)
+        fit, loads, *rank = _block_cost(r, c, (r * c + c) * regs.per(w) + 1, rows, cols, regs)
+        return (order.index(w), fit, loads, n_out % (c * w) != 0, *rank)
 
-    shapes = [(r, c, w) for w in WIDTHS if w > 1 for c in cols for r in rows if n_out % (c * w) == 0
-              or (pad and w == 8 and Fraction(-n_out % (c * w), n_out) <= PAD_WASTE)]
+    shapes = [(r, c, w) for w in order if w > 1 for c in cols for r in rows if n_out % (c * w) == 0
+              or (pad and w == regs.lanes and Fraction(-n_out % (c * w), n_out) <= PAD_WASTE)]
     return min(shapes, key=cost) if shapes else None
 
 
@@ -611,17 +649,20 @@ SMALL_M = 256  # at most this many output rows: B's rows read along K as written
 GROUP = 32  # work-items of a reduced-form block kernel's work-group
 
 
-def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[int, int]:
+def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...], w: int = 8,
+                   regs: Registers = AVX2) -> tuple[int, int]:
     """The default `(rows, cols)` of the reduced form (both operands' rows read along K, one
-    vector of each per step): R x C accumulators and the R + C loaded vectors in `REGISTERS`,
-    then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
-    return min(((r, c) for r in rows for c in cols), key=lambda b: _block_cost(*b, b[0] * b[1] + sum(b), ROWS, COLS))
+    vector of `w` lanes of each per step): R x C accumulators and the R + C loaded vectors in the
+    `regs.count` registers, then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
+    return min(((r, c) for r in rows for c in cols),
+               key=lambda b: _block_cost(*b, (b[0] * b[1] + sum(b)) * regs.per(w), ROWS, COLS, regs))
 
 
-def _block_cost(r: int, c: int, regs: int, rows: tuple[int, ...], cols: tuple[int, ...]) -> tuple[Any, ...]:
-    """A block's rank among the offered ones: `regs` registers over `REGISTERS` last, then the loads
-    per multiply-add, (R + C) / (R * C), then the domains' order."""
-    return (regs > REGISTERS, Fraction(r + c, r * c), rows.index(r), cols.index(c))
+def _block_cost(r: int, c: int, used: int, rows: tuple[int, ...], cols: tuple[int, ...],
+                regs: Registers = AVX2) -> tuple[Any, ...]:
+    """A block's rank among the offered ones: `used` registers over `regs.count` last, then the
+    loads per multiply-add, (R + C) / (R * C), then the domains' order."""
+    return (used > regs.count, Fraction(r + c, r * c), rows.index(r), cols.index(c))
 
 
 def reduced_group(rows: int, cols: int) -> tuple[int, int]:
@@ -637,9 +678,10 @@ def reduced_group(rows: int, cols: int) -> tuple[int, int]:
     return l0, GROUP // l0
 
 
-def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ...]]:
+def space(point: BlockNest, sizes: Mapping[str, int], regs: Registers = AVX2) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `block_nest` point for input `sizes`: blocks and
-    widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout."""
+    widths that divide the sizes (1 where a size is unknown), `copy` first when it changes a layout;
+    the first choice fills the vector registers `regs` of the device compiled for (AVX2's by default)."""
     body = point.f.body if isinstance(point.f, Lambda) else None
     parts = nest_parts(body) if body is not None else "not a lambda"
     whole = fusable(body) if isinstance(parts, str) and body is not None else None
@@ -657,7 +699,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         v = known(size)
         return tuple(d for d in doms if v is not None and v % d == 0) or (1,)
 
-    widths = fits(WIDTHS, ka) if sums(f) else (1,)  # lane sums: an addition only
+    widths = fits(regs.widths, ka) if sums(f) else (1,)  # lane sums: an addition only
     kernels = point.kernel is not False
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
@@ -667,9 +709,9 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
            "along": ("reduced",), "pack": ("none",)}
     v = known(nn)
-    first = _first_block(out["rows"], out["cols"], v)
+    first = _first_block(out["rows"], out["cols"], v, regs=regs)
     cols = out["cols"][0] if first is None else first[1]
-    along_out = tuple(w for w in WIDTHS if w > 1 and v is not None and v % (cols * w) == 0)
+    along_out = tuple(w for w in regs.widths if w > 1 and v is not None and v % (cols * w) == 0)
     b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
@@ -681,7 +723,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
             if kernels else ("keep",)
         out["pack"] = PACKS if kernels else ("none",)  # panels copied by kernels of their own
     if isinstance(whole, Fusable) and b_columns and kernels and v is not None and out["along"][0] == "output":
-        out.update(_padded(out, whole, first, v))
+        out.update(_padded(out, whole, first, v, regs))
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)
         out["layout"] = ("pad", *(x for x in out["layout"] if x != "pad"))
         out["chunk"] = chunk_lengths(a, sizes) or (None,)
@@ -694,7 +736,7 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
         # packing kernel was 0.6-0.7 ms of gemm_bias_relu's 2.9 (128x1024x1000; reduced and split
         # 2.21 against the fused output form's 2.89, numpy 2.78, interleaved); fused stays the
         # tuner's other choice.
-        r, c = _first_reduced(out["rows"], out["cols"])
+        r, c = _first_reduced(out["rows"], out["cols"], widths[0], regs)
         out["along"] = ("reduced", *(x for x in out["along"] if x != "reduced"))
         out["rows"] = (r, *(x for x in out["rows"] if x != r))
         out["cols"] = (c, *(x for x in out["cols"] if x != c))
@@ -708,15 +750,15 @@ def space(point: BlockNest, sizes: Mapping[str, int]) -> dict[str, tuple[Any, ..
     return out
 
 
-def _padded(out: Mapping[str, Any], whole: Fusable, first: tuple[int, int, int] | None, n_out: int
-            ) -> dict[str, tuple[Any, ...]]:
+def _padded(out: Mapping[str, Any], whole: Fusable, first: tuple[int, int, int] | None, n_out: int,
+            regs: Registers = AVX2) -> dict[str, tuple[Any, ...]]:
     """The `tail` choices (and the block domains) of the output form of a nest with an epilogue
     over B = transpose << X: "pad" first where the epilogue is a kernel of its own by default (it
     reads the product from memory, truncated) and a block that does not divide N fits the
     registers better than every dividing one (sgemm at N = 1024: 4 x 3 float8, 12 accumulators,
     N padded to 1032, rather than 4 x 2). The columns that do not divide N are offered too."""
     cols = out["cols"] + tuple(c for c in COLS if c not in out["cols"])
-    best = _first_block(out["rows"], cols, n_out, pad=True)
+    best = _first_block(out["rows"], cols, n_out, pad=True, regs=regs)
     if best is None or best == first or n_out % (best[1] * best[2]) == 0 or epilogues(whole)[0] != "kernel":
         return {"tail": TAILS, "cols": cols}
     r, c, w = best
@@ -734,5 +776,6 @@ def _rows_first(out: Mapping[str, Any], a: Any, b: Any, m: int | None, widths: t
 
 block_nest = constructor(BlockNest, "block_nest")
 
-__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "reduced_group", "LAYOUTS", "ROWS", "COLS", "WIDTHS",
+__all__ = ["BlockNest", "block_nest", "nest_parts", "copied", "reduced_group", "Registers", "AVX2", "LAYOUTS", "ROWS",
+           "COLS", "WIDTHS",
            "ALONG", "PACKS", "SMALL_M", "TAILS"]

@@ -15,11 +15,13 @@ from lift.devices import icd
 
 icd.register()  # OpenCL runtimes installed from PyPI (Intel's CPU runtime), before pyopencl lists platforms
 
+from lift.devices import facts  # noqa: E402
 from lift.devices.advice import REMEDIES, build_hint, explain  # noqa: E402
-from lift.devices.live import DeviceInfo, current, describe, find  # noqa: E402
+from lift.devices.live import DeviceInfo, current, describe, find, with_facts  # noqa: E402
 from lift.devices.live import list_devices as list  # noqa: A001, E402 - the public name DESIGN.md gives
 from lift.devices.profiles import PROFILE_NAMES, Device, GiB, KiB, MiB, profile  # noqa: E402
 from lift.devices.usable import Verdict, verdict  # noqa: E402
 
 __all__ = ["Device", "DeviceInfo", "Verdict", "profile", "PROFILE_NAMES", "current", "find", "describe", "list",
+           "with_facts", "facts",
            "verdict", "explain", "build_hint", "REMEDIES", "KiB", "MiB", "GiB"]

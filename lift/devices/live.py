@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lift.devices import advice, caches
+from lift.devices import advice, caches, facts
 from lift.devices.profiles import Device
 from lift.devices.usable import Verdict, verdict
 from lift.errors import DeviceError, DeviceSkipped
@@ -49,6 +49,7 @@ def find(device: Any = None) -> Any:
 
 # Offline profile name -> a substring of the live device it stands for.
 _PROFILE_MATCH = {"pocl-cpu": "portable computing language", "pthread-cpu": "portable computing language",
+                  "cpu-avx512": "portable computing language", "cpu-avx2": "portable computing language",
                   "mali-g72": "mali", "nvidia": "nvidia", "nvidia h100": "nvidia"}
 
 
@@ -219,7 +220,19 @@ def describe(d: Any) -> Device:
         driver_version=d.driver_version.strip(), live=True, platform_version=d.platform.version.strip(),
         host_memory=_host_unified(d, kind),
     )
-    return _refine(base)
+    return _refine(with_facts(base))
+
+
+def with_facts(dev: Device, flags: frozenset[str] | None = None, cpu_caches: facts.Caches | None = None) -> Device:
+    """`dev` with the facts OpenCL does not report (`lift.devices.facts`): the vector width and
+    registers its compiler targets, and for a CPU device (the host's CPU: PoCL's and Intel's CPU
+    runtimes run on it) its flags and cache sizes; `flags` and `cpu_caches` default to the host's."""
+    cpu = dev.kind == "cpu"
+    flags = (facts.host_flags() if cpu else frozenset()) if flags is None else flags
+    vec = facts.vector_facts(dev.version, dev.kind, dev.preferred_vector_width, flags)
+    found = (facts.host_caches() if cpu else facts.Caches()) if cpu_caches is None else cpu_caches
+    return replace(dev, vector_bits=vec.bits, vector_registers=vec.registers, target=vec.target,
+                   vector_source=vec.source, l1d_bytes=found.l1d, l2_bytes=found.l2, l3_bytes=found.l3)
 
 
 def _host_unified(d: Any, kind: str) -> bool:

@@ -38,6 +38,7 @@ from lift.errors import LiftValueError
 from lift.interpret import bind_sizes
 from lift.ir.nodes import Lambda, Node
 from lift.rewrites import auto_points, auto_space, is_auto, structural_space
+from lift.rewrites.auto_nest import Registers
 from lift.rewrites.gpu_search import gpu_search_space
 from lift.rules.normalise import normalise
 
@@ -316,7 +317,8 @@ def _confirm(history: list[Record], pipe: Evaluator, rank: Any) -> tuple[Record 
 def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool,
                   device: Any = None) -> tuple[Any, dict[str, Any], list[str]]:
     """The program searched (with automatic points when `auto`), its structural space and the
-    labels of the automatic points (restricted to their useful values by `auto_space`). On a GPU
+    labels of the automatic points (restricted to their useful values by `auto_space`, the register
+    blocks that fit the vector registers of `device` first: `Registers.of`). On a GPU
     `device`, the GPU points where they apply (`lift.rewrites.gpu_search`)."""
     if auto and getattr(device, "kind", None) == "gpu":
         found = gpu_search_space(expr, sizes, device)
@@ -325,7 +327,8 @@ def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool,
     if auto:
         expr = auto_points(expr, sizes)
     structural = structural_space(expr)
-    structural.update(auto_space(expr, sizes))
+    regs = Registers.of(device if isinstance(device, devices.Device) else None)
+    structural.update(auto_space(expr, sizes, regs=regs))
     return expr, structural, [lab for lab in structural if is_auto(lab)]
 
 
