@@ -152,9 +152,7 @@ def to_device(a: Any, device: Any = None) -> DeviceArray:
         raise LiftTypeError("to_device takes a numeric array", got=host.dtype)
     if dc.zero_copy:
         if not runtime.aligned(host, dc.align):
-            copy = runtime.HOST.empty(host.shape, host.dtype)
-            np.copyto(copy, host)
-            host = copy
+            host = runtime.aligned_copy(host)
         return DeviceArray(dc, runtime.host_buffer(dc, host, write=False), host.shape, host.dtype, host=host)
     buf = runtime.device_buffer(dc, host.nbytes, "a device array")
     flat = np.ascontiguousarray(host).reshape(-1)

@@ -627,9 +627,7 @@ class Program:
             if x.ndim == 0 or (not dc.zero_copy and x.flags.c_contiguous):
                 out[k] = np.ascontiguousarray(x)
                 continue
-            copy = runtime.HOST.empty(x.shape, x.dtype)
-            np.copyto(copy, x)
-            out[k] = copy
+            out[k] = runtime.aligned_copy(x)
         return out
 
     def _run(self, shape: _Shape, leaves: list[Any], targets: list[np.ndarray] | None,

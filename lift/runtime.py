@@ -429,6 +429,13 @@ class HostMemory:
         return self._held
 
 
+def aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `a` in `HOST`'s aligned memory (an argument a device reads in place)."""
+    copy = HOST.empty(a.shape, a.dtype)
+    np.copyto(copy, a)
+    return copy
+
+
 def result_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
     """A buffer that is `host` for the kernels to write (a zero-copy device): the one kept with
     the memory when `host` is a whole array of `HOST`'s, else a new one."""

@@ -9,6 +9,7 @@ is killed and a new one started from the next seed), one row per case, examples 
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing as mp
 import sys
 import time
@@ -73,3 +74,18 @@ def print_counts(table: Counter, rows: tuple[str, ...], out: Any = None) -> None
     out = out or sys.stdout
     print("".join(f"{r:>16}" for r in ("cases",) + rows), file=out)
     print(f"{sum(table.values()):>16}" + "".join(f"{table[r]:>16}" for r in rows), file=out)
+
+
+def main(argv: list[str] | None, doc: str, fuzz: Callable[..., Any], rows: tuple[str, ...],
+         ok_rows: tuple[str, ...], timeout: float, what: str) -> int:
+    """A fuzzer's command line: `--minutes`, `--seed`, `--timeout` (seconds before one `what` is a
+    hang), `--show`; prints the counts; exit 1 when a row outside `ok_rows` counted anything."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=timeout, help=f"seconds before {what} is a hang")
+    ap.add_argument("--show", type=int, default=20, metavar="N", help="examples printed per bad row")
+    args = ap.parse_args(argv)
+    table = fuzz(args.minutes * 60, seed=args.seed, timeout=args.timeout, log=sys.stdout, show=args.show)
+    print_counts(table, rows)
+    return 1 if any(table[r] for r in rows if r not in ok_rows) else 0

@@ -21,7 +21,6 @@ to 300 deep and sums of up to 400 terms. Rows:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import sys
@@ -32,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fuzz_runner import print_counts, run
+from fuzz_runner import main as fuzz_main
+from fuzz_runner import run
 
 ROWS = ("ok", "refused", "unnamed", "compile refused", "wrong", "raw crash", "hang")
 OK_ROWS = ("ok", "refused")
@@ -201,15 +201,7 @@ def fuzz(seconds: float, *, seed: int = 1, timeout: float = 120.0, log: Any = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a source is a hang")
-    ap.add_argument("--show", type=int, default=20, metavar="N", help="examples printed per bad row")
-    args = ap.parse_args(argv)
-    table = fuzz(args.minutes * 60, seed=args.seed, timeout=args.timeout, log=sys.stdout, show=args.show)
-    print_counts(table, ROWS)
-    return 1 if any(table[r] for r in ROWS if r not in OK_ROWS) else 0
+    return fuzz_main(argv, __doc__, fuzz, ROWS, OK_ROWS, 120.0, "a source")
 
 
 if __name__ == "__main__":
