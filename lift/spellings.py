@@ -13,6 +13,9 @@ The spellings (each keeps the program's meaning; float32 results equal the origi
     transposes   an input matrix `x` read as `transpose << transpose << x`
     fission      `map(c => reduce(f, z) << e(c))` as `map(c => reduce(f, z) << c) << map(c => e(c))`
     let          a sub-expression bound by `let` before its one use
+    flatten      `map^k(q => F(q)) << map^k(x => join << join << x) << xs` (a nest over flattened
+                 windows or filters) as `map^k(p => F(join << join << p)) << xs`: the reshaping view
+                 applied inside the nest, to its parameter (joins and splits)
 
 Sizes: a program of constant sizes is one spelling; `lift.compile` specialises a program of
 symbolic sizes to the sizes of its calls (`lift.specialise`), where the same forms are reached.
@@ -24,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lift.errors import LiftValueError
-from lift.ir.nodes import FunCall, Lambda, Let, Map, Node, Param, Reduce, Transpose, UserFun, Zip
+from lift.ir.nodes import FunCall, Join, Lambda, Let, Map, Node, Param, Reduce, Split, Transpose, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.terms import as_expr, bound_ids, call, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of, typecheck
@@ -143,8 +146,45 @@ def _fission(n: Node, salt: int) -> Node | None:
     return FunCall(Map(consume, **meta(n.f)), (FunCall(Map(produce), n.args),), **meta(n))
 
 
-_LOCAL = {"own_ops": _own_ops, "pair": _pair, "fused": _fused, "zip_order": _zip_order, "fission": _fission}
-KINDS = ("own_ops", "pair", "fused", "zip_order", "transposes", "fission", "let")
+def _flatten(n: Node, salt: int) -> Node | None:
+    if not (isinstance(n, FunCall) and len(n.args) == 1 and isinstance(n.args[0], FunCall)
+            and len(n.args[0].args) == 1):
+        return None
+    outer, inner = _maps(n.f), _maps(n.args[0].f)
+    if outer is None or inner is None or len(outer[0]) != len(inner[0]):
+        return None
+    (maps, f), (_, v) = outer, inner
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(v, Lambda) and len(v.params) == 1
+            and _reshapes(v.body, v.params[0])):
+        return None
+    p = Param(v.params[0].ptype, f.params[0].name)
+    body: Node = Lambda((p,), as_expr(substitute(f.body, {f.params[0].id: substitute(v.body, {v.params[0].id: p})})),
+                        **meta(f))
+    for m in reversed(maps):
+        body = Map(body, **meta(m))
+    return FunCall(body, n.args[0].args, **meta(n))
+
+
+def _maps(f: Node) -> tuple[list[Map], Node] | None:
+    """The plain maps `map(map(..(g)))` nest around `g`, and `g`; None when `f` is no map."""
+    maps = []
+    while type(f) is Map:
+        maps.append(f)
+        f = f.f
+    return (maps, f) if maps else None
+
+
+def _reshapes(e: Node, p: Param) -> bool:
+    """Whether `e` is a non-empty chain of joins and splits of `p`."""
+    depth = 0
+    while isinstance(e, FunCall) and type(e.f) in (Join, Split) and len(e.args) == 1:
+        e, depth = e.args[0], depth + 1
+    return depth > 0 and isinstance(e, Param) and e.id == p.id
+
+
+_LOCAL = {"own_ops": _own_ops, "pair": _pair, "fused": _fused, "zip_order": _zip_order, "fission": _fission,
+          "flatten": _flatten}
+KINDS = ("own_ops", "pair", "fused", "zip_order", "transposes", "fission", "let", "flatten")
 
 
 def _transposes(prog: Node, choose: Chooser) -> Node:

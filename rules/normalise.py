@@ -24,6 +24,10 @@ applied children first until nothing changes), driven by the algebraic facts of
                                                           c first (zip(x, ..) where F reads c too)
     map(c => reduce(f, z) << c) << map(g) << x  -> map(c => reduce(f, z) << g(c)) << x
     let(v => body) << e                  -> body[v := e]  v used once, not under another lambda
+    map^k(p => F(V(p))) << x             -> map^k(q => F(q)) << map^k(V) << x
+                                                          V a reshaping view (join, split chains) and
+                                                          p read only through it (a flattened window
+                                                          or filter: the view hoisted out of the nest)
 
 Why a rewrite system and not an e-graph (egglog): the forms the automatic points recognise are a
 handful of local shapes, each reached by one rule whose left side never reappears on its right side,
@@ -120,7 +124,7 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
     if not isinstance(n, FunCall):
         return None
     for rule in (_split_fold, _order_zip, _cancel_transposes, _column_windows, _fuse_reduce_map, _inline_let,
-                 _distribute_stages):
+                 _distribute_stages, _hoist_reshape):
         new = rule(n, order)
         if new is not None:
             return new
@@ -432,3 +436,77 @@ def _under_lambda(body: Node, v: Param) -> bool:
                     return True
                 node = children(node)[i]
     return False
+
+
+# ------------------------------------------------------------------------------- reshaping views
+
+
+_RESHAPES = (Join, Split)
+
+
+def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
+    """`map^k(p => F(V(p))) << x -> map^k(q => F(q)) << map^k(p => V(p)) << x` (k nested plain maps),
+    with `V` a chain of joins and splits and every read of `p` in `F` through the same `V`: the
+    dot product of a flattened window with a flattened filter (`zip(join << join << win, join <<
+    join << k)`) reads the windows as `map_nd(2, join_nd(3)) << slide_nd(..)` (Listing 4.1's
+    spelling) and the filters as `map(join_nd(3)) << wts`. A view computes nothing, so reading it
+    before the nest or inside it is the same program; the points see the flattened operands as
+    arguments of the nest. Maps the user labelled, and nests that place memories, stay as written."""
+    if len(n.args) != 1:
+        return None
+    maps: list[Map] = []
+    f: Node = n.f
+    while type(f) is Map:
+        maps.append(f)
+        f = f.f
+    if not maps or not (isinstance(f, Lambda) and len(f.params) == 1):
+        return None
+    if any(m.label for m in maps) or f.label:
+        return None
+    p, body = f.params[0], f.body
+    if any(isinstance(m, (ToGlobal, ToLocal, ToPrivate)) for _, m in walk(body)):
+        return None
+    chains = []
+    for path, m in walk(body):
+        if isinstance(m, Param) and m.id == p.id:
+            chains.append(_reshape_chain(body, path))
+    if not chains or any(c != chains[0] for c in chains[1:]):
+        return None
+    depth, view = chains[0]
+    if not depth:
+        return None
+    if body == view:
+        return None  # the body is the view itself: nothing around it to hoist from
+    q = Param(type_of(view), p.name)
+    rest = _replace_equal(body, view, q)
+    if mentions(rest, [p]) or _reduces(rest, q):
+        return None  # a reduction of the view stays joined to it (`_fuse_reduce_map`'s form)
+    hoisted: FunDecl = Lambda((p,), view)
+    inner: FunDecl = Lambda((q,), rest, **meta(f))
+    for m in reversed(maps):
+        hoisted, inner = Map(hoisted), Map(inner, **meta(m))
+    return FunCall(inner, (FunCall(hoisted, (n.args[0],)),), **meta(n))
+
+
+def _reshape_chain(body: Node, path: tuple[int, ...]) -> tuple[int, Node]:
+    """The longest chain of joins and splits applied to the parameter at `path` in `body`: its
+    length and its outermost call (the parameter itself for length 0)."""
+    depth, top = 0, at(body, path)
+    while path:
+        parent = at(body, path[:-1])
+        if not (isinstance(parent, FunCall) and type(parent.f) in _RESHAPES and len(parent.args) == 1
+                and path[-1] == len(children(parent)) - 1):
+            break
+        depth, top, path = depth + 1, parent, path[:-1]
+    return depth, top
+
+
+def _replace_equal(body: Node, old: Node, new: Node) -> Node:
+    """`body` with every sub-term equal to `old` replaced by `new`."""
+    if body == old:
+        return new
+    cs = children(body)
+    if not cs:
+        return body
+    out = tuple(_replace_equal(c, old, new) for c in cs)
+    return body if all(a is b for a, b in zip(out, cs)) else with_children(body, out)

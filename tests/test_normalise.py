@@ -410,3 +410,57 @@ def test_element_wise_stages_and_computed_inputs_stay_in_one_map() -> None:
                 << map(map(map(lambda v: _blur3(v, v, v)))) << x)
     out = normalise(twice)
     assert "zip(x" not in str(out) and _count_maps_at_top(out) == 2, str(out)
+
+
+# ------------------------------------------------------------------------------- reshaping views
+
+
+def _flat_conv(n: int, c: int):
+    """The layer of `_conv`, written as the dot product of the flattened window with the flattened
+    filter (`join` applied to both operands inside the nest): no point was offered for it before."""
+    from lift import join_nd, map_nd, pad_nd, slide_nd
+
+    t = [Array(Array(Array(Float, c), n), n), Array(Array(Array(Array(Float, c), 3), 3), c)]
+    return fun(t, lambda inp, wts: map_nd(2, lambda win: map(
+        lambda k: reduce(lift.add, 0.0) << map(lift.mult) << zip(join_nd(3) << win, join_nd(3) << k)) << wts)
+        << (slide_nd(2, 3, 1) << pad_nd(2, 1, 1, 0.0) << inp))
+
+
+def test_a_flattened_window_convolution_normalises_to_listing_4_1() -> None:
+    """The normaliser hoists the joins out of the nest (`map^k(p => F(V(p))) -> map^k(F) << map^k(V)`):
+    the canonical spelling, the same numbers."""
+    prog = _flat_conv(4, 3)
+    assert alpha_equal(normalise(prog), _conv(4, 3)), str(normalise(prog))
+    args = _inputs(prog)
+    np.testing.assert_array_equal(lift.interpret(normalise(prog), *args), lift.interpret(prog, *args))
+
+
+@pytest.mark.device
+def test_a_flattened_window_convolution_compiles_to_the_canonical_kernel() -> None:
+    """At a size where the conv point fires: the same points and choices, the same kernel source
+    (so the same speed), and the interpreter's result."""
+    flat, canon = lift.compile(_flat_conv(16, 16)), lift.compile(_conv(16, 16))
+    assert "layout" in str(flat.choices) and flat.choices.points == canon.choices.points
+    assert flat.source == canon.source
+    args = _inputs(_conv(16, 16))
+    np.testing.assert_allclose(flat(*args), lift.interpret(_conv(16, 16), *args), rtol=1e-4, atol=1e-4)
+
+
+def test_a_parameter_read_bare_and_flattened_keeps_its_nest() -> None:
+    """Hoisting needs every read of the parameter through the same view: a row read whole and
+    joined, or joined and split differently, stays as written (and `map(p => join << p)` itself is
+    the view, not a nest around it)."""
+    t = [Array(Array(Array(Float, 4), 3), 5)]
+    both = fun(t, lambda x: map(lambda r: lift.add(reduce(lift.add, 0.0) << lift.join << r,
+                                                   reduce(lift.add, 0.0) << map(lambda v: v[0]) << r)) << x)
+    assert normalise(both) is both
+    view = fun(t, lambda x: map(lambda r: lift.join << r) << x)
+    assert normalise(view) is view
+    labelled = fun(t, lambda x: map(lambda r: reduce(lift.add, 0.0) << lift.join << r, label="rows") << x)
+    assert normalise(labelled) is labelled
+    summed = fun(t, lambda x: map(lambda r: reduce(lift.add, 0.0) << lift.join << r) << x)
+    assert normalise(summed) is summed  # a reduction of the view is `_fuse_reduce_map`'s form
+    hoisted = fun(t, lambda x: map(lambda r: map(lambda v: lift.mult(v, v)) << lift.join << r) << x)
+    out = normalise(hoisted)
+    assert str(out) == "(x) => map(map((v) => mult(v, v))) << map(join) << x", str(out)
+    np.testing.assert_array_equal(lift.interpret(out, *_inputs(hoisted)), lift.interpret(hoisted, *_inputs(hoisted)))
