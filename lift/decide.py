@@ -41,7 +41,7 @@ from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
-from lift.rewrites.auto_nest import Registers, reduced_group
+from lift.rewrites.block_space import Registers, reduced_group
 from lift.rewrites.chunks import safe_widths
 from lift.rewrites.defaults import default_reduction, with_auto_points
 from lift.rewrites.gpu_tiles import gpu_default, gpu_points
@@ -162,7 +162,7 @@ def tuned_decisions(expr: Node, device: Any, found: Tuned, *, specialise: bool =
 def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
     """`expr` with the automatic points `lift.compile` applies by default (`lift.rewrites.auto.
     default_points`: register blocks of nested map-reduces with constant sizes) and their first
-    valid choices (blocks filling the vector registers of `device`: `auto_nest.Registers.of`):
+    valid choices (blocks filling the vector registers of `device`: `block_space.Registers.of`):
     launched as a grid (`grid_launch`), then as the runtime launches them; nothing when none is
     placed or every one is skipped (the program as written lacks nothing)."""
     placed = default_points(expr)

@@ -53,10 +53,12 @@ from lift.userfun.facts import sums
 from .auto_colreduce import ColReduce
 from .auto_colreduce import place as place_cols
 from .auto_colreduce import space as cols_space
-from .auto_nest import AVX2, BlockNest, Registers, nest_parts
-from .auto_nest import space as nest_space
-from .chunks import ReduceChunks, _zip_fun, atomic_ok, reduce_parts, safe_widths
+from .auto_nest import BlockNest
+from .block_space import AVX2, Registers
+from .block_space import space as nest_space
+from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
+from .nest import nest_parts
 from .point import RewritePoint
 from .vectorise import VectorisePoint
 
@@ -297,7 +299,7 @@ class _Placer:
         return None if placed is None else dataclasses.replace(placed, args=tuple(self.go(a) for a in placed.args))
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
-        found = _zip_fun(g, x)
+        found = zip_fun(g, x)
         if not sums(f) or found is None:
             return (1,)
         n = self.length(x)

@@ -51,6 +51,7 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
 from .memory_points import copy_into
+from .nest import copied, divides, rows_of
 
 COPY_WIDTH = 8  # the copy moves float8 vectors where the element count allows (else 4, 2, 1)
 # seed block shapes of the tuner for this layout (lift/explore/seeds.py tries them before BLOCK_SEEDS):
@@ -135,9 +136,8 @@ def chunk_lengths(a: Any, known: Mapping[str, int]) -> tuple[int, ...]:
     the copied source's innermost dimension that divide the reduced length (a window's row is whole
     rows of the source: with such chunks its index needs no division per element), the longest
     two below the reduced length first, then the reduced length itself (one loop); () if unknown."""
-    from .auto_nest import _rows
 
-    found, rows = window_source(a), _rows(a)
+    found, rows = window_source(a), rows_of(a)
     t = type_of(found[1]) if found is not None else None
     while isinstance(t, ArrayType) and isinstance(t.elem, ArrayType):
         t = t.elem
@@ -182,7 +182,6 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     """The blocked nest of `point` (a `BlockNest`) reading A's windows from a copy of their padded
     source, or in place from an input (see the module; `pack` applies to the latter only), its
     reduction split into chunks of `chunk` elements (None or the reduced length: one loop), or why not."""
-    from .auto_nest import _divides, _rows, copied
 
     fa, a, b, r_call, f, g = parts
     found = window_source(a)
@@ -225,8 +224,8 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
             return body
     if w > 1 and not sums(f):
         return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
-    ra = _rows(a)
-    if ra is None or not _divides(w, ra[0], known):
+    ra = rows_of(a)
+    if ra is None or not divides(w, ra[0], known):
         return f"width {w} does not divide the reduced dimension"
     body = _chunked(point.blocks(rows, cols, call, fa, r_call, f, g, nested, sizes), chunk, w, a, known)
     if isinstance(body, str):
@@ -237,18 +236,17 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
 def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Any:
     """`body` with its reduction split into chunks of `chunk` elements (`chunk / w` vectors of `w`
     lanes), unchanged for no chunk or the whole reduced length, or why not."""
-    from .auto_nest import _divides, _rows
 
     if isinstance(body, str) or not chunk:
         return body
-    k = _rows(a)[0]  # type: ignore[index]
+    k = rows_of(a)[0]  # type: ignore[index]
     try:
         whole = int(evaluate(as_arith(k), dict(known))) == int(chunk)
     except Exception:  # noqa: BLE001 - symbolic
         whole = False
     if whole:
         return body
-    if int(chunk) % w or not _divides(int(chunk), k, known):
+    if int(chunk) % w or not divides(int(chunk), k, known):
         return f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}"
     return split_reduction(body, int(chunk) // w)
 

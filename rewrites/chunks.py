@@ -95,7 +95,7 @@ def reduce_parts(call: Any) -> tuple[FunDecl, Any, FunDecl | None, Any] | None:
     return f, z, None, xs
 
 
-def _zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]] | None:
+def zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]] | None:
     """`(uf, arrays)` for a vectorisable element function: `g` a scalar user function (or none)
     over a scalar array, or `q => uf(q.0, .., q.k-1)` over `zip(a0, .., ak-1)`; else None."""
     xt = type_of(x)
@@ -172,7 +172,7 @@ class ReduceChunks(RewritePoint):
         else:
             if w not in WIDTHS or not sums(f):
                 return f"width {w} needs the reduction to be an addition (got {f})"
-            found = _zip_fun(g, x)
+            found = zip_fun(g, x)
             if found is None:
                 return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
             uf, arrays = found
@@ -217,7 +217,7 @@ def _whole(n: Any, block: Any) -> Any:
 
 
 def _scalar_elem(a: Expr) -> ScalarType:
-    """The element type of `a`, an array of scalars (`_zip_fun` found it so)."""
+    """The element type of `a`, an array of scalars (`zip_fun` found it so)."""
     t = elem(a)
     assert isinstance(t, ScalarType), t
     return t
@@ -278,7 +278,7 @@ def _neutral_image(g: FunDecl | None, z: Literal, x: Any) -> bool:
     """Whether `g` maps padding (`z` in every array of `x`) to `z`: then padded elements change nothing."""
     if g is None:
         return True
-    found = _zip_fun(g, x)
+    found = zip_fun(g, x)
     if found is None:
         return False
     uf, arrays = found

@@ -50,9 +50,10 @@ from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
 
-from .auto_nest import _divides, _rows, nest_parts
+from .auto_nest import BlockNest
 from .blocking import fused
 from .gpu_reduce import GpuReduce, GpuRows, row_parts
+from .nest import divides, nest_parts, rows_of
 from .point import Nested, RewritePoint, constructor
 
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
@@ -178,12 +179,12 @@ class GpuTiles(RewritePoint):
             return parts
         _, a, b, r_call, f, g = parts
         sizes = {k: int(params.get(k) or getattr(self, k) or 1) for k in PARAMS}
-        ra, rb = _rows(a), _rows(b)
+        ra, rb = rows_of(a), rows_of(b)
         if ra is None or rb is None:
             return "A and B must be arrays of rows of scalars"
         known = dict(self.known or ())
         for k, size, what in ((sizes["tm"], ra[1], "tm"), (sizes["tn"], rb[1], "tn"), (sizes["tk"], ra[0], "tk")):
-            if not _divides(k, size, known):
+            if not divides(k, size, known):
                 return f"{what} {k} does not divide {size}"
         for blk, tile in (("bm", "tm"), ("bn", "tn"), ("vec", "tk"), ("vec", "tm"), ("vec", "tn")):
             if sizes[tile] % sizes[blk]:
@@ -203,7 +204,7 @@ def nest_sizes(point: GpuTiles, sizes: Mapping[str, int] | None = None) -> tuple
     parts = nest_parts(point.f.body)
     if isinstance(parts, str):
         return None
-    ra, rb = _rows(parts[1]), _rows(parts[2])
+    ra, rb = rows_of(parts[1]), rows_of(parts[2])
     if ra is None or rb is None:
         return None
     env = {**dict(point.known or ()), **dict(sizes or {})}
@@ -285,7 +286,6 @@ def as_tiles(placed: Any) -> Any:
     from lift.ir.paths import replace_at, walk
 
     from .auto import PREFIX
-    from .auto_nest import BlockNest
 
     found = [(path, x) for path, x in walk(placed)
              if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]

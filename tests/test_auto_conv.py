@@ -22,7 +22,7 @@ from lift.explore.seeds import Seeded
 from lift.ir.nodes import OclKernel, Pad, Slide
 from lift.ir.paths import walk
 from lift.rewrites.auto_conv import PAD_SEEDS, window_source
-from lift.rewrites.auto_nest import nest_parts
+from lift.rewrites.nest import nest_parts
 from programs import apply_choice
 
 H, W, C, M, N, K = Size("H"), Size("W"), Size("C"), Size("M"), Size("N"), Size("K")

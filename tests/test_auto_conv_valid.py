@@ -20,7 +20,7 @@ from lift.arith import evaluate
 from lift.ir.nodes import OclKernel
 from lift.ir.paths import walk
 from lift.rewrites.auto_conv import window_source
-from lift.rewrites.auto_nest import nest_parts
+from lift.rewrites.nest import nest_parts
 from programs import apply_choice
 
 H, W, C, M = Size("H"), Size("W"), Size("C"), Size("M")

@@ -17,7 +17,7 @@ from lift import Array, Float, Size, fun, map, reduce, transpose, zip
 from lift import rewrites as rw
 from lift.arith import evaluate
 from lift.ir.paths import walk
-from lift.rewrites import auto_nest as an
+from lift.rewrites import block_space as an
 from lift.rewrites.auto import default_points
 from programs import apply_choice
 

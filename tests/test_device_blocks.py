@@ -1,4 +1,4 @@
-"""The default register blocks per device (rewrites/auto_nest.py `Registers`, issue 40): compiled
+"""The default register blocks per device (rewrites/block_space.py `Registers`, issue 40): compiled
 offline for the `cpu-avx512` and `cpu-avx2` profiles, the first choice of every GEMM-shaped nest
 fills that device's vector registers at its native width; AVX2's are today's defaults."""
 
@@ -13,7 +13,7 @@ import lift
 from lift import Array, Float, fun, map, reduce, transpose, zip
 from lift.devices import profile
 from lift.explore.tune import _search_space
-from lift.rewrites.auto_nest import AVX2, Registers
+from lift.rewrites.block_space import AVX2, Registers
 
 
 def matmul(m: int, k: int, n: int):

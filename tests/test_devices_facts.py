@@ -107,4 +107,4 @@ def test_the_offline_cpu_profiles_agree_with_their_version_strings() -> None:
         found = facts.vector_facts(dev.version, dev.kind, dev.preferred_vector_width)
         assert (found.bits, found.registers, found.target, found.source) == (
             dev.vector_bits, dev.vector_registers, dev.target, dev.vector_source)
-    assert profile("pocl-cpu").vector_bits == 0  # kept as it was: AVX2's blocks (auto_nest.AVX2)
+    assert profile("pocl-cpu").vector_bits == 0  # kept as it was: AVX2's blocks (block_space.AVX2)

@@ -9,7 +9,7 @@ import pytest
 import lift
 from lift import Array, Float, fun, map, reduce, transpose, user_fun, zip
 from lift.ir.nodes import Lambda
-from lift.rewrites import auto_nest as an
+from lift.rewrites import block_space as an
 from lift.rewrites.epilogue import Fusable, fusable, split_epilogue
 from lift.rules.normalise import normalise
 from lift.userfun.builtins import neg

@@ -38,7 +38,7 @@ from lift.errors import LiftValueError
 from lift.interpret import bind_sizes
 from lift.ir.nodes import Lambda, Node
 from lift.rewrites import auto_points, auto_space, is_auto, structural_space
-from lift.rewrites.auto_nest import Registers
+from lift.rewrites.block_space import Registers
 from lift.rewrites.gpu_search import gpu_search_space
 from lift.rules.normalise import normalise
 
