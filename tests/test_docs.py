@@ -15,6 +15,7 @@ database in a temporary folder, so they neither read nor write the user's.
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import warnings
@@ -90,6 +91,15 @@ def chain(block: Block, all_blocks: list[Block]) -> list[Block]:
     return same[start:k + 1]
 
 
+def merged(run: list[Block]) -> str:
+    """The blocks' code as one Python source: each block at its lines of the Markdown file."""
+    lines: list[str] = []
+    for b in run:
+        lines.extend([""] * (b.line - len(lines)))
+        lines.extend(b.code.splitlines())
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS = python_blocks()
 
 
@@ -117,12 +127,20 @@ def test_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("LIFTCL_TUNING_DB", str(tmp_path / "tuning.sqlite"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict[str, object] = {"__name__": "__docs__"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        for b in chain(block, BLOCKS):
-            if b.mark == "skip":
-                pytest.skip(f"continues {b.id}, which is not run: {b.reason}")
-            # padded so that a traceback names the line of the Markdown file
-            exec(compile("\n" * b.line + b.code, str(ROOT / b.path), "exec"), namespace)
+    run = chain(block, BLOCKS)
+    for b in run:
+        if b.mark == "skip":
+            pytest.skip(f"continues {b.id}, which is not run: {b.reason}")
+    filename = str(ROOT / block.path)
+    source = merged(run)
+    # The chain's code at its own lines of the Markdown file (blank elsewhere), known to linecache
+    # under the file's name: tracebacks name the Markdown line, and user functions find their
+    # source (liftcl reads it to translate them, as from a .py file).
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            exec(compile(source, filename, "exec"), {"__name__": "__docs__"})
+    finally:
+        linecache.cache.pop(filename, None)
     assert os.getcwd() == str(ROOT)
