@@ -1,7 +1,7 @@
 """Every Python example in README.md and docs/ runs (issue 44).
 
 Each ```python block of README.md and docs/**/*.md is one test, named by its file and line
-(`test_block[docs/calling.md:42]`). A block runs in a fresh namespace, as it would when copied into
+(`test_block[calling.md:42]` for docs/calling.md). A block runs in a fresh namespace, as it would when copied into
 a new interpreter, unless an HTML comment just before its fence says otherwise:
 
     <!-- docs: continue -->                       runs after the previous block, in its namespace
@@ -42,7 +42,9 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"{self.path}:{self.line}"
+        """`README.md:7`, `calling.md:42` (docs/ left out: a `/` in a test id defeats selecting it
+        by node id)."""
+        return f"{self.path.removeprefix('docs/')}:{self.line}"
 
 
 def blocks_of(path: Path) -> list[Block]:
