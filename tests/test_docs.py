@@ -124,6 +124,20 @@ def test_markers_are_well_formed():
                 assert m.group(1) != "skip" or m.group(2), f"{p.name}:{n}: a skip needs reason=\"...\""
 
 
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("name", ["README.md", "ARCHITECTURE.md"])
+def test_repository_links(name: str):
+    """The relative links of the files outside the site (mkdocs checks docs/'s own) lead to files."""
+    text = (ROOT / name).read_text()
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = target.split("#")[0]
+        assert (ROOT / path).exists(), f"{name}: the link {target!r} leads nowhere"
+
+
 @pytest.mark.device
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
