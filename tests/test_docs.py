@@ -48,9 +48,13 @@ class Block:
 
 
 def blocks_of(path: Path) -> list[Block]:
-    """The fenced blocks of one Markdown file, with the marker comment before each (if any)."""
-    rel = path.relative_to(ROOT).as_posix()
-    lines = path.read_text().splitlines()
+    """The fenced blocks of one Markdown file of the repository."""
+    return blocks_in(path.read_text(), path.relative_to(ROOT).as_posix())
+
+
+def blocks_in(text: str, rel: str) -> list[Block]:
+    """The fenced blocks of Markdown `text` (the file `rel`), with the marker comment before each."""
+    lines = text.splitlines()
     out: list[Block] = []
     i = 0
     while i < len(lines):
@@ -122,6 +126,51 @@ def test_markers_are_well_formed():
                 m = MARK.match(line)
                 assert m, f"{p.name}:{n}: unreadable marker {line.strip()!r}"
                 assert m.group(1) != "skip" or m.group(2), f"{p.name}:{n}: a skip needs reason=\"...\""
+
+
+SAMPLE = """# A page
+
+<!-- docs: skip reason="needs a GPU" -->
+```python
+a = 1
+```
+
+```sh
+not run
+```
+
+```python
+b = 2
+```
+
+Text between.
+
+<!-- docs: continue -->
+```python
+c = b + 1
+```
+
+1. In a list:
+
+    ```python
+    if True:
+        d = 4
+    ```
+"""
+
+
+def test_collector_reads_languages_markers_and_indented_fences():
+    got = blocks_in(SAMPLE, "docs/sample.md")
+    assert [(b.line, b.lang, b.mark, b.reason) for b in got] == [
+        (4, "python", "skip", "needs a GPU"), (8, "sh", None, ""), (12, "python", None, ""),
+        (19, "python", "continue", ""), (25, "python", None, "")]
+    assert got[0].id == "sample.md:4" and got[3].code == "c = b + 1\n"
+    assert got[4].code == "if True:\n    d = 4\n"  # the list item's indentation removed
+    py = [b for b in got if b.lang == "python"]
+    assert chain(py[2], py) == [py[1], py[2]] and chain(py[1], py) == [py[1]]
+    namespace: dict[str, object] = {}
+    exec(compile(merged(chain(py[2], py)), "sample.md", "exec"), namespace)
+    assert namespace["c"] == 3
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
