@@ -76,7 +76,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -84,13 +84,13 @@ from lift.arith import Cst, as_arith, evaluate
 from lift.devices import Device
 from lift.ir import nodes as n
 from lift.ir.build import elaborate
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, node
 from lift.ir.paths import walk
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, free_ids, lam, substitute
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
-from lift.types import ArrayType, TupleType, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
@@ -199,14 +199,14 @@ def gathered(x: Any) -> Any:
 
 def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: int, bn: int, w: int) -> Any:
     """The BM x BN outputs of `rows_a` x `rows_b` in a private accumulator (see the module)."""
-    s_t = g.out_type if operator(eta(f)) is None else eta(f).in_types[0]  # type: ignore[union-attr]
+    s_t = g.out_type if operator(eta(f)) is None else cast(Any, eta(f)).in_types[0]
 
     def vec(x: Param) -> Any:
         rows = x if w == 1 else FunCall(n.Map(n.AsVector(w)), (x,))
         return FunCall(n.Transpose(), (rows,))
 
-    lane = VectorType(s_t, w) if w > 1 else s_t
-    ta, tb = (VectorType(t.elem.elem, w) if w > 1 else t.elem.elem for t in (rows_a.ptype, rows_b.ptype))
+    lane = VectorType(cast(ScalarType, s_t), w) if w > 1 else s_t
+    ta, tb = (VectorType(t.elem.elem, w) if w > 1 else t.elem.elem for t in cast(Any, (rows_a.ptype, rows_b.ptype)))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
     pair_t = TupleType((ArrayType(ta, Cst(bm)), ArrayType(tb, Cst(bn))))
 
@@ -231,7 +231,8 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
 def own_kernel(body: Any, params: tuple[Param, ...] = (), args: tuple[Any, ...] = ()) -> FunCall:
     """`ocl_kernel((params, ..) => body) << (args, ..)`, the parameters `body` uses free besides
     `params` passed as further arguments (in order of their ids)."""
-    free, found = free_ids(body) - {p.id for p in params}, {}
+    found: dict[int, Param] = {}
+    free = free_ids(body) - {p.id for p in params}
     for _, m in walk(body):
         if isinstance(m, Param) and m.id in free:
             found.setdefault(m.id, m)
@@ -255,8 +256,8 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
     accumulator along the output dimension, A's scalars broadcast into W lanes; stored as they are, or
     through the epilogue `epi` (`fused_store`)."""
     bm, bn, w = sizes
-    t, u = type_of(a_cols).elem.elem, cols_x.ptype.elem.elem  # type: ignore[attr-defined,union-attr]
-    s_t = eta(f).in_types[0]  # type: ignore[union-attr]
+    t, u = cast(Any, type_of(a_cols)).elem.elem, cast(Any, cols_x.ptype).elem.elem
+    s_t = cast(Any, eta(f)).in_types[0]
     lane, ub = VectorType(s_t, w), ArrayType(VectorType(u, w), Cst(bn))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
     spread = broadcast(t, w)
@@ -380,7 +381,7 @@ class BlockNest(RewritePoint):
         split = split_epilogue(call)
         if split is None:
             return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
-        rows = split.args[0]
+        rows = cast(Any, split).args[0]
         product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
         if isinstance(blocked, str):
@@ -388,7 +389,7 @@ class BlockNest(RewritePoint):
         if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
             blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
         rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
-        out = FunCall(split.f, (rows,), label=split.label, loc=split.loc)
+        out = FunCall(cast(FunCall, split).f, (rows,), label=split.label, loc=split.loc)
         return as_kernel(out) if self.kernel is not False else out
 
     def fixed(self) -> dict[str, Any]:
@@ -548,11 +549,12 @@ class BlockNest(RewritePoint):
         values = tuple(leaf.value for leaf in epi.leaves)
         by_row = [j for j, k in enumerate(kinds) if k in ("both", "row")]
         by_col = [j for j, k in enumerate(kinds) if k in ("both", "col")]
-        a_zip = [a_blocks, *(FunCall(n.Split(Cst(bm)), (values[j],)) for j in by_row)]
+        a_zip = [a_blocks, *(FunCall(n.Split(Cst(bm)), (cast(Expr, values[j]),)) for j in by_row)]
         ta = Param(TupleType(tuple(_array(type_of(e)).elem for e in a_zip)), "ta")
         rows_of = {j: FunCall(n.Get(1 + i), (ta,)) for i, j in enumerate(by_row)}  # [BM] or [BM][N]
         x_zip = [cols, *(FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (rows_of[j],)),))
-                         if kinds[j] == "both" else FunCall(n.Split(Cst(bn * w)), (values[j],)) for j in by_col)]
+                         if kinds[j] == "both" else FunCall(n.Split(Cst(bn * w)), (cast(Expr, values[j]),))
+                         for j in by_col)]
         tx = Param(TupleType(tuple(_array(type_of(e)).elem for e in x_zip)), "tx")
         part = {j: FunCall(n.Get(1 + i), (tx,)) for i, j in enumerate(by_col)}  # [BM][BN*W] or [BN*W]
         blk = BlockEpilogue(epi.fun, kinds, values,
@@ -574,7 +576,7 @@ class BlockNest(RewritePoint):
         blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
         blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")
         inner = block(blk_a, blk_b, f, g, r_call.args[0], bm, bn, w)
-        over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=fa.body.f.label)),
+        over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=cast(FunCall, fa.body).f.label)),
                          (FunCall(n.Split(Cst(bn)), (b,)),))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_b,)),))
         over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc),
@@ -655,7 +657,7 @@ def _first_reduced(rows: tuple[int, ...], cols: tuple[int, ...], w: int = 8,
     vector of `w` lanes of each per step): R x C accumulators and the R + C loaded vectors in the
     `regs.count` registers, then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
     return min(((r, c) for r in rows for c in cols),
-               key=lambda b: _block_cost(*b, (b[0] * b[1] + sum(b)) * regs.per(w), ROWS, COLS, regs))
+               key=lambda b: _block_cost(b[0], b[1], (b[0] * b[1] + sum(b)) * regs.per(w), ROWS, COLS, regs))
 
 
 def _block_cost(r: int, c: int, used: int, rows: tuple[int, ...], cols: tuple[int, ...],
@@ -706,8 +708,8 @@ def space(point: BlockNest, sizes: Mapping[str, int], regs: Registers = AVX2) ->
                                                            and isinstance(x.args[0], Param)) for x in (a, b))
     layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views)
                     or (x == "pad" and kernels and offered(a)))
-    out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
-           "along": ("reduced",), "pack": ("none",)}
+    out: dict[str, tuple[Any, ...]] = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
+                                       "layout": layouts, "along": ("reduced",), "pack": ("none",)}
     v = known(nn)
     first = _first_block(out["rows"], out["cols"], v, regs=regs)
     cols = out["cols"][0] if first is None else first[1]
