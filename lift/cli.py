@@ -171,7 +171,7 @@ def _device_rows() -> list[dict[str, Any]]:
         return rows
 
     try:
-        cl = devices._cl()  # only lift.devices and lift.runtime touch pyopencl
+        cl = devices.live._cl()  # only lift.devices and lift.runtime touch pyopencl
         platforms = cl.get_platforms()
     except Exception as err:  # noqa: BLE001 - no ICD loader, no platform
         return [{"platform": "OpenCL", "name": "-", "usable": False, "why": f"{type(err).__name__}: {err}"}]
@@ -183,7 +183,7 @@ def _device_rows() -> list[dict[str, Any]]:
             rows.append({"platform": p.name, "name": "-", "usable": False, "why": str(err)})
             continue
         for d in found:
-            row: dict[str, Any] = {"platform": p.name, "name": d.name}
+            row = {"platform": p.name, "name": d.name}
             try:
                 dev = devices.describe(d)
                 runtime.open_device(d)

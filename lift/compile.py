@@ -27,7 +27,7 @@ import functools
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lift.choices import Choices, is_launch
 from lift.codegen import generate
@@ -265,7 +265,7 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     if choices.sizes is None and not is_high_level(expr):
         return Mapped(expr, choices)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
-        return Mapped(lower(expr), choices)  # the empty mapping: the default lowering
+        return Mapped(lower(cast(Lambda, expr)), choices)  # the empty mapping: the default lowering
     space = joint_space_of(expr, profile, choices, spaces)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,7 +67,7 @@ def is_library_loc(loc: SourceLoc) -> bool:
 
 def user_loc() -> SourceLoc | None:
     """The first stack frame outside liftcl (the user's line), or None."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if not _is_library_frame(frame.f_code.co_filename):
             return SourceLoc(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
@@ -156,6 +157,8 @@ class UnsatisfiableError(LiftError, ValueError):
 
 class NotSynchronisableError(LiftError, ValueError):
     """No barrier placement is reachable by every work-item of a group."""
+
+    loops: tuple[Any, ...]  # set by lift.barriers: (why, paths around the first access, around the second)
 
 
 class UserFunError(LiftError, ValueError):

@@ -22,6 +22,7 @@ program type is unchanged.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
 from lift.errors import LiftValueError
 from lift.ir import nodes as n
@@ -30,7 +31,7 @@ from lift.ir.paths import children, transform_bottom_up, walk, with_children
 from lift.rules.fusion import computes, fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun, constant
 from lift.typecheck import typecheck
-from lift.types import types_equal
+from lift.types import FunType, types_equal
 
 _PLUMBING = (Lambda, n.Let, *n.LAYOUT)
 
@@ -69,7 +70,7 @@ def _expr(e: Expr, nested: bool) -> Expr:
 
 
 def _fun(f: FunDecl, nested: bool) -> FunDecl:
-    meta = {"label": f.label, "loc": f.loc}
+    meta: dict[str, Any] = {"label": f.label, "loc": f.loc}
     match f:
         case n.Map(g) if not computes(g):
             return f  # map(transpose), map(join): a view, not a loop
@@ -206,7 +207,7 @@ def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
             if isinstance(x, n.Reduce) or (isinstance(x, n.Map) and computes(x.f))]
     problems = [f"{what} is not mapped to OpenCL" for what in left]
     if original is not None:
-        before, after = typecheck(original), typecheck(program)
+        before, after = cast(FunType, typecheck(original)), cast(FunType, typecheck(program))
         if not (types_equal(before.out, after.out) and len(before.ins) == len(after.ins)
                 and all(map(types_equal, before.ins, after.ins))):
             problems.append(f"the type changed from {before} to {after}")

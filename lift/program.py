@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -374,7 +374,7 @@ class Program:
                     _flatten(a, tree, leaves)
             except _Mismatch:
                 return [], None
-        key = []
+        key: list[Any] = []
         for k, x in enumerate(leaves):
             if type(x) is np.ndarray:
                 key.append((x.shape, x.dtype))
@@ -459,6 +459,7 @@ class Program:
     def _host_plan(self, sizes: dict[str, int]) -> _Shape:
         """Everything a call with `sizes` needs that its arguments' values do not change."""
         dev = self.device
+        outputs: list[Any]
         inputs, temps, locals_, outputs = [], [], [], []
         total = 0
         for b in self.plan.buffers:
@@ -642,13 +643,13 @@ class Program:
             isinstance(x, np.ndarray) and np.may_share_memory(t, x) for x in leaves) for t in targets or ()]
         for k, (name, dtype, shp, nbytes) in enumerate(shape.outputs):
             if direct and direct[k]:
-                host = targets[k]  # the caller's array, written in place
+                host = cast(list[np.ndarray], targets)[k]  # the caller's array, written in place
             elif zero or not keep:
                 host = runtime.HOST.empty(shp, dtype, nbytes)
             else:
                 host = None
             if zero:
-                bufs[name] = runtime.result_buffer(dc, host)
+                bufs[name] = runtime.result_buffer(dc, cast(np.ndarray, host))
             elif keep:
                 bufs[name] = runtime.device_buffer(dc, nbytes)
             else:
@@ -666,11 +667,11 @@ class Program:
         if zero:
             runtime.finish(dc)
         else:
-            for (name, _, _, _), host in zip(shape.outputs, hosts):
+            for (name, _, _, _), host in zip(shape.outputs, cast(list[np.ndarray], hosts)):
                 runtime.download(dc, host.reshape(-1), bufs[name])
         if targets is None:
             return _assembled(shape.layout, hosts, keep=False), events
-        for target, host, inplace in zip(targets, hosts, direct):
+        for target, host, inplace in zip(targets, cast(list[np.ndarray], hosts), direct):
             if not inplace:
                 np.copyto(target, host)
         return _assembled(shape.layout, targets, keep=True), events
@@ -912,7 +913,7 @@ def check_limits(plan: KernelSource, device: Device, sizes: dict[str, int] | Non
             if s is not None and s > top:
                 problems.append(f"kernel {ln.kernel}: a work-group has {s} work-items in dimension {d}, "
                                 f"more than {top}")
-        if dims and None not in dims and int(np.prod(dims)) > device.max_work_group_size:
+        if dims and None not in dims and int(np.prod(cast(list[int], dims))) > device.max_work_group_size:
             problems.append(f"kernel {ln.kernel}: a work-group of {tuple(dims)} has more than "
                             f"{device.max_work_group_size} work-items")
     local = _bound(_space_bytes(plan, "local"), sizes)

@@ -24,10 +24,10 @@ symbolic sizes to the sizes of its calls (`lift.specialise`), where the same for
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from lift.errors import LiftValueError
-from lift.ir.nodes import FunCall, Join, Lambda, Let, Map, Node, Param, Reduce, Split, Transpose, UserFun, Zip
+from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Node, Param, Reduce, Split, Transpose, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.terms import as_expr, bound_ids, call, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of, typecheck
@@ -91,7 +91,7 @@ def _pair_op(f: Any) -> tuple[facts.Operator, UserFun] | None:
     """(op, uf) when `f` is `p => uf(p.0, p.1)` with `uf` an operator."""
     uf = facts.pair_call(f)
     op = facts.operator(uf) if uf is not None else None
-    return (op, uf) if op is not None else None
+    return (op, cast(UserFun, uf)) if op is not None else None
 
 
 def _pair(n: Node, salt: int) -> Node | None:
@@ -158,7 +158,7 @@ def _flatten(n: Node, salt: int) -> Node | None:
             and _reshapes(v.body, v.params[0])):
         return None
     p = Param(v.params[0].ptype, f.params[0].name)
-    body: Node = Lambda((p,), as_expr(substitute(f.body, {f.params[0].id: substitute(v.body, {v.params[0].id: p})})),
+    body: FunDecl = Lambda((p,), as_expr(substitute(f.body, {f.params[0].id: substitute(v.body, {v.params[0].id: p})})),
                         **meta(f))
     for m in reversed(maps):
         body = Map(body, **meta(m))

@@ -72,7 +72,7 @@ from lift.userfun import user_fun
 from lift.userfun.builtins import add, max_, min_, mult, neg
 from lift.userfun.facts import Laws
 
-Draw = Callable[[st.SearchStrategy[Any]], Any]
+Draw = Callable[..., Any]  # st.DrawFn: draw(strategy, label=...)
 
 
 @dataclass(frozen=True)
@@ -496,7 +496,7 @@ def assert_preserves(rule: Any, programs: Any = None, inputs: Any = None, *,
         report.matched += 1
 
     test = given(case=progs, data=st.data())(check)
-    extra = {} if max_examples is None else {"max_examples": max_examples}
+    extra: dict[str, Any] = {} if max_examples is None else {"max_examples": max_examples}
     settings(report_multiple_bugs=False, **extra)(test)()
     return report
 

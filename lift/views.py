@@ -374,6 +374,7 @@ def _boundary(w: View, c: Arith, size: Arith, mode: str, rest: tuple[Step, ...])
     low, high = prove_nonneg(c), prove_lt(c, size)
     if low and high:
         return resolve(w, (Idx(c),) + rest)
+    below: Arith
     if mode == "clamp":
         below, above = Cst(0), size - 1
     elif prove_nonneg(c + size) and prove_lt(c, size * 2):
@@ -453,9 +454,9 @@ def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
             free = tuple(_lane_free_cond(c, lo, hi, lane, width) for c, lo, hi in conds)
             if any(lane in _vars(x) for c, _, hi in free for x in (c, hi) if x is not None):
                 return None
-            t, o = _vector_leaf(then, lane, width), _vector_leaf(orelse, lane, width)
-            if t is not None and o is not None:
-                return Select(free, t, o)
+            tl, o = _vector_leaf(then, lane, width), _vector_leaf(orelse, lane, width)
+            if tl is not None and o is not None:
+                return Select(free, tl, o)
     return None
 
 

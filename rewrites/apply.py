@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import warnings
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
@@ -116,14 +116,14 @@ class _Applier:
                 return Lambda(ps, self.point(f, ps, None), label=f.label, loc=f.loc)
             case AbstractMap(f=g):
                 inner = [types[0].elem] if types and isinstance(types[0], ArrayType) else None
-                return dataclasses.replace(f, f=self.fun(g, inner))
+                return dataclasses.replace(cast(Any, f), f=self.fun(g, inner))
             case AbstractReduce(f=g):
                 inner = [types[0], types[1].elem] if types and isinstance(types[1], ArrayType) else None
-                return dataclasses.replace(f, f=self.fun(g, inner))
-        g = getattr(f, "f", None)
-        if isinstance(g, FunDecl):
-            same = types if getattr(f, "arity", 1) == g.arity else None
-            return dataclasses.replace(f, f=self.fun(g, same))
+                return dataclasses.replace(cast(Any, f), f=self.fun(g, inner))
+        inner = getattr(f, "f", None)
+        if isinstance(inner, FunDecl):
+            same = types if getattr(f, "arity", 1) == inner.arity else None
+            return dataclasses.replace(cast(Any, f), f=self.fun(inner, same))
         return f
 
     def point(self, p: RewritePoint, args: tuple[Expr, ...], old: FunCall | None) -> Expr:
@@ -137,7 +137,7 @@ class _Applier:
 
         def nested(fn: FunDecl) -> FunDecl:
             for q in reversed(chain):
-                fn = dataclasses.replace(q, f=fn)
+                fn = dataclasses.replace(cast(Any, q), f=fn)
             return fn
 
         if params.get("skip"):

@@ -37,11 +37,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, OclKernel, Pad, Param, Reduce, Slide, Split, UserFun, Zip
+from lift.ir.nodes import (
+    Expr,
+    FunCall,
+    Join,
+    Lambda,
+    Map,
+    Node,
+    OclKernel,
+    Pad,
+    Param,
+    Reduce,
+    Slide,
+    Split,
+    UserFun,
+    Zip,
+)
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
 from lift.rules.reduce import is_monoid
@@ -124,9 +139,9 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None, *,
         elif isinstance(n, BlockNest):
             out[lab] = {"skip": (False, True), **nest_space(n, sizes or {}, regs)}
         else:
-            widths = _map_widths(n, sizes or {})
+            widths = _map_widths(cast(RewritePoint, n), sizes or {})
             chunks = n if isinstance(n, ReduceChunks) and isinstance(n.f, Lambda) else None
-            parts = reduce_parts(chunks.f.body) if chunks is not None else None
+            parts = reduce_parts(cast(Lambda, chunks.f).body) if chunks is not None else None
             if parts is not None:
                 widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
             out[lab] = {"skip": (False, True), "width": widths}
@@ -210,10 +225,10 @@ class _Placer:
             return None  # symbolic length: a default width might not divide it
         ps, data, args = _abstract(x)
         xs = call.args[1]
-        body_arg = dataclasses.replace(xs, args=(data,)) if g is not None else data
+        body_arg = dataclasses.replace(cast(Any, xs), args=(data,)) if g is not None else data
         body = Lambda(ps, dataclasses.replace(call, args=(z, body_arg)))
         point = ReduceChunks(body, label=self.label("r"), loc=call.loc)
-        return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+        return FunCall(point, tuple(cast(Expr, self.go(a)) for a in args), loc=call.loc)
 
     def nest(self, call: FunCall) -> Node | None:
         """A `block_nest` point around a map-map-reduce nest over long rows (`auto_b`), or around
@@ -236,11 +251,13 @@ class _Placer:
         if self.defaults and any(self.length(x) is None for x in (a, b, r_call.args[1])):
             return None  # symbolic sizes: the default blocks might not divide them
         count = self.count
-        call, made = self.materialised(call, (a, b))
-        if call is None:
+        mat, made = self.materialised(call, (a, b))
+        if mat is None:
             self.count = count
             return None
-        free, found = free_ids(call), {}
+        call = mat
+        found: dict[int, Param] = {}
+        free = free_ids(call)
         for _, m in walk(call):
             if isinstance(m, Param) and m.id in free:
                 found.setdefault(m.id, m)
@@ -255,7 +272,7 @@ class _Placer:
                 self.count = count
                 return None  # the epilogue a kernel of its own: `product`
         point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
-        return FunCall(point, tuple(made.get(x.id, x) for x in outer), loc=call.loc)
+        return FunCall(point, tuple(cast(Expr, made.get(x.id, x)) for x in outer), loc=call.loc)
 
     def materialised(self, call: FunCall, operands: tuple[Any, ...]) -> tuple[FunCall | None, dict[int, Node]]:
         """`call` with each operand that reduces (the previous layer of an MLP) replaced by a
@@ -273,7 +290,7 @@ class _Placer:
             path = next((pth for pth, m in walk(call) if m is x), None)
             if path is None:
                 return None, {}  # an operand the nest computes from its input (an epilogue's product)
-            call = replace_at(call, path, q)  # type: ignore[assignment]
+            call = replace_at(call, path, q)
             made[q.id] = placed
         return call, made
 
@@ -285,12 +302,12 @@ class _Placer:
         if split is None:
             return None
         count = self.count
-        rows = self.go(split.args[0])
+        rows = self.go(cast(FunCall, split).args[0])
         blocks = [m for _, m in walk(rows) if isinstance(m, BlockNest)]
         if not blocks:
             self.count = count  # nothing placed: the labels are not used up
             return None
-        out = dataclasses.replace(split, args=(rows,))
+        out = dataclasses.replace(cast(Any, split), args=(rows,))
         return as_kernel(out) if any(b.kernel is not False for b in blocks) else out
 
     def cols(self, call: FunCall) -> Node | None:
@@ -330,10 +347,10 @@ class _Placer:
             return None  # symbolic length: a default width might not divide it
         ps, data, args = _abstract_layouts(call.args[0])
         body = dataclasses.replace(call, args=(data,))
-        if isinstance(VectorisePoint(body).rewrite(body, {"width": MAP_WIDTHS[-1]}, lambda f: f), str):
+        if isinstance(VectorisePoint(cast(Any, body)).rewrite(body, {"width": MAP_WIDTHS[-1]}, lambda f: f), str):
             return None  # a shape the vectorise point does not handle
         point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
-        return FunCall(point, tuple(self.go(a) for a in args), loc=call.loc)
+        return FunCall(point, tuple(cast(Expr, self.go(a)) for a in args), loc=call.loc)
 
 
 def _fused_kernel(m: Node) -> bool:
@@ -369,7 +386,8 @@ def _expanded(call: FunCall) -> FunCall:
     t = type_of(call.args[0])
     assert isinstance(t, ArrayType)  # the argument of a map
     row = Param(t.elem, "row")
-    return dataclasses.replace(call, f=dataclasses.replace(call.f, f=Lambda((row,), FunCall(call.f.f, (row,)))))
+    return dataclasses.replace(call, f=dataclasses.replace(cast(Any, call.f),
+                                                           f=Lambda((row,), FunCall(cast(Any, call.f).f, (row,)))))
 
 
 def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:

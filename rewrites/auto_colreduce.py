@@ -35,13 +35,14 @@ the tuner (`space`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Cst, evaluate
 from lift.ir.build import elaborate
 from lift.ir.nodes import (
     AsScalar,
     AsVector,
+    Expr,
     FunCall,
     FunDecl,
     Get,
@@ -91,9 +92,10 @@ def col_parts(call: Any) -> Parts | str:
     function and, per argument, -1 for the element or i for `get(i) << t` (operand `vs[i-1]`)."""
     if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
         return "expects map(reduce) << transpose << X"
+    vs: tuple[Expr, ...]
     arg, vs = call.args[0], ()
     if isinstance(arg, FunCall) and isinstance(arg.f, Zip) and len(arg.args) > 1:
-        arg, vs = arg.args[0], tuple(arg.args[1:])
+        arg, vs = arg.args[0], tuple(cast(FunCall, arg).args[1:])
     if not (isinstance(arg, FunCall) and isinstance(arg.f, Transpose) and len(arg.args) == 1):
         return "expects the columns of an array: map(..) << transpose << X"
     x = arg.args[0]
@@ -164,8 +166,8 @@ class ColReduce(RewritePoint):
         combine = params.get("combine") or self.combine or "kernel"
         if combine not in COMBINES:
             return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
-        xt, known = type_of(x), dict(self.known or ())
-        m, n = xt.size, xt.elem.size  # type: ignore[union-attr]
+        xt, known = cast(Any, type_of(x)), dict(self.known or ())
+        m, n = xt.size, xt.elem.size
         if w > 1 and (w not in WIDTHS or not sums(f)):
             return f"width {w} needs the reduction to be add (lane-wise), got {f}"
         for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
@@ -176,12 +178,12 @@ class ColReduce(RewritePoint):
         label, loc = call.f.label, call.f.loc
 
         def columns(rows: Any) -> Any:  # [[T]N]R -> [T]N: the column reductions of `rows`
-            elem = xt.elem.elem  # type: ignore[union-attr]
+            elem = xt.elem.elem
             vt = elem if w == 1 else VectorType(elem, w)
             cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
             ops = tuple(v if w == 1 else FunCall(AsVector(w), (v,)) for v in vs)
             data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(type_of(data).elem, "cs")  # type: ignore[union-attr]
+            cs = Param(cast(Any, type_of(data)).elem, "cs")
             column = FunCall(Get(0), (cs,)) if ops else cs
             op = f if w == 1 else Vectorise(eta(f), w)
 
@@ -199,13 +201,13 @@ class ColReduce(RewritePoint):
             return sums if w == 1 else FunCall(AsScalar(), (sums,))
 
         def grouped(rows: Any) -> Any:  # `k` vectors of `w` columns per work-item: k accumulators
-            elem = xt.elem.elem  # type: ignore[union-attr]
+            elem = xt.elem.elem
             vt = elem if w == 1 else VectorType(elem, w)
             vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
             cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
             ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in vs)
             data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(type_of(data).elem, "cs")  # type: ignore[union-attr]
+            cs = Param(cast(Any, type_of(data)).elem, "cs")
             column = FunCall(Get(0), (cs,)) if ops else cs
             op = f if w == 1 else Vectorise(eta(f), w)
             grp = ArrayType(vt, Cst(k))
@@ -232,8 +234,9 @@ class ColReduce(RewritePoint):
             columns = grouped  # noqa: F811 - the same contract, k accumulators
         if p == 1:
             return columns(x)
-        part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[union-attr,operator]
-        partials = FunCall(Map(Lambda((part,), columns(part))), (FunCall(Split(part.ptype.size), (x,)),))
+        part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[operator]
+        partials = FunCall(Map(Lambda((part,), columns(part))),
+                           (FunCall(Split(cast(ArrayType, part.ptype).size), (x,)),))
         ps = Param(ArrayType(type_of(z), Cst(p)), "ps")
         final = ReduceAtomic if combine == "atomic" else Reduce
         combine_col = Lambda((ps,), FunCall(final(f), (refresh(z), ps)))
@@ -257,13 +260,13 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
     that divide N (add only), the vectors per work-item (the most that divide N first), the parts
     that divide M (1 first unless fewer than `FILL` work-items per part: then the fewest parts
     that make `FILL`), the combines that apply."""
-    body = point.f.body if isinstance(point.f, Lambda) else None  # type: ignore[attr-defined]
+    body = point.f.body if isinstance(point.f, Lambda) else None
     found = col_parts(body)
     if isinstance(found, str):
         return {}
     f, x = found[0], found[3]
     known = {**dict(point.known or ()), **dict(sizes or {})}
-    m, n = _value(type_of(x).size, known), _value(type_of(x).elem.size, known)  # type: ignore[union-attr]
+    m, n = _value(cast(Any, type_of(x)).size, known), _value(cast(Any, type_of(x)).elem.size, known)
     if m is None or n is None:
         return {}
     widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or sums(f))) or (1,)
@@ -283,7 +286,7 @@ def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], size
     if isinstance(found, str) or not long(FunCall(Join(), (found[3],))):  # all of X: short columns too
         return None
     x, vs = found[3], found[4]
-    if _value(type_of(x).size, sizes) is None or _value(type_of(x).elem.size, sizes) is None:  # type: ignore[union-attr]
+    if _value(cast(Any, type_of(x)).size, sizes) is None or _value(cast(Any, type_of(x)).elem.size, sizes) is None:
         return None  # symbolic sizes, not known: the parts and widths could not be checked
     qs = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate((x, *vs)))
     cols = FunCall(Transpose(), (qs[0],))

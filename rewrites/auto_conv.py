@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Cst, as_arith, evaluate, prove_divides
 from lift.ir import nodes as n
@@ -159,7 +159,7 @@ def split_reduction(body: Any, length: int) -> Any:
         if isinstance(e, FunCall) and isinstance(e.f, n.ReduceSeq) and isinstance(e.args[0], Literal):
             init, xs = e.args
             acc = Param(type_of(init), "acc")
-            part = Param(ArrayType(type_of(xs).elem, Cst(length)), "part")
+            part = Param(ArrayType(cast(Any, type_of(xs)).elem, Cst(length)), "part")
             inner = FunCall(n.ReduceSeq(e.f.f), (acc, part))
             return FunCall(n.ReduceSeq(Lambda((acc, part), inner)), (init, FunCall(n.Split(Cst(length)), (xs,))),
                            loc=e.loc)

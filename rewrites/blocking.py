@@ -25,7 +25,7 @@ function of two arguments; width 1 keeps `f` (any associative operator with neut
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Arith, as_arith, prove_divides
 from lift.ir import nodes as n
@@ -157,9 +157,9 @@ def _swapped(h: FunDecl, ra: Any) -> bool:
 def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int,
              swapped: bool = False) -> Any:
     """The blocked nest; `swapped`: the reduction zips (rb, ra), so g takes B's element first."""
-    at, bt = type_of(a), type_of(b)
+    at, bt = cast(Any, type_of(a)), cast(Any, type_of(b))
     ea, eb = at.elem.elem, bt.elem.elem
-    s_t = type_of(z)
+    s_t = cast(Any, type_of(z))
     if w > 1:
         uf = _pair_fun(g)
         ea, eb, acc_t = VectorType(ea, w), VectorType(eb, w), VectorType(s_t, w)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -105,7 +105,8 @@ def zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]]
             return g, (x,)
         return None
     found = zip_userfun(g, x)
-    if found is None or any(not (isinstance(type_of(a), ArrayType) and type_of(a).elem in VECTOR_SCALARS)
+    if found is None or any(not (isinstance(type_of(a), ArrayType)
+                                 and cast(ArrayType, type_of(a)).elem in VECTOR_SCALARS)
                             for a in found[1]):
         return None
     return found
@@ -180,7 +181,7 @@ class ReduceChunks(RewritePoint):
             vt = tuple(VectorType(_scalar_elem(a), w) for a in arrays)
             data = FunCall(Zip(len(vec)), vec) if len(vec) > 1 else vec[0]
             elem_t = TupleType(vt) if len(vec) > 1 else vt[0]
-            acc_t = VectorType(type_of(z), w)
+            acc_t = VectorType(cast(ScalarType, type_of(z)), w)
             vf = Vectorise(eta(f), w)
 
             def body(acc: Any, e: Any) -> Any:

@@ -51,8 +51,8 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0
-    chosen = {lab: {"skip": True} for lab in points(pointed)}
-    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": tail, "pad": False}  # type: ignore[index]
+    chosen: dict[Any, dict[str, Any]] = {lab: {"skip": True} for lab in points(pointed)}
+    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": tail, "pad": False}
     return pointed, Choices(points=chosen, tuning={f"T_{top}": chunk})
 
 

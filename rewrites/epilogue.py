@@ -17,9 +17,9 @@ does not block; the meaning is unchanged (every output is `h` of the same dot pr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from lift.ir.nodes import FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, Reduce, UserFun, Zip
+from lift.ir.nodes import Expr, FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, Reduce, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
 from lift.rules.terms import bound_ids, elem, lam, mentions, meta, substitute
@@ -33,10 +33,10 @@ def split_epilogue(call: Node) -> Node | None:
     if isinstance(found, str):
         return None
     p, q, body, x, y, red, rows, cols = found
-    return _epilogue(call, p, q, body, red, x, y, _product(red, rows, cols))
+    return _epilogue(cast(FunCall, call), p, q, body, red, x, y, _product(red, rows, cols))
 
 
-def _nest(call: Node) -> tuple[Param, Param, Node, Node, Node, FunCall, Node, Node] | str:
+def _nest(call: Node) -> tuple[Param, Param, Expr, Expr, Expr, FunCall, Expr, Expr] | str:
     """`(p, q, body, X, Y, reduce call, rows, cols)` of `map(p => map(q => body) << Y) << X` whose
     body computes one product of a row `u(p)` and a column `v(q)` (rows and cols: the arrays of
     those, `cols` free of `p`), or why not."""
@@ -92,7 +92,7 @@ def _projection(e: Node, p: Param) -> bool:
     return e == p
 
 
-def _operand(xs: Node, p: Param, u: Node) -> Node | None:
+def _operand(xs: Expr, p: Param, u: Expr) -> Expr | None:
     """The array of `u`'s values as `p` ranges over `xs`: a zip's component itself, else a map."""
     if u == p:
         return xs
@@ -102,22 +102,22 @@ def _operand(xs: Node, p: Param, u: Node) -> Node | None:
     return FunCall(Map(Lambda((p,), u)), (xs,))
 
 
-def _product(red: FunCall, rows: Node, cols: Node) -> Node:
+def _product(red: FunCall, rows: Expr, cols: Expr) -> FunCall:
     """`map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << cols) << rows`."""
     xs = red.args[1]
     mapped = isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
 
-    def dot(r: Param, c: Param) -> Node:
+    def dot(r: Param, c: Param) -> Expr:
         pair = FunCall(Zip(2), (r, c))
-        data = FunCall(xs.f, (pair,), **meta(xs)) if mapped else pair  # type: ignore[union-attr]
+        data = FunCall(cast(FunCall, xs).f, (pair,), **meta(xs)) if mapped else pair
         return FunCall(red.f, (red.args[0], data), **meta(red))
 
     return FunCall(Map(lam([elem(rows)], lambda r: FunCall(Map(lam([elem(cols)], lambda c: dot(r, c), ["c"])),
                                                           (cols,)), ["r"])), (rows,))
 
 
-def _epilogue(call: FunCall, p: Param, q: Param, body: Node, red: FunCall, x: Node, y: Node,
-              product: Node) -> Node | None:
+def _epilogue(call: FunCall, p: Param, q: Param, body: Expr, red: FunCall, x: Expr, y: Expr,
+              product: Expr) -> Node | None:
     """`map(P => map(Q => body[red := Q.1, p := P.0, q := Q.0]) << zip(y[p := P.0], P.1)) << zip(x, product)`,
     each zip left out where the epilogue does not read `p` (or `q`); None when it reads `p` and `x`
     computes (it would be computed twice: by the product and by the epilogue)."""
@@ -129,15 +129,15 @@ def _epilogue(call: FunCall, p: Param, q: Param, body: Node, red: FunCall, x: No
         return None
     rows = FunCall(Zip(2), (x, product)) if uses_p else product
 
-    def per_row(big_p: Param) -> Node:
+    def per_row(big_p: Param) -> Expr:
         row_p, t_row = (FunCall(Get(0), (big_p,)), FunCall(Get(1), (big_p,))) if uses_p else (None, big_p)
-        ys = FunCall(Zip(2), (substitute(y, {p.id: row_p}) if uses_p else y, t_row)) if uses_q else t_row
+        ys = FunCall(Zip(2), (substitute(y, {p.id: cast(FunCall, row_p)}) if uses_p else y, t_row)) if uses_q else t_row
 
-        def per_out(big_q: Param) -> Node:
+        def per_out(big_q: Param) -> Expr:
             t, env = (FunCall(Get(1), (big_q,)), {q.id: FunCall(Get(0), (big_q,))}) if uses_q else (big_q, {})
             if uses_p:
-                env[p.id] = row_p
-            return substitute(rest, {marker.id: t, **env})  # type: ignore[return-value]
+                env[p.id] = cast(FunCall, row_p)
+            return substitute(rest, {marker.id: t, **env})
 
         return FunCall(Map(lam([elem(ys)], per_out, ["q"])), (ys,))
 
@@ -148,7 +148,8 @@ def as_kernel(epilogue: FunCall) -> FunCall:
     """`ocl_kernel((t, ..) => f(t)) << (rows, ..)` for the epilogue `f << rows`: its own kernel, after
     the product's kernels, reading the product and the other arrays it uses as parameters."""
     f, rows = epilogue.f, epilogue.args[0]
-    bound, free = bound_ids(f), {}
+    free: dict[int, Param] = {}
+    bound = bound_ids(f)
     for _, m in walk(f):
         if isinstance(m, Param) and m.id not in bound:
             free.setdefault(m.id, m)
@@ -197,7 +198,7 @@ def fusable(call: Node) -> Fusable | str:
     leaves: list[Leaf] = []
     params: list[Param] = []
 
-    def leaf(e: Node) -> Node | str:
+    def leaf(e: Expr) -> Expr | str:
         if e is t or (isinstance(e, Literal) and isinstance(e.ltype, ScalarType)):
             return e
         if isinstance(e, FunCall) and isinstance(e.f, UserFun):
@@ -210,6 +211,7 @@ def fusable(call: Node) -> Fusable | str:
         uses_p = mentions(e, [p]) or (uses_q and mentions(y, [p]))  # q ranges over a row's zip: both
         kind = {(False, False): "scalar", (True, False): "row", (False, True): "col", (True, True): "both"}[
             (uses_p, uses_q)]
+        value: Node
         if kind == "scalar":
             value = e
         elif kind == "row":

@@ -9,9 +9,9 @@ is materialised in global memory between them. Built from the `ocl_kernel_intro`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from lift.ir.nodes import FunCall, FunDecl, Literal, OclKernel, node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Literal, OclKernel, node
 from lift.rules import ocl_kernel_intro
 from lift.rules.fusion import computes
 
@@ -32,13 +32,13 @@ class Fission(RewritePoint):
         if len(inner) != 1 or not computes(call.f):
             return "expects one computing function applied to the result of another (f << g << x)"
         k = inner[0]
-        g_call = call.args[k]
+        g_call = cast(FunCall, call.args[k])  # inner: the computing calls
         outer = ocl_kernel_intro.apply(call, arg=(k + 1,))
         data = [i for i, a in enumerate(g_call.args) if not isinstance(a, Literal)]
         if len(data) != 1:
             return "the first function must take one array argument"
         first = ocl_kernel_intro.apply(g_call, arg=(data[0] + 1,))
-        return FunCall(outer.f, (first,))
+        return FunCall(cast(FunCall, outer).f, (cast(Expr, first),))
 
 
 fission = constructor(Fission, "fission")

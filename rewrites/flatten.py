@@ -9,7 +9,7 @@ structural parameter beyond `skip` and no tuning parameter.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.ir.nodes import FunCall, FunDecl, Join, Map, Split, node
 from lift.rules.terms import eta
@@ -52,7 +52,7 @@ class Flatten(RewritePoint):
         flat = x
         for _ in sizes:
             flat = FunCall(Join(), (flat,))
-        out = FunCall(nested(Map(eta(maps[-1].f), label=maps[0].label, loc=maps[0].loc)), (flat,))
+        out = FunCall(nested(Map(eta(cast(Any, maps[-1]).f), label=maps[0].label, loc=maps[0].loc)), (flat,))
         for m in reversed(sizes):
             out = FunCall(Split(m), (out,))
         return out

@@ -40,7 +40,7 @@ generator (`lift.codegen.c_ast.UNROLL`); the loop over k-tiles is not.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Cst
 from lift.ir import patterns as p
@@ -100,7 +100,7 @@ def step_fun(f: FunDecl, g: UserFun) -> Any:
 def tiled(a: Any, b: Any, f: FunDecl, g: UserFun, z: Literal, sizes: Mapping[str, int]) -> Any:
     """The two-level tiled nest over `a` ([[T]K]M) and `b` ([[U]K]N) (see the module)."""
     tm, tn, tk, bm, bn, vec = (sizes[k] for k in PARAMS)
-    s_t = eta(f).in_types[0]  # type: ignore[union-attr]
+    s_t = cast(Any, eta(f)).in_types[0]
     upd = step_fun(f, g)
     acc_t = ArrayType(ArrayType(s_t, Cst(tn)), Cst(tm))
 
@@ -258,7 +258,7 @@ def reduce_space(point: GpuReduce | GpuRows, device: Any) -> Any:
     doms = {"local": open_.get("local", (point.local,))}
     doms["chunk"] = tuple(n.value // x for x in doms["local"] if n.value % x == 0) or (1,) if rows else \
         open_.get("chunk", (getattr(point, "chunk", 1),))
-    size = getattr(getattr(type_of(parts[1]), "dtype", None), "itemsize", 4)
+    size = getattr(getattr(type_of(cast(tuple[Any, ...], parts)[1]), "dtype", None), "itemsize", 4)
     return ReduceSpace(n.value, device, doms, size, whole=rows is not None)
 
 
@@ -308,7 +308,7 @@ def _batched(expr: Any, path: tuple[int, ...]) -> Any:
     if len(maps) != 1:
         return expr
     m = at(expr, maps[0])
-    return replace_at(expr, maps[0], nd.MapWrg(m.f, dim=2, label=m.label, loc=m.loc))
+    return replace_at(expr, maps[0], nd.MapWrg(cast(FunCall, m).f, dim=2, label=m.label, loc=m.loc))
 
 
 def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]] | None:

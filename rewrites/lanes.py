@@ -21,7 +21,7 @@ is read at a constant offset and the code generator can prove the offsets aligne
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class _Lift:
         z, xs = args
         h = None
         if isinstance(xs, FunCall) and type(xs.f) in (Map, MapSeq) and len(xs.args) == 1:
-            h, xs = eta(xs.f.f), xs.args[0]
+            h, xs = eta(cast(Any, xs.f).f), xs.args[0]
         if not _is(xs, self.elem):
             return "a reduction of something other than the window"
         n = length(self.vec)
@@ -140,7 +140,7 @@ def _is(e: Any, p: Param) -> bool:
 def lifted_map(call: FunCall, w: int) -> Any:
     """`map(g) << x` computed `w` elements at a time (see the module docstring), or why not:
     `x` a scalar array, a zip of scalar arrays, or `slide(n, 1) << ..` of a scalar array."""
-    g, x = call.f.f, call.args[0]
+    g, x = cast(Any, call.f).f, call.args[0]
     if not (isinstance(g, Lambda) and len(g.params) == 1):
         return f"map({g}) has no element parameter"
     xt = type_of(x)
@@ -155,7 +155,7 @@ def lifted_map(call: FunCall, w: int) -> Any:
         data: Any = FunCall(AsVector(w), (x,))
     elif isinstance(et, TupleType) and isinstance(x, FunCall) and type(x.f).__name__ == "Zip" and \
             all(t in VECTOR_SCALARS for t in et.elems):
-        vt = TupleType(tuple(VectorType(t, w) for t in et.elems))
+        vt = TupleType(tuple(VectorType(cast(ScalarType, t), w) for t in et.elems))
         data = FunCall(x.f, tuple(FunCall(AsVector(w), (a,)) for a in x.args))
     else:
         return f"elements of type {et} are not scalars or a zip of scalars"
@@ -163,7 +163,7 @@ def lifted_map(call: FunCall, w: int) -> Any:
 
 
 def _lifted_windows(call: FunCall, g: Lambda, x: FunCall, w: int) -> Any:
-    size, step = x.f.size, x.f.step
+    size, step = cast(Any, x.f).size, cast(Any, x.f).step
     if step != Cst(1) or not isinstance(size, Cst):
         return f"slide({size}, {step}): only constant windows of step 1 are vectorised"
     st = type_of(x.args[0])

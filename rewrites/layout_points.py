@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.ir import nodes as n
 from lift.ir import patterns as p
@@ -60,8 +60,8 @@ class InterchangeMaps(RewritePoint):
         if not computes(g):
             return "the inner function does not compute (transpose_w needs a concrete write)"
         a = outer[1]
-        eb = Param(type_of(b).elem, "b")
-        ea = Param(type_of(a).elem, fa.params[0].name)
+        eb = Param(cast(Any, type_of(b)).elem, "b")
+        ea = Param(cast(Any, type_of(a)).elem, fa.params[0].name)
 
         body_a = substitute(apply_fun(g, [eb]), {fa.params[0].id: ea})
         swapped = FunCall(nested(n.Map(Lambda((eb,), FunCall(n.Map(Lambda((ea,), body_a)), (a,))),

@@ -30,7 +30,7 @@ operator with neutral `z`). The points it inserts are labelled `label.interchang
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.ir import nodes as n
 from lift.ir import patterns as p
@@ -109,7 +109,7 @@ class InterchangeReduceND(RewritePoint):
 
 def _columns(call: Any, f: FunDecl, init: Any, xs: Any, nested: Nested) -> Any:
     """Rank 2: `map(col => reduce(f', z) << col) << transpose << xs` (one reduction per column)."""
-    it, xt = type_of(init), type_of(xs)
+    it, xt = cast(Any, type_of(init)), cast(Any, type_of(xs))
     s_t, v_t = it.elem, xt.elem.elem
     op = lam([s_t, v_t], lambda a, e: _pairwise(f, a, e), ["a", "e"])
     col_t = ArrayType(v_t, xt.size)
@@ -127,7 +127,7 @@ def _blocks(call: Any, f: FunDecl, init: Any, xs: Any, factor: Any, dim: int, ne
     """Rank 3: the columns in blocks of `factor`; dim 1: one reduction per block (its accumulator
     a row of `factor`), `join << map(b => reduce(map(f), init_b) << b) << transposeND(1, 0, 2)`;
     dim 2: one per column, `join << map(map(col => reduce(f', z) << col)) << transposeND(1, 2, 0)`."""
-    it, xt = type_of(init), type_of(xs)
+    it, xt = cast(Any, type_of(init)), cast(Any, type_of(xs))
     s_t, v_t = it.elem, xt.elem.elem
     blocked = p.map(p.split(factor)) << xs  # [[[V]F]m/F]K
     if dim == 2:
@@ -225,7 +225,7 @@ class TileNestedMapReduce(RewritePoint):
         t = size_param(self.size, params, lab)
         ta = p.transpose << (p.map(p.split(t)) << a)
         tb = p.transpose << (p.map(p.split(t)) << b)
-        row_a, row_b = ArrayType(at.elem.elem, t), ArrayType(bt.elem.elem, t)
+        row_a, row_b = ArrayType(at.elem.elem, t), ArrayType(cast(ArrayType, bt.elem).elem, t)
         tile_a = Param(ArrayType(row_a, at.size), "tileA")
         tile_b = Param(ArrayType(row_b, bt.size), "tileB")
         ea = Param(row_a, fa.params[0].name)
@@ -233,9 +233,9 @@ class TileNestedMapReduce(RewritePoint):
         assert isinstance(h_lam, Lambda)  # nest_reduction found rb => reduce(..) << ..
         eb = Param(row_b, h_lam.params[0].name)
         h_new = Lambda((eb,), substitute(h_lam.body, {h_lam.params[0].id: eb, fa.params[0].id: ea}))
-        inner = FunCall(n.Map(h_new, label=fa.body.f.label, loc=fa.body.f.loc), (tile_b,))
+        inner = FunCall(n.Map(h_new, label=cast(FunCall, fa.body).f.label, loc=cast(FunCall, fa.body).f.loc), (tile_b,))
         nest = FunCall(nested(n.Map(Lambda((ea,), inner), label=call.f.label, loc=call.f.loc)), (tile_a,))
-        pair = TupleType((type_of(ta).elem, type_of(tb).elem))
+        pair = TupleType((cast(Any, type_of(ta)).elem, cast(Any, type_of(tb)).elem))
 
         def per_tile(q: Param) -> Any:
             body = substitute(nest, {tile_a.id: FunCall(n.Get(0), (q,)), tile_b.id: FunCall(n.Get(1), (q,))})

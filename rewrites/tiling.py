@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Reduce, Split, Transpose, node
@@ -51,7 +51,7 @@ class SplitJoin(RewritePoint):
         m = map_call(call)
         if isinstance(m, str):
             return m
-        out = via_rule(split_join_rule, call, n=size_param(self.size, params, self.label or "T"))
+        out: Any = via_rule(split_join_rule, call, n=size_param(self.size, params, self.label or "T"))
         inner = out.args[0]  # join << (map(map(f)) << split(T) << x)
         return dataclasses.replace(out, args=(dataclasses.replace(inner, f=nested(inner.f)),))
 
@@ -78,7 +78,7 @@ class SplitReduce(RewritePoint):
         size = size_param(self.size, params, self.label or "T")
         assoc = final is not None
         if isinstance(xs, FunCall) and type(xs.f) is Map:
-            tiled = dataclasses.replace(call, args=(z, via_rule(split_join_rule, xs, n=size)))
+            tiled: Any = dataclasses.replace(call, args=(z, via_rule(split_join_rule, xs, n=size)))
             tiled = via_rule(partial_reduce_split_join, tiled, associative=assoc)
             out = dataclasses.replace(tiled, args=(z, via_rule(map_fusion, tiled.args[1])))
         else:
@@ -165,7 +165,7 @@ def _subst_param(fa: Lambda, ea: Param, tile_b: Any) -> Any:
     """The body of `fa` with its parameter renamed to `ea` and its inner array `tile_b`."""
 
     body = substitute(fa.body, {fa.params[0].id: ea})
-    return dataclasses.replace(body, args=(tile_b,))
+    return dataclasses.replace(cast(Any, body), args=(tile_b,))
 
 
 split_join = constructor(SplitJoin, "split_join")

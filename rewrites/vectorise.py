@@ -13,7 +13,7 @@ components, or a stencil's window `map(g) << slide(n, 1) << x`) are lifted lane 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map, Param, Vectorise, node
 from lift.rules import vectorise as vectorise_rule
@@ -57,7 +57,8 @@ class VectorisePoint(RewritePoint):
         vecs = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
         q = Param(_tuple_of(vecs), "q")
         body = FunCall(Vectorise(uf, w), tuple(FunCall(Get(i), (q,)) for i in range(len(vecs))))
-        mapped = FunCall(Map(Lambda((q,), body), label=call.f.label, loc=call.f.loc), (FunCall(x.f, vecs),))
+        mapped = FunCall(Map(Lambda((q,), body), label=call.f.label, loc=call.f.loc),
+                         (FunCall(cast(FunCall, x).f, vecs),))
         return FunCall(AsScalar(), (mapped,))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from lift.ir.nodes import (
     MAPS,
     REDUCES,
@@ -38,7 +40,7 @@ def _to_memory(cls: type, name: str, what: str) -> Rule:
         return FunCall(cls(g), args, **meta(matched))
 
     return Rule(name, law=f"g(xs) -> {what}(g)(xs)   (g a map, reduction or user function)",
-                lhs=FunCall(PVar("g", FunDecl, _writer), PVar("args")), rhs=rhs,
+                lhs=FunCall(cast(Any, PVar("g", FunDecl, _writer)), cast(Any, PVar("args"))), rhs=rhs,
                 doc=f"The result of g is written to {what.split('_')[1]} memory.")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -108,7 +110,7 @@ def _map_fission(f: Lambda, x: Expr, matched: FunCall) -> Expr:
 
 map_fission = Rule(
     "map_fission", law="map(p => h(e)) << x -> map(y => h(y)) << map(p => e) << x",
-    lhs=call(Map(PVar("f", Lambda)), x), where=lambda f: fission_point(f) is not None,
+    lhs=call(Map(cast(Any, PVar("f", Lambda))), x), where=lambda f: fission_point(f) is not None,
     rhs=_map_fission,
     doc="Splits a map whose body applies h (not using p) to e into two maps.",
 )
@@ -152,7 +154,7 @@ def _zip_map_fusion(args: tuple[Expr, ...], matched: FunCall) -> Expr:
 zip_map_fusion = Rule(
     "zip_map_fusion",
     law="zip(map(f) << x, map(g) << y) -> map(p => tuple(f(get(0, p)), g(get(1, p)))) << zip(x, y)",
-    lhs=FunCall(Zip(PVar("k")), PVar("args")),
+    lhs=FunCall(Zip(cast(Any, PVar("k"))), cast(Any, PVar("args"))),
     where=lambda args: any(_map_call(a) is not None for a in args),
     rhs=_zip_map_fusion,
     doc="Maps over zipped arrays move after the zip, into one map (any arity; plain arguments pass).",
@@ -304,7 +306,7 @@ def _through_zip(m: FunCall) -> Expr | None:
     `map(rows => map(sharpen) << zip(rows.0, rows.1)) << zip(img, blurred)`: the blur is computed
     where the sharpening reads it, not into an array first), or None."""
     z = m.args[0]
-    f = m.f.f
+    f = cast(Map, m.f).f
     if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and isinstance(f, Lambda) and len(f.params) == 1):
         return None
     p = f.params[0]
@@ -346,9 +348,9 @@ def _through_join(m: FunCall) -> Expr | None:
         return None
     inner = j.args[0]
     if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1
-            and computes(inner.f.f) and not _materialises(inner.f.f) and computes(m.f.f)):
+            and computes(inner.f.f) and not _materialises(inner.f.f) and computes(cast(Map, m.f).f)):
         return None
-    fused = _fuse_fun(Map(m.f.f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
+    fused = _fuse_fun(Map(cast(Map, m.f).f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
     if fused is None:
         return None
     return FunCall(j.f, (FunCall(Map(fused, **meta(inner.f)), inner.args, **meta(inner)),), **meta(j))
@@ -383,7 +385,7 @@ def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:
         gfun, src = gm(v)
         args = [src if o is None else o for o in others]
         q = Param(TupleType(tuple(_elem_of(a) for a in args)), "q")
-        comps = [FunCall(Get(i), (q,)) for i in range(len(args))]
+        comps: list[Expr] = [FunCall(Get(i), (q,)) for i in range(len(args))]
         comps[pos] = apply_fun(gfun, [comps[pos]])
         hp = h.params[0] if isinstance(h, Lambda) and len(h.params) == 1 else None
         if hp is not None and _only_gets(h.body, hp):
@@ -411,7 +413,7 @@ def _map_body(g: FunDecl):
 
         def at(v: Expr):
             new = substitute(body, {p.id: v})
-            return new.f.f, new.args[0]
+            return cast(Map, new.f).f, new.args[0]
 
         return at
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lift.ir.nodes import (
     Expr,
     FunCall,
@@ -24,7 +26,7 @@ from lift.types import ArrayType, TupleType
 
 f = fun("f")
 x = expr("x")
-lam_f = PVar("f", Lambda)
+lam_f: Any = PVar("f", Lambda)
 
 
 def _inner_map(f: Lambda) -> tuple[FunDecl, Expr] | None:

@@ -4,6 +4,7 @@ splitting a program into OpenCL kernels."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Let, Map, OclKernel, Param
 from lift.ir.paths import Path
@@ -42,7 +43,7 @@ def _let_inline(f: Lambda, e: Expr) -> Expr:
 
 let_inline = Rule(
     "let_inline", law="let(v => body) << e -> body[v := e]",
-    lhs=call(Let(PVar("f", Lambda, _one_param)), PVar("e", Expr)), rhs=_let_inline,
+    lhs=call(Let(cast(Any, PVar("f", Lambda, _one_param))), PVar("e", Expr)), rhs=_let_inline,
     doc="Substitutes the bound expression for the variable (each copy with fresh binders).",
 )
 
@@ -59,7 +60,7 @@ def _eta_expand(g: FunDecl, x: Expr, matched: FunCall) -> Expr:
 
 eta_expand = Rule(
     "eta_expand", law="map(g) << x -> map(r => g << r) << x",
-    lhs=call(Map(PVar("g", FunDecl, _not_lambda)), PVar("x", Expr)),
+    lhs=call(Map(cast(Any, PVar("g", FunDecl, _not_lambda))), PVar("x", Expr)),
     where=lambda g: g.arity == 1, rhs=_eta_expand,
     doc="Names the element, so that rules about calls (split_join, vectorise) reach a nested map.",
 )

@@ -46,8 +46,10 @@ class Named:
     pattern: Any
 
 
-def pvars(names: str, kind: type | tuple[type, ...] = object) -> tuple[PVar, ...]:
+def pvars(names: str, kind: type | tuple[type, ...] = object) -> tuple[Any, ...]:
     """Pattern variables from a space-separated list: `f, g, x = pvars("f g x")`."""
+    # typed Any: a PVar stands for a function, an expression or a size in a pattern built with the
+    # IR's constructors (`Map(f)`, `Split(k)`), whose fields are typed for programs
     return tuple(PVar(n, kind) for n in names.split())
 
 
@@ -61,13 +63,13 @@ def named(name: str, pattern: Any) -> Named:
     return Named(name, pattern)
 
 
-def fun(name: str) -> PVar:
-    """A pattern variable for a function."""
+def fun(name: str) -> Any:
+    """A pattern variable for a function (typed Any, as `pvars`)."""
     return PVar(name, FunDecl)
 
 
-def expr(name: str) -> PVar:
-    """A pattern variable for an expression."""
+def expr(name: str) -> Any:
+    """A pattern variable for an expression (typed Any, as `pvars`)."""
     return PVar(name, Expr)
 
 

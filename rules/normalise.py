@@ -39,7 +39,7 @@ program already canonical comes back as the same object, so its generated code c
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from lift.ir.nodes import (
     Expr,
@@ -83,7 +83,7 @@ def normalise(expr: Node) -> Node:
     out = expr
     for _ in range(_PASSES):  # again while a pass changes it: the parameters of the lambdas a pass
         order = _binding_order(out)  # builds get their places in the zip order only then
-        new = _bottom_up(out, lambda n, order=order: _local(n, order), root=True)
+        new = _bottom_up(out, cast(Any, lambda n, order=order: _local(n, order)), root=True)
         if new is out:
             break
         out = new
@@ -340,15 +340,15 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
     if any(isinstance(m, (ToGlobal, ToLocal, ToPrivate)) or getattr(m, "label", None) for _, m in walk(n)):
         return None  # the user placed memories or named maps for a mapping: the nest is theirs
     outside = free_ids(f) | {c.id}
-    found = None
+    found: tuple[tuple[int, ...], Any] | None = None
     for path, m in walk(body):
-        stage = path and isinstance(m, FunCall) and type(m.f) is Map and computes(m.f)
-        if not stage or under_lambda(body, path):
+        is_stage = path and isinstance(m, FunCall) and type(m.f) is Map and computes(m.f)
+        if not is_stage or under_lambda(body, path):
             continue
         parent = at(body, path[:-1])
         if not (isinstance(parent, FunCall) and isinstance(parent.f, _WINDOWS) and len(parent.args) == 1):
             continue
-        image = isinstance(t := type_of(m), ArrayType) and isinstance(t.elem, ArrayType)  # parallel inside
+        image = isinstance(t := type_of(cast(Expr, m)), ArrayType) and isinstance(t.elem, ArrayType)  # parallel inside
         if image and c.id in free_ids(m) and free_ids(m) <= outside and (found is None or len(path) > len(found[0])):
             found = (path, m)
     if found is None:
@@ -478,7 +478,7 @@ def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
     if body == view:
         return None  # the body is the view itself: nothing around it to hoist from
     q = Param(type_of(view), p.name)
-    rest = _replace_equal(body, view, q)
+    rest = cast(Expr, _replace_equal(body, view, q))
     if mentions(rest, [p]) or _reduces(rest, q):
         return None  # a reduction of the view stays joined to it (`_fuse_reduce_map`'s form)
     hoisted: FunDecl = Lambda((p,), view)
@@ -488,7 +488,7 @@ def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
     return FunCall(inner, (FunCall(hoisted, (n.args[0],)),), **meta(n))
 
 
-def _reshape_chain(body: Node, path: tuple[int, ...]) -> tuple[int, Node]:
+def _reshape_chain(body: Node, path: tuple[int, ...]) -> tuple[int, Expr]:
     """The longest chain of joins and splits applied to the parameter at `path` in `body`: its
     length and its outermost call (the parameter itself for length 0)."""
     depth, top = 0, at(body, path)
@@ -498,7 +498,7 @@ def _reshape_chain(body: Node, path: tuple[int, ...]) -> tuple[int, Node]:
                 and path[-1] == len(children(parent)) - 1):
             break
         depth, top, path = depth + 1, parent, path[:-1]
-    return depth, top
+    return depth, cast(Expr, top)  # the parameter or a call
 
 
 def _replace_equal(body: Node, old: Node, new: Node) -> Node:

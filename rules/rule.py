@@ -213,7 +213,7 @@ def _check_param(rule: str, name: str, v: Any, default: Any) -> None:
     """Parameter kinds by name: `n` a size, `dim` 0..2, `associative` a bool, `arg` a path."""
     if name == "n" and not (isinstance(v, Arith) or (isinstance(v, Integral) and not isinstance(v, bool))):
         raise LiftTypeError(f"rule {rule}: n must be an int or a symbolic size, got {v!r}", got=v)
-    if name == "dim" and not (isinstance(v, Integral) and not isinstance(v, bool) and 0 <= v <= 2):
+    if name == "dim" and not (isinstance(v, Integral) and not isinstance(v, bool) and 0 <= int(v) <= 2):
         raise LiftTypeError(f"rule {rule}: dim must be 0, 1 or 2, got {v!r}", got=v)
     if isinstance(default, bool) and not isinstance(v, bool):
         raise LiftTypeError(f"rule {rule}: {name} must be True or False, got {v!r}", got=v)

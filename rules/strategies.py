@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from lift.errors import RewriteError
 from lift.ir.nodes import Node
@@ -72,7 +72,7 @@ def seq(*ss: Strategy) -> Strategy:
         mark = None if steps is None else len(steps)
         cur: Node | None = e
         for s in ss:
-            cur = s(cur, path, steps)
+            cur = s(cast(Node, cur), path, steps)  # not None: checked below
             if cur is None:
                 if steps is not None:
                     del steps[mark:]

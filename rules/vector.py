@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lift.arith import free_vars
 from lift.arith.ops import as_int
 from lift.ir.nodes import AsScalar, AsVector, Expr, FunCall, FunDecl, Lambda, Map, UserFun, Vectorise
@@ -13,7 +15,7 @@ from lift.types import Double, Float, Int, ScalarType, VectorType
 
 f = fun("f")
 x = expr("x")
-k = PVar("k")
+k: Any = PVar("k")
 
 WIDTHS = (2, 4, 8, 16)
 VECTOR_SCALARS = (Float, Double, Int)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Union
+from typing import Any, Union
 
 from lift.errors import LiftTypeError
 
@@ -77,7 +77,7 @@ class Arith:
         raise TypeError("the truth of a symbolic size is unknown; use lift.arith.prove_* instead")
 
 
-def _hashed(cls: type) -> type:
+def _hashed(cls: Any) -> Any:
     """Cache the structural hash once per node; `==` gets an `is` fast path, and a
     constant equals the int of the same value (`Cst(3) == 3`, with the same hash)."""
     fields_eq = cls.__eq__

@@ -135,8 +135,8 @@ def _eliminate(p: Poly, v: Arith, maximise: bool, depth: int) -> Arith | None:
         return None
     bound = _choose(options, {a for m in const for a in m}, want_upper, depth)
     total = from_poly(const)
-    for k, c in coefs.items():
-        total = add(total, mul(c, _power(bound, k)))
+    for k, coef in coefs.items():
+        total = add(total, mul(coef, _power(bound, k)))
     return total
 
 

@@ -25,7 +25,7 @@ from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at, walk
 
-_PARALLEL = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl"}
+_PARALLEL: dict[type, str] = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl"}
 
 
 def insert_barriers_conservative(root: Node, alloc: Allocated, probe: object = None) -> Synchronised:

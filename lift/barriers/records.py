@@ -116,7 +116,7 @@ class _EveryNode(Mapping[Path, tuple[Placement, ...]]):
     def __getitem__(self, key: Path) -> tuple[Placement, ...]:
         return (Placement(key, PROBE_FENCE, "", " ".join(map(str, key)), ()),)
 
-    def get(self, key: Path, default: object = None) -> tuple[Placement, ...]:  # type: ignore[override]
+    def get(self, key: Path, default: object = None) -> tuple[Placement, ...]:
         return self[key]
 
     def __iter__(self) -> Iterator[Path]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
+from typing import cast
 
 from lift.arith import C_HELPERS, Arith, Cst
 from lift.barriers import insert_barriers
@@ -201,7 +202,7 @@ class HostTraversal:
                     raise UnsupportedError(f"{f} of a kernel's result cannot be written in place; "
                                            "move it into an ocl_kernel", node=e)
                 views = []
-                for k, (a, d) in enumerate(zip(args, dests or [None] * len(args))):
+                for k, (a, d) in enumerate(zip(args, cast("list[View | None] | None", dests) or [None] * len(args))):
                     views.append((yield from self.host(a, path + (k + 1,), env, d)))
                 return dest if dest is not None else apply_view(f, views, types, env)
             case _:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lift.allocation import Buffer, iterate_types, iterate_var, largest
 from lift.arith import Arith, Cst, Var, to_c
@@ -106,7 +106,7 @@ def _middle(kg: KernelGen, f: n.Iterate, types: list[Type], var: Var | None, buf
                 assert isinstance(bound, ArrayType)
                 v = Var(names[k], Cst(1), bound.size)
                 steps[k] = (specialise(g, var, v), subst_type(g.params[0].ptype, {var.name: v}), names[1 - k])
-        kg.block.add(Decl("int", names[0], CRaw(to_c(types[1].size)), comment=f"length in {what}"))
+        kg.block.add(Decl("int", names[0], CRaw(to_c(cast(ArrayType, types[1]).size)), comment=f"length in {what}"))
         kg.block.add(Decl("int", names[1], CRaw("0")))
     (ga, ta, na), (gb, tb, nb) = steps
     if middle >= 2:
@@ -177,7 +177,7 @@ def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, V
             bufs.append((yield from host.temp(largest(held))))
     label = it.label or e.label or "iterate"
     for i in range(it.n):
-        g = specialise(it.f, var, types[i].size) if var is not None else it.f
+        g = specialise(it.f, var, cast(ArrayType, types[i]).size) if var is not None else it.f
         if i < it.n - 1:
             target = bufs[i % 2]
         else:

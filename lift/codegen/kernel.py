@@ -49,7 +49,7 @@ from lift.barriers import Synchronised, Uniform
 from lift.codegen.access import NO_FACTS, Facts, leaf_expr, write
 from lift.codegen.args import Arg
 from lift.codegen.atomic import atomic
-from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CVar, Decl, For, unrolled
+from lift.codegen.c_ast import Assign, Barrier, Block, CCall, CExpr, Comment, CRaw, CStmt, CVar, Decl, For, unrolled
 from lift.codegen.gather import bind
 from lift.codegen.iterate import iterate
 from lift.codegen.names import Funs
@@ -160,7 +160,7 @@ class KernelGen:
             self.state.temps.append((m, buf))
         self.use(m)
 
-    def loop_body(self, loop: For, fill: Callable[[], None]) -> None:
+    def loop_body(self, loop: For, fill: Callable[[], object]) -> None:
         self.block.add(loop)
         outer, self.block = self.block, loop.body
         try:
@@ -466,7 +466,7 @@ class _Guarded:
         stmts = [s for s in self.outer.body.stmts if id(s) not in empty]
         decls: list[Decl] = []
         for part in self.parts:
-            kept = []
+            kept: list[CStmt] = []
             for s in part.body.stmts:
                 if isinstance(s, Decl):
                     decls.append(Decl(s.ctype, s.name, None, s.space, s.size, s.comment))

@@ -104,8 +104,8 @@ def _stmt(s: CStmt, depth: int, out: list[str], itype: str = "int") -> None:
             out.append(f"{pad}// {_note(text)}")
         case AtomicCombine(fn, target, value, guard, comment):
             note = f"  // {_note(comment)}" if comment else ""
-            cond = f"if ({guard}) " if guard else ""
-            out.append(f"{pad}{cond}{fn}(&{expr(target)}, {expr(value)});{note}")
+            guarded = f"if ({guard}) " if guard else ""
+            out.append(f"{pad}{guarded}{fn}(&{expr(target)}, {expr(value)});{note}")
         case Block():
             out.append(pad + "{")
             _block(s, depth + 1, out, itype)

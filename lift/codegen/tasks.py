@@ -22,7 +22,7 @@ work-groups is not guarded: a guard that splits a work-group would split its bar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lift.allocation import concrete
 from lift.arith import Cst, Var
@@ -54,7 +54,7 @@ def share_components(kg: KernelGen, args: list[Arg], env: dict, dests: list[View
         return False
     for k, (a, d) in enumerate(zip(args, dests)):
         if k not in seq:
-            missing = every - dims[k] if dims[k] and _global_only(exprs[k]) else set()
+            missing = every - cast(set[int], dims[k]) if dims[k] and _global_only(exprs[k]) else set()
             _guarded(kg, sorted(missing), "its work-items of the dimensions it does not use",
                      lambda a=a, d=d: kg.arg(a, env, d))
     if not seq:

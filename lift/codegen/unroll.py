@@ -12,6 +12,8 @@ benchmarks/seeds.py conv1d_17). The unrolled body computes the same operations i
 
 from __future__ import annotations
 
+from typing import cast
+
 from lift.arith import Cst
 from lift.codegen.c_ast import Barrier, Block, Comment, CRaw, CStmt, For, If, KernelDef, walk_stmts
 
@@ -31,7 +33,7 @@ def short_loops_unrolled(kdef: KernelDef) -> KernelDef:
 def _short(loop: For) -> bool:
     if loop.unroll or loop.once or loop.kind != "seq" or not _counted(loop):
         return False
-    trips = loop.bound.value
+    trips = cast(Cst, loop.bound).value
     work = _work(loop.body)
     return trips <= SHORT_TRIPS and work is not None and trips * work <= SHORT_WORK
 
@@ -57,7 +59,7 @@ def _work(s: CStmt) -> int | None:
         if not (s.unroll and _counted(s)):
             return None
         inner = _work(s.body)
-        return None if inner is None else s.bound.value * inner
+        return None if inner is None else cast(Cst, s.bound).value * inner
     if isinstance(s, If):
         return _work(s.body)
     if isinstance(s, Barrier):

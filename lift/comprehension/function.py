@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from lift.arith import Arith, Cst
 from lift.comprehension.ranges import BUILTINS, Scope, accesses, infer, tc_error
@@ -133,10 +134,10 @@ class _Pass:
         self.env[s.tensor] = s.tensor
 
 
-def _pair(a: object, b: object) -> object:
+def _pair(a: Expr, b: Expr) -> Expr:
     from lift.comprehension.syntax import Binary
 
-    return Binary("+", a, b, getattr(a, "pos", None))  # type: ignore[arg-type]
+    return Binary("+", a, b, cast(Any, getattr(a, "pos", None)))
 
 
 def translate(fn: Function, constants: Mapping[str, int], fixed: Mapping[str, int] | None = None) -> Lambda:
@@ -179,8 +180,8 @@ def translate(fn: Function, constants: Mapping[str, int], fixed: Mapping[str, in
         params.append((p.name, t))
     for name in final.inouts:
         t = scalar_type("float", fn.pos)
-        for d in reversed(final.scope.shapes[name]):
-            t = Array(t, d)
+        for dim in reversed(final.scope.shapes[name]):
+            t = Array(t, dim)
         params.append((name, t))
     body = build_program(prog, outputs, params, list(scalars))
     return fun([t for _, t in params], body, name=fn.name)

@@ -93,8 +93,8 @@ class Scope:
                     raise tc_error(UnsupportedError, "a subscript subtracts an index variable", e.pos,
                                    hint="supported: " + SUPPORTED)
                 coeffs = dict(x.coeffs)
-                for v, k in y.coeffs:
-                    coeffs[v] = coeffs.get(v, 0) + k
+                for v, coef in y.coeffs:
+                    coeffs[v] = coeffs.get(v, 0) + coef
                 const = x.const + y.const if op == "+" else x.const - y.const
                 return Affine(tuple(coeffs.items()), as_arith(const))
             case Binary(op="*", left=a, right=b):

@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lift.files import owned, private_folder
 
@@ -101,7 +101,7 @@ def _attempt(d: Any) -> Verdict:
         return Verdict(False, f"cannot create a context: {_short(e)}")
     prg = cl.Program(ctx, PROBE_SOURCE)
     try:
-        prg.build(devices=[d], cache_dir=False)
+        prg.build(devices=[d], cache_dir=cast(Any, False))  # False: no cache (pyopencl's stubs say str)
     except cl.Error as e:
         log = _build_log(prg, d) or str(e)
         return Verdict(False, f"cannot build a one-line kernel: {first_log_line(log) or _short(e)}", log)

@@ -64,7 +64,7 @@ def _operands(ys: Any, d: int, dtype: type) -> _Operands | None:
     x, y = (np.asarray(p) for p in ys.parts)
     if not (x.dtype == y.dtype == dtype and x.ndim == y.ndim == d + 1):
         return None
-    b, i, j = [], [], []  # batch axes along which both, only x, only y vary
+    b, i, j = [], [], []  # type: list[int], list[int], list[int]  # batch axes along which both, only x, only y vary
     for ax in range(d):
         (b if x.shape[ax] > 1 and y.shape[ax] > 1 else i if x.shape[ax] > 1 else j if y.shape[ax] > 1
          else []).append(ax)

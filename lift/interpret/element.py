@@ -8,6 +8,7 @@ element by element only when that evaluator cannot handle it (recorded in `Stats
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ class Element:
         b = base_type(t)
         lanes = (b.n,) if isinstance(b, VectorType) else ()
         scal = b.scalar if isinstance(b, VectorType) else b
-        return np.full(tuple(self.size(d) for d in dims_of(t)) + lanes, v, dtype=dt(scal, self.wide))
+        return np.full(tuple(self.size(d) for d in dims_of(t)) + lanes, v,
+                       dtype=dt(typing.cast(ScalarType, scal), self.wide))
 
     def eval(self, e: Expr, env: dict[int, Any]) -> Any:
         # the three kinds of expression (the patterns are the functions: `call`)
@@ -120,7 +122,7 @@ def iterate_sizes(g: FunDecl, n_len: int | None, ev: Any) -> dict[str, int]:
     ptype = g.params[0].ptype
     if not isinstance(ptype, ArrayType):
         return {}
-    binding = unify(ptype, ArrayType(ptype.elem, n_len)) or {}
+    binding = unify(ptype, ArrayType(ptype.elem, typing.cast(Arith, n_len))) or {}
     return {v: ev.size(e) for v, e in binding.items()}
 
 

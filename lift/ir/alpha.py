@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from lift.ir.nodes import Expr, Lambda, Node, Param
-from lift.ir.paths import children, with_children
+from lift.ir.paths import N, children, with_children
 
 
-def rename_binders(e: Node, fresh: Callable[[Param], Param]) -> Node:
+def rename_binders(e: N, fresh: Callable[[Param], Param]) -> N:
     """`e` with each parameter a lambda binds replaced by `fresh(parameter)`, uses included."""
     def go(n: Node, env: dict[int, Param]) -> Node:
         if isinstance(n, Param):
@@ -25,18 +26,18 @@ def rename_binders(e: Node, fresh: Callable[[Param], Param]) -> Node:
         if isinstance(n, Lambda):
             new = tuple(fresh(p) for p in n.params)
             inner = {**env, **{p.id: q for p, q in zip(n.params, new)}}
-            return dataclasses.replace(n, params=new, body=go(n.body, inner))
+            return dataclasses.replace(n, params=new, body=cast(Expr, go(n.body, inner)))
         return with_children(n, tuple(go(c, env) for c in children(n)))
 
-    return go(e, {})
+    return cast(N, go(e, {}))
 
 
-def refresh(n: Node) -> Node:
+def refresh(n: N) -> N:
     """`n` with every parameter it binds renamed to a fresh one (alpha-renaming)."""
     return rename_binders(n, lambda p: Param(p.ptype, p.name, label=p.label, loc=p.loc))
 
 
-def substitute(n: Node, env: Mapping[int, Expr]) -> Node:
+def substitute(n: N, env: Mapping[int, Expr]) -> N:
     """`n` with parameters replaced by id; copies after the first get fresh binders."""
     seen: set[int] = set()
 
@@ -49,10 +50,10 @@ def substitute(n: Node, env: Mapping[int, Expr]) -> Node:
             return new
         return with_children(m, tuple(go(c) for c in children(m)))
 
-    return go(n)
+    return cast(N, go(n))
 
 
-def canonical(e: Node) -> Node:
+def canonical(e: N) -> N:
     """`e` with bound parameters renumbered in binding order (ids -1, -2, ...).
 
     Two programs are alpha-equal exactly when their canonical forms are equal, so the

@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Arith, Cst, Var, as_arith
 from lift.errors import LiftTypeError, LiftValueError, SourceLoc, user_loc
@@ -123,10 +123,10 @@ def elaborate(f: FunLike, types: Sequence[Type], what: str = "function",
             return f.elaborate(types, loc)
     if isinstance(f, (FunDecl, Deferred)):
         if f.arity == len(types):
-            return f
-        if _unpackable(types, f.arity):
+            return cast(FunDecl, f)  # a Deferred of this arity elaborated above
+        if _unpackable(types, cast(int, f.arity)):
             p = Param(types[0], "p", loc=f.loc or loc)
-            return Lambda((p,), apply(f, [_get(p, i) for i in range(f.arity)], loc=f.loc or loc),
+            return Lambda((p,), apply(f, [_get(p, i) for i in range(cast(int, f.arity))], loc=f.loc or loc),
                           loc=f.loc or loc)
         raise LiftTypeError(
             f"{f} takes {f.arity} argument(s) but is applied to {len(types)}: "

@@ -8,12 +8,14 @@ function parameter: that function; everything else: none.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
 
 from lift.errors import RewriteError
-from lift.ir.nodes import FunCall, Lambda, Node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 
 Path = tuple[int, ...]
+N = TypeVar("N", bound=Node)
 
 
 def children(n: Node) -> tuple[Node, ...]:
@@ -26,7 +28,7 @@ def children(n: Node) -> tuple[Node, ...]:
     return (f,) if isinstance(f, Node) else ()
 
 
-def with_children(n: Node, new: tuple[Node, ...]) -> Node:
+def with_children(n: N, new: tuple[Node, ...]) -> N:
     """`n` with its children replaced (label and loc kept); `n` itself if unchanged."""
     old = children(n)
     if len(new) != len(old):
@@ -34,10 +36,10 @@ def with_children(n: Node, new: tuple[Node, ...]) -> Node:
     if all(a is b for a, b in zip(old, new)):
         return n
     if isinstance(n, FunCall):
-        return dataclasses.replace(n, f=new[0], args=tuple(new[1:]))
+        return cast(N, dataclasses.replace(n, f=cast(FunDecl, new[0]), args=cast(tuple[Expr, ...], new[1:])))
     if isinstance(n, Lambda):
-        return dataclasses.replace(n, body=new[0])
-    return dataclasses.replace(n, f=new[0])
+        return cast(N, dataclasses.replace(n, body=cast(Expr, new[0])))
+    return cast(N, dataclasses.replace(cast(Any, n), f=new[0]))
 
 
 def walk(n: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
@@ -57,10 +59,10 @@ def at(n: Node, path: Path) -> Node:
     return n
 
 
-def replace_at(n: Node, path: Path, new: Node) -> Node:
+def replace_at(n: N, path: Path, new: Node) -> N:
     """`n` with the node at `path` replaced by `new`."""
     if not path:
-        return new
+        return cast(N, new)
     cs = list(children(n))
     i = path[0]
     if not 0 <= i < len(cs):
@@ -69,7 +71,7 @@ def replace_at(n: Node, path: Path, new: Node) -> Node:
     return with_children(n, tuple(cs))
 
 
-def transform_bottom_up(n: Node, fn) -> Node:
+def transform_bottom_up(n: N, fn: Callable[[Any], Any]) -> N:
     """Apply `fn` (Node -> Node) to every node, children first."""
     cs = tuple(transform_bottom_up(c, fn) for c in children(n))
     return fn(with_children(n, cs))

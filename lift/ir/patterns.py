@@ -101,7 +101,8 @@ def _dim(d: int) -> int:
 # ---------------------------------------------------------------- reductions
 
 
-def _reduce_like(cls: type, f: Any, init: Any, args: tuple, label: str | None) -> Any:
+def _reduce_like(cls: type[n.Reduce | n.ReduceSeq | n.ReduceAtomic], f: Any, init: Any, args: tuple,
+                 label: str | None) -> Any:
     loc = user_loc()
 
     def run(x: Any, lab: str | None) -> Expr:
@@ -147,7 +148,7 @@ class _ReduceFn(Deferred):
         return self.run(args[0], label if label is not None else self.label)
 
 
-def _init(init: Any, f: Any, elem: Type) -> Expr:
+def _init(init: Any, f: Any, elem: Type | None) -> Expr:
     """The initial value: an expression, a tuple of numbers (a tuple literal) or a number: a
     literal of the element type, a vector literal for vectors or tuples of one vector type
     (`reduce_seq(vectorise(add, 8), 0.0) << as_vector(8) << x` accumulates a float8)."""

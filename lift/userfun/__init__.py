@@ -23,7 +23,7 @@ import inspect
 import itertools
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lift.errors import SourceLoc, UserFunError, user_loc
 from lift.ir.build import Deferred, apply
@@ -78,7 +78,7 @@ def _annotations(fn: Callable) -> tuple[list[Type] | None, Type | None]:
     ins = [hints.get(n) for n in names]
     out = hints.get("return")
     if ins and all(isinstance(t, Type) for t in ins):
-        return ins, out if isinstance(out, Type) else None
+        return cast(list[Type], ins), out if isinstance(out, Type) else None
     return None, out if isinstance(out, Type) else None
 
 

@@ -75,7 +75,7 @@ def c_literal(value: bool | int | float, t: ScalarType) -> str:
     if t == Bool:
         return "true" if value else "false"
     if t == Int:
-        v = int(value)
+        v: int | float = int(value)
         if not INT_MIN <= v <= INT_MAX:
             raise OverflowError(f"{v} does not fit in a 32-bit int")
         return "(-2147483647 - 1)" if v == INT_MIN else str(v)

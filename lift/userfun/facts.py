@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lift.errors import LiftError
 from lift.ir.nodes import FunCall, FunDecl, Get, Lambda, Literal, Node, Param, UserFun
@@ -128,7 +128,7 @@ def _ir_term(e: Node, env: dict[int, Term]) -> Term | None:
     if isinstance(e.f, Get) and len(args) == 1:
         return ("get", args[0], e.f.i)
     inner = term(e.f) if isinstance(e.f, UserFun | Lambda) else None
-    return None if inner is None else _instantiate(inner, args)
+    return None if inner is None else _instantiate(inner, cast(list[tuple[Any, ...]], args))
 
 
 def _instantiate(t: Term, args: list[Term]) -> Term:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from lift.types import ArrayType, TupleType, Type
 from lift.userfun import numpy_impl as npi
@@ -59,8 +59,8 @@ class Translator(Loops):
             np_params += [flat_name(f"f{k}", i) for i in indices(dims)]
             shape = "".join(f"[{d}]" for d in dims)
             prologue.append(f"  {c_type(s)} {cn}{shape} = "
-                            f"{nested(dims, lambda i, b=base: flat_name(b, i), '{', '}')};")
-            np_prologue.append(f"a_{p} = {nested(dims, lambda i, k=k: flat_name(f'f{k}', i), '[', ']')}")
+                            f"{nested(dims, cast(Any, lambda i, b=base: flat_name(b, i)), '{', '}')};")
+            np_prologue.append(f"a_{p} = {nested(dims, cast(Any, lambda i, k=k: flat_name(f'f{k}', i)), '[', ']')}")
         return params, prologue, np_params, np_prologue
 
     def _np_fn(self, out: Type, params: list[str], in_types: tuple[Type, ...],

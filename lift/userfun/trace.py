@@ -20,7 +20,7 @@ import builtins
 import math
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -185,7 +185,7 @@ def _rebind(value: Any) -> Any:
     if value is math:
         return _MATH
     if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
-        return getattr(_MATH, value.__name__)
+        return getattr(_MATH, cast(Any, value).__name__)
     return value
 
 

@@ -26,7 +26,7 @@ class Translation:
     structs: tuple[TupleType, ...]
     np_fn: Callable[..., Any] | None = field(compare=False)
     deps: tuple[Any, ...] = ()                        # the UserFuns it calls, defined before it in C
-    arrays: tuple[tuple[str, Type], ...] = ()         # array parameters, passed element by element
+    arrays: tuple[Type, ...] = ()         # array parameters, passed element by element
 
 
 @dataclass(frozen=True)
