@@ -73,11 +73,11 @@ associative with neutral `z`, or W > 1 for an `f` other than `add`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Cst
 from lift.ir import nodes as n
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Param, UserFun, node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, UserFun, node
 from lift.ir.paths import walk
 from lift.rules.terms import substitute
 from lift.typecheck import type_of
@@ -137,7 +137,7 @@ class BlockNest(RewritePoint):
         split = split_epilogue(call)
         if split is None:
             return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
-        rows = split.args[0]
+        rows = cast(Any, split).args[0]
         product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
         if isinstance(blocked, str):
@@ -145,7 +145,7 @@ class BlockNest(RewritePoint):
         if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
             blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
         rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
-        out = FunCall(split.f, (rows,), label=split.label, loc=split.loc)
+        out = FunCall(cast(FunCall, split).f, (rows,), label=split.label, loc=split.loc)
         return as_kernel(out) if self.kernel is not False else out
 
     def fixed(self) -> dict[str, Any]:
@@ -305,11 +305,12 @@ class BlockNest(RewritePoint):
         values = tuple(leaf.value for leaf in epi.leaves)
         by_row = [j for j, k in enumerate(kinds) if k in ("both", "row")]
         by_col = [j for j, k in enumerate(kinds) if k in ("both", "col")]
-        a_zip = [a_blocks, *(FunCall(n.Split(Cst(bm)), (values[j],)) for j in by_row)]
+        a_zip = [a_blocks, *(FunCall(n.Split(Cst(bm)), (cast(Expr, values[j]),)) for j in by_row)]
         ta = Param(TupleType(tuple(array_of(type_of(e)).elem for e in a_zip)), "ta")
         rows_of = {j: FunCall(n.Get(1 + i), (ta,)) for i, j in enumerate(by_row)}  # [BM] or [BM][N]
         x_zip = [cols, *(FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (rows_of[j],)),))
-                         if kinds[j] == "both" else FunCall(n.Split(Cst(bn * w)), (values[j],)) for j in by_col)]
+                         if kinds[j] == "both" else FunCall(n.Split(Cst(bn * w)), (cast(Expr, values[j]),))
+                         for j in by_col)]
         tx = Param(TupleType(tuple(array_of(type_of(e)).elem for e in x_zip)), "tx")
         part = {j: FunCall(n.Get(1 + i), (tx,)) for i, j in enumerate(by_col)}  # [BM][BN*W] or [BN*W]
         blk = BlockEpilogue(epi.fun, kinds, values,
@@ -331,7 +332,7 @@ class BlockNest(RewritePoint):
         blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
         blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")
         inner = block(blk_a, blk_b, f, g, r_call.args[0], bm, bn, w)
-        over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=fa.body.f.label)),
+        over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=cast(FunCall, fa.body).f.label)),
                          (FunCall(n.Split(Cst(bn)), (b,)),))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_b,)),))
         over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc),

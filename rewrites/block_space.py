@@ -122,7 +122,7 @@ def first_reduced(rows: tuple[int, ...], cols: tuple[int, ...], w: int = 8,
     vector of `w` lanes of each per step): R x C accumulators and the R + C loaded vectors in the
     `regs.count` registers, then the fewest loads per multiply-add, then the domains' order (4 x 2)."""
     return min(((r, c) for r in rows for c in cols),
-               key=lambda b: block_cost(*b, (b[0] * b[1] + sum(b)) * regs.per(w), ROWS, COLS, regs))
+               key=lambda b: block_cost(b[0], b[1], (b[0] * b[1] + sum(b)) * regs.per(w), ROWS, COLS, regs))
 
 
 def block_cost(r: int, c: int, used: int, rows: tuple[int, ...], cols: tuple[int, ...],
@@ -167,14 +167,14 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
         return tuple(d for d in doms if v is not None and v % d == 0) or (1,)
 
     widths = fits(regs.widths, ka) if sums(f) else (1,)  # lane sums: an addition only
-    kernels = point.kernel is not False
+    kernels = getattr(point, "kernel", None) is not False  # False: a point inside a map
     strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
     views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
                                                            and isinstance(x.args[0], Param)) for x in (a, b))
     layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views)
                     or (x == "pad" and kernels and offered(a)))
-    out = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths, "layout": layouts,
-           "along": ("reduced",), "pack": ("none",)}
+    out: dict[str, tuple[Any, ...]] = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
+                                       "layout": layouts, "along": ("reduced",), "pack": ("none",)}
     v = known(nn)
     first = first_block(out["rows"], out["cols"], v, regs=regs)
     cols = out["cols"][0] if first is None else first[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, free_ids, lam, substitute
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
-from lift.types import ArrayType, TupleType, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.builtins import id as copy
 from lift.userfun.ctypes import c_type
@@ -106,14 +106,14 @@ def gathered(x: Any) -> Any:
 
 def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: int, bn: int, w: int) -> Any:
     """The BM x BN outputs of `rows_a` x `rows_b` in a private accumulator (see the module)."""
-    s_t = g.out_type if operator(eta(f)) is None else eta(f).in_types[0]  # type: ignore[union-attr]
+    s_t = g.out_type if operator(eta(f)) is None else cast(Any, eta(f)).in_types[0]
 
     def vec(x: Param) -> Any:
         rows = x if w == 1 else FunCall(n.Map(n.AsVector(w)), (x,))
         return FunCall(n.Transpose(), (rows,))
 
-    lane = VectorType(s_t, w) if w > 1 else s_t
-    ta, tb = (VectorType(t.elem.elem, w) if w > 1 else t.elem.elem for t in (rows_a.ptype, rows_b.ptype))
+    lane = VectorType(cast(ScalarType, s_t), w) if w > 1 else s_t
+    ta, tb = (VectorType(t.elem.elem, w) if w > 1 else t.elem.elem for t in cast(Any, (rows_a.ptype, rows_b.ptype)))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
     pair_t = TupleType((ArrayType(ta, Cst(bm)), ArrayType(tb, Cst(bn))))
 
@@ -138,7 +138,8 @@ def block(rows_a: Param, rows_b: Param, f: FunDecl, g: UserFun, z: Literal, bm: 
 def own_kernel(body: Any, params: tuple[Param, ...] = (), args: tuple[Any, ...] = ()) -> FunCall:
     """`ocl_kernel((params, ..) => body) << (args, ..)`, the parameters `body` uses free besides
     `params` passed as further arguments (in order of their ids)."""
-    free, found = free_ids(body) - {p.id for p in params}, {}
+    found: dict[int, Param] = {}
+    free = free_ids(body) - {p.id for p in params}
     for _, m in walk(body):
         if isinstance(m, Param) and m.id in free:
             found.setdefault(m.id, m)
@@ -162,8 +163,8 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
     accumulator along the output dimension, A's scalars broadcast into W lanes; stored as they are, or
     through the epilogue `epi` (`fused_store`)."""
     bm, bn, w = sizes
-    t, u = type_of(a_cols).elem.elem, cols_x.ptype.elem.elem  # type: ignore[attr-defined,union-attr]
-    s_t = eta(f).in_types[0]  # type: ignore[union-attr]
+    t, u = cast(Any, type_of(a_cols)).elem.elem, cast(Any, cols_x.ptype).elem.elem
+    s_t = cast(Any, eta(f)).in_types[0]
     lane, ub = VectorType(s_t, w), ArrayType(VectorType(u, w), Cst(bn))
     acc_t = ArrayType(ArrayType(lane, Cst(bn)), Cst(bm))
     spread = broadcast(t, w)
