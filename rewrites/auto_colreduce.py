@@ -81,7 +81,7 @@ VECTORS = (1, 2, 4, 8)  # vectors (of `width` columns) per work-item: one accumu
 FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
 
 
-Parts = tuple  # (f, z, g, X, vs): see col_parts
+Parts = tuple[Any, ...]  # (f, z, g, X, vs): see col_parts
 
 
 def col_parts(call: Any) -> Parts | str:

@@ -49,9 +49,9 @@ from lift.rules.terms import eta
 from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
+from lift.userfun.compose import fused
 
 from .auto_nest import _divides, _rows, nest_parts
-from .blocking import fused
 from .gpu_reduce import GpuReduce, GpuRows, row_parts
 from .point import Nested, RewritePoint, constructor
 

@@ -52,7 +52,7 @@ to_global_memory = _to_memory(ToGlobal, "to_global_memory", "to_global")
 def copy_fun(t: Type) -> FunDecl | None:
     """The identity copy for values of type `t`: `id`, `map(id)`, `map(map(id))`, ... (or None)."""
     if isinstance(t, (ScalarType, VectorType)):
-        return id_fun.specialise(t)
+        return cast(FunDecl, id_fun.specialise(t))
     if isinstance(t, ArrayType):
         inner = copy_fun(t.elem)
         return None if inner is None else Map(inner)

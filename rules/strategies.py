@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from lift.errors import RewriteError
 from lift.ir.nodes import Node
@@ -44,7 +44,7 @@ def rewrite(e: Node, s: Strategy) -> Rewritten:
     return Rewritten(out, tuple(steps))
 
 
-def _name(s: Callable) -> str:
+def _name(s: Callable[..., Any]) -> str:
     return getattr(s, "__qualname__", None) or repr(s)
 
 
