@@ -76,7 +76,7 @@ def _copyable(x: Expr) -> bool:
 add_copy = Rule(
     "add_copy", law="x -> map(id) << x   (id, map(map(id)), ... by the type of x)",
     lhs=PVar("x", Expr, _copyable),
-    rhs=lambda x: FunCall(copy_fun(x.type), (x,)),  # type: ignore[arg-type]
+    rhs=lambda x: FunCall(cast(FunDecl, copy_fun(x.type)), (x,)),  # _copyable: not None
     doc="An identity copy, so that a value can be materialised (e.g. in local memory).",
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 from math import gcd
+from typing import cast
 
 from lift.arith.expr import Arith, Cst, ExactDiv, FloorDiv, Max, Min, Mod, Prod, Sum, Var, show
 
@@ -124,7 +125,7 @@ def divide(p: Poly, d: Poly) -> tuple[Poly, Poly]:
             rest = remove(m, lead)
             qc = c // lc if rest is not None else 0
             if qc:
-                q[rest] = qc  # type: ignore[index]
+                q[cast(Monomial, rest)] = qc
                 acc(r, {m: qc * lc}, -1)
         return q, r
     for _ in range(_MAX_DIVISION_STEPS):

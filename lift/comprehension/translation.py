@@ -161,7 +161,7 @@ class Statement2IR:
     def access(self, a: Call) -> View:
         """The view of access `a`, its gathered subscripts (`X(I(i, k), j)`) read through gathers."""
         check_access(a, self.scope)
-        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)  # type: ignore[arg-type]
+        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)
                 else self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
         return view(self.values[a.name], subs, self.order, self.m.ranges.extents, a.pos)
 
@@ -309,7 +309,7 @@ def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
         while stack:
             a = stack.pop()
             out[a.name] = out.get(a.name, 0) + 1
-            stack += [s for s in a.args if is_gather(s, prog.scope)]  # type: ignore[misc]
+            stack += [s for s in a.args if is_gather(s, prog.scope)]
 
     for m in prog.versions:
         count(m.stmt.rhs)
