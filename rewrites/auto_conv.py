@@ -241,7 +241,7 @@ def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, i
 
     if isinstance(body, str) or not chunk:
         return body
-    k = _rows(a)[0]  # type: ignore[index]
+    k = cast(tuple[Any, Any], _rows(a))[0]
     try:
         whole = int(evaluate(as_arith(k), dict(known))) == int(chunk)
     except Exception:  # noqa: BLE001 - symbolic
