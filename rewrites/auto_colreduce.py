@@ -234,7 +234,7 @@ class ColReduce(RewritePoint):
             columns = grouped  # noqa: F811 - the same contract, k accumulators
         if p == 1:
             return columns(x)
-        part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[operator]
+        part = Param(ArrayType(xt.elem, Cst(cast(int, _value(m, known)) // p)), "part")
         partials = FunCall(Map(Lambda((part,), columns(part))),
                            (FunCall(Split(cast(ArrayType, part.ptype).size), (x,)),))
         ps = Param(ArrayType(type_of(z), Cst(p)), "ps")

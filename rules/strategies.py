@@ -176,7 +176,7 @@ def everywhere(s: Strategy) -> Strategy:
     """`s` tried once at every node, top-down (`try_` at each); always succeeds."""
     def run(e: Node, path: Path = (), steps: list[Step] | None = None) -> Node | None:
         top = try_(s)(e, path, steps)
-        return all_(run)(top, path, steps)  # type: ignore[arg-type]
+        return all_(run)(cast(Node, top), path, steps)  # try_ never fails
 
     return run
 
