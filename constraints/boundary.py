@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import z3
 
@@ -79,7 +79,7 @@ def apply_boundary(low: Node, chain: int, stage: Any) -> Node:
         assert isinstance(cur, FunCall)
         layouts.append(cur)
         cur = cur.args[0]
-    inner: Expr = cur if isinstance(cur.f, n.OclKernel) else stage(cur)
+    inner: Expr = cur if isinstance(cast(FunCall, cur).f, n.OclKernel) else stage(cur)
     for c in reversed(layouts):
         inner = dataclasses.replace(c, args=(inner,))
     p = n.Param(low.body.type, "r")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from lift.arith import Arith, Cst, prove_eq
 from lift.errors import UnsupportedError
@@ -139,7 +140,7 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
         w.lam(expr, (), [Val(p.ptype, frozenset({("global", ())}), _fresh_dims(p.ptype), level=0)
                          for p in expr.params], _Ctx(top=top))
     else:
-        w.expr(expr, (), _Ctx(top=top))
+        w.expr(cast(Expr, expr), (), _Ctx(top=top))
     return w.context()
 
 
@@ -355,7 +356,7 @@ def _stride(x: Val) -> Arith | None:
     """Stride of the outer dimension (all components agree), None if unknown."""
     if x.parts is not None:
         ss = [_stride(p) for p in x.parts]
-        return ss[0] if ss and all(s is not None and prove_eq(s, ss[0]) for s in ss) else None
+        return ss[0] if ss and all(s is not None and prove_eq(s, cast(Arith, ss[0])) for s in ss) else None
     return x.dims[0][1] if x.dims else None
 
 

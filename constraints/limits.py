@@ -124,7 +124,7 @@ def _site(depth: int = 2) -> str:
     """`path:function` of the first caller inside liftcl (not this module), e.g.
     "constraints/model.py:core"; "?" when there is none."""
     here = os.path.abspath(__file__)
-    frame = sys._getframe(depth)
+    frame: Any = sys._getframe(depth)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         rel = os.path.relpath(path, _ROOT)

@@ -17,7 +17,8 @@ A fused map (code 1) takes the schedule of its parent: its *effective* code is t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import z3
 
@@ -77,7 +78,7 @@ def _effective(ctx: Context, codes: dict[str, Any]) -> dict[str, Any]:
     eff: dict[str, Any] = {}
     for m in sorted(ctx.maps.values(), key=lambda s: len(s.outer)):
         c = codes[m.label]
-        eff[m.label] = z3.If(c == FUSED, eff[m.parent], c) if m.perfect else c
+        eff[m.label] = z3.If(c == FUSED, eff[cast(str, m.parent)], c) if m.perfect else c
     return eff
 
 
@@ -143,7 +144,7 @@ class _Codes(dict):
         self.memo: dict[tuple[tuple[str, ...], int], Any] = {}
 
 
-def _uses(chain: tuple[str, ...] | list[str], codes: dict, code: int) -> Any:
+def _uses(chain: tuple[str, ...] | list[str], codes: Mapping[str, Any], code: int) -> Any:
     """Some map of `chain` has `code`."""
     memo = getattr(codes, "memo", None)
     key = (tuple(chain), code)
@@ -217,7 +218,7 @@ def _fusion(ctx: Context, codes: dict):
     for m in ctx.maps.values():
         if m.perfect:
             p = m.parent
-            yield _mk(FUSION, (p, m.label), f"{m.label} is perfectly nested in {p}: not both sequential "
+            yield _mk(FUSION, (cast(str, p), m.label), f"{m.label} is perfectly nested in {p}: not both sequential "
                       "(5.10)", z3.Not(z3.And(codes[p] == SEQ, codes[m.label] == SEQ)))
 
 

@@ -100,7 +100,7 @@ class Model:
                 out.append(z3.And(v >= lo, v <= hi))
             else:
                 out.append(code_in(v, dom))
-        self._domain_f = (out, len(self.domains))
+        self._domain_f: tuple[list[Any], int] = (out, len(self.domains))
         return list(out)
 
     def solver(self, *, tracked: bool = False, seed: int = 0) -> tuple[Any, dict[str, Constraint]]:
@@ -212,8 +212,8 @@ class Model:
     def _sample_z3(self, n: int, seed: int, names: list[str], found: list[Choice]) -> list[Choice]:
         rng = random.Random(seed)
         s, _ = self.solver(seed=seed)
-        for sol in found:
-            s.add(z3.Or([self.vars[k] != v for k, v in sol.items()]))
+        for prev in found:
+            s.add(z3.Or([self.vars[k] != v for k, v in prev.items()]))
         out: list[Choice] = []
         while len(out) < n:
             sol = _random_solution(s, self.vars, self.domains, names, rng)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Mapping
+from typing import Any, cast
 
 from lift.arith import Arith, Cst, prove_divides, substitute
 from lift.errors import RewriteError
@@ -59,7 +60,7 @@ class _Lowering:
         return self.made.get(id(f)) is f
 
     def expr_or_fun(self, e: Node, path: Path) -> Node:
-        return self.expr(e, path) if isinstance(e, Expr) else self.fun(e, path)
+        return self.expr(e, path) if isinstance(e, Expr) else self.fun(cast(FunDecl, e), path)
 
     def expr(self, e: Expr, path: Path) -> Expr:
         if not isinstance(e, FunCall):
@@ -104,7 +105,7 @@ class _Lowering:
         extra = [Param(q.type, f"k{len(params) + k}") for k, q in enumerate(free)]
         body = as_call(_rename(body, {q.id: p for q, p in zip(free, extra)}))
         kernel = n.OclKernel(Lambda(tuple(params + extra), body), label=e.f.label, loc=e.loc)
-        return FunCall(kernel, tuple(leaves + free), loc=e.loc)
+        return FunCall(kernel, (*leaves, *free), loc=e.loc)
 
     def fun(self, f: FunDecl, path: Path) -> FunDecl:
         match f:
@@ -122,13 +123,13 @@ class _Lowering:
     def map(self, m: n.AbstractMap, path: Path) -> FunDecl:
         site = self.by_path.get(path)
         if site is None:  # a view: stays a `map`
-            return dataclasses.replace(m, f=self.fun(m.f, path + (0,)))
+            return dataclasses.replace(cast(Any, m), f=self.fun(m.f, path + (0,)))
         code = self.choice[site.label]
         if code == FUSED:
             raise RewriteError(f"map {site.label} is fused but its parent does not absorb it", node=m)
         lens, inner, inner_path = self._fused_chain(site)
         g = self.fun(inner.f, inner_path + (0,))
-        new = remember(_lowered(m, code, g), site.label)
+        new: FunDecl = remember(_lowered(m, code, g), site.label)
         if site.label in self.vec:
             new = self._vectorised(site, code, g, self.vec[site.label])
         if not lens:
@@ -165,7 +166,7 @@ class _Lowering:
     def _vectorised(self, site: MapSite, code: int, g: FunDecl, width: int) -> FunDecl:
         check_vectorisable(site, code, g, width, self.sizes)
         p = Param(site.in_type, "x")
-        vec_f = _vector_fun(g, width)
+        vec_f = cast(FunDecl, _vector_fun(g, width))  # not None: it raises without check=True
         body = FunCall(n.AsScalar(), (FunCall(remember(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
                                                        site.label),
                                               (FunCall(n.AsVector(width), (p,)),)),))
@@ -180,7 +181,7 @@ _ORIGIN: dict[int, tuple[weakref.ref, str]] = {}  # id of a lowered map -> (the 
 def remember(m: n.AbstractMap, label: str) -> n.AbstractMap:
     """Record that the lowered map `m` realises the map site `label` (see `origin`)."""
     key = id(m)
-    _ORIGIN[key] = (weakref.ref(m, lambda _r, k=key: _ORIGIN.pop(k, None)), label)
+    _ORIGIN[key] = (weakref.ref(m, cast(Any, lambda _r, k=key: _ORIGIN.pop(k, None))), label)
     return m
 
 
@@ -190,8 +191,8 @@ def origin(m: Node) -> str | None:
     return got[1] if got is not None and got[0]() is m else None
 
 
-def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> FunDecl:
-    kw = {"label": m.label, "loc": m.loc}
+def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> n.AbstractMap:
+    kw: dict[str, Any] = {"label": m.label, "loc": m.loc}
     if code == SEQ:
         return n.MapSeq(g, **kw)
     cls = {1: n.MapLcl, 2: n.MapWrg, 3: n.MapGlb}.get(code // 10)
@@ -209,21 +210,21 @@ def _kernel(call: FunCall) -> Expr:
     outside = [a for a in (call.args[:1] if whole else call.args) if not constant(a)]
     bound = {q.id for _, x in walk(inside) if isinstance(x, Lambda) for q in x.params}
     free = list({x.id: x for _, x in walk(inside) if isinstance(x, Param) and x.id not in bound}.values())
-    params = [Param(a.type, f"k{i}") for i, a in enumerate(outside + free)]
+    params = [Param(a.type, f"k{i}") for i, a in enumerate([*outside, *free])]
     ren = {q.id: p for q, p in zip(free, params[len(outside):])}
     it = iter(params)
     if whole:
         init = call.args[0] if constant(call.args[0]) else next(it)
         body = dataclasses.replace(call, args=(init, _rename(call.args[1], ren)))
         kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
-        return FunCall(kernel, tuple(outside + free), loc=call.loc)
+        return FunCall(kernel, (*outside, *free), loc=call.loc)
     args = tuple(a if constant(a) else next(it) for a in call.args)
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
-    return FunCall(kernel, tuple(outside + free), loc=call.loc)
+    return FunCall(kernel, (*outside, *free), loc=call.loc)
 
 
-def _rename(x: Node, ren: dict[int, Param]) -> Node:
+def _rename(x: Any, ren: dict[int, Param]) -> Any:
     """`x` with parameters replaced by id."""
     if not ren:
         return x
@@ -234,8 +235,8 @@ def _rename(x: Node, ren: dict[int, Param]) -> Node:
             return dataclasses.replace(x, f=_rename(f, ren), args=tuple(_rename(a, ren) for a in args))
         case Lambda(_, body):
             return dataclasses.replace(x, body=_rename(body, ren))
-    f = getattr(x, "f", None)
-    return dataclasses.replace(x, f=_rename(f, ren)) if isinstance(f, Node) else x
+    g = getattr(x, "f", None)
+    return dataclasses.replace(x, f=_rename(g, ren)) if isinstance(g, Node) else x
 
 
 def _beta(lam: Lambda, arg: Expr) -> Expr:
@@ -306,7 +307,7 @@ def substitute_sizes(expr: Node, env: Mapping[str, int]) -> Node:
                 return t
         return t
 
-    def go(x: Node) -> Node:
+    def go(x: Any) -> Any:
         match x:
             case Param():
                 if x.id not in params:
@@ -319,8 +320,8 @@ def substitute_sizes(expr: Node, env: Mapping[str, int]) -> Node:
         fields = _ARITH_FIELDS.get(type(x), ())
         if fields:
             return dataclasses.replace(x, **{k: substitute(getattr(x, k), env) for k in fields})
-        f = getattr(x, "f", None)
-        return dataclasses.replace(x, f=go(f)) if isinstance(f, Node) else x
+        g = getattr(x, "f", None)
+        return dataclasses.replace(x, f=go(g)) if isinstance(g, Node) else x
 
     return go(expr)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 from lift.arith import Cst
 from lift.ir import nodes as n
@@ -56,7 +57,8 @@ def _push(e: Expr) -> Expr:
         return e
     if isinstance(cur, FunCall) and isinstance(cur.f, n.Let) and len(cur.args) == 1 \
             and isinstance(cur.args[0], n.Param) and _let_map(cur.f.f) is not None:
-        cur = FunCall(_let_map(cur.f.f), cur.args, loc=cur.loc)  # let of a parameter: nothing to evaluate once
+        # let of a parameter: nothing to evaluate once
+        cur = FunCall(cast(n.Map, _let_map(cur.f.f)), cur.args, loc=cur.loc)
     if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1):
         return e
     mf: n.Map = cur.f

@@ -73,7 +73,8 @@ def _parse(text: str) -> Any:
     return stack[0][0]
 
 
-_NARY = {"and": np.logical_and, "or": np.logical_or, "+": operator.add, "*": operator.mul}
+_NARY: dict[str, Callable[[Any, Any], Any]] = {"and": np.logical_and, "or": np.logical_or, "+": operator.add,
+                                               "*": operator.mul}
 _BINARY = {"=": operator.eq, "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
 
@@ -85,8 +86,8 @@ def _build(t: Any, scope: Mapping[str, Fn], names: set[str]) -> Fn:  # noqa: C90
             v = int(t)
             return lambda env: v
         if t in ("true", "false"):
-            b = t == "true"
-            return lambda env: b
+            flag = t == "true"
+            return lambda env: flag
         name = t[1:-1] if t.startswith("|") else t
         names.add(name)
         return lambda env: env[name]

@@ -308,6 +308,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
     else:
         fixed_map = dict(mapping) if mapping is not None else {k: code_of(m.node) for k, m in ctx.maps.items()}
         codes = {k: z3.IntVal(v) for k, v in fixed_map.items()}
+    others: tuple[tuple[int, tuple[int, ...]], ...]
     launched, path, others = None, None, ()
     if launch and _single_kernel(ctx):
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})

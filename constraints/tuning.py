@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import z3
 
@@ -144,7 +145,7 @@ def algorithmic(expr: Node) -> list[Constraint]:
     params = set(collect_params(expr))
     for _, x in walk(expr):
         if isinstance(x, FunCall) and isinstance(x.args[0].type if x.args else None, ArrayType):
-            out.extend(_extra(x, x.args[0].type.size, params))
+            out.extend(_extra(x, cast(ArrayType, x.args[0].type).size, params))
     return out
 
 
@@ -358,7 +359,8 @@ def _differ(c: Constraint, d: Constraint, others: list[Constraint], params: Mapp
         if not _in_ranges(env, params):
             continue
         try:
-            if all(_holds(x.pred, env) for x in others) and _holds(c.pred, env) != _holds(d.pred, env):
+            if all(_holds(cast(Pred, x.pred), env) for x in others) \
+                    and _holds(cast(Pred, c.pred), env) != _holds(cast(Pred, d.pred), env):
                 return True
         except (ZeroDivisionError, KeyError, ValueError):
             continue
@@ -433,7 +435,8 @@ def reduce_ranges(params: Mapping[str, TuningParam], cons: list[Constraint]
     """Algorithm 2: bound constraints narrow ranges and go; single-value parameters go.
 
     Returns the remaining parameters (ranges reduced), constraints, and the fixed values."""
-    ts, cs, fixed = dict(params), list(cons), {}
+    fixed: dict[str, Any] = {}
+    ts, cs = dict(params), list(cons)
     while True:
         bs = [c for c in cs if _bound(c, ts)]
         if not bs:

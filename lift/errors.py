@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -183,12 +183,15 @@ def nesting_guard(what: str) -> Callable[[F], F]:
                                f"{sys.getrecursionlimit()} frames)",
                                hint="build it in stages of a few hundred nested patterns, or use iterate(n, f) "
                                     "for a repeated step")
-        return guarded  # type: ignore[return-value]
+        return cast(F, guarded)
     return wrap
 
 
 class DeviceError(LiftError, RuntimeError):
     """The OpenCL device rejected a program, or none is available."""
+
+    build_log: str  # set by lift.runtime for a failed build
+    verdict: Any  # set by lift.devices.advice for a device that failed the probe
 
 
 class LiftWarning(UserWarning):
@@ -217,3 +220,7 @@ class UserFunGlobalChanged(LiftWarning):
 
 class DeviceSkipped(LiftWarning):
     """The default device choice skipped an attached device that cannot build (`.device`, `.reason`)."""
+
+    device: str  # set by lift.devices.live
+    platform: str
+    reason: str

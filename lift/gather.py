@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -175,7 +175,7 @@ def index_inputs(program: n.Lambda) -> tuple[tuple[int, Arith], ...]:
             case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
                 bind(g, roots)
             case _ if getattr(f, "transparent", False):
-                bind(f.f, roots)  # type: ignore[attr-defined]
+                bind(cast(Any, f).f, roots)
 
     visit(program.body)
     return tuple(sorted(found.items(), key=lambda kv: kv[0]))

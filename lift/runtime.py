@@ -268,7 +268,7 @@ def build_error(device: Device, source: str, log: str) -> DeviceError:
     if shown:
         body += "\n  offending source lines:\n" + "\n".join(shown)
     err = DeviceError(text + "\n" + body, hint=devices.build_hint(log, device.platform_version))
-    err.build_log = log  # type: ignore[attr-defined]
+    err.build_log = log
     return err
 
 

@@ -12,7 +12,7 @@ program is rewritten and its space built once per structural choice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from lift import devices
 from lift.choices import Choices
@@ -23,6 +23,7 @@ from lift.ir.paths import walk
 from lift.rewrites import apply_all
 from lift.rewrites.point import RewritePoint
 
+T = TypeVar("T")
 Spaces = dict[Any, Any]  # one program's rewritten forms and spaces, kept by a caller compiling many choices
 
 
@@ -50,7 +51,7 @@ def points_key(choices: Choices) -> str:
     return Choices(points=choices.points).key()
 
 
-def kept(spaces: Spaces | None, key: Any, make: Callable[[], Any]) -> Any:
+def kept(spaces: Spaces | None, key: Any, make: Callable[[], T]) -> T:
     """`make()`, or what it gave (or raised) before for `key` in `spaces`."""
     if spaces is None:
         return make()
@@ -62,7 +63,7 @@ def kept(spaces: Spaces | None, key: Any, make: Callable[[], Any]) -> Any:
     got = spaces[key]
     if isinstance(got, LiftError):
         raise got
-    return got
+    return cast(T, got)
 
 
 def profile_of(device: Any) -> devices.Device:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import (
     Arith,
@@ -166,7 +166,7 @@ def _memo(e: Expr) -> tuple[Type, tuple[SizeCondition, ...]]:
     conditions, which name its source line)."""
     got = memo_of(e)
     if got is not None:
-        return got
+        return cast(tuple[Type, tuple[SizeCondition, ...]], got)
     if not isinstance(e, FunCall):
         raise LiftTypeError(f"not an expression: {e!r}")
     conds: list[SizeCondition] = []
@@ -180,7 +180,7 @@ def size_conditions(e: Node) -> list[SizeCondition]:
     return list(typed(e).conditions)
 
 
-def _err(msg: str, call: Node, **kw) -> LiftTypeError:
+def _err(msg: str, call: Node, **kw: Any) -> LiftTypeError:
     node = call
     if isinstance(call, FunCall) and call.f.loc is not None and not is_library_loc(call.f.loc) \
             and (call.loc is None or is_library_loc(call.loc)):
@@ -194,7 +194,8 @@ def _array(t: Type, call: Node, what: str) -> ArrayType:
     return t
 
 
-def _require(kind: str, a: Arith, b: Arith, call: Node, conds: list, reason: str, hint: str = "") -> None:
+def _require(kind: str, a: Arith, b: Arith, call: Node, conds: list[SizeCondition], reason: str,
+             hint: str = "") -> None:
     """Record a size condition; raise if it is provably false."""
     proven = {
         "divides": lambda: prove_divides(a, b),
@@ -215,7 +216,7 @@ def _require(kind: str, a: Arith, b: Arith, call: Node, conds: list, reason: str
 _RULES = table("typecheck")
 
 
-def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> Type:
+def infer(f: FunDecl, ts: list[Type], call: Node, conds: list[SizeCondition] | None = None) -> Type:
     """The result type of applying `f` to arguments of types `ts` (in `call`): the typing rule
     its family registered (lift.ir.registry)."""
     conds = conds if conds is not None else []
@@ -226,14 +227,14 @@ def infer(f: FunDecl, ts: list[Type], call: Node, conds: list | None = None) -> 
     if rule is None:
         raise UnsupportedError(f"the type checker has no rule for {type(f).__name__} (see lift.ir.registry)",
                                node=call)
-    return rule(f, ts, call, conds)
+    return cast(Type, rule(f, ts, call, conds))
 
 
 # ------------------------------------------------------------ the typing rules (thesis Fig. 2.8)
 
 
 @register(Lambda, stage="typecheck")
-def _lambda(f: Lambda, ts: list[Type], call: Node, conds: list) -> Type:
+def _lambda(f: Lambda, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     for p, t in zip(f.params, ts):
         if not types_equal(p.ptype, t):
             raise _err(f"lambda parameter {p.name} expects {p.ptype}, got {t}", call, expected=p.ptype, got=t)
@@ -241,7 +242,7 @@ def _lambda(f: Lambda, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(UserFun, stage="typecheck")
-def _userfun(f: UserFun, ts: list[Type], call: Node, conds: list) -> Type:
+def _userfun(f: UserFun, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     for k, (want, t) in enumerate(zip(f.in_types, ts)):
         if not types_equal(want, t):
             raise _err(f"user function {f.name} expects {want} for argument {k}, got {t}",
@@ -250,13 +251,13 @@ def _userfun(f: UserFun, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(*MAPS, stage="typecheck")
-def _map(f: AbstractMap, ts: list[Type], call: Node, conds: list) -> Type:
+def _map(f: AbstractMap, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, type(f).__name__.lower())
     return ArrayType(infer(f.f, [a.elem], call, conds), a.size)
 
 
 @register(*REDUCES, stage="typecheck")
-def _reduce(f: AbstractReduce, ts: list[Type], call: Node, conds: list) -> Type:
+def _reduce(f: AbstractReduce, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     init, x = ts
     a = _array(x, call, "reduce")
     r = infer(f.f, [init, a.elem], call, conds)
@@ -267,7 +268,7 @@ def _reduce(f: AbstractReduce, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Zip, stage="typecheck")
-def _zip(f: Zip, ts: list[Type], call: Node, conds: list) -> Type:
+def _zip(f: Zip, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     arrs = [_array(t, call, "zip") for t in ts]
     for a in arrs[1:]:
         if not prove_eq(a.size, arrs[0].size):
@@ -278,12 +279,12 @@ def _zip(f: Zip, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(MakeTuple, stage="typecheck")
-def _tuple(f: MakeTuple, ts: list[Type], call: Node, conds: list) -> Type:
+def _tuple(f: MakeTuple, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     return TupleType(tuple(ts))
 
 
 @register(Get, stage="typecheck")
-def _get(f: Get, ts: list[Type], call: Node, conds: list) -> Type:
+def _get(f: Get, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     t, i = ts[0], f.i
     if not isinstance(t, TupleType):
         raise _err(f"get({i}) expects a tuple, got {t}", call, got=t)
@@ -293,12 +294,12 @@ def _get(f: Get, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Gather, stage="typecheck")
-def _gather(f: Gather, ts: list[Type], call: Node, conds: list) -> Type:
+def _gather(f: Gather, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     return gather_type(ts, call)
 
 
 @register(At, stage="typecheck")
-def _at(f: At, ts: list[Type], call: Node, conds: list) -> Type:
+def _at(f: At, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     t, i = ts[0], f.index
     if isinstance(t, VectorType):
         if not (isinstance(i, Cst) and 0 <= i.value < t.n):
@@ -311,7 +312,7 @@ def _at(f: At, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Split, stage="typecheck")
-def _split(f: Split, ts: list[Type], call: Node, conds: list) -> Type:
+def _split(f: Split, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a, m = _array(ts[0], call, "split"), f.n
     _require("positive", m, Cst(0), call, conds, f"split size {m} > 0")
     _require("divides", m, a.size, call, conds, f"split({m}) needs {m} to divide {a.size}",
@@ -320,14 +321,14 @@ def _split(f: Split, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Join, stage="typecheck")
-def _join(f: Join, ts: list[Type], call: Node, conds: list) -> Type:
+def _join(f: Join, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "join")
     inner = _array(a.elem, call, "join (of an array of arrays)")
     return ArrayType(inner.elem, inner.size * a.size)
 
 
 @register(Slide, stage="typecheck")
-def _slide(f: Slide, ts: list[Type], call: Node, conds: list) -> Type:
+def _slide(f: Slide, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a, size, step = _array(ts[0], call, "slide"), f.size, f.step
     _require("positive", size, Cst(0), call, conds, f"slide size {size} > 0")
     _require("positive", step, Cst(0), call, conds, f"slide step {step} > 0")
@@ -337,13 +338,13 @@ def _slide(f: Slide, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Iota, stage="typecheck")
-def _iota(f: Iota, ts: list[Type], call: Node, conds: list) -> Type:
+def _iota(f: Iota, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     _require("positive", f.n, Cst(0), call, conds, f"iota length {f.n} > 0")
     return ArrayType(Int, f.n)
 
 
 @register(Pad, stage="typecheck")
-def _pad(f: Pad, ts: list[Type], call: Node, conds: list) -> Type:
+def _pad(f: Pad, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "pad")
     if f.mode != "constant":  # the array's own elements, re-indexed: any element type
         if f.mode not in PAD_MODES:
@@ -361,25 +362,25 @@ def _pad(f: Pad, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Transpose, TransposeW, stage="typecheck")
-def _transpose(f: FunDecl, ts: list[Type], call: Node, conds: list) -> Type:
+def _transpose(f: FunDecl, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "transpose")
     inner = _array(a.elem, call, "transpose (of an array of arrays)")
     return ArrayType(ArrayType(inner.elem, a.size), inner.size)
 
 
 @register(Let, ToGlobal, ToLocal, ToPrivate, OclKernel, RewritePoint, stage="typecheck")
-def _wrapped(f: Any, ts: list[Type], call: Node, conds: list) -> Type:
+def _wrapped(f: Any, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     """A function wrapping `f.f` (let, address spaces, ocl_kernel, a rewrite point): typed as it."""
     return infer(f.f, ts, call, conds)
 
 
 @register(Iterate, stage="typecheck")
-def _iterate_rule(f: Iterate, ts: list[Type], call: Node, conds: list) -> Type:
+def _iterate_rule(f: Iterate, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     return _iterate(f.n, f.f, ts[0], call, conds)
 
 
 @register(AsVector, stage="typecheck")
-def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list) -> Type:
+def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a, k = _array(ts[0], call, "as_vector"), f.n
     if not isinstance(a.elem, ScalarType):
         raise _err(f"as_vector({k}) expects an array of scalars, got {a}", call, got=a)
@@ -388,7 +389,7 @@ def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(AsScalar, stage="typecheck")
-def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list) -> Type:
+def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "as_scalar")
     if not isinstance(a.elem, VectorType):
         raise _err(f"as_scalar expects an array of vectors, got {a}", call, got=a)
@@ -396,7 +397,7 @@ def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list) -> Type:
 
 
 @register(Vectorise, stage="typecheck")
-def _vectorise(f: Vectorise, ts: list[Type], call: Node, conds: list) -> Type:
+def _vectorise(f: Vectorise, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     scal: list[Type] = []
     for t in ts:
         if not (isinstance(t, VectorType) and t.n == f.n):
@@ -412,7 +413,7 @@ def _fname(f: FunDecl) -> str:
     return f.name if isinstance(f, UserFun) else type(f).__name__.lower()
 
 
-def _iterate(n: int, g: FunDecl, t: Type, call: Node, conds: list) -> Type:
+def _iterate(n: int, g: FunDecl, t: Type, call: Node, conds: list[SizeCondition]) -> Type:
     """Apply the size function of `g` `n` times; `g` may change one array length."""
     if n < 0:
         raise _err(f"iterate count must be >= 0, got {n}", call)

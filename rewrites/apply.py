@@ -116,14 +116,14 @@ class _Applier:
                 return Lambda(ps, self.point(f, ps, None), label=f.label, loc=f.loc)
             case AbstractMap(f=g):
                 inner = [types[0].elem] if types and isinstance(types[0], ArrayType) else None
-                return dataclasses.replace(cast(Any, f), f=self.fun(g, inner))
+                return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(g, inner)))
             case AbstractReduce(f=g):
                 inner = [types[0], types[1].elem] if types and isinstance(types[1], ArrayType) else None
-                return dataclasses.replace(cast(Any, f), f=self.fun(g, inner))
+                return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(g, inner)))
         inner = getattr(f, "f", None)
         if isinstance(inner, FunDecl):
             same = types if getattr(f, "arity", 1) == inner.arity else None
-            return dataclasses.replace(cast(Any, f), f=self.fun(inner, same))
+            return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(inner, same)))
         return f
 
     def point(self, p: RewritePoint, args: tuple[Expr, ...], old: FunCall | None) -> Expr:

@@ -81,7 +81,7 @@ VECTORS = (1, 2, 4, 8)  # vectors (of `width` columns) per work-item: one accumu
 FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
 
 
-Parts = tuple  # (f, z, g, X, vs): see col_parts
+Parts = tuple[Any, ...]  # (f, z, g, X, vs): see col_parts
 
 
 def col_parts(call: Any) -> Parts | str:
@@ -234,7 +234,7 @@ class ColReduce(RewritePoint):
             columns = grouped  # noqa: F811 - the same contract, k accumulators
         if p == 1:
             return columns(x)
-        part = Param(ArrayType(xt.elem, Cst(_value(m, known) // p)), "part")  # type: ignore[operator]
+        part = Param(ArrayType(xt.elem, Cst(cast(int, _value(m, known)) // p)), "part")
         partials = FunCall(Map(Lambda((part,), columns(part))),
                            (FunCall(Split(cast(ArrayType, part.ptype).size), (x,)),))
         ps = Param(ArrayType(type_of(z), Cst(p)), "ps")

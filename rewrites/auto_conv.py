@@ -239,7 +239,7 @@ def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, i
 
     if isinstance(body, str) or not chunk:
         return body
-    k = rows_of(a)[0]  # type: ignore[index]
+    k = cast(tuple[Any, Any], rows_of(a))[0]
     try:
         whole = int(evaluate(as_arith(k), dict(known))) == int(chunk)
     except Exception:  # noqa: BLE001 - symbolic

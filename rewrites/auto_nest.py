@@ -220,7 +220,7 @@ class BlockNest(RewritePoint):
         staged = move is not None and self.kernel is not False and (move(a) is not a or move(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
             pa, pb = Param(type_of(a), "ta"), Param(type_of(b), "tb")
-            args = (move(a), move(b))  # type: ignore[misc]
+            args = (cast(Any, move)(a), cast(Any, move)(b))  # staged: move is not None
             body = self.blocks(pa, pb, call, fa, r_call, f, g, nested, (bm, bn, w))
             return FunCall(n.OclKernel(Lambda((pa, pb), body)), args)
         return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))

@@ -88,7 +88,7 @@ class RegisterBlock(RewritePoint):
         red = _reduction(h, fa.params[0])
         swapped = isinstance(red, str) and _swapped(h, fa.params[0])
         if swapped:
-            red = (eta(h).body, None)  # type: ignore[attr-defined]
+            red = (cast(Any, eta(h)).body, None)
         if isinstance(red, str):
             return red
         r_call, _ = red
@@ -96,7 +96,7 @@ class RegisterBlock(RewritePoint):
         g = xs.f.f if type(xs.f) is n.Map else None
         if not isinstance(z, Literal) or not is_monoid(f, z):
             return f"{f} is not a known associative operator with the constant neutral {z}"
-        elems = fa.params + eta(h).params  # type: ignore[attr-defined]
+        elems = fa.params + cast(Any, eta(h)).params
         if mentions(f, elems) or (g is not None and mentions(g, elems)):
             return "the reduction's functions use the mapped elements (only zip(ra, rb) may)"
         at, bt = type_of(a), type_of(b)
@@ -122,11 +122,11 @@ def _width(bound: int, f: FunDecl, g: FunDecl | None, at: ArrayType, bt: ArrayTy
         return 1
     if not sums(f) or _pair_fun(g) is None:
         return 1
-    if at.elem.elem not in VECTOR_SCALARS or bt.elem.elem not in VECTOR_SCALARS:  # type: ignore[attr-defined]
+    if cast(ArrayType, at.elem).elem not in VECTOR_SCALARS or cast(ArrayType, bt.elem).elem not in VECTOR_SCALARS:
         return 1
-    k = at.elem.size  # type: ignore[attr-defined]
+    k = cast(ArrayType, at.elem).size
     fits = [w for w in sorted(WIDTHS, reverse=True) if w <= bound and prove_divides(w, k)
-            and prove_divides(w, bt.elem.size)]  # type: ignore[attr-defined]
+            and prove_divides(w, cast(ArrayType, bt.elem).size)]
     return fits[0] if fits else 1
 
 
@@ -165,7 +165,7 @@ def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int,
         ea, eb, acc_t = VectorType(ea, w), VectorType(eb, w), VectorType(s_t, w)
 
         def step(acc: Any, x: Any, y: Any) -> Any:
-            return update(f, uf, w, acc, *((y, x) if swapped else (x, y)))  # type: ignore[arg-type]
+            return update(f, cast(UserFun, uf), w, acc, *((y, x) if swapped else (x, y)))
     else:
         acc_t = s_t
 

@@ -204,7 +204,7 @@ def fusable(call: Node) -> Fusable | str:
         if isinstance(e, FunCall) and isinstance(e.f, UserFun):
             args = [leaf(a) for a in e.args]
             bad = next((a for a in args if isinstance(a, str)), None)
-            return bad if bad is not None else FunCall(e.f, tuple(args), **meta(e))  # type: ignore[arg-type]
+            return bad if bad is not None else FunCall(e.f, tuple(cast(list[Expr], args)), **meta(e))
         if not isinstance(type_of(e), ScalarType):
             return f"the epilogue reads {e}, not a scalar"
         uses_q = mentions(e, [q])

@@ -23,12 +23,13 @@ limits as named z3 constraints, is `lift.constraints.gpu_tiles.ReduceSpace`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Cst
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Literal, Map, MapWrg, Param, ReduceAtomic, Split, node
 from lift.typecheck import type_of
+from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
 
 from .chunks import atomic_ok, reduce_parts
@@ -61,11 +62,11 @@ class GpuReduce(RewritePoint):
         local, chunk = (int(params.get(k) or getattr(self, k) or 1) for k in ("local", "chunk"))
         if local & (local - 1):
             return f"local {local} is not a power of two"
-        n = type_of(x).size  # type: ignore[attr-defined]
+        n = cast(ArrayType, type_of(x)).size
         if not (isinstance(n, Cst) and n.value % (local * chunk) == 0):
             return f"local {local} x chunk {chunk} does not divide the length {n}"
 
-        elem = Param(type_of(FunCall(Split(Cst(local * chunk)), (x,))).elem, "chunk")  # type: ignore[attr-defined]
+        elem = Param(cast(ArrayType, type_of(FunCall(Split(Cst(local * chunk)), (x,)))).elem, "chunk")
         body = Lambda((elem,), tree(elem, (f, z, g), local))
         groups = FunCall(MapWrg(body, dim=0), (FunCall(Split(Cst(local * chunk)), (x,)),))
         return FunCall(ReduceAtomic(f, label=call.f.label, loc=call.f.loc), (Literal(z.value, z.type), groups),
@@ -148,7 +149,7 @@ def reduce_point(expr: Any) -> Any:
     parts = reduce_parts(expr.body)
     if parts is None or not (isinstance(parts[1], Literal) and atomic_ok(parts[0], parts[1])):
         return expr
-    if not isinstance(type_of(parts[3]).size, Cst):  # type: ignore[attr-defined]
+    if not isinstance(cast(ArrayType, type_of(parts[3])).size, Cst):
         return expr
     return _wrapped(expr, GpuReduce, PREFIX + "gr0")
 

@@ -42,7 +42,7 @@ def gpu_search_points(expr: Node, sizes: Mapping[str, int]) -> Node | None:
     place for a GPU point."""
     from .auto import auto_points
 
-    tiled = as_tiles(auto_points(expr, sizes, min_length=MIN_LENGTH))
+    tiled: Node | None = as_tiles(auto_points(expr, sizes, min_length=MIN_LENGTH))
     if tiled is not None:
         return tiled
     reduced = reduce_point(expr)

@@ -49,9 +49,9 @@ from lift.rules.terms import eta
 from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
+from lift.userfun.compose import fused
 
 from .auto_nest import BlockNest
-from .blocking import fused
 from .gpu_reduce import GpuReduce, GpuRows, row_parts
 from .nest import divides, nest_parts, rows_of
 from .point import Nested, RewritePoint, constructor
@@ -222,7 +222,8 @@ def elem_bytes(point: GpuTiles) -> int:
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "no"
     if isinstance(parts, str):
         return 4
-    ts = [type_of(parts[1]).elem.elem, type_of(parts[2]).elem.elem, eta(parts[4]).in_types[0]]  # type: ignore
+    ts = [cast(Any, type_of(parts[1])).elem.elem, cast(Any, type_of(parts[2])).elem.elem,
+          cast(Any, eta(parts[4])).in_types[0]]
     return max(getattr(getattr(t, "dtype", None), "itemsize", 4) for t in ts)
 
 
@@ -291,7 +292,7 @@ def as_tiles(placed: Any) -> Any:
              if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
     out = placed
     for path, x in sorted(found, key=lambda e: -len(e[0])):
-        label = PREFIX + "g" + x.label[len(PREFIX) + 1:]  # type: ignore[index]
+        label = PREFIX + "g" + cast(str, x.label)[len(PREFIX) + 1:]
         out = replace_at(out, path, GpuTiles(x.f, known=x.known, label=label, loc=x.loc))
         out = _batched(out, path)
     return out if found else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from lift.arith import Arith, as_arith
 from lift.errors import RewriteError, user_loc
@@ -91,7 +91,7 @@ def constructor(cls: type, kind: str) -> Callable[..., Any]:
     """The public constructor of a family: `cls(f, *args, label=None, **params)`."""
 
     def make_point(f: Any, *args: Any, label: str | None = None, **params: Any) -> Any:
-        def make(ts, lab, loc):
+        def make(ts: Any, lab: str | None, loc: Any) -> Any:
             return cls(elaborate(f, ts), **params, label=lab, loc=loc)
 
         d = Deferred(make, f"{kind}({getattr(f, '__name__', f)})", label=label, loc=user_loc())
@@ -124,4 +124,4 @@ def via_rule(rule: Any, call: Expr, **params: Any) -> Expr:
     new = _call(rule.rhs, {**env, **rule.defaults(), **params})
     if new is None:
         raise RewriteError(f"rule {rule.name} ({rule.law}) does not apply", node=call)
-    return new
+    return cast(Expr, new)

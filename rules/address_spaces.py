@@ -52,7 +52,7 @@ to_global_memory = _to_memory(ToGlobal, "to_global_memory", "to_global")
 def copy_fun(t: Type) -> FunDecl | None:
     """The identity copy for values of type `t`: `id`, `map(id)`, `map(map(id))`, ... (or None)."""
     if isinstance(t, (ScalarType, VectorType)):
-        return id_fun.specialise(t)
+        return cast(FunDecl, id_fun.specialise(t))
     if isinstance(t, ArrayType):
         inner = copy_fun(t.elem)
         return None if inner is None else Map(inner)
@@ -76,7 +76,7 @@ def _copyable(x: Expr) -> bool:
 add_copy = Rule(
     "add_copy", law="x -> map(id) << x   (id, map(map(id)), ... by the type of x)",
     lhs=PVar("x", Expr, _copyable),
-    rhs=lambda x: FunCall(copy_fun(x.type), (x,)),  # type: ignore[arg-type]
+    rhs=lambda x: FunCall(cast(FunDecl, copy_fun(x.type)), (x,)),  # _copyable: not None
     doc="An identity copy, so that a value can be materialised (e.g. in local memory).",
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from lift.ir.nodes import (
@@ -227,7 +228,7 @@ def _fused_zip_reduce(e: Node, nested: bool) -> Expr | None:
     return FunCall(ReduceSeq(body, **meta(red)), (z, FunCall(Zip(len(args)), args, **meta(zs))), **meta(e))
 
 
-def _bottom_up_nested(e: Node, fn, nested: bool = False) -> Node:
+def _bottom_up_nested(e: Node, fn: Callable[[Node, bool], Node], nested: bool = False) -> Node:
     """`transform_bottom_up` telling `fn` whether a node lies in the function of a map or reduce."""
     inner = nested or isinstance(e, AbstractMap | AbstractReduce)
     cs = tuple(_bottom_up_nested(c, fn, inner) for c in children(e))
@@ -388,8 +389,8 @@ def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:
         comps: list[Expr] = [FunCall(Get(i), (q,)) for i in range(len(args))]
         comps[pos] = apply_fun(gfun, [comps[pos]])
         hp = h.params[0] if isinstance(h, Lambda) and len(h.params) == 1 else None
-        if hp is not None and _only_gets(h.body, hp):
-            new_body = _replace_gets(h.body, hp, comps)
+        if hp is not None and _only_gets(cast(Lambda, h).body, hp):
+            new_body = _replace_gets(cast(Lambda, h).body, hp, comps)
         else:
             new_body = apply_fun(h, [FunCall(MakeTuple(len(comps)), tuple(comps))])
         return FunCall(Map(Lambda((q,), new_body)), (FunCall(Zip(len(args)), tuple(args)),))
@@ -403,7 +404,7 @@ def _elem_of(e: Expr) -> Type:
     return t.elem
 
 
-def _map_body(g: FunDecl):
+def _map_body(g: FunDecl) -> Callable[[Expr], tuple[FunDecl, Expr]] | None:
     """A function of `v` giving (gfun, src) with `g(v) == map(gfun) << src`, or None."""
     if isinstance(g, Map):
         return lambda v: (g.f, v)
@@ -411,7 +412,7 @@ def _map_body(g: FunDecl):
             and type(g.body.f) is Map and len(g.body.args) == 1:
         p, body = g.params[0], g.body
 
-        def at(v: Expr):
+        def at(v: Expr) -> tuple[FunDecl, Expr]:
             new = substitute(body, {p.id: v})
             return cast(Map, new.f).f, new.args[0]
 
@@ -419,7 +420,7 @@ def _map_body(g: FunDecl):
     return None
 
 
-def _zip_consumer(f: FunDecl):
+def _zip_consumer(f: FunDecl) -> tuple[FunDecl, list[Expr | None], int] | None:
     """(h, zip args with None at p's place, p's place) for `f = p => map(h) << zip(.., p, ..)`."""
     if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
             and type(f.body.f) is Map and len(f.body.args) == 1):

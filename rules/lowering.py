@@ -7,6 +7,8 @@ and preserve the meaning everywhere; whether a mapping suits a device (a `map_lc
 
 from __future__ import annotations
 
+from typing import cast
+
 from lift.ir.nodes import FunDecl, Map, MapGlb, MapLcl, MapSeq, MapWrg, Reduce, ReduceSeq
 from lift.rules.match import fun
 from lift.rules.rule import Rule
@@ -18,7 +20,7 @@ DIMS = (0, 1, 2)
 
 def _lower_map(cls: type, name: str, what: str, doc: str) -> Rule:
     def rhs(f: FunDecl, dim: int, matched: Map) -> FunDecl:
-        return cls(f, dim, **meta(matched))
+        return cast(FunDecl, cls(f, dim, **meta(matched)))
 
     return Rule(name, law=f"map(f) -> {what}(f, dim)", lhs=Map(f), params={"dim": 0},
                 where=lambda dim: dim in DIMS, rhs=rhs, doc=doc)

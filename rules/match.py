@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.rules.terms import compare_fields, eta
@@ -104,14 +104,14 @@ def _match(p: Any, v: Any, env: Bindings) -> bool:
     if isinstance(p, tuple):
         return (isinstance(v, tuple) and len(p) == len(v)
                 and all(_match(a, b, env) for a, b in zip(p, v)))
-    return p == v
+    return cast(bool, p == v)
 
 
 def _bind(p: PVar, v: Any, env: Bindings) -> bool:
     if not isinstance(v, p.kind) or (p.test is not None and not p.test(v)):
         return False
     if p.name in env:
-        return env[p.name] == v
+        return cast(bool, env[p.name] == v)
     env[p.name] = v
     return True
 

@@ -164,7 +164,7 @@ def _as_builtin(f: Lambda) -> Node | None:
     if op is None or op.vouched:
         return None
     builtin = op.on(_out_type(f))
-    return None if builtin == f else builtin
+    return None if cast(Node, builtin) == f else builtin  # never equal: a user function is not a lambda
 
 
 # ------------------------------------------------------------------------------- fold steps

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from numbers import Integral
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Arith, Cst, as_arith, evaluate, free_vars, prove_divides
 from lift.errors import LiftError, LiftTypeError, RewriteError, SourceLoc
@@ -178,7 +178,7 @@ class Rule:
         if not isinstance(old, Expr):
             return
         try:
-            t_new = type_of(new)  # type: ignore[arg-type]
+            t_new = type_of(cast(Expr, new))
             for _, n in walk(new):
                 if isinstance(n, Expr):
                     type_of(n)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from lift.errors import RewriteError
 from lift.ir.nodes import Node
@@ -44,7 +44,7 @@ def rewrite(e: Node, s: Strategy) -> Rewritten:
     return Rewritten(out, tuple(steps))
 
 
-def _name(s: Callable) -> str:
+def _name(s: Callable[..., Any]) -> str:
     return getattr(s, "__qualname__", None) or repr(s)
 
 
@@ -176,7 +176,7 @@ def everywhere(s: Strategy) -> Strategy:
     """`s` tried once at every node, top-down (`try_` at each); always succeeds."""
     def run(e: Node, path: Path = (), steps: list[Step] | None = None) -> Node | None:
         top = try_(s)(e, path, steps)
-        return all_(run)(top, path, steps)  # type: ignore[arg-type]
+        return all_(run)(cast(Node, top), path, steps)  # try_ never fails
 
     return run
 

@@ -8,6 +8,8 @@ the quotient is the canonical one, so `4*M*(i // (4*M)) + 4*((i // 4) % M) -> 4*
 
 from __future__ import annotations
 
+from typing import cast
+
 from lift.arith.expr import Arith, ArithLike, Cst, ExactDiv, FloorDiv, Mod, as_arith
 from lift.arith.poly import (
     Monomial,
@@ -56,13 +58,13 @@ def fold_exact(p: Poly) -> Poly:
         g, atoms = _common(remove(m, (f,)), c, f.b)
         quot = exact_div(f.a, from_poly(scale_down(to_poly(f.b), g, atoms)))
         acc(p, {m: c}, -1)
-        acc(p, poly_mul(scale_down(rest, g, atoms), to_poly(quot)))  # type: ignore[arg-type]
+        acc(p, poly_mul(scale_down(cast(Poly, rest), g, atoms), to_poly(quot)))  # f in m: rest is a monomial
     return p
 
 
 def _common(rest: Monomial | None, c: int, b: Arith) -> tuple[int, Monomial]:
     """The common factor of the term `c*rest` and the divisor `b` (positive gcd)."""
-    g, atoms = content({rest: c}, to_poly(b))  # type: ignore[dict-item]
+    g, atoms = content(cast(Poly, {rest: c}), to_poly(b))
     return abs(g), atoms
 
 

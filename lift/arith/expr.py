@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from lift.errors import LiftTypeError
 
@@ -82,8 +82,8 @@ def _hashed(cls: Any) -> Any:
     constant equals the int of the same value (`Cst(3) == 3`, with the same hash)."""
     fields_eq = cls.__eq__
 
-    def _hash(self) -> int:
-        h = self._h
+    def _hash(self: Any) -> int:
+        h: int | None = self._h
         if h is None:
             if cls is Cst:
                 h = hash(self.value)
@@ -92,12 +92,12 @@ def _hashed(cls: Any) -> Any:
             object.__setattr__(self, "_h", h)
         return h
 
-    def _eq(self, o: object) -> bool:
+    def _eq(self: Any, o: object) -> bool:
         if self is o:
             return True
         if isinstance(o, Integral) and not isinstance(o, bool):
             return cls is Cst and self.value == o
-        return fields_eq(self, o)
+        return cast(bool, fields_eq(self, o))  # NotImplemented for another class
 
     cls.__hash__ = _hash
     cls.__eq__ = _eq

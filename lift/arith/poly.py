@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 from math import gcd
+from typing import Any, cast
 
 from lift.arith.expr import Arith, Cst, ExactDiv, FloorDiv, Max, Min, Mod, Prod, Sum, Var, show
 
@@ -26,7 +27,7 @@ def atom_key(a: Arith) -> tuple[int, str]:
     return (_ORDER.get(type(a), 9), show(a, full=True))
 
 
-def mono_key(m: Monomial) -> tuple:
+def mono_key(m: Monomial) -> tuple[Any, ...]:
     """A graded order on monomials: by degree, then by atoms, largest first."""
     return (len(m), tuple(atom_key(a) for a in reversed(m)))
 
@@ -124,7 +125,7 @@ def divide(p: Poly, d: Poly) -> tuple[Poly, Poly]:
             rest = remove(m, lead)
             qc = c // lc if rest is not None else 0
             if qc:
-                q[rest] = qc  # type: ignore[index]
+                q[cast(Monomial, rest)] = qc
                 acc(r, {m: qc * lc}, -1)
         return q, r
     for _ in range(_MAX_DIVISION_STEPS):
@@ -154,7 +155,7 @@ def exact_quotient(p: Poly, d: Poly) -> Poly | None:
 def content(*ps: Poly) -> tuple[int, Monomial]:
     """The common factor of every term of the polynomials: (gcd of coefficients, atoms)."""
     g = 0
-    common: Counter | None = None
+    common: Counter[Arith] | None = None
     for p in ps:
         for m, c in p.items():
             g = gcd(g, c)

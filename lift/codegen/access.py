@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import cast
 
 from lift.arith import Arith, Cst, Var, prove_divides, substitute
 from lift.codegen.c_ast import (
@@ -223,7 +224,7 @@ def _store(leaf: Load, tail: tuple, value: CExpr, comment: str, facts: Facts) ->
     if tail and isinstance(tail[0], VecOf):
         width = tail[0].n
         if m.space == "global" and aligned(width, flat, facts):
-            vt = VectorType(st, width)  # type: ignore[arg-type]
+            vt = VectorType(cast(ScalarType, st), width)
             return Assign(CIndex(m.name, flat // width, "global", c_type(vt)), value, comment)
         return VecStore(width, value, m.name, flat)
     return Assign(_load(leaf, tail, facts), value, comment)

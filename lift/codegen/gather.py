@@ -13,9 +13,9 @@ access of the C AST, so the barrier pass (its probe) sees it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from lift.arith import Var, substitute
+from lift.arith import Arith, Var, substitute
 from lift.codegen.c_ast import CCall, CInt, Decl
 from lift.gather import Loaded, loaded_in
 from lift.views import Access, ConstLeaf, ExprLeaf, Gather, Lane, Load, Select, StructLeaf
@@ -33,7 +33,7 @@ def bind(kg: Any, leaf: Any) -> Any:
         idx_view, pos = v.at
         value = kg.read(Access(idx_view, pos))
         c = kg.fresh("gi")
-        kg.block.add(Decl("int", c, CCall("clamp", (value, CInt(v.lo), CInt(v.hi))),  # type: ignore[arg-type]
+        kg.block.add(Decl("int", c, CCall("clamp", (value, CInt(cast(Arith, v.lo)), CInt(cast(Arith, v.hi)))),
                           comment="gather: a runtime index"))
         env[name] = Var(c, v.lo, v.hi)
     return _substituted(leaf, env)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Arith, Cst, as_arith
 from lift.comprehension.ranges import SUPPORTED, Affine, tc_error
@@ -134,7 +134,7 @@ def _fitted(v: View, extents: Mapping[str, Arith]) -> View:
     for d, var in enumerate(v.dims):
         t = x.type
         for _ in builtins.range(d):
-            t = t.elem  # type: ignore[attr-defined]
+            t = cast(ArrayType, t).elem
         assert isinstance(t, ArrayType)
         if as_arith(t.size) != as_arith(extents[var]):
             x = at_depth(d, take(extents[var]), x)

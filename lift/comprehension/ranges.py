@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from lift.arith import Arith, Cst, as_arith
 from lift.arith.ranged import min_
@@ -233,14 +234,14 @@ def _access_constraints(a: Call, scope: Scope, ivars: set[str], starts: Mapping[
         return
     for sub, size in zip(a.args, shape, strict=True):
         if is_gather(sub, scope):
-            _access_constraints(sub, scope, ivars, starts, out)  # type: ignore[arg-type]
+            _access_constraints(sub, scope, ivars, starts, out)
             continue
         aff = scope.affine(sub, ivars).shifted(starts)
         if aff.vars:
             out.append((aff, size))
 
 
-def is_gather(sub: Expr, scope: Scope) -> bool:
+def is_gather(sub: Expr, scope: Scope) -> TypeGuard[Call]:
     """Whether a subscript is a data-dependent index: an access to an int tensor (`I(i, k)`)."""
     return isinstance(sub, Call) and sub.name in scope.shapes and sub.name not in BUILTINS
 

@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Arith
 from lift.comprehension.access import Indexed, View, view
@@ -36,7 +36,7 @@ from lift.ir.nodes import FunCall, Get, Lambda, UserFun
 from lift.ir.patterns import join_nd, let, reduce
 from lift.ir.patterns import map as lmap
 from lift.ir.patterns import zip as lzip
-from lift.types import Float, shape
+from lift.types import ArrayType, Float, shape
 from lift.userfun.builtins import id as builtin_id
 
 
@@ -127,7 +127,7 @@ def eta(f: Callable[[Any], Any], src: IRExpr) -> Any:
     """`p => g(p[0], ..., p[n-1])` over a zip of n is `g`; a lambda otherwise (as built)."""
     from lift.ir.build import elaborate
 
-    lam = elaborate(f, [src.type.elem])  # type: ignore[attr-defined]
+    lam = elaborate(f, [cast(ArrayType, src.type).elem])
     if isinstance(lam, Lambda) and len(lam.params) == 1 and isinstance(lam.body, FunCall):
         g, args, p = lam.body.f, lam.body.args, lam.params[0]
         if isinstance(g, UserFun) and len(args) == 1 and args[0] is p:
@@ -161,7 +161,7 @@ class Statement2IR:
     def access(self, a: Call) -> View:
         """The view of access `a`, its gathered subscripts (`X(I(i, k), j)`) read through gathers."""
         check_access(a, self.scope)
-        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)  # type: ignore[arg-type]
+        subs = [Indexed(self.access(s), s.pos) if is_gather(s, self.scope)
                 else self.scope.affine(s, set(self.order)).shifted(self.m.ranges.starts) for s in a.args]
         return view(self.values[a.name], subs, self.order, self.m.ranges.extents, a.pos)
 
@@ -309,7 +309,7 @@ def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
         while stack:
             a = stack.pop()
             out[a.name] = out.get(a.name, 0) + 1
-            stack += [s for s in a.args if is_gather(s, prog.scope)]  # type: ignore[misc]
+            stack += [s for s in a.args if is_gather(s, prog.scope)]
 
     for m in prog.versions:
         count(m.stmt.rhs)

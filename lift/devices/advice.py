@@ -62,7 +62,7 @@ def unusable_error(name: str, platform: str, platform_version: str, v: Verdict, 
     text = (f"the OpenCL device {name!r} ({chosen_by}) cannot build programs: {v.first_line}\n"
             + describe_failure(name, platform, platform_version, v))
     err = DeviceError(text, hint=REMEDIES)
-    err.verdict = v  # type: ignore[attr-defined]
+    err.verdict = v
     return err
 
 

@@ -105,7 +105,7 @@ def _warn_skipped(d: Any, v: Verdict) -> None:
         return
     _WARNED.add(v.key)
     w = DeviceSkipped(f"skipping OpenCL device {d.name.strip()!r} ({d.platform.name.strip()}): {v.reason}")
-    w.device, w.platform, w.reason = d.name.strip(), d.platform.name.strip(), v.reason  # type: ignore[attr-defined]
+    w.device, w.platform, w.reason = d.name.strip(), d.platform.name.strip(), v.reason
     warnings.warn(w, stacklevel=5)
 
 

@@ -129,7 +129,8 @@ class TuningDB:
                 if write:
                     conn.execute("BEGIN IMMEDIATE")
             except (sqlite3.Error, OSError) as err:
-                conn = self._fail(err, what)
+                self._fail(err, what)
+                conn = None
         if conn is None:
             yield None
             return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ def program_hash(expr: Node) -> str:
 
 def _points_text(expr: Node) -> str:
     """The rewrite points' parameters (printed with the program, listed again for safety)."""
-    return ";".join(f"{type(n).__name__}{sorted(n.fixed().items())!r}" for _, n in walk(expr)
+    return ";".join(f"{type(n).__name__}{sorted(cast(Any, n).fixed().items())!r}" for _, n in walk(expr)
                     if getattr(n, "transparent", False))
 
 

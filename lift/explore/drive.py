@@ -148,10 +148,10 @@ def drive(backend: Any, work: SharedWork, search: Any, history: list[Record], *,
         for b, rec in runs:
             finished(b.candidate, work.finish(b.candidate, remember(pipe, b, rec)))
         if busy:
-            got = work.collect(history)
-            for r in got:
+            done = work.collect(history)
+            for r in done:
                 busy.pop(point_key(r.candidate), None)
-            history.extend(got)
+            history.extend(done)
 
 
 __all__ = ["drive", "LocalBackend"]

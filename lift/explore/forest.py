@@ -34,7 +34,7 @@ class Forest:
         return each.mean(0), each.std(0)
 
     def _tree(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        feat, thr, left, right, value = [], [], [], [], []
+        feat, thr, left, right, value = [], [], [], [], []  # type: list[int], list[float], list[int], list[int], list[float]
         todo = [(rows, 0, -1, False)]
         while todo:
             idx, depth, parent, is_right = todo.pop()

@@ -22,7 +22,7 @@ Local search then refines the best (chunk size doubled/halved, other mappings).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import z3
@@ -98,7 +98,7 @@ class Seeded:
                         yield self.pipeline.point(s, joint)
 
 
-    def gpu_seeds(self) -> Iterator[Choices]:
+    def gpu_seeds(self) -> Generator[Choices, None, list[str]]:
         """On a GPU, the GPU points' first valid choices (`lift.rewrites.gpu_search.gpu_seeds`: the
         first is `gpu_default`'s), each with the mapping the points write and the code generator's
         default launch (no launch variables); returns the GPU points' labels."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from lift.choices import Choices
 
@@ -46,7 +46,7 @@ class SharedWork:
         self.pipe.start_reference()  # once, in the background: candidates wait for it (within the budget)
         return self.finish(cand, self.pipe.measure(cand))
 
-    def claim(self, cand: Choices) -> Record | None | bool:
+    def claim(self, cand: Choices) -> Record | None | Literal[True]:
         """Before measuring `cand`: its stored record, None when another live process measures
         it, True when it is this tune's to measure (claimed in the database)."""
         k = point_key(cand)

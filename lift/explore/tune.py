@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lift import devices
 from lift.choices import Choices
@@ -136,7 +136,7 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
         raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
     if not isinstance(expr, Lambda):
         raise LiftValueError("tune needs a program: wrap it in lift.fun([types...], lambda ...)", node=expr)
-    expr = normalise(expr)  # every spelling of a program searches one space (lift.rules.normalise)
+    expr = cast(Lambda, normalise(expr))  # every spelling of a program searches one space (lift.rules.normalise)
     dev = _device(device)
     database = None if db is False else db if isinstance(db, TuningDB) else TuningDB(None if db is True else db)
     sizes = _sizes(expr, arrays)
@@ -325,7 +325,7 @@ def _search_space(expr: Lambda, sizes: dict[str, int], auto: bool,
         if found is not None:
             return found
     if auto:
-        expr = auto_points(expr, sizes)
+        expr = cast(Lambda, auto_points(expr, sizes))
     structural = structural_space(expr)
     regs = Registers.of(device if isinstance(device, devices.Device) else None)
     structural.update(auto_space(expr, sizes, regs=regs))
@@ -366,7 +366,7 @@ def _from_database(expr: Node, arrays: Sequence[Any], device: Any, entry: dict |
     run), or None. A default winner of a tune with automatic points is `lift.compile(plain)`."""
     if entry is None:
         return None
-    pipe = Evaluator(expr, arrays, device, _sizes(expr, arrays))
+    pipe = Evaluator(expr, arrays, device, _sizes(cast(Lambda, expr), arrays))
     pipe.cache_dir = None  # the winner's binary comes from the build cache
     pipe.plain = plain
     try:

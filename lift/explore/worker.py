@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lift import runtime
 from lift.program import Program
@@ -52,7 +52,7 @@ class Worker:
 
     def __init__(self, device: Any, arrays: Sequence[Any] = (), *, context: str = "spawn") -> None:
         self.device, self.arrays = device, tuple(arrays)
-        self._mp = multiprocessing.get_context(context)
+        self._mp: Any = multiprocessing.get_context(context)
         self._proc: Any = None
         self._conn: Any = None
         self.inject: Callable[[Any], str | None] | None = None
@@ -163,7 +163,7 @@ def _main_hidden() -> Iterator[None]:
     try:
         for k in saved:
             if k == "__spec__":
-                main.__spec__ = None
+                cast(Any, main).__spec__ = None
             else:
                 delattr(main, k)
         yield

@@ -300,7 +300,7 @@ def slide_axis(a: np.ndarray, size: int, step: int, ax: int = 0) -> np.ndarray:
     return w[(slice(None),) * ax + (slice(None, None, step),)]
 
 
-_NUMPY_MODES = {"clamp": "edge", "mirror": "symmetric", "wrap": "wrap"}
+_NUMPY_MODES: dict[str, Any] = {"clamp": "edge", "mirror": "symmetric", "wrap": "wrap"}
 
 
 def pad_axis(a: np.ndarray, left: int, right: int, value: Any, ax: int = 0, mode: str = "constant") -> np.ndarray:
@@ -309,7 +309,7 @@ def pad_axis(a: np.ndarray, left: int, right: int, value: Any, ax: int = 0, mode
     if mode != "constant":
         widths = [(0, 0)] * a.ndim
         widths[ax] = (left, right)
-        return np.pad(a, widths, mode=_NUMPY_MODES[mode])  # type: ignore[call-overload]
+        return np.pad(a, widths, mode=_NUMPY_MODES[mode])
     lo, hi = max(-left, 0), a.shape[ax] - max(-right, 0)
     a = a[(slice(None),) * ax + (slice(lo, hi),)]
     widths = [(0, 0)] * a.ndim

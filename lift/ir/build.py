@@ -145,7 +145,7 @@ def _get(p: Expr, i: int) -> Expr:
     return FunCall(Get(i), (p,), loc=p.loc)
 
 
-def _python_lambda(fn: Callable, types: tuple[Type, ...]) -> Lambda:
+def _python_lambda(fn: Callable[..., Any], types: tuple[Type, ...]) -> Lambda:
     names = _param_names(fn)
     code = getattr(fn, "__code__", None)
     loc = SourceLoc(code.co_filename, code.co_firstlineno, code.co_name) if code else user_loc()
@@ -174,7 +174,7 @@ def arity_of(f: FunLike) -> int | None:
     return None
 
 
-def _param_names(fn: Callable) -> list[str]:
+def _param_names(fn: Callable[..., Any]) -> list[str]:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -250,7 +250,7 @@ def compose(g: FunLike, f: FunLike) -> Deferred:
     return Composed(g, f)
 
 
-def call_fundecl(f: FunDecl, args: tuple, kw: dict) -> Any:
+def call_fundecl(f: FunDecl, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """`f(x, y)` applies an IR function; `f(label="A")` relabels it."""
     label = kw.pop("label", None)
     if kw:

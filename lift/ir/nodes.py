@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lift.arith import Arith
 from lift.errors import SourceLoc, UnsupportedError
@@ -37,21 +37,21 @@ def is_plain_value(x: Any) -> bool:
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def node(cls):
+def node(cls: Any) -> Any:
     """Make `cls` a frozen, slotted IR dataclass with a cached structural hash."""
     cls = dataclass(frozen=True, slots=True, repr=False)(cls)
     names = tuple(f.name for f in fields(cls) if f.compare)
     eq = cls.__eq__
 
-    def __hash__(self) -> int:
-        h = self._h
+    def __hash__(self: Any) -> int:
+        h: int | None = self._h
         if h is None:
             h = hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
             object.__setattr__(self, "_h", h)
         return h
 
-    def __eq__(self, other: object) -> bool:
-        return self is other or eq(self, other)
+    def __eq__(self: Any, other: object) -> bool:
+        return self is other or cast(bool, eq(self, other))  # NotImplemented for another class
 
     cls.__hash__ = __hash__
     cls.__eq__ = __eq__

@@ -74,4 +74,4 @@ def replace_at(n: N, path: Path, new: Node) -> N:
 def transform_bottom_up(n: N, fn: Callable[[Any], Any]) -> N:
     """Apply `fn` (Node -> Node) to every node, children first."""
     cs = tuple(transform_bottom_up(c, fn) for c in children(n))
-    return fn(with_children(n, cs))
+    return cast(N, fn(with_children(n, cs)))

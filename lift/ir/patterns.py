@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lift.errors import LiftTypeError, SourceLoc, user_loc
 from lift.ir import nodes as n
@@ -34,7 +34,7 @@ def _array(t: Type, what: str, loc: SourceLoc | None) -> ArrayType:
     return t
 
 
-def _fixed(node: n.FunDecl, text: str, label: str | None, args: tuple) -> Any:
+def _fixed(node: n.FunDecl, text: str, label: str | None, args: tuple[Any, ...]) -> Any:
     """A parameterless-function pattern: IR at once, applied if args are given."""
     d = Deferred(lambda ts, lab, loc: _relabel(node, lab, loc), text, label=label, loc=user_loc())
     return apply(d, args, label=label) if args else d
@@ -45,7 +45,7 @@ def _relabel(node: n.FunDecl, label: str | None, loc: SourceLoc | None) -> n.Fun
 
 
 def _higher(make: Callable[[tuple[Type, ...], str | None, SourceLoc | None], n.FunDecl],
-            text: str, label: str | None, args: tuple) -> Any:
+            text: str, label: str | None, args: tuple[Any, ...]) -> Any:
     d = Deferred(make, text, label=label, loc=user_loc())
     return apply(d, args, label=label) if args else d
 
@@ -57,8 +57,8 @@ def _name(f: Any) -> str:
 # -------------------------------------------------------------------- maps
 
 
-def _map_like(cls: type, f: Any, args: tuple, label: str | None, **extra: Any) -> Any:
-    def make(ts, lab, loc):
+def _map_like(cls: type, f: Any, args: tuple[Any, ...], label: str | None, **extra: Any) -> Any:
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> Any:
         a = _array(ts[0], cls.__name__.lower(), loc)
         return cls(elaborate(f, [a.elem]), **extra, label=lab, loc=loc)
 
@@ -101,7 +101,7 @@ def _dim(d: int) -> int:
 # ---------------------------------------------------------------- reductions
 
 
-def _reduce_like(cls: type[n.Reduce | n.ReduceSeq | n.ReduceAtomic], f: Any, init: Any, args: tuple,
+def _reduce_like(cls: type[n.Reduce | n.ReduceSeq | n.ReduceAtomic], f: Any, init: Any, args: tuple[Any, ...],
                  label: str | None) -> Any:
     loc = user_loc()
 
@@ -126,10 +126,10 @@ class _ReduceFn(Deferred):
 
     __slots__ = ("run",)
 
-    def __init__(self, run: Callable, text: str, label: str | None, loc: SourceLoc | None):
+    def __init__(self, run: Callable[..., Any], text: str, label: str | None, loc: SourceLoc | None):
         self.run = run
 
-        def make(ts, lab, loc2):
+        def make(ts: tuple[Type, ...], lab: str | None, loc2: SourceLoc | None) -> n.FunDecl:
             p = Param(ts[0], "xs", loc=loc2)
             return Lambda((p,), run(p, lab), label=lab, loc=loc2)
 
@@ -145,7 +145,7 @@ class _ReduceFn(Deferred):
     def direct(self, args: Any, label: str | None) -> Expr | None:
         if len(args) != 1:
             raise LiftTypeError("reduce takes one array", loc=user_loc())
-        return self.run(args[0], label if label is not None else self.label)
+        return cast(Expr | None, self.run(args[0], label if label is not None else self.label))
 
 
 def _init(init: Any, f: Any, elem: Type | None) -> Expr:
@@ -283,7 +283,7 @@ as_scalar = Deferred(lambda ts, lab, loc: n.AsScalar(label=lab, loc=loc), "as_sc
 
 
 def _identity() -> Deferred:
-    def make(ts, lab, loc):
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> n.FunDecl:
         p = Param(ts[0], "x", loc=loc)
         return Lambda((p,), p, label=lab, loc=loc)
 
@@ -293,8 +293,8 @@ def _identity() -> Deferred:
 # --------------------------------------------------------------- functions
 
 
-def _wrapper(cls: type, name: str, f: Any, args: tuple, label: str | None, **extra: Any) -> Any:
-    def make(ts, lab, loc):
+def _wrapper(cls: type, name: str, f: Any, args: tuple[Any, ...], label: str | None, **extra: Any) -> Any:
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> Any:
         return cls(elaborate(f, ts), **extra, label=lab, loc=loc)
 
     return _higher(make, f"{name}({_name(f)})", label, args)
@@ -330,7 +330,7 @@ def vectorise(f: Any, k: int, *args: Any, label: str | None = None) -> Any:
     if k not in (2, 3, 4, 8, 16) or isinstance(k, bool):
         raise LiftTypeError(f"vectorise needs a vector width of 2, 3, 4, 8 or 16, got {k!r}", loc=user_loc(), got=k)
 
-    def make(ts, lab, loc):
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> n.FunDecl:
         scal = []
         for t in ts:
             if not (isinstance(t, VectorType) and t.n == k):
@@ -348,13 +348,13 @@ def iterate(k: int, f: Any, *args: Any, label: str | None = None) -> Any:
     if not isinstance(k, int) or k < 0:
         raise LiftTypeError(f"iterate count must be an int >= 0, got {k!r}", loc=user_loc())
 
-    def make(ts, lab, loc):
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> n.FunDecl:
         return n.Iterate(k, elaborate(f, [generalise_outer(ts[0])]), label=lab, loc=loc)
 
     return _higher(make, f"iterate({k}, {_name(f)})", label, args)
 
 
-def fun(param_types: Sequence[Type] | Type, body: Callable, *, name: str | None = None,
+def fun(param_types: Sequence[Type] | Type, body: Callable[..., Any], *, name: str | None = None,
         label: str | None = None) -> Lambda:
     """A program: `fun([Array(Float, N)], lambda x: map(f) << x)`."""
     if isinstance(param_types, Type):
@@ -391,7 +391,7 @@ def zip_nd(k: int, *xs: Any, label: str | None = None) -> Expr:
     if k == 1:
         return zip(*xs, label=label)
     m = len(xs)
-    return map(lambda t: zip_nd(k - 1, *[t[i] for i in builtins.range(m)]), label=label) << zip(*xs)
+    return cast(Expr, map(lambda t: zip_nd(k - 1, *[t[i] for i in builtins.range(m)]), label=label) << zip(*xs))
 
 
 def split_nd(*sizes: Any, label: str | None = None) -> Deferred:
@@ -401,7 +401,7 @@ def split_nd(*sizes: Any, label: str | None = None) -> Deferred:
     g: Any = split(sizes[-1])
     for s in reversed(sizes[:-1]):
         g = split(s) << g
-    return _labelled(g, label)
+    return cast(Deferred, _labelled(g, label))
 
 
 def join_nd(k: int, *args: Any, label: str | None = None) -> Any:
@@ -423,7 +423,7 @@ def slide_nd(k: int, size: Any, step: Any, *args: Any, label: str | None = None)
     return apply(g, args) if args else g
 
 
-def _slide_nd(k: int, sizes: list, steps: list) -> Any:
+def _slide_nd(k: int, sizes: list[Any], steps: list[Any]) -> Any:
     if k == 1:
         return slide(sizes[0], steps[0])
     inner = _slide_nd(k - 1, sizes[1:], steps[1:])
@@ -473,7 +473,7 @@ def take(m: Any, *args: Any, label: str | None = None) -> Any:
     """The first `m` elements (`pad` with a negative right amount)."""
     ms = as_size(m, "take count")
 
-    def make(ts, lab, loc):
+    def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> n.FunDecl:
         a = _array(ts[0], "take", loc)
         return n.Pad(as_size(0, ""), ms - a.size, 0, label=lab, loc=loc)
 
@@ -487,7 +487,7 @@ def _labelled(g: Any, label: str | None) -> Any:
     return Deferred(g.build, g.text, label=label, loc=user_loc())
 
 
-def _per_dim(k: int, v: Any, what: str) -> list:
+def _per_dim(k: int, v: Any, what: str) -> list[Any]:
     if isinstance(v, (tuple, list)):
         if len(v) != k:
             raise LiftTypeError(f"{what} needs {k} values, got {len(v)}", loc=user_loc())

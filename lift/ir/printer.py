@@ -7,7 +7,7 @@ built-in patterns: `(printer, f, lab) -> str`, `lab` the node's label as `[A]` (
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Node, Param
@@ -79,7 +79,7 @@ class _Printer:
     def fun(self, f: Node) -> str:
         rule = case("show", f)
         if rule is not None:
-            return rule(self, f, f"[{f.label}]" if f.label else "")
+            return cast(str, rule(self, f, f"[{f.label}]" if f.label else ""))
         if isinstance(f, FunDecl):  # a pattern the printer does not know (named by the stage refusing it)
             return type(f).__name__
         return self.show(f)
@@ -133,7 +133,7 @@ for _cls, _text in _TEXTS.items():
 @register(RewritePoint, stage="show")
 def _point(p: _Printer, f: Any, lab: str) -> str:
     """A rewrite point (lift.rewrites) prints itself."""
-    return f.point_text(p.fun(f.f))
+    return cast(str, f.point_text(p.fun(f.f)))
 
 
 def _eta(f: Lambda) -> FunDecl | None:

@@ -28,7 +28,7 @@ from lift.ir.nodes import FunCall, FunDecl, Get, Lambda, Literal, Node, Param, U
 from lift.typecheck import type_of, typecheck
 from lift.types import ScalarType, TupleType, Type, VectorType
 
-Term = tuple  # ("arg", i) | ("get", t, j) | ("bin", op, l, r) | ("cmp", op, l, r) | ("where", c, a, b)
+Term = tuple[Any, ...]  # ("arg", i) | ("get", t, j) | ("bin", op, l, r) | ("cmp", op, l, r) | ("where", c, a, b)
 #               ("neg", t) | ("call", name, *args) | ("const", value)
 
 

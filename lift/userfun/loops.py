@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from typing import Any, cast
 
 from lift.types import Int
 from lift.userfun.emitter import _assigned_names
@@ -79,7 +80,7 @@ class Loops(Expressions):
         self.loop_ranges[name] = rng
         self.assigned.add(name)
         self.depth += 1
-        self._block(node.body)  # type: ignore[attr-defined]
+        cast(Any, self)._block(node.body)  # the translator this mixin is part of
         self.depth -= 1
         inside = self.assigned
         assert inside is not None, "returns inside loops are refused"

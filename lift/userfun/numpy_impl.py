@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -63,7 +63,7 @@ def arg(x: Any, t: Type) -> Any:
     """An argument converted to the representation of `t` (tuples of arrays of the right dtype)."""
     if isinstance(t, TupleType):
         return tuple(arg(e, et) for e, et in zip(x, t.elems))
-    dtype = t.scalar.dtype if isinstance(t, VectorType) else t.dtype  # type: ignore[attr-defined]
+    dtype = t.scalar.dtype if isinstance(t, VectorType) else cast(ScalarType, t).dtype
     return np.asarray(x, dtype=dtype)
 
 
@@ -95,7 +95,7 @@ def finish(value: Any, t: Type, shape: tuple[int, ...], inputs: tuple = ()) -> A
     if isinstance(t, VectorType):
         dtype, full = t.scalar.dtype, (*shape, t.n)
     else:
-        dtype, full = t.dtype, shape  # type: ignore[attr-defined]
+        dtype, full = cast(ScalarType, t).dtype, shape
     if _fresh(value, dtype, full, inputs):
         return value
     out = np.array(value, dtype=dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from lift.types import Float, Int, ScalarType, TupleType, Type, VectorType
 
@@ -82,7 +82,7 @@ def val_type(v: Val) -> Type:
 
 def scalar(t: Type) -> ScalarType:
     """The element type of a vector; a scalar type itself."""
-    return t.scalar if isinstance(t, VectorType) else t  # type: ignore[return-value]
+    return t.scalar if isinstance(t, VectorType) else cast(ScalarType, t)
 
 
 def wrap(v: Val, prec: int) -> str:
