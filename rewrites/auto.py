@@ -44,7 +44,7 @@ from lift.errors import LiftError
 from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, OclKernel, Pad, Param, Reduce, Slide, Split, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
-from lift.rules.reduce import is_monoid
+from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
@@ -202,7 +202,7 @@ class _Placer:
         if parts is None:
             return None
         f, z, g, x = parts
-        if not is_monoid(f, z) or not self.long(x):
+        if not folds_in_order(f, z) or not self.long(x):
             return None
         if self.defaults and self.length(x) is None:
             return None  # symbolic length: a default width might not divide it

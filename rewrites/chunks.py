@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.reduce import is_monoid
+from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -155,13 +155,16 @@ class ReduceChunks(RewritePoint):
         if parts is None:
             return f"expects reduce(f, z) << x, got {call}"
         f, z, g, x = parts
-        if not is_monoid(f, z):
+        ordered = not is_monoid(f, z)  # an arg-min step: the chunks folded in their order only
+        if ordered and not folds_in_order(f, z):
             return f"{f} is not a known associative operator with neutral {z}"
         w = int(params.get("width") or self.width or 1)
         size = size_param(self.size, params, self.label or "T")
         tail = params.get("tail")
         init = z
         if (tail if tail is not None else self.tail) and not prove_divides(size * w, length(x)):
+            if ordered:
+                return f"the tail step is folded before the chunks: {f} is not commutative"
             if _whole(length(x), size * w) == Cst(0):
                 return f"the array ({length(x)} elements) is shorter than one chunk ({size * w})"
             x, init = _tail_step(x, size * w, f, z, g)

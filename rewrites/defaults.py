@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from lift.choices import Choices
-from lift.ir.nodes import FunCall, Lambda, Node
+from lift.ir.nodes import FunCall, Get, Lambda, Node
+from lift.rules.reduce import folds_in_order, is_monoid
 
 from .apply import points
 from .auto import _Placer, auto_points, is_auto
@@ -31,17 +32,24 @@ DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per
 
 def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     """`(program with automatic points, choices)` for a program whose result is a full reduction
-    that the atomic combine supports, or None (see the module docstring)."""
+    (or a component of one) that the atomic combine supports, or an arg-min/arg-max step
+    (`lift.userfun.facts.selection`) whose chunks the chunk size divides (their partials folded in
+    order by a second kernel), or None (see the module docstring)."""
     if not isinstance(expr, Lambda) or points(expr):
         return None
     pointed = auto_points(expr, {})
     body = pointed.body if isinstance(pointed, Lambda) else None
+    if isinstance(body, FunCall) and isinstance(body.f, Get) and len(body.args) == 1:
+        body = body.args[0]  # a component of a tuple-valued reduction (an arg-min's index)
     if not (isinstance(body, FunCall) and isinstance(body.f, ReduceChunks) and isinstance(body.f.f, Lambda)):
         return None
     parts = reduce_parts(body.f.f.body)
-    if parts is None or not atomic_ok(parts[0], parts[1]):
+    if parts is None:
         return None
-    f, _, g, x = parts
+    f, z, g, x = parts
+    combine = "atomic" if atomic_ok(f, z) else "kernel"
+    if combine == "kernel" and not (not is_monoid(f, z) and folds_in_order(f, z)):
+        return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
     n = _Placer({}).length(x)
     if n is not None and n < DEFAULT_CHUNK:
@@ -51,8 +59,10 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0
+    if tail and combine == "kernel":
+        return None  # an arg-min's chunks in order: no tail step folded first
     chosen = {lab: {"skip": True} for lab in points(pointed)}
-    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": tail, "pad": False}  # type: ignore[index]
+    chosen[top] = {"skip": False, "width": w, "combine": combine, "tail": tail, "pad": False}  # type: ignore[index]
     return pointed, Choices(points=chosen, tuning={f"T_{top}": chunk})
 
 
