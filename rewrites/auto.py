@@ -41,7 +41,22 @@ from typing import Any
 
 from lift.arith import evaluate, free_vars
 from lift.errors import LiftError
-from lift.ir.nodes import FunCall, Join, Lambda, Map, Node, OclKernel, Pad, Param, Reduce, Slide, Split, UserFun, Zip
+from lift.ir.nodes import (
+    FunCall,
+    Iota,
+    Join,
+    Lambda,
+    Map,
+    Node,
+    OclKernel,
+    Pad,
+    Param,
+    Reduce,
+    Slide,
+    Split,
+    UserFun,
+    Zip,
+)
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
@@ -379,12 +394,18 @@ def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     return _abstract(x)
 
 
+def _positions(a: Any) -> bool:
+    """`iota(n)`: a view with no argument (rewrites/argbest.py reads the positions in the point)."""
+    return isinstance(a, FunCall) and isinstance(a.f, Iota) and not a.args
+
+
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     """`(params, data, args)`: `x` as a function of its arrays, the zip kept inside the point
     (a point's rewrite sees its body applied to parameters, so a zip must be in the body)."""
-    if isinstance(x, FunCall) and isinstance(x.f, Zip):
-        ps = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args))
-        return ps, dataclasses.replace(x, args=ps), tuple(x.args)
+    if isinstance(x, FunCall) and isinstance(x.f, Zip):  # positions (`iota`, no buffer) stay inside too
+        inner = {i: Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args) if not _positions(a)}
+        body = tuple(inner.get(i, a) for i, a in enumerate(x.args))
+        return tuple(inner.values()), dataclasses.replace(x, args=body), tuple(x.args[i] for i in inner)
     p = Param(type_of(x), "xs")
     return (p,), p, (x,)
 

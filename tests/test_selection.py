@@ -1,8 +1,9 @@
 """Arg-min and arg-max steps (`lift.userfun.facts.selection`): a tuple operator that keeps its
 accumulator unless the element's key is strictly better is folded in parallel chunks, their
 partial results folded in order (rules.reduce.folds_in_order, the `reduce_chunks` point), exactly
-as the sequential fold, ties and NaN keys included; the program's result may be a component of
-the reduction (`get(0) << reduce(..)`: the last kernel writes it)."""
+as the sequential fold, ties and NaN keys included; over positions (`zip(iota(n), x)`) each chunk
+in vector lanes combined by key, then position (rewrites/argbest.py); the program's result may be a
+component of the reduction (`get(0) << reduce(..)`: the last kernel writes it)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,35 @@ def test_the_chunked_fold_equals_the_sequential_one(n: int, size: int, which: st
     assert lift.interpret(out, x) == lift.interpret(prog, x)
 
 
+@settings(max_examples=25, deadline=None)
+@given(width=st.sampled_from([4, 8, 16]), size=st.sampled_from([1, 2, 4]), which=st.sampled_from(["min", "max"]),
+       nan=st.booleans(), seed=st.integers(0, 50))
+def test_lanes_over_positions_equal_the_sequential_fold(width: int, size: int, which: str, nan: bool,
+                                                        seed: int) -> None:
+    """Lane l folds every width-th element; the lanes are combined by key, then position
+    (rewrites/argbest.py): the first best, ties and NaNs as the sequential fold has them."""
+    n = 128
+    prog = (argmin if which == "min" else argmax)(n)
+    placed = auto_points(prog, {}, min_length=1)
+    lab = next(p.label for _, p in lift.ir.paths.walk(placed) if isinstance(p, ReduceChunks))
+    out, _ = apply_choice(placed, lab, {"width": width, "combine": "kernel", "tail": False, "pad": False,
+                                        "size": size})
+    assert any(isinstance(x, lift.ir.nodes.AsVector) for _, x in lift.ir.paths.walk(out))
+    x = _data(n, seed, nan)
+    assert lift.interpret(out, x) == lift.interpret(prog, x)
+
+
+def test_lanes_need_the_positions() -> None:
+    n = 64
+    keyed = fun([Array(Int, n), Array(Float, n)], lambda ids, x: get(0) << (reduce(first_min, (-1, INF))
+                                                                             << zip(ids, x)))
+    placed = auto_points(keyed, {}, min_length=1)
+    lab = next(p.label for _, p in lift.ir.paths.walk(placed) if isinstance(p, ReduceChunks))
+    _, out = apply_choice(placed, lab, {"width": 8, "combine": "kernel", "tail": False, "pad": False, "size": 2},
+                          "positions")
+    assert not out.applied  # ids need not be positions: the lanes could not be combined by them
+
+
 def test_the_atomic_combine_and_the_tail_step_are_refused() -> None:
     placed = auto_points(argmin(60), {}, min_length=1)
     lab = next(p.label for _, p in lift.ir.paths.walk(placed) if isinstance(p, ReduceChunks))
@@ -119,7 +149,8 @@ def test_compiled_by_default_in_parallel_chunks(which: str, nan: bool) -> None:
     prog = (argmin if which == "min" else argmax)(n)
     compiled = lift.compile(prog)
     lab = next(k for k in compiled.choices.points if k.startswith("auto_r"))
-    assert compiled.choices.points[lab]["combine"] == "kernel" and len(compiled.kernels) == 2, compiled.choices
+    chosen = compiled.choices.points[lab]
+    assert chosen["combine"] == "kernel" and chosen["width"] == 16 and len(compiled.kernels) == 2, compiled.choices
     x = _data(n, 3, nan)
     got = compiled(x)
     assert got == lift.interpret(prog, x)
