@@ -9,12 +9,15 @@ kernel event times, transfers excluded); call time the median wall time of `Prog
 (arguments in, result out); numpy time the median wall time of the numpy reference. The ratios
 are numpy's time over liftcl's (above 1: liftcl is faster).
 
-The programs: Rodinia's hotspot (one step, neighbours read through `pad_nd(mode="clamp")`), a
-jacobi 2-D 5-point stencil (clamped), K-Means' assignment step (the distances to every centroid
-folded to the nearest over `zip(iota(K), ..)`), nearest neighbour (the distance of every record
-to a target), GEMV, GESUMMV (`alpha A x + beta B x`), SRAD's statistics (a tuple-valued reduction
-bound by `let`, then every pixel scaled by them) and an arg-min (a fold over `zip(iota(N), x)`).
-Sizes: LIFT's small ones by default, `--large` for its large ones where memory allows.
+The programs (examples/lift_suite/: `cgo17`, `stencils`, each with its numpy reference): CGO 2017's
+N-Body, molecular dynamics over a neighbour list (`gather`), K-Means' assignment step (a fold over
+`zip(iota(K), ..)`), nearest neighbour, MRI-Q (sin and cos per voxel per sample), GEMV, ATAX
+(`A^T (A x)`), GESUMMV, matrix multiplication in LIFT's four layouts, SRAD's statistics (a
+tuple-valued reduction bound by `let`) and an arg-min over `iota`; CGO 2018's Rodinia hotspot and
+hotspot3D (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil, and PPCG's jacobi 2-D
+5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D 7/13/27-point. Sizes: LIFT's
+small ones by default where this 2-core machine allows (2-D stencils 1024^2, 3-D 128^3, MM
+1024^3), `--large` for the large ones (4096^2, 256^3, 2048^3, N-Body 16K, MD 73728).
 """
 
 from __future__ import annotations
