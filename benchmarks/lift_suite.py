@@ -14,8 +14,9 @@ N-Body, molecular dynamics over a neighbour list (`gather`), K-Means' assignment
 `zip(iota(K), ..)`), nearest neighbour, MRI-Q (sin and cos per voxel per sample), GEMV, ATAX
 (`A^T (A x)`), GESUMMV, matrix multiplication in LIFT's four layouts, SRAD's statistics (a
 tuple-valued reduction bound by `let`) and an arg-min over `iota`; CGO 2018's Rodinia hotspot and
-hotspot3D (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil, and PPCG's jacobi 2-D
-5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D 7/13/27-point. Sizes: LIFT's
+hotspot3D (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil, acoustic, PPCG's jacobi 2-D
+5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D 7/13/19/27-point, and CGO 2017's
+separable convolution (17 taps, a row pass then a column pass through `transpose`). Sizes: LIFT's
 small ones by default where this 2-core machine allows (2-D stencils 1024^2, 3-D 128^3, MM
 1024^3), `--large` for the large ones (4096^2, 256^3, 2048^3, N-Body 16K, MD 73728).
 """
@@ -80,7 +81,10 @@ def entries(large: bool) -> list[tuple[str, Callable[[np.random.Generator], Case
         ("poisson3d", lambda r: s.poisson_case(n3, r)),
         ("jacobi 3-D 7-point", lambda r: s.jacobi7_case(n3, r)),
         ("jacobi 3-D 13-point", lambda r: s.jacobi13_case(n3, r)),
+        ("jacobi 3-D 19-point", lambda r: s.jacobi19_case(n3, r)),
         ("jacobi 3-D 27-point", lambda r: s.jacobi27_case(n3, r)),
+        ("acoustic", lambda r: s.acoustic_case(512, (8, 64)[big], r)),
+        ("separable convolution", lambda r: s.separable_case(n2, 17, r)),
     ]
     return cgo17 + stencils
 

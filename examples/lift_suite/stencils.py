@@ -1,8 +1,9 @@
 """LIFT's CGO 2018 stencils (lift-project/lift `highLevel/stencil/cgo/`): Rodinia's hotspot and
 hotspot3D (neighbours read through `pad_nd(mode="clamp")`, as Rodinia clamps its indices), SHOC's
-2-D stencil (a 3 x 3 window over the interior of a haloed grid) and PPCG's jacobi 2-D 5/9-point,
-gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D 7/13/27-point (zero boundaries), each
-with its numpy reference.
+2-D stencil (a 3 x 3 window over the interior of a haloed grid), acoustic (a wave equation step
+over two time steps) and PPCG's jacobi 2-D 5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and
+jacobi 3-D 7/13/19/27-point (zero boundaries), and CGO 2017's separable convolution, each with its
+numpy reference.
 
 Windows are `slide_nd(k, size, 1)` over `pad_nd(k, r, r, ..)`: a window `w` of a 2-D stencil is
 read `w[row][col]`, of a 3-D one `w[plane][row][col]`, the centre at the radius.
@@ -17,7 +18,23 @@ from typing import Any
 import numpy as np
 
 import lift
-from lift import Array, Float, fun, join, map, map_nd, pad_nd, reduce, slide_nd, user_fun, zip, zip_nd
+from lift import (
+    Array,
+    Float,
+    fun,
+    join,
+    map,
+    map_nd,
+    pad,
+    pad_nd,
+    reduce,
+    slide,
+    slide_nd,
+    transpose,
+    user_fun,
+    zip,
+    zip_nd,
+)
 
 from .case import Case
 
@@ -77,7 +94,20 @@ def _poisson(c, n, s, e, w, t, b, tn, ts, te, tw, bn, bs, be, bw, ne, nw, se, sw
             - 0.0833 * (tn + ts + te + tw + bn + bs + be + bw + ne + nw + se + sw))
 
 
+def _jacobi19(c, n, s, e, w, t, b, tn, ts, te, tw, bn, bs, be, bw, ne, nw, se, sw):
+    # PPCG j3d19pt: the centre, the 6 faces and the 12 edges of the 3 x 3 x 3 cube
+    return (0.3 * c + 0.05 * (n + s + e + w + t + b)
+            + 0.025 * (tn + ts + te + tw + bn + bs + be + bw + ne + nw + se + sw))
+
+
+def _acoustic(c, n, s, e, w, t, b, prev):
+    # CGO 2018's acoustic: one time step of the 3-D wave equation (2 C - previous + l2 Laplacian)
+    return 2.0 * c - prev + 0.1 * (n + s + e + w + t + b - 6.0 * c)
+
+
 hotspot = user_fun(_hotspot, [Float] * 6, Float, name="hotspot")
+jacobi19 = user_fun(_jacobi19, [Float] * 19, Float, name="jacobi19")
+acoustic = user_fun(_acoustic, [Float] * 8, Float, name="acoustic")
 hotspot3d = user_fun(_hotspot3d, [Float] * 8, Float, name="hotspot3d")
 jacobi5 = user_fun(_jacobi5, [Float] * 5, Float, name="jacobi5")
 jacobi9 = user_fun(_jacobi9, [Float] * 9, Float, name="jacobi9")
@@ -284,3 +314,63 @@ def jacobi27_case(n: int, rng: np.random.Generator) -> Case:
 
     weights = (np.arange(27, dtype=np.float32) % 5 + 1) / 81
     return Case("jacobi 3-D 27-point", f"{n}^3", prog, (rng.random((n, n, n), dtype=np.float32), weights), ref)
+
+
+def _edges(w: Any) -> list[Any]:
+    """The 12 edge points of a 3 x 3 x 3 window (the order of `_edges_np`)."""
+    return [w[0][0][1], w[0][2][1], w[0][1][2], w[0][1][0], w[2][0][1], w[2][2][1], w[2][1][2], w[2][1][0],
+            w[1][0][2], w[1][0][0], w[1][2][2], w[1][2][0]]
+
+
+def _edges_np(at: Any) -> list[np.ndarray]:
+    return [at(p, r, c) for p, r, c in ((-1, -1, 0), (-1, 1, 0), (-1, 0, 1), (-1, 0, -1), (1, -1, 0), (1, 1, 0),
+                                        (1, 0, 1), (1, 0, -1), (0, -1, 1), (0, -1, -1), (0, 1, 1), (0, 1, -1))]
+
+
+def jacobi19_case(n: int, rng: np.random.Generator) -> Case:
+    prog = _stencil3(n, 1, lambda w: jacobi19(w[1][1][1], *_cross3(w, 1, 1), *_edges(w)))
+
+    def ref(a: np.ndarray) -> np.ndarray:
+        at = _shifted(np.pad(a, 1), 1, a.shape)
+        return 0.3 * a + 0.05 * sum(_cross_np(at, 1)) + 0.025 * sum(_edges_np(at))
+
+    return Case("jacobi 3-D 19-point", f"{n}^3", prog, (rng.random((n, n, n), dtype=np.float32),), ref)
+
+
+def acoustic_case(n: int, depth: int, rng: np.random.Generator) -> Case:
+    # the current and the previous time step; the grid's halo is zero
+    def body(cur: Any, prev: Any) -> Any:
+        windows = slide_nd(3, 3, 1) << pad_nd(3, 1, 1, 0.0) << cur
+        return map_nd(3, lambda q: acoustic(q[0][1][1][1], *_cross3(q[0], 1, 1), q[1])) << zip_nd(3, windows, prev)
+
+    def ref(cur: np.ndarray, prev: np.ndarray) -> np.ndarray:
+        at = _shifted(np.pad(cur, 1), 1, cur.shape)
+        return 2.0 * cur - prev + 0.1 * (sum(_cross_np(at, 1)) - 6.0 * cur)
+
+    shape = (depth, n, n)
+    args = (rng.random(shape, dtype=np.float32), rng.random(shape, dtype=np.float32))
+    return Case("acoustic", f"{n}x{n}x{depth}", fun([_grid3(n, depth)] * 2, body), args, ref)
+
+
+def separable_case(n: int, taps: int, rng: np.random.Generator) -> Case:
+    """CGO 2017's separable convolution: a row pass then a column pass of `taps` weights (zero
+    outside the image), the columns read through `transpose`."""
+    r = taps // 2
+
+    def rows(img: Any, k: Any) -> Any:
+        return map(lambda row: map(lambda w: reduce(lift.add, 0.0) << map(lift.mult) << zip(w, k))
+                   << slide(taps, 1) << pad(r, r, 0.0) << row) << img
+
+    prog = fun([_grid2(n), Array(Float, taps), Array(Float, taps)], lambda img, kr, kc: transpose << rows(
+        transpose << rows(img, kr), kc))
+
+    def ref(img: np.ndarray, kr: np.ndarray, kc: np.ndarray) -> np.ndarray:
+        q = np.pad(img, ((0, 0), (r, r)))
+        h = sum(kr[j] * q[:, j:j + n] for j in range(taps))
+        q = np.pad(h, ((r, r), (0, 0)))
+        return sum(kc[j] * q[j:j + n, :] for j in range(taps))
+
+    k = np.hanning(taps + 2)[1:-1].astype(np.float32)
+    k /= k.sum()
+    return Case("separable convolution", f"{n}x{n}, {taps} taps", prog,
+                (rng.random((n, n), dtype=np.float32), k, k[::-1].copy()), ref)
