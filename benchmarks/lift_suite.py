@@ -13,12 +13,13 @@ The programs (examples/lift_suite/: `cgo17`, `stencils`, each with its numpy ref
 N-Body, molecular dynamics over a neighbour list (`gather`), K-Means' assignment step (a fold over
 `zip(iota(K), ..)`), nearest neighbour, MRI-Q (sin and cos per voxel per sample), GEMV, ATAX
 (`A^T (A x)`), GESUMMV, matrix multiplication in LIFT's four layouts, SRAD's statistics (a
-tuple-valued reduction bound by `let`) and an arg-min over `iota`; CGO 2018's Rodinia hotspot and
-hotspot3D (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil, acoustic, PPCG's jacobi 2-D
-5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D 7/13/19/27-point, and CGO 2017's
-separable convolution (17 taps, a row pass then a column pass through `transpose`). Sizes: LIFT's
-small ones by default where this 2-core machine allows (2-D stencils 1024^2, 3-D 128^3, MM
-1024^3), `--large` for the large ones (4096^2, 256^3, 2048^3, N-Body 16K, MD 73728).
+tuple-valued reduction bound by `let`) and an arg-min over `iota`; CGO 2018's Rodinia hotspot,
+hotspot3D and SRAD's two stencils (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil,
+acoustic, PPCG's jacobi 2-D 5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D
+7/13/19/27-point, and CGO 2017's separable convolution (17 taps, a row pass then a column pass
+through `transpose`). Sizes: LIFT's small ones by default where this 2-core machine allows (2-D
+stencils 1024^2, 3-D 128^3, MM 1024^3), `--large` for the large ones (4096^2, 256^3, 2048^3,
+N-Body 16K, MD 73728).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def entries(large: bool) -> list[tuple[str, Callable[[np.random.Generator], Case
     stencils: list[tuple[str, Callable[[np.random.Generator], Case]]] = [
         ("hotspot", lambda r: s.hotspot_case((512, 4096)[big], r)),
         ("hotspot3D", lambda r: s.hotspot3d_case(512, (8, 64)[big], r)),
+        ("SRAD stencils", lambda r: s.srad_case((512, 4096)[big], r)),
         ("SHOC", lambda r: s.shoc_case(n2, r)),
         ("jacobi 2-D 5-point", lambda r: s.jacobi5_case(n2, r)),
         ("jacobi 2-D 9-point", lambda r: s.jacobi9_case(n2, r)),

@@ -1,6 +1,6 @@
-"""LIFT's CGO 2018 stencils (lift-project/lift `highLevel/stencil/cgo/`): Rodinia's hotspot and
-hotspot3D (neighbours read through `pad_nd(mode="clamp")`, as Rodinia clamps its indices), SHOC's
-2-D stencil (a 3 x 3 window over the interior of a haloed grid), acoustic (a wave equation step
+"""LIFT's CGO 2018 stencils (lift-project/lift `highLevel/stencil/cgo/`): Rodinia's hotspot,
+hotspot3D and SRAD (neighbours read through `pad_nd(mode="clamp")`, as Rodinia clamps its
+indices), SHOC's 2-D stencil (a 3 x 3 window over the interior of a haloed grid), acoustic (a wave equation step
 over two time steps) and PPCG's jacobi 2-D 5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and
 jacobi 3-D 7/13/19/27-point (zero boundaries), and CGO 2017's separable convolution, each with its
 numpy reference.
@@ -23,11 +23,13 @@ from lift import (
     Float,
     fun,
     join,
+    let,
     map,
     map_nd,
     pad,
     pad_nd,
     reduce,
+    select,
     slide,
     slide_nd,
     transpose,
@@ -105,7 +107,29 @@ def _acoustic(c, n, s, e, w, t, b, prev):
     return 2.0 * c - prev + 0.1 * (n + s + e + w + t + b - 6.0 * c)
 
 
+def _srad1(j, n, s, w, e, q0):
+    # Rodinia SRAD, first kernel: the diffusion coefficient of a pixel from its clamped neighbours
+    dn = n - j
+    ds = s - j
+    dw = w - j
+    de = e - j
+    g2 = (dn * dn + ds * ds + dw * dw + de * de) / (j * j)
+    lap = (dn + ds + dw + de) / j
+    num = 0.5 * g2 - 0.0625 * lap * lap
+    den = 1.0 + 0.25 * lap
+    qsqr = num / (den * den)
+    c = 1.0 / (1.0 + (qsqr - q0) / (q0 * (1.0 + q0)))
+    return select(c < 0.0, 0.0, select(c > 1.0, 1.0, c))
+
+
+def _srad2(j, n, s, w, e, c, cs, ce):
+    # Rodinia SRAD, second kernel: the divergence of the coefficients times the gradients, lambda 0.5
+    return j + 0.125 * (c * (n - j) + cs * (s - j) + c * (w - j) + ce * (e - j))
+
+
 hotspot = user_fun(_hotspot, [Float] * 6, Float, name="hotspot")
+srad1 = user_fun(_srad1, [Float] * 6, Float, name="srad1")
+srad2 = user_fun(_srad2, [Float] * 8, Float, name="srad2")
 jacobi19 = user_fun(_jacobi19, [Float] * 19, Float, name="jacobi19")
 acoustic = user_fun(_acoustic, [Float] * 8, Float, name="acoustic")
 hotspot3d = user_fun(_hotspot3d, [Float] * 8, Float, name="hotspot3d")
@@ -374,3 +398,30 @@ def separable_case(n: int, taps: int, rng: np.random.Generator) -> Case:
     k /= k.sum()
     return Case("separable convolution", f"{n}x{n}, {taps} taps", prog,
                 (rng.random((n, n), dtype=np.float32), k, k[::-1].copy()), ref)
+
+
+def srad_case(n: int, rng: np.random.Generator) -> Case:
+    """Rodinia's SRAD (one iteration, CGO 2018's two stencils): the coefficients of every pixel
+    from its clamped neighbours, then the image updated from them, bound by `let`; q0sqr an input."""
+    def windows(x: Any) -> Any:
+        return slide_nd(2, 3, 1) << pad_nd(2, 1, 1, mode="clamp") << x
+
+    def body(q0: Any, img: Any) -> Any:
+        coeff = map_nd(2, lambda w: srad1(w[1][1], w[0][1], w[2][1], w[1][0], w[1][2], q0)) << windows(img)
+        return let(lambda cc: map_nd(2, lambda q: srad2(q[0][1][1], q[0][0][1], q[0][2][1], q[0][1][0], q[0][1][2],
+                                                          q[1][1][1], q[1][2][1], q[1][1][2]))
+                   << zip_nd(2, windows(img), windows(cc))) << coeff
+
+    def ref(q0: np.float32, j: np.ndarray) -> np.ndarray:
+        at = _shifted(np.pad(j, 1, mode="edge"), 1, j.shape)
+        dn, ds, dw, de = at(-1, 0) - j, at(1, 0) - j, at(0, -1) - j, at(0, 1) - j
+        g2 = (dn * dn + ds * ds + dw * dw + de * de) / (j * j)
+        lap = (dn + ds + dw + de) / j
+        den = 1 + 0.25 * lap
+        qsqr = (0.5 * g2 - 0.0625 * lap * lap) / (den * den)
+        c = np.clip(1 / (1 + (qsqr - q0) / (q0 * (1 + q0))), 0, 1)
+        ct = _shifted(np.pad(c, 1, mode="edge"), 1, c.shape)
+        return j + 0.125 * (c * dn + ct(1, 0) * ds + c * dw + ct(0, 1) * de)
+
+    args = (np.float32(0.05), (rng.random((n, n), dtype=np.float32) + 1.0).astype(np.float32))
+    return Case("SRAD (clamp)", f"{n}x{n}", fun([Float, _grid2(n)], body), args, ref, rtol=1e-3, atol=1e-3)
