@@ -9,24 +9,29 @@ kernel event times, transfers excluded); call time the median wall time of `Prog
 (arguments in, result out); numpy time the median wall time of the numpy reference. The ratios
 are numpy's time over liftcl's (above 1: liftcl is faster).
 
-The programs: Rodinia's hotspot (one step, neighbours read through `pad_nd(mode="clamp")`), a
-jacobi 2-D 5-point stencil (clamped), K-Means' assignment step (the distances to every centroid
-folded to the nearest over `zip(iota(K), ..)`), nearest neighbour (the distance of every record
-to a target), GEMV, GESUMMV (`alpha A x + beta B x`), SRAD's statistics (a tuple-valued reduction
-bound by `let`, then every pixel scaled by them) and an arg-min (a fold over `zip(iota(N), x)`).
-Sizes: LIFT's small ones by default, `--large` for its large ones where memory allows.
+The programs (examples/lift_suite/: `cgo17`, `stencils`, each with its numpy reference): CGO 2017's
+N-Body, molecular dynamics over a neighbour list (`gather`), K-Means' assignment step (a fold over
+`zip(iota(K), ..)`), nearest neighbour, MRI-Q (sin and cos per voxel per sample), GEMV, ATAX
+(`A^T (A x)`), GESUMMV, matrix multiplication in LIFT's four layouts, SRAD's statistics (a
+tuple-valued reduction bound by `let`) and an arg-min over `iota`; CGO 2018's Rodinia hotspot,
+hotspot3D and SRAD's two stencils (clamped through `pad_nd(mode="clamp")`), SHOC's 2-D stencil,
+acoustic, PPCG's jacobi 2-D 5/9-point, gaussian 5x5, grad2d, heat3d, poisson3d and jacobi 3-D
+7/13/19/27-point, and CGO 2017's separable convolution (17 taps, a row pass then a column pass
+through `transpose`). Sizes: LIFT's small ones by default where this 2-core machine allows (2-D
+stencils 1024^2, 3-D 128^3, MM 1024^3), `--large` for the large ones (4096^2, 256^3, 2048^3,
+N-Body 16K, MD 73728).
 """
 
 from __future__ import annotations
 
 import argparse
+import builtins
 import math
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,231 +39,111 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from _common import close, numpy_seconds  # noqa: E402
+from _common import close  # noqa: E402
+from lift_suite import cgo17 as c  # noqa: E402
+from lift_suite import stencils as s  # noqa: E402
+from lift_suite.case import Case  # noqa: E402
 
 import lift  # noqa: E402
 import lift.devices  # noqa: E402
-from lift import (  # noqa: E402
-    Array,
-    Float,
-    Int,
-    Tuple,
-    fun,
-    get,
-    iota,
-    join,
-    let,
-    map,
-    pad_nd,
-    reduce,
-    select,
-    slide_nd,
-    user_fun,
-    zip,
-)
-
-INF = float("inf")
-
-# ------------------------------------------------------------------ user functions
+import lift.devices.facts  # noqa: E402
 
 
-def _hotspot(t, n, s, e, w, p):
-    # Rodinia hotspot: step/cap * (power + (N + S - 2T) / Ry + (E + W - 2T) / Rx + (amb - T) / Rz)
-    return t + 1.3 * (p + (n + s - 2.0 * t) * 0.1 + (e + w - 2.0 * t) * 0.1 + (80.0 - t) * 0.0005)
+def entries(large: bool) -> list[tuple[str, Callable[[np.random.Generator], Case]]]:
+    """(name, case maker) of every program at LIFT's small sizes (or its large ones where this
+    machine's memory allows), CGO 2017's programs first, then the stencils; a case's inputs are
+    made only when it runs."""
+    n2, n3 = (4096, 256) if large else (1024, 128)
+    mm = 2048 if large else 1024
+    big = {True: 1, False: 0}[large]
+    cgo17: list[tuple[str, Callable[[np.random.Generator], Case]]] = [
+        ("N-Body", lambda r: c.nbody_case((4096, 16384)[big], r)),
+        ("MD", lambda r: c.md_case((12288, 73728)[big], 128, r)),
+        ("K-Means", lambda r: c.kmeans_case((16384, 1 << 20)[big], 5, 34, r)),
+        ("nearest neighbour", lambda r: c.nn_case((1 << 20, 1 << 24)[big], r)),
+        ("MRI-Q", lambda r: c.mriq_case((32768, 262144)[big], 2048, r)),
+        ("GEMV", lambda r: c.gemv_case((2048, 8192)[big], r)),
+        ("ATAX", lambda r: c.atax_case((2048, 8192)[big], r)),
+        ("GESUMMV", lambda r: c.gesummv_case((2048, 4096)[big], r)),
+        *((f"MM {layout}", lambda r, layout=layout: c.mm_case(layout, mm, r))
+          for layout in ("AB", "AtB", "ABt", "AtBt")),
+        ("SRAD", c.srad_case),
+        ("arg-min", lambda r: c.argmin_case((1 << 20, 1 << 24)[big], r)),
+    ]
+    stencils: list[tuple[str, Callable[[np.random.Generator], Case]]] = [
+        ("hotspot", lambda r: s.hotspot_case((512, 4096)[big], r)),
+        ("hotspot3D", lambda r: s.hotspot3d_case(512, (8, 64)[big], r)),
+        ("SRAD stencils", lambda r: s.srad_case((512, 4096)[big], r)),
+        ("SHOC", lambda r: s.shoc_case(n2, r)),
+        ("jacobi 2-D 5-point", lambda r: s.jacobi5_case(n2, r)),
+        ("jacobi 2-D 9-point", lambda r: s.jacobi9_case(n2, r)),
+        ("gaussian", lambda r: s.gaussian_case(n2, r)),
+        ("grad2d", lambda r: s.grad2d_case(n2, r)),
+        ("heat3d", lambda r: s.heat3d_case(n3, r)),
+        ("poisson3d", lambda r: s.poisson_case(n3, r)),
+        ("jacobi 3-D 7-point", lambda r: s.jacobi7_case(n3, r)),
+        ("jacobi 3-D 13-point", lambda r: s.jacobi13_case(n3, r)),
+        ("jacobi 3-D 19-point", lambda r: s.jacobi19_case(n3, r)),
+        ("jacobi 3-D 27-point", lambda r: s.jacobi27_case(n3, r)),
+        ("acoustic", lambda r: s.acoustic_case(512, (8, 64)[big], r)),
+        ("separable convolution", lambda r: s.separable_case(n2, 17, r)),
+    ]
+    return cgo17 + stencils
 
 
-def _jacobi(c, n, s, e, w):
-    return 0.2 * (c + n + s + e + w)
-
-
-def _closer(a, b):
-    return select(b[1] < a[1], b, a)
-
-
-def _sqdiff(a, b):
-    return (a - b) * (a - b)
-
-
-def _distance(lat, lng):
-    return math.sqrt((lat - 30.0) * (lat - 30.0) + (lng - 90.0) * (lng - 90.0))
-
-
-def _gesummv(ax, bx):
-    return 1.5 * ax + 1.2 * bx
-
-
-def _moments(v):
-    return (v, v * v)
-
-
-def _add_pairs(a, b):
-    return (a[0] + b[0], a[1] + b[1])
-
-
-def _srad_scale(v, s):
-    # the image standardised by its mean and variance (s: sum, sum of squares over 2^18 pixels)
-    mean = s[0] * 3.814697265625e-06
-    return (v - mean) / (s[1] * 3.814697265625e-06 - mean * mean)
-
-
-def _smaller(a, b):
-    return select(b[1] < a[1], b, a)
-
-
-hotspot = user_fun(_hotspot, [Float] * 6, Float, name="hotspot")
-jacobi = user_fun(_jacobi, [Float] * 5, Float, name="jacobi")
-closer = user_fun(_closer, [Tuple(Int, Float)] * 2, Tuple(Int, Float), name="closer")
-smaller = user_fun(_smaller, [Tuple(Int, Float)] * 2, Tuple(Int, Float), name="smaller")
-sqdiff = user_fun(_sqdiff, [Float, Float], Float, name="sqdiff")
-distance = user_fun(_distance, [Float, Float], Float, name="record_distance")
-gesummv_out = user_fun(_gesummv, [Float, Float], Float, name="gesummv_out")
-moments = user_fun(_moments, [Float], Tuple(Float, Float), name="moments")
-add_pairs = user_fun(_add_pairs, [Tuple(Float, Float)] * 2, Tuple(Float, Float), name="add_pairs")
-srad_scale = user_fun(_srad_scale, [Float, Tuple(Float, Float)], Float, name="srad_scale")
-
-
-def _dot(a: Any, b: Any) -> Any:
-    return reduce(lift.add, 0.0) << map(lift.mult) << zip(a, b)
-
-
-# ------------------------------------------------------------------ programs and references
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    size: str
-    program: Any
-    inputs: tuple
-    numpy: Callable[..., Any]
-
-
-def hotspot_case(n: int, rng: np.random.Generator) -> Case:
-    def body(temp: Any, power: Any) -> Any:
-        windows = slide_nd(2, 3, 1) << pad_nd(2, 1, 1, mode="clamp") << temp
-        return map(lambda rows: map(lambda q: hotspot(q[0][1][1], q[0][0][1], q[0][2][1], q[0][1][2], q[0][1][0], q[1]))
-                   << zip(rows[0], rows[1])) << zip(windows, power)
-
-    prog = fun([Array(Array(Float, n), n), Array(Array(Float, n), n)], body)
-
-    def ref(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-        q = np.pad(t, 1, mode="edge")
-        no, so, we, ea = q[:-2, 1:-1], q[2:, 1:-1], q[1:-1, :-2], q[1:-1, 2:]
-        return t + 1.3 * (p + (no + so - 2.0 * t) * 0.1 + (ea + we - 2.0 * t) * 0.1 + (80.0 - t) * 0.0005)
-
-    args = (rng.random((n, n), dtype=np.float32) * 10 + 320, rng.random((n, n), dtype=np.float32))
-    return Case("hotspot (clamp)", f"{n}x{n}", prog, args, ref)
-
-
-def jacobi_case(n: int, rng: np.random.Generator) -> Case:
-    prog = fun([Array(Array(Float, n), n)], lambda a: map(map(
-        lambda w: jacobi(w[1][1], w[0][1], w[2][1], w[1][2], w[1][0]))) << slide_nd(2, 3, 1)
-        << pad_nd(2, 1, 1, mode="clamp") << a)
-
-    def ref(a: np.ndarray) -> np.ndarray:
-        q = np.pad(a, 1, mode="edge")
-        return 0.2 * (a + q[:-2, 1:-1] + q[2:, 1:-1] + q[1:-1, 2:] + q[1:-1, :-2])
-
-    return Case("jacobi 2-D 5-point (clamp)", f"{n}x{n}", prog, (rng.random((n, n), dtype=np.float32),), ref)
-
-
-def kmeans_case(p: int, k: int, d: int, rng: np.random.Generator) -> Case:
-    def nearest(pt: Any, cs: Any) -> Any:
-        dists = map(lambda c: reduce(lift.add, 0.0) << map(lambda t: sqdiff(t[0], t[1])) << zip(pt, c)) << cs
-        return get(0) << (reduce(closer, (-1, INF)) << zip(iota(k), dists))
-
-    prog = fun([Array(Array(Float, d), p), Array(Array(Float, d), k)], lambda pts, cs: map(
-        lambda pt: nearest(pt, cs)) << pts)
-
-    def ref(pts: np.ndarray, cs: np.ndarray) -> np.ndarray:
-        return ((pts[:, None, :] - cs[None]) ** 2).sum(-1).argmin(1).astype(np.int32)
-
-    args = (rng.random((p, d), dtype=np.float32), rng.random((k, d), dtype=np.float32))
-    return Case("K-Means assignment", f"{p}x{d}, K={k}", prog, args, ref)
-
-
-def nn_case(n: int, rng: np.random.Generator) -> Case:
-    prog = fun([Array(Float, n), Array(Float, n)], lambda lat, lng: map(lambda q: distance(q[0], q[1]))
-               << zip(lat, lng))
-
-    def ref(lat: np.ndarray, lng: np.ndarray) -> np.ndarray:
-        return np.sqrt((lat - 30.0) ** 2 + (lng - 90.0) ** 2)
-
-    args = (rng.random(n, dtype=np.float32) * 90, rng.random(n, dtype=np.float32) * 180)
-    return Case("nearest neighbour", f"{n}", prog, args, ref)
-
-
-def gemv_case(n: int, rng: np.random.Generator) -> Case:
-    prog = fun([Array(Array(Float, n), n), Array(Float, n)], lambda a, x: map(lambda r: _dot(r, x)) << a)
-    args = (rng.random((n, n), dtype=np.float32) - 0.5, rng.random(n, dtype=np.float32) - 0.5)
-    return Case("GEMV", f"{n}x{n}", prog, args, lambda a, x: a @ x)
-
-
-def gesummv_case(n: int, rng: np.random.Generator) -> Case:
-    prog = fun([Array(Array(Float, n), n), Array(Array(Float, n), n), Array(Float, n)], lambda a, b, x: map(
-        lambda rows: gesummv_out(_dot(rows[0], x), _dot(rows[1], x))) << zip(a, b))
-    args = (rng.random((n, n), dtype=np.float32) - 0.5, rng.random((n, n), dtype=np.float32) - 0.5,
-            rng.random(n, dtype=np.float32) - 0.5)
-    return Case("GESUMMV", f"{n}x{n}", prog, args, lambda a, b, x: 1.5 * (a @ x) + 1.2 * (b @ x))
-
-
-def srad_case(rng: np.random.Generator) -> Case:
-    n = 512  # the scale in srad_scale is 1 / 512^2
-    prog = fun([Array(Array(Float, n), n)], lambda img: let(
-        lambda s: map(map(lambda v: srad_scale(v, s))) << img)
-        << (reduce(add_pairs, (0.0, 0.0)) << map(moments) << join << img))
-
-    def ref(img: np.ndarray) -> np.ndarray:
-        x = img.astype(np.float64)
-        mean = x.sum() / x.size
-        return ((x - mean) / ((x * x).sum() / x.size - mean * mean)).astype(np.float32)
-
-    return Case("SRAD statistics (tuple let)", f"{n}x{n}", prog, (rng.random((n, n), dtype=np.float32),), ref)
-
-
-def argmin_case(n: int, rng: np.random.Generator) -> Case:
-    prog = fun([Array(Float, n)], lambda x: get(0) << (reduce(smaller, (-1, INF)) << zip(iota(n), x)))
-    return Case("arg-min (iota)", f"{n}", prog, (rng.random(n, dtype=np.float32),),
-                lambda x: np.int32(np.argmin(x)))
-
-
-def cases(large: bool) -> list[Case]:
-    rng = np.random.default_rng(41)
-    if large:
-        return [hotspot_case(4096, rng), jacobi_case(4096, rng), kmeans_case(1 << 20, 5, 34, rng),
-                nn_case(1 << 24, rng), gemv_case(8192, rng), gesummv_case(4096, rng), srad_case(rng),
-                argmin_case(1 << 24, rng)]
-    return [hotspot_case(512, rng), jacobi_case(1024, rng), kmeans_case(16384, 5, 34, rng), nn_case(1 << 20, rng),
-            gemv_case(2048, rng), gesummv_case(2048, rng), srad_case(rng), argmin_case(1 << 20, rng)]
+def make(index: int, large: bool) -> Case:
+    """Case `index` with its inputs (a generator seeded by the index: the same inputs every run)."""
+    return entries(large)[index][1](np.random.default_rng(41 + index))
 
 
 # ------------------------------------------------------------------ timing
 
 
-def call_seconds(prog: Any, args: tuple, repeat: int) -> float:
-    """Median wall time of `prog(*args)` (Program.__call__) after one warm-up."""
-    prog(*args)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        prog(*args)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+SETTLE = 0.4  # seconds for numpy's BLAS threads to stop spinning before a kernel is timed
+
+
+def _checked(got: Any, want: Any, case: Case) -> tuple[bool, float]:
+    """`close` of a result (a tuple of arrays for a program returning tuples) with the case's tolerance."""
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            return False, math.inf
+        found = [close(g, w, rtol=case.rtol, atol=case.atol) for g, w in builtins.zip(got, want)]
+        return all(ok for ok, _ in found), max(err for _, err in found)
+    return close(got, want, rtol=case.rtol, atol=case.atol)
+
+
+def _call_once(prog: Any, args: tuple) -> float:
+    start = time.perf_counter()
+    result = prog(*args)
+    del result
+    return time.perf_counter() - start
+
+
+def _numpy_once(case: Case) -> float:
+    start = time.perf_counter()
+    case.numpy(*case.inputs)
+    return time.perf_counter() - start
 
 
 def run(case: Case, repeat: int) -> str:
+    """One row: compile, check against numpy, then `repeat` rounds of (kernel, call, numpy), each
+    timing taken after numpy's BLAS threads have settled; medians."""
     want = case.numpy(*case.inputs)
     start = time.perf_counter()
     try:
         prog = lift.compile(case.program)
         compile_s = time.perf_counter() - start
-        got = prog(*case.inputs)
-        ok, err = close(got, want, rtol=1e-3, atol=1e-3)
-        kernel = statistics.median(prog.time(*case.inputs, repeat=repeat))
-        call = call_seconds(prog, case.inputs, repeat)
+        ok, err = _checked(prog(*case.inputs), want, case)
+        kernels, calls, refs = [], [], []
+        prog.time(*case.inputs, repeat=1)
+        for _ in range(repeat):
+            time.sleep(SETTLE)
+            kernels += prog.time(*case.inputs, repeat=1)
+            calls.append(_call_once(prog, case.inputs))
+            refs.append(_numpy_once(case))
     except Exception as e:  # noqa: BLE001 - the table reports every failure and goes on
         return f"{case.name:28s} {case.size:18s} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
-    ref = numpy_seconds(lambda: case.numpy(*case.inputs), repeat=repeat)
+    kernel, call, ref = (statistics.median(v) for v in (kernels, calls, refs))
     verdict = "ok" if ok else f"WRONG({err:.2g})"
     return (f"{case.name:28s} {case.size:18s} {verdict:6s} {compile_s:6.1f} s {kernel * 1e3:9.3f} {call * 1e3:9.3f} "
             f"{ref * 1e3:9.3f} {ref / kernel:7.2f}x {ref / call:7.2f}x")
@@ -274,25 +159,26 @@ def isolated(index: int, a: argparse.Namespace) -> str:
         return rows[-1]
     why = next((line for line in reversed(done.stderr.splitlines()) if "ERROR" in line or "Error" in line),
                f"exit status {done.returncode}")
-    case = cases(a.large)[index]
-    return f"{case.name:28s} {case.size:18s} FAILED: the process died: {why.strip()[:90]}"
+    return f"{entries(a.large)[index][0]:47s} FAILED: the process died: {why.strip()[:90]}"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--large", action="store_true", help="LIFT's large sizes")
-    ap.add_argument("--repeat", type=int, default=7, help="timed runs per measurement (medians)")
+    ap.add_argument("--repeat", type=int, default=7, help="timed rounds per program (medians)")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # one case, in this process
     ap.add_argument("names", nargs="*", help="run only the programs whose name contains one of these")
     a = ap.parse_args(argv)
     if a.one is not None:
-        print(run(cases(a.large)[a.one], a.repeat), flush=True)
+        print(run(make(a.one, a.large), a.repeat), flush=True)
         return 0
-    print(f"LIFT suite on {lift.devices.current().name}; medians of {a.repeat} runs; ratios: numpy / liftcl")
+    print(f"LIFT suite; medians of {a.repeat} interleaved rounds; ratios: numpy / liftcl")
+    dev = lift.devices.current()
+    print(f"{dev.name}, {dev.platform_version}; {lift.devices.facts.summary(dev)}")
     print(f"{'program':28s} {'size':18s} {'check':6s} {'compile':8s} {'kernel ms':>9s} {'call ms':>9s} "
           f"{'numpy ms':>9s} {'kernel':>8s} {'call':>8s}")
-    for i, case in enumerate(cases(a.large)):
-        if a.names and not any(s.lower() in case.name.lower() for s in a.names):
+    for i, (name, _) in enumerate(entries(a.large)):
+        if a.names and not any(w.lower() in name.lower() for w in a.names):
             continue
         print(isolated(i, a), flush=True)
     return 0

@@ -71,6 +71,8 @@ class _Lowering:
         args = tuple(self.expr(a, path + (i + 1,)) for i, a in enumerate(e.args))
         if len(self.ctx.stages) > 1 and path in self.ctx.stages:
             return _kernel(dataclasses.replace(e, f=f, args=args))
+        if isinstance(e.f, n.Get) and path == (0,) and isinstance(self.root, Lambda) and path + (1,) in self.ctx.stages:
+            return _projected(e, args[0])
         if isinstance(f, Lambda) and self.built(f) and len(args) == 1:
             return _beta(f, args[0])
         return dataclasses.replace(e, f=f, args=args)
@@ -222,6 +224,17 @@ def _kernel(call: FunCall) -> Expr:
     body = FunCall(_rename(call.f, ren), args, label=call.label, loc=call.loc)
     kernel = n.OclKernel(Lambda(tuple(params), body), label=call.f.label, loc=call.loc)
     return FunCall(kernel, (*outside, *free), loc=call.loc)
+
+
+def _projected(e: FunCall, kernel: Expr) -> Expr:
+    """The program's result `get(i) << stage` as the stage's kernel writing component `i` only
+    (`ocl_kernel(ks => get(i) << body) << args`; a component of a kernel's tuple result cannot
+    be written in place by the host: the last stage of an arg-min's chunked reduction)."""
+    if not (isinstance(kernel, FunCall) and isinstance(kernel.f, n.OclKernel) and isinstance(kernel.f.f, Lambda)):
+        return dataclasses.replace(e, args=(kernel,))
+    g = kernel.f.f
+    inner = dataclasses.replace(g, body=FunCall(e.f, (g.body,), label=e.label, loc=e.loc))
+    return dataclasses.replace(kernel, f=dataclasses.replace(kernel.f, f=inner))
 
 
 def _rename(x: Any, ren: dict[int, Param]) -> Any:

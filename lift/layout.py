@@ -148,6 +148,8 @@ def _inner(t: Type) -> ArrayType:
 def _lanes(t: Type) -> int:
     """The width of the vectors an array `t` holds."""
     elem = _array(t).elem
+    if isinstance(elem, TupleType):  # tuples of vectors of one width (as_scalar's lanes of tuples)
+        elem = elem.elems[0]
     assert isinstance(elem, VectorType), t
     return elem.n
 

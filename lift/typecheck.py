@@ -391,8 +391,12 @@ def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list[SizeConditio
 @register(AsScalar, stage="typecheck")
 def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "as_scalar")
+    if isinstance(a.elem, TupleType) and a.elem.elems and all(isinstance(e, VectorType) for e in a.elem.elems) \
+            and len({e.n for e in a.elem.elems}) == 1:  # type: ignore[attr-defined]
+        w = a.elem.elems[0].n  # type: ignore[attr-defined]
+        return ArrayType(TupleType(tuple(e.scalar for e in a.elem.elems)), a.size * w)  # type: ignore[attr-defined]
     if not isinstance(a.elem, VectorType):
-        raise _err(f"as_scalar expects an array of vectors, got {a}", call, got=a)
+        raise _err(f"as_scalar expects an array of vectors (or of tuples of vectors), got {a}", call, got=a)
     return ArrayType(a.elem.scalar, a.size * a.elem.n)
 
 
@@ -400,13 +404,27 @@ def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list[SizeConditio
 def _vectorise(f: Vectorise, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     scal: list[Type] = []
     for t in ts:
-        if not (isinstance(t, VectorType) and t.n == f.n):
-            raise _err(f"vectorise(_, {f.n}) expects vectors of width {f.n}, got {t}", call, got=t)
-        scal.append(t.scalar)
+        lanes = _lanes_of(t, f.n)
+        if lanes is None:
+            raise _err(f"vectorise(_, {f.n}) expects vectors (or tuples of vectors) of width {f.n}, got {t}",
+                       call, got=t)
+        scal.append(lanes)
     r = infer(f.f, scal, call, conds)
-    if not isinstance(r, ScalarType):
-        raise _err(f"vectorise needs a scalar function, {f.f} returns {r}", call, got=r)
-    return VectorType(r, f.n)
+    if isinstance(r, ScalarType):
+        return VectorType(r, f.n)
+    if isinstance(r, TupleType) and all(isinstance(e, ScalarType) for e in r.elems):
+        return TupleType(tuple(VectorType(e, f.n) for e in r.elems))  # type: ignore[arg-type]
+    raise _err(f"vectorise needs a function of scalars (or tuples of scalars), {f.f} returns {r}", call, got=r)
+
+
+def _lanes_of(t: Type, n: int) -> Type | None:
+    """The scalar (tuple of scalars) type of one lane of `t`, a vector (a tuple of vectors) of
+    width `n`; None for another type."""
+    if isinstance(t, VectorType) and t.n == n:
+        return t.scalar
+    if isinstance(t, TupleType) and t.elems and all(isinstance(e, VectorType) and e.n == n for e in t.elems):
+        return TupleType(tuple(e.scalar for e in t.elems))  # type: ignore[attr-defined]
+    return None
 
 
 def _fname(f: FunDecl) -> str:

@@ -44,6 +44,7 @@ from lift.errors import LiftError
 from lift.ir.nodes import (
     Expr,
     FunCall,
+    Iota,
     Join,
     Lambda,
     Map,
@@ -59,7 +60,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
-from lift.rules.reduce import is_monoid
+from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
@@ -219,7 +220,7 @@ class _Placer:
         if parts is None:
             return None
         f, z, g, x = parts
-        if not is_monoid(f, z) or not self.long(x):
+        if not folds_in_order(f, z) or not self.long(x):
             return None
         if self.defaults and self.length(x) is None:
             return None  # symbolic length: a default width might not divide it
@@ -399,12 +400,18 @@ def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     return _abstract(x)
 
 
+def _positions(a: Any) -> bool:
+    """`iota(n)`: a view with no argument (rewrites/argbest.py reads the positions in the point)."""
+    return isinstance(a, FunCall) and isinstance(a.f, Iota) and not a.args
+
+
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     """`(params, data, args)`: `x` as a function of its arrays, the zip kept inside the point
     (a point's rewrite sees its body applied to parameters, so a zip must be in the body)."""
-    if isinstance(x, FunCall) and isinstance(x.f, Zip):
-        ps = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args))
-        return ps, dataclasses.replace(x, args=ps), tuple(x.args)
+    if isinstance(x, FunCall) and isinstance(x.f, Zip):  # positions (`iota`, no buffer) stay inside too
+        inner = {i: Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args) if not _positions(a)}
+        body = tuple(inner.get(i, a) for i, a in enumerate(x.args))
+        return tuple(inner.values()), dataclasses.replace(x, args=body), tuple(x.args[i] for i in inner)
     p = Param(type_of(x), "xs")
     return (p,), p, (x,)
 

@@ -64,7 +64,7 @@ from lift.ir.nodes import (
     node,
 )
 from lift.rules.reduce import is_monoid
-from lift.rules.terms import eta, lam, refresh
+from lift.rules.terms import eta, lam, mentions, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType, VectorType
@@ -72,6 +72,7 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
 from .chunks import atomic_ok, reduce_parts
+from .lanes import broadcast
 from .point import Nested, RewritePoint, constructor
 
 COL_WIDTHS = (16, 8, 4, 1)  # the first that divides N: a cache line of floats per work-item and row
@@ -81,15 +82,18 @@ VECTORS = (1, 2, 4, 8)  # vectors (of `width` columns) per work-item: one accumu
 FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
 
 
-Parts = tuple[Any, ...]  # (f, z, g, X, vs): see col_parts
+Parts = tuple[Any, ...]  # (f, z, g, X, vs, rs): see col_parts
 
 
 def col_parts(call: Any) -> Parts | str:
-    """`(f, z, g, X, vs)` for a reduction of every column of X (`[[T]N]M`, rows of scalars):
+    """`(f, z, g, X, vs, rs)` for a reduction of every column of X (`[[T]N]M`, rows of scalars):
     `map(xs => reduce(f, z) [<< map(g)] << xs) << transpose << X`, or with per-column operands
     `vs` (arrays `[T]N`: add_mul_sum0's broadcast rows) `map(t => reduce(f, z) << map(e => uf(..))
-    << get(0) << t) << zip(transpose << X, v1, ..)`. `g` is None, or `(uf, spec)`: a scalar user
-    function and, per argument, -1 for the element or i for `get(i) << t` (operand `vs[i-1]`)."""
+    << get(0) << t) << zip(transpose << X, v1, ..)`, or with per-row operands `rs` (arrays `[T]M`
+    the same for every column, zipped with the column: `X^T y` is `map(xs => reduce(add, 0) <<
+    map(mult) << zip(xs, y)) << transpose << X`). `g` is None, or `(uf, spec)`: a scalar user
+    function and, per argument, -1 for the element, i >= 1 for `get(i) << t` (operand `vs[i-1]`),
+    -2 - j for the row's element of `rs[j]`."""
     if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
         return "expects map(reduce) << transpose << X"
     vs: tuple[Expr, ...]
@@ -109,19 +113,25 @@ def col_parts(call: Any) -> Parts | str:
         return "expects map(xs => reduce(f, z) << xs)"
     q = fm.params[0]
     parts = reduce_parts(fm.body)
-    col = parts[3] if parts is not None else None
-    whole = isinstance(col, Param) and col.id == q.id if not vs else \
-        isinstance(col, FunCall) and col.f == Get(0) and col.args == (q,)
-    if parts is None or not whole:
+    if parts is None:
         return "expects the column reduced whole: xs => reduce(f, z) [<< map(g)] << xs"
-    f, z, g, _ = parts
+
+    def whole(col: Any) -> bool:
+        return isinstance(col, Param) and col.id == q.id if not vs else \
+            isinstance(col, FunCall) and col.f == Get(0) and col.args == (q,)
+
+    f, z, g, col = parts
     if not is_monoid(f, z):
         return f"{f} is not a known associative operator with neutral {z}"
+    if isinstance(col, FunCall) and isinstance(col.f, Zip) and g is not None:
+        return _row_operands(f, z, eta(g), col, whole, q, x, vs)
+    if not whole(col):
+        return "expects the column reduced whole: xs => reduce(f, z) [<< map(g)] << xs"
     if g is None:
-        return f, z, None, x, vs
+        return f, z, None, x, vs, ()
     g = eta(g)
     if isinstance(g, UserFun) and len(g.in_types) == 1:
-        return f, z, (g, (-1,)), x, vs
+        return f, z, (g, (-1,)), x, vs, ()
     if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)
             and isinstance(g.body.f, UserFun)):
         return f"the element function must be a scalar user function, got {g}"
@@ -133,7 +143,34 @@ def col_parts(call: Any) -> Parts | str:
             spec.append(a.f.i)
         else:
             return f"the element function's arguments must be the element or a column's operand, got {a}"
-    return f, z, (g.body.f, tuple(spec)), x, vs
+    return f, z, (g.body.f, tuple(spec)), x, vs, ()
+
+
+def _row_operands(f: Any, z: Any, g: Any, col: Any, whole: Callable[[Any], bool], q: Param, x: Any,
+                  vs: tuple) -> Parts | str:
+    """`col_parts` of a column zipped with per-row operands: `reduce(f, z) << map(g) << zip(..)`,
+    one of the zipped arrays the column, the others arrays `[T]M` that do not depend on it, `g` a
+    scalar user function of the zip's components (`uf`, or `e => uf(get(i) << e, ..)`)."""
+    items = col.args
+    at = [k for k, a in enumerate(items) if whole(a)]
+    if len(at) != 1:
+        return "expects the column zipped once with per-row operands"
+    t = type_of(x)
+    rows = tuple(a for k, a in enumerate(items) if k != at[0])
+    if any(type_of(r) != ArrayType(t.elem.elem, t.size) or mentions(r, [q]) for r in rows):  # type: ignore[attr-defined]
+        return "expects every operand zipped with the column to hold one scalar per row, the same for every column"
+    which = {at[0]: -1, **{k: -2 - j for j, k in enumerate(k for k in range(len(items)) if k != at[0])}}
+    if isinstance(g, UserFun) and len(g.in_types) == len(items):
+        return f, z, (g, tuple(which[k] for k in range(len(items)))), x, vs, rows
+    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)
+            and isinstance(g.body.f, UserFun)):
+        return f"the element function must be a scalar user function, got {g}"
+    spec = []
+    for a in g.body.args:
+        if not (isinstance(a, FunCall) and isinstance(a.f, Get) and a.args == (g.params[0],) and a.f.i < len(items)):
+            return f"the element function's arguments must be the zip's components, got {a}"
+        spec.append(which[a.f.i])
+    return f, z, (g.body.f, tuple(spec)), x, vs, rows
 
 
 @node
@@ -161,7 +198,7 @@ class ColReduce(RewritePoint):
         found = col_parts(call)
         if isinstance(found, str):
             return found
-        f, z, g, x, vs = found
+        f, z, g, x, vs, rs = found
         w, p, k = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts", "vectors"))
         combine = params.get("combine") or self.combine or "kernel"
         if combine not in COMBINES:
@@ -176,55 +213,69 @@ class ColReduce(RewritePoint):
         if p > 1 and combine == "atomic" and not atomic_ok(f, z):
             return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
         label, loc = call.f.label, call.f.loc
+        elem = xt.elem.elem
+        vt = elem if w == 1 else VectorType(elem, w)
+        op = f if w == 1 else Vectorise(eta(f), w)
 
-        def columns(rows: Any) -> Any:  # [[T]N]R -> [T]N: the column reductions of `rows`
-            elem = xt.elem.elem
-            vt = elem if w == 1 else VectorType(elem, w)
+        def applied(e: Any, operand: Callable[[int], Any], row: Callable[[int], Any]) -> Any:
+            """`g` of the element `e`: column operand i (`operand(i)`), row operand j (`row(j)`,
+            broadcast into the lanes)."""
+            if g is None:
+                return e
+            uf, spec = g
+
+            def arg(i: int) -> Any:
+                if i == -1:
+                    return e
+                if i >= 1:
+                    return operand(i)
+                r = row(-2 - i)
+                return r if w == 1 else FunCall(broadcast(elem, w), (r,))
+
+            return FunCall(uf if w == 1 else Vectorise(uf, w), tuple(arg(i) for i in spec))
+
+        def with_rows(column: Any, rops: tuple[Any, ...]) -> Any:  # the rows' elements zipped with their operands
+            return FunCall(Zip(1 + len(rops)), (column, *rops)) if rops else column
+
+        def columns(rows: Any, rops: tuple[Any, ...]) -> Any:  # [[T]N]R -> [T]N: the column reductions of `rows`
             cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
             ops = tuple(v if w == 1 else FunCall(AsVector(w), (v,)) for v in vs)
             data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(cast(Any, type_of(data)).elem, "cs")
-            column = FunCall(Get(0), (cs,)) if ops else cs
-            op = f if w == 1 else Vectorise(eta(f), w)
+            cs = Param(type_of(data).elem, "cs")  # type: ignore[attr-defined]
+            reduced = with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
 
-            def value(e: Any) -> Any:
-                if g is None:
-                    return e
-                uf, spec = g
-                args = tuple(e if i < 0 else FunCall(Get(i), (cs,)) for i in spec)
-                return FunCall(uf if w == 1 else Vectorise(uf, w), args)
+            def step(acc: Any, e: Any) -> Any:
+                x_ = FunCall(Get(0), (e,)) if rops else e
+                v = applied(x_, lambda i: FunCall(Get(i), (cs,)), lambda j: FunCall(Get(1 + j), (e,)))
+                return FunCall(op, (acc, v))
 
-            step = lam([vt, vt], lambda acc, e: FunCall(op, (acc, value(e))), ["acc", "e"])
             init = refresh(z) if w == 1 else Literal(z.value, vt)
-            col = Lambda((cs,), FunCall(ReduceSeq(step), (init, column)))
+            fold = lam([vt, type_of(reduced).elem], step, ["acc", "e"])  # type: ignore[attr-defined]
+            col = Lambda((cs,), FunCall(ReduceSeq(fold), (init, reduced)))
             sums = FunCall(Map(col, label=label, loc=loc), (data,))
             return sums if w == 1 else FunCall(AsScalar(), (sums,))
 
-        def grouped(rows: Any) -> Any:  # `k` vectors of `w` columns per work-item: k accumulators
-            elem = xt.elem.elem
-            vt = elem if w == 1 else VectorType(elem, w)
+        def grouped(rows: Any, rops: tuple[Any, ...]) -> Any:  # `k` vectors of `w` columns per work-item: k accumulators
             vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
             cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
             ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in vs)
             data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(cast(Any, type_of(data)).elem, "cs")
-            column = FunCall(Get(0), (cs,)) if ops else cs
-            op = f if w == 1 else Vectorise(eta(f), w)
+            cs = Param(type_of(data).elem, "cs")  # type: ignore[attr-defined]
+            reduced = with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
             grp = ArrayType(vt, Cst(k))
 
-            def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
-                e = FunCall(Get(1), (pq,))
-                if g is not None:
-                    uf, spec = g
-                    args = tuple(e if i < 0 else FunCall(Get(1 + i), (pq,)) for i in spec)
-                    e = FunCall(uf if w == 1 else Vectorise(uf, w), args)
-                return FunCall(op, (FunCall(Get(0), (pq,)), e))
-
             def step(acc: Any, e: Any) -> Any:
-                lanes = FunCall(Zip(2 + len(ops)), (acc, e, *(FunCall(Get(1 + i), (cs,)) for i in range(len(ops)))))
+                def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
+                    v = applied(FunCall(Get(1), (pq,)), lambda i: FunCall(Get(1 + i), (pq,)),
+                                lambda j: FunCall(Get(1 + j), (e,)))
+                    return FunCall(op, (FunCall(Get(0), (pq,)), v))
+
+                group = FunCall(Get(0), (e,)) if rops else e
+                lanes = FunCall(Zip(2 + len(ops)), (acc, group, *(FunCall(Get(1 + i), (cs,)) for i in range(len(ops)))))
                 return FunCall(MapSeq(lam([TupleType((vt,) * (2 + len(ops)))], one, ["pq"])), (lanes,))
 
-            acc = FunCall(ReduceSeq(lam([grp, grp], step, ["acc", "e"])), (Literal(z.value, grp), column))
+            fold = lam([grp, type_of(reduced).elem], step, ["acc", "e"])  # type: ignore[attr-defined]
+            acc = FunCall(ReduceSeq(fold), (Literal(z.value, grp), reduced))
             ident = elaborate(copy, [elem])
             out = FunCall(ToGlobal(MapSeq(ident if w == 1 else Vectorise(ident, w))), (acc,))
             sums = FunCall(Join(), (FunCall(Map(Lambda((cs,), out), label=label, loc=loc), (data,)),))
@@ -233,10 +284,15 @@ class ColReduce(RewritePoint):
         if k > 1:
             columns = grouped  # noqa: F811 - the same contract, k accumulators
         if p == 1:
-            return columns(x)
-        part = Param(ArrayType(xt.elem, Cst(cast(int, _value(m, known)) // p)), "part")
-        partials = FunCall(Map(Lambda((part,), columns(part))),
-                           (FunCall(Split(cast(ArrayType, part.ptype).size), (x,)),))
+            return columns(x, rs)
+        rows_p = Cst(_value(m, known) // p)  # type: ignore[operator]
+        split = tuple(FunCall(Split(rows_p), (a,)) for a in (x, *rs))
+        chunk = Param(type_of(split[0]).elem if not rs else  # type: ignore[attr-defined]
+                      TupleType(tuple(type_of(a).elem for a in split)), "part")  # type: ignore[attr-defined]
+        part_rows = FunCall(Get(0), (chunk,)) if rs else chunk
+        part_ops = tuple(FunCall(Get(1 + j), (chunk,)) for j in range(len(rs)))
+        partials = FunCall(Map(Lambda((chunk,), columns(part_rows, part_ops))),
+                           (FunCall(Zip(len(split)), split) if rs else split[0],))
         ps = Param(ArrayType(type_of(z), Cst(p)), "ps")
         final = ReduceAtomic if combine == "atomic" else Reduce
         combine_col = Lambda((ps,), FunCall(final(f), (refresh(z), ps)))

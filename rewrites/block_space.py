@@ -189,6 +189,11 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
         out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
             if kernels else ("keep",)
         out["pack"] = PACKS if kernels else ("none",)  # panels copied by kernels of their own
+        if kernels and isinstance(a, FunCall) and isinstance(a.f, n.Transpose):
+            # A's rows are the given array's columns: a block's rows would stride a cache line per
+            # k; A packed too (A^T B 2048^3 on PoCL 3.0-rc2/znver3, loaded 2-core machine,
+            # interleaved: 317-400 ms against 587-761 with B's panels only; 1024^3 26-32 vs 33-38)
+            out["pack"] = ("ab", *(x for x in out["pack"] if x != "ab"))
     if isinstance(whole, Fusable) and b_columns and kernels and v is not None and out["along"][0] == "output":
         out.update(_padded(out, whole, first, v, regs))
     if "pad" in out["layout"]:  # windows of a padded input: copy it first (rewrites/auto_conv.py)

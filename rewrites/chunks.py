@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.reduce import is_monoid
+from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -69,6 +69,7 @@ from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import operator, sums
 
+from .argbest import vector_selection
 from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
 
@@ -156,20 +157,31 @@ class ReduceChunks(RewritePoint):
         if parts is None:
             return f"expects reduce(f, z) << x, got {call}"
         f, z, g, x = parts
-        if not is_monoid(f, z):
+        ordered = not is_monoid(f, z)  # an arg-min step: the chunks folded in their order only
+        if ordered and not folds_in_order(f, z):
             return f"{f} is not a known associative operator with neutral {z}"
         w = int(params.get("width") or self.width or 1)
         size = size_param(self.size, params, self.label or "T")
         tail = params.get("tail")
         init = z
         if (tail if tail is not None else self.tail) and not prove_divides(size * w, length(x)):
+            if ordered:
+                return f"the tail step is folded before the chunks: {f} is not commutative"
             if _whole(length(x), size * w) == Cst(0):
                 return f"the array ({length(x)} elements) is shorter than one chunk ({size * w})"
             x, init = _tail_step(x, size * w, f, z, g)
+        finish: Any = None
         if w == 1:
             elem_t = elem(x)
             step = lam([type_of(z), elem_t], lambda acc, e: FunCall(f, (acc, _apply(g, e))), ["acc", "e"])
             data = x
+        elif ordered:  # an arg-min over positions in lanes (rewrites/argbest.py)
+            if w not in WIDTHS:
+                return f"width {w} is not one of {WIDTHS}"
+            found_sel = vector_selection(f, z, g, x, w)
+            if isinstance(found_sel, str):
+                return f"width {w}: {found_sel}"
+            data, elem_t, step, z_inner, finish = found_sel
         else:
             if w not in WIDTHS or not sums(f):
                 return f"width {w} needs the reduction to be an addition (got {f})"
@@ -194,7 +206,7 @@ class ReduceChunks(RewritePoint):
         def per_chunk(c: Any) -> Any:
             if w == 1:
                 return FunCall(ReduceSeq(step), (refresh(z), c))
-            return FunCall(lane_sum(type_of(z), w), (FunCall(ReduceSeq(step), (z_inner, c)),))
+            return FunCall(finish or lane_sum(type_of(z), w), (FunCall(ReduceSeq(step), (z_inner, c)),))
 
         combine = params.get("combine") or self.combine or "kernel"
         if combine not in COMBINES:

@@ -20,39 +20,58 @@ from __future__ import annotations
 from typing import Any
 
 from lift.choices import Choices
-from lift.ir.nodes import FunCall, Lambda, Node
+from lift.ir.nodes import FunCall, Get, Lambda, Node
+from lift.rules.reduce import folds_in_order, is_monoid
 
 from .apply import points
+from .argbest import vector_selection
 from .auto import _Placer, auto_points, is_auto
 from .chunks import ReduceChunks, atomic_ok, reduce_parts
 
 DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per work-item is fastest)
+# An arg-min over positions (rewrites/argbest.py): a cache line of lanes (comparisons and selects,
+# no builtins), 4096 elements per chunk. Arg-min over 2^20 floats on PoCL 3.0-rc2 (znver3), medians
+# of 15: 8 lanes x 2048 0.09-0.18 ms, 16 x 2048 0.08, 16 x 4096 0.071-0.074, 16 x 16384 0.07,
+# 16 x 65536 0.126; numpy's argmin 0.070; the scalar fold per chunk 0.32-0.40.
+SELECTION_WIDTH, SELECTION_CHUNK = 16, 4096
 
 
 def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     """`(program with automatic points, choices)` for a program whose result is a full reduction
-    that the atomic combine supports, or None (see the module docstring)."""
+    (or a component of one) that the atomic combine supports, or an arg-min/arg-max step
+    (`lift.userfun.facts.selection`) whose chunks the chunk size divides (their partials folded in
+    order by a second kernel), or None (see the module docstring)."""
     if not isinstance(expr, Lambda) or points(expr):
         return None
     pointed = auto_points(expr, {})
     body = pointed.body if isinstance(pointed, Lambda) else None
+    if isinstance(body, FunCall) and isinstance(body.f, Get) and len(body.args) == 1:
+        body = body.args[0]  # a component of a tuple-valued reduction (an arg-min's index)
     if not (isinstance(body, FunCall) and isinstance(body.f, ReduceChunks) and isinstance(body.f.f, Lambda)):
         return None
     parts = reduce_parts(body.f.f.body)
-    if parts is None or not atomic_ok(parts[0], parts[1]):
+    if parts is None:
         return None
-    f, _, g, x = parts
+    f, z, g, x = parts
+    combine = "atomic" if atomic_ok(f, z) else "kernel"
+    if combine == "kernel" and not (not is_monoid(f, z) and folds_in_order(f, z)):
+        return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
     n = _Placer({}).length(x)
     if n is not None and n < DEFAULT_CHUNK:
         return None  # a known short array: one work-item is as good
     w = 8 if 8 in _Placer({}).widths(f, g, x) else 1
     chunk = DEFAULT_CHUNK // w
+    if combine == "kernel" and not isinstance(vector_selection(f, z, g, x, SELECTION_WIDTH), str):
+        # an arg-min over positions: lanes combined by position (rewrites/argbest.py)
+        w, chunk = SELECTION_WIDTH, SELECTION_CHUNK // SELECTION_WIDTH
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0
+    if tail and combine == "kernel":
+        return None  # an arg-min's chunks in order: no tail step folded first
     chosen: dict[Any, dict[str, Any]] = {lab: {"skip": True} for lab in points(pointed)}
-    chosen[top] = {"skip": False, "width": w, "combine": "atomic", "tail": tail, "pad": False}
+    chosen[top] = {"skip": False, "width": w, "combine": combine, "tail": tail, "pad": False}
     return pointed, Choices(points=chosen, tuning={f"T_{top}": chunk})
 
 

@@ -36,6 +36,7 @@ from lift.ir.nodes import (
     Join,
     Lambda,
     Literal,
+    MakeTuple,
     Map,
     MapSeq,
     Param,
@@ -48,7 +49,9 @@ from lift.ir.nodes import (
     Vectorise,
     Zip,
 )
-from lift.rules.terms import eta, length
+from lift.ir.paths import walk
+from lift.rules.terms import call as call_fun
+from lift.rules.terms import constant, eta, length
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType, TupleType, VectorType
@@ -67,16 +70,23 @@ def broadcast(t: Any, w: int) -> UserFun:
 
 class _Lift:
     """Lifts an element function's body to `w` lanes; `elem` is the element parameter's id and
-    `vec` its lifted replacement; `window` when the element is a slide's window."""
+    `vec` its lifted replacement; `window` when the element is a slide's window; `ready` the ids of
+    parameters that hold lanes already (a lifted reduction's accumulator)."""
 
-    def __init__(self, w: int, elem: Param, vec: Param, window: bool) -> None:
-        self.w, self.elem, self.vec, self.window = w, elem, vec, window
+    def __init__(self, w: int, elem: Param, vec: Param, window: bool, ready: frozenset[int] = frozenset()) -> None:
+        self.w, self.elem, self.vec, self.window, self.ready = w, elem, vec, window, ready
 
-    def go(self, e: Any) -> Any:
+    def lanewise(self, e: Any) -> bool:
+        """Whether `e` depends on the element (or on lanes already lifted)."""
+        return any(isinstance(m, Param) and (m.id == self.elem.id or m.id in self.ready) for _, m in walk(e))
+
+    def go(self, e: Any) -> Any:  # noqa: PLR0911 - one case per form
         """The lifted expression, or a string saying why `e` cannot be lifted."""
         if isinstance(e, Param):
             if e.id == self.elem.id:
                 return "the window is used whole" if self.window else self.vec
+            if e.id in self.ready:
+                return e
             t = type_of(e)
             if t in VECTOR_SCALARS:
                 return FunCall(broadcast(t, self.w), (e,))
@@ -86,18 +96,46 @@ class _Lift:
                 f"literal {e} is not a scalar"
         if not isinstance(e, FunCall):
             return f"{e} cannot be computed lane-wise"
+        if not self.lanewise(e) and not constant(e) and type_of(e) in VECTOR_SCALARS:
+            return FunCall(broadcast(type_of(e), self.w), (e,))  # the same in every lane: read once
         f = eta(e.f)
         if isinstance(f, UserFun):
-            if f.out_type not in VECTOR_SCALARS or any(t not in VECTOR_SCALARS for t in f.in_types):
+            if not (_scalars(f.out_type) and all(_scalars(t) for t in f.in_types)):
                 return f"{f.name} is not a function of scalars"
             return self.call(Vectorise(f, self.w), e.args)
-        if isinstance(f, Get):
+        if isinstance(f, Get | MakeTuple):
             return self.call(f, e.args)
         if isinstance(f, At) and self.window and _is(e.args[0], self.elem):
             return FunCall(At(f.index), (self.vec,))
         if isinstance(f, (Reduce, ReduceSeq)) and self.window:
             return self.reduction(f, e.args)
+        if isinstance(f, (Reduce, ReduceSeq)):
+            return self.outside(f, e.args)
         return f"{e.f} cannot be computed lane-wise"
+
+    def outside(self, red: Any, args: tuple[Any, ...]) -> Any:
+        """`reduce(f, z) [<< map(h)] << xs` over an array `xs` that is the same in every lane (MRI-Q:
+        every voxel sums over all samples): a sequential fold of lane vectors, `f` lifted, `h`
+        lifted with its element read once and broadcast where its lanes need it."""
+        z, xs = args
+        h = None
+        if isinstance(xs, FunCall) and type(xs.f) in (Map, MapSeq) and len(xs.args) == 1:
+            h, xs = xs.f.f, xs.args[0]  # type: ignore[attr-defined]
+        if self.lanewise(xs):
+            return "a reduction over an array that depends on the element"
+        f = eta(red.f)
+        if not (isinstance(f, UserFun) and _scalars(f.out_type) and all(_scalars(t) for t in f.in_types)):
+            return "the reduction's operator is not a user function of scalars"
+        init = self.go(z)
+        if isinstance(init, str):
+            return init
+        acc, s = Param(type_of(init), "acc"), Param(type_of(xs).elem, "s")  # type: ignore[attr-defined]
+        item = s if h is None else call_fun(h, [s])
+        lifted = _Lift(self.w, self.elem, self.vec, self.window, self.ready | {acc.id}).go(item)
+        if isinstance(lifted, str):
+            return lifted
+        step = Lambda((acc, s), FunCall(Vectorise(f, self.w), (acc, lifted)))
+        return FunCall(ReduceSeq(step, label=red.label, loc=red.loc), (init, xs))
 
     def call(self, f: Any, args: tuple[Any, ...]) -> Any:
         got = [self.go(a) for a in args]
@@ -131,6 +169,12 @@ class _Lift:
                 return f"{f.name} is not a function of scalars"
             acc = FunCall(Vectorise(f, self.w), (acc, item))
         return acc
+
+
+def _scalars(t: Any) -> bool:
+    """A scalar a vector holds, or a tuple of such scalars."""
+    return t in VECTOR_SCALARS or (isinstance(t, TupleType) and bool(t.elems) and all(x in VECTOR_SCALARS
+                                                                                    for x in t.elems))
 
 
 def _is(e: Any, p: Param) -> bool:
@@ -182,8 +226,8 @@ def _rebuilt(call: FunCall, g: Lambda, elem: Param, vec: Param, data: Any, w: in
     if isinstance(body, str):
         return body
     out_t = type_of(g.body)
-    if not isinstance(out_t, ScalarType) or out_t not in VECTOR_SCALARS:
-        return f"the element function returns {out_t}, not a scalar"
+    if not (out_t in VECTOR_SCALARS or isinstance(out_t, TupleType) and all(t in VECTOR_SCALARS for t in out_t.elems)):
+        return f"the element function returns {out_t}, not a scalar (or a tuple of scalars)"
     mapped = FunCall(Map(Lambda((vec,), body), label=call.f.label, loc=call.f.loc), (data,), loc=call.loc)
     return FunCall(AsScalar(), (mapped,), loc=call.loc)
 

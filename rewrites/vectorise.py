@@ -15,7 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
-from lift.ir.nodes import AsScalar, AsVector, FunCall, FunDecl, Get, Lambda, Map, Param, Vectorise, node
+from lift.ir.nodes import (
+    AsScalar,
+    AsVector,
+    FunCall,
+    FunDecl,
+    Get,
+    Lambda,
+    Map,
+    Param,
+    Reduce,
+    ReduceSeq,
+    Vectorise,
+    node,
+)
+from lift.ir.paths import walk
 from lift.rules import vectorise as vectorise_rule
 from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -44,6 +58,9 @@ class VectorisePoint(RewritePoint):
             return f"expects map(f) << x, got {call}"
         f, x = call.f.f, call.args[0]
         zipped = zip_userfun(f, x)
+        if zipped is None and _reduces(f):  # `vectorise(lambda)` cannot hold a reduction: lifted lane-wise
+            lifted = lifted_map(call, w)
+            return lifted if not isinstance(lifted, str) else f"map({eta(f)}) cannot be vectorised by {w}: {lifted}"
         if zipped is None:
             out = vectorise_rule(call, n=w)
             if out is not None:
@@ -60,6 +77,12 @@ class VectorisePoint(RewritePoint):
         mapped = FunCall(Map(Lambda((q,), body), label=call.f.label, loc=call.f.loc),
                          (FunCall(cast(FunCall, x).f, vecs),))
         return FunCall(AsScalar(), (mapped,))
+
+
+def _reduces(f: FunDecl) -> bool:
+    """Whether the element function `f` reduces an array (the code generator's `vectorise` of a
+    lambda computes user-function calls only: rewrites/lanes.py lifts reductions)."""
+    return isinstance(f, Lambda) and any(isinstance(m, Reduce | ReduceSeq) for _, m in walk(f))
 
 
 def _tuple_of(vecs: tuple[Any, ...]) -> Any:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from lift.arith import as_arith
 from lift.ir.alpha import alpha_equal
-from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Map, Reduce, Split
+from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, MakeTuple, Map, Reduce, Split
 from lift.rules.match import call, expr, fun
 from lift.rules.rule import REQUIRED, Rule, divides
 from lift.rules.split_join import divisors
-from lift.rules.terms import elem, eta, lam, length, meta, refresh
+from lift.rules.terms import constant, elem, eta, lam, length, meta, refresh
 from lift.userfun import facts
 
 f = fun("f")
@@ -25,6 +25,20 @@ def is_monoid(f: FunDecl, z: Expr) -> bool:
     neutral element."""
     op = facts.operator(eta(f))
     return op is not None and op.is_neutral(z)
+
+
+def folds_in_order(f: FunDecl, z: Expr) -> bool:
+    """Whether chunks of `reduce(f, z) << x` may each be folded from `z` and their partial results
+    folded in their order from `z` (the chunked form with a sequential combine): `is_monoid`, or
+    an arg-min/arg-max step (`facts.selection`) from a constant tuple whose key is not NaN (the
+    fold then holds only non-NaN keys, on which the step is associative; not commutative)."""
+    if is_monoid(f, z):
+        return True
+    sel = facts.selection(eta(f))
+    if sel is None or not (isinstance(z, FunCall) and isinstance(z.f, MakeTuple) and constant(z)):
+        return False
+    key = z.args[sel.key]
+    return isinstance(key, Literal) and key.value == key.value
 
 
 def _partials(f: FunDecl, z: Expr, chunks: Expr) -> Expr:

@@ -154,3 +154,60 @@ def test_short_columns_of_a_broadcast_product_get_the_point_by_default() -> None
     args = _amsum_inputs(64, 8, 512, 4)
     np.testing.assert_allclose(np.asarray(compiled(*args)).reshape(8, 512), lift.interpret(prog, *args),
                                rtol=1e-4, atol=1e-4)
+
+
+@user_fun
+def dev2(e: Float, r: Float) -> Float:
+    return (e - r) * (e - r)
+
+
+def row_weighted(m: int, n: int, form: str):
+    """Every column reduced with one operand per row, the same for every column: `X^T y` (`form`
+    "mult": `map(mult) << zip(col, y)`), or the squared deviations from each row's value, spelt
+    with the operand first and the components swapped (`form` "dev": `map(p => dev2(p.1, p.0)) <<
+    zip(y, col)`)."""
+    def col(xs, y):
+        if form == "mult":
+            return reduce(lift.add, 0.0) << map(lift.mult) << lift.zip(xs, y)
+        return reduce(lift.add, 0.0) << map(lambda p: dev2(p[1], p[0])) << lift.zip(y, xs)
+    return fun([Array(Array(Float, n), m), Array(Float, m)], lambda x, y: map(lambda xs: col(xs, y)) << transpose << x)
+
+
+def _row_want(form: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    return x.T @ y if form == "mult" else ((x - y[:, None]) ** 2).sum(0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_columns_with_per_row_operands_preserve_the_interpreters_result(data) -> None:
+    m, n = data.draw(st.sampled_from([8, 16, 64])), data.draw(st.sampled_from([4, 16, 48]))
+    form = data.draw(st.sampled_from(["mult", "dev"]))
+    prog = row_weighted(m, n, form)
+    placed = rw.auto_points(prog, {}, min_length=1)
+    lab, _ = _point(placed)
+    choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4, 8])),
+              "vectors": data.draw(st.sampled_from([1, 2, 4])), "combine": "kernel"}
+    out, _ = apply_choice(placed, lab, choice, "does not divide")
+    x, y = _x(m, n, 5), np.random.default_rng(6).random(m, dtype=np.float32)
+    want = lift.interpret(prog, x, y)
+    np.testing.assert_allclose(lift.interpret(out, x, y), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(want, _row_want(form, x, y), rtol=1e-4, atol=1e-4)
+
+
+def test_an_operand_that_depends_on_the_column_is_no_row_operand() -> None:
+    prog = fun([Array(Array(Float, 64), 64)], lambda x: map(
+        lambda xs: reduce(lift.add, 0.0) << map(lift.mult) << lift.zip(xs, map(sq) << xs)) << transpose << x)
+    assert not any(isinstance(p, ColReduce) for p in rw.points(default_points(prog)).values())
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("form,m,n", [("dev", 1024, 512), ("mult", 256, 4096)])
+def test_compiled_by_default_per_row_operands_are_broadcast_into_the_column_vectors(form: str, m: int, n: int) -> None:
+    prog = row_weighted(m, n, form)
+    compiled = lift.compile(prog)
+    assert any(k.startswith("auto_c") for k in compiled.choices.points), compiled.choices
+    assert "(global float16*)" in compiled.source and "bcast16_float" in compiled.source
+    x, y = _x(m, n, 7), np.random.default_rng(8).random(m, dtype=np.float32)
+    np.testing.assert_allclose(compiled(x, y), lift.interpret(prog, x, y), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(compiled(x, y), _row_want(form, x, y), rtol=1e-3, atol=1e-3)

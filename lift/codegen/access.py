@@ -43,6 +43,7 @@ from lift.views import (
     Lane,
     Load,
     Mem,
+    Proj,
     Select,
     StructLeaf,
     VecOf,
@@ -181,7 +182,13 @@ def _tail(e: CExpr, tail: tuple, t: Type | None) -> CExpr:
 
 def write(dest: View, value: CExpr, t: Type, out: Block, fresh: Callable[[str], str],
           use: Callable[[Mem], None] | None = None, comment: str = "", facts: Facts = NO_FACTS) -> None:
-    """Append statements storing `value` (of type `t`) through the destination view."""
+    """Append statements storing `value` (of type `t`) through the destination view; a tuple of
+    vectors component by component (each through its own lanes: `as_scalar` of tuples)."""
+    if isinstance(t, TupleType) and t.elems and all(isinstance(e, VectorType) for e in t.elems):
+        src = _named(value, t, out, fresh)
+        for k, et in enumerate(t.elems):
+            write(Proj(dest, k), _member(src, k), et, out, fresh, use, comment, facts)
+        return
     _write_leaf(resolve(dest), value, t, out, fresh, use, comment, facts)
 
 

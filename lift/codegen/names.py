@@ -11,7 +11,7 @@ from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
-from lift.types import ScalarType, Type, VectorType
+from lift.types import ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import C_RESERVED, c_literal, c_type
 
 
@@ -129,10 +129,19 @@ def _rename(src: str, old: str, new: str) -> str:
     return re.sub(rf"\b{re.escape(old)}\s*\(", f"{new}(", src, count=1)
 
 
+def _widened(t: Type, width: int) -> Type:
+    """A scalar as a vector of `width` lanes, a tuple of scalars as a tuple of such vectors."""
+    if isinstance(t, ScalarType):
+        return VectorType(t, width)
+    if isinstance(t, TupleType) and all(isinstance(e, ScalarType) for e in t.elems):
+        return TupleType(tuple(VectorType(e, width) for e in t.elems))  # type: ignore[arg-type]
+    return t
+
+
 def _vector_source(g: n.UserFun, width: int, cname: str) -> tuple[str, tuple[n.UserFun, ...]]:
     """The C of `g` over vectors: re-translated from Python, else its scalar types widened."""
-    vt = tuple(VectorType(t, width) if isinstance(t, ScalarType) else t for t in g.in_types)
-    out = VectorType(g.out_type, width) if isinstance(g.out_type, ScalarType) else g.out_type
+    vt = tuple(_widened(t, width) for t in g.in_types)
+    out = _widened(g.out_type, width)
     if g.py_fn is not None and not getattr(g.py_fn, "__liftcl_raw_c__", False):
         try:
             translate = sys.modules["lift.userfun.translate"].translate

@@ -8,6 +8,7 @@ element by element only when that evaluator cannot handle it (recorded in `Stats
 
 from __future__ import annotations
 
+import builtins
 import typing
 from typing import Any
 
@@ -234,7 +235,12 @@ def _wrapped(ev: Element, f: Any, vals: Vals, node: Call, env: dict[int, Any]) -
 
 @register(n.Vectorise, stage="interpret")
 def _vectorise(ev: Element, f: n.Vectorise, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
-    lanes = [ev.call(f.f, [v[j] for v in vals], node, env) for j in range(f.n)]
+    def lane(v: Any, j: int) -> Any:  # lane j of a vector, or of each vector of a tuple
+        return tuple(c[j] for c in v) if isinstance(v, tuple) else v[j]
+
+    lanes = [ev.call(f.f, [lane(v, j) for v in vals], node, env) for j in range(f.n)]
+    if isinstance(lanes[0], tuple):  # a tuple of scalars per lane: a tuple of vectors
+        return tuple(np.asarray(c, dtype=np.asarray(c[0]).dtype) for c in builtins.zip(*lanes))
     return np.asarray(lanes, dtype=np.asarray(lanes[0]).dtype)
 
 

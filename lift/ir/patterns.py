@@ -326,17 +326,21 @@ def ocl_kernel(f: Any, *args: Any, label: str | None = None) -> Any:
 
 
 def vectorise(f: Any, k: int, *args: Any, label: str | None = None) -> Any:
-    """Apply a scalar function to each lane of width-`k` vectors."""
+    """Apply a scalar function to each lane of width-`k` vectors (tuples of vectors: a function
+    of tuples of scalars, lane by lane)."""
     if k not in (2, 3, 4, 8, 16) or isinstance(k, bool):
         raise LiftTypeError(f"vectorise needs a vector width of 2, 3, 4, 8 or 16, got {k!r}", loc=user_loc(), got=k)
 
     def make(ts: tuple[Type, ...], lab: str | None, loc: SourceLoc | None) -> n.FunDecl:
         scal = []
         for t in ts:
-            if not (isinstance(t, VectorType) and t.n == k):
-                raise LiftTypeError(f"vectorise(_, {k}) expects vectors of width {k}, got {t}",
+            if isinstance(t, VectorType) and t.n == k:
+                scal.append(t.scalar)
+            elif isinstance(t, TupleType) and t.elems and all(isinstance(e, VectorType) and e.n == k for e in t.elems):
+                scal.append(cast(Any, TupleType(tuple(cast(VectorType, e).scalar for e in t.elems))))  # lanes of tuples
+            else:
+                raise LiftTypeError(f"vectorise(_, {k}) expects vectors (or tuples of vectors) of width {k}, got {t}",
                                     loc=loc, got=t)
-            scal.append(t.scalar)
         return n.Vectorise(elaborate(f, scal), k, label=lab, loc=loc)
 
     d = Deferred(make, f"vectorise({_name(f)}, {k})", label=label, loc=user_loc(), arity=arity_of(f))

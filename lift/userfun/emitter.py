@@ -69,6 +69,8 @@ class Emitter(ast.NodeVisitor):
         self.deps: list[Any] = []                          # the user functions it calls
         self.captured: dict[str, Any] = {}                 # the numbers it read from outside, by name
         self.dep_cache: dict[tuple[int, tuple[Type, ...]], Any] = {}
+        self.trig_pairs = {self.cname[x] for x in _trig_pairs(src.body) if x in self.cname}
+        self.sincos: dict[str, tuple[Val, Val]] = {}       # (sin, cos) of a variable, by its C name
 
     def _c_names(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -264,6 +266,22 @@ class Emitter(ast.NodeVisitor):
             self.np_ok = False
         np_text = f"_np.{np_name}({', '.join(x.np for x in xs)})"
         return Val(f"{c_name}({', '.join(x.c for x in xs)})", out or t, np_text, POSTFIX)
+
+
+def _trig_pairs(body: Sequence[ast.stmt]) -> set[str]:
+    """The variables whose sine and cosine the function body both takes (`math.sin(a)`, `cos(a)`)
+    in its top-level statements (not inside an if or a loop)."""
+    seen: dict[str, set[str]] = {"sin": set(), "cos": set()}
+    for stmt in body:
+        if isinstance(stmt, ast.If | ast.For | ast.While):
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call) and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
+                f = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) \
+                    else None
+                if f in seen:
+                    seen[f].add(n.args[0].id)
+    return seen["sin"] & seen["cos"]
 
 
 def _assigned_names(body: Sequence[ast.stmt]) -> set[str]:

@@ -11,6 +11,9 @@ same way, each user function it calls inlined. Facts compare terms:
                       (`p[0] * p[1]`, `p[1] * p[0]`)
     fold_step(f)      `(op, g)` for a fold step `acc (+) g(x)` (or `g(x) (+) acc`, (+) commutative)
     is_identity(f)    `x => x`
+    selection(f)      the key component and direction of a tuple operator that keeps its first
+                      argument unless the second's key is strictly less (greater): `(a, b) =>
+                      b if b[1] < a[1] else a`, the arg-min step
 
 Each replacement these facts allow keeps the exact float32 meaning: IEEE addition and multiplication
 are commutative (bit for bit), so `b + a` is `a + b`; `max_`/`min_` (a comparison and a choice) are
@@ -29,7 +32,7 @@ from lift.typecheck import type_of, typecheck
 from lift.types import ScalarType, TupleType, Type, VectorType
 
 Term = tuple[Any, ...]  # ("arg", i) | ("get", t, j) | ("bin", op, l, r) | ("cmp", op, l, r) | ("where", c, a, b)
-#               ("neg", t) | ("call", name, *args) | ("const", value)
+#               ("neg", t) | ("call", name, *args) | ("const", value) | ("tuple", *components)
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ def _read(e: ast.expr, env: dict[str, Term | None]) -> Term | None:  # noqa: PLR
         return _node("get", _read(e.value, env), e.slice.value)
     if isinstance(e, ast.Constant) and isinstance(e.value, int | float):
         return ("const", e.value)
+    if isinstance(e, ast.Tuple):
+        return _node("tuple", *(_read(x, env) for x in e.elts))
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name):
         if e.func.value.id != "_np" or e.keywords:
             return None
@@ -381,3 +386,50 @@ def commutes(f: FunDecl) -> bool:
     """Whether `f(a, b) == f(b, a)` exactly (a commutative operator)."""
     op = operator(f)
     return op is not None and op.commutative
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A tuple operator `(a, b) => b if b[key] < a[key] else a` (`least`; `>` for the greatest):
+    the arg-min (arg-max) step, keeping the first of equal keys.
+
+    It is no monoid on all tuples (a NaN key kept as `a` is never replaced, a NaN `b` never
+    chosen: `op(op(1, NaN), 0) = 0` but `op(1, op(NaN, 0)) = 1`), but a fold from an initial value
+    `z` whose key is not NaN only ever holds non-NaN keys, and on those the operator is the
+    first-minimum, associative: chunks each folded from `z` and their partial results folded in
+    their order from `z` give exactly the fold of the whole array. It is not commutative (ties keep
+    the earlier element), so the chunks' order must be kept (no atomic combine, no tail first)."""
+
+    key: int
+    least: bool
+
+
+def selection(f: FunDecl) -> Selection | None:
+    """The `Selection` `f` computes on two tuples of its result type, or None."""
+    return _cached("selection", f, lambda: _selection(f))
+
+
+def _selection(f: FunDecl) -> Selection | None:
+    typed = _types(f)
+    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+        return None
+    t = typed[1]
+    if not isinstance(t, TupleType):
+        return None
+    mine = term(f)
+    if mine is None or mine[0] != "tuple" or len(mine) != 1 + len(t.elems):
+        return None
+    comps = mine[1:]
+    cond = comps[0][1] if comps[0][0] == "where" else None
+    want = tuple(("where", cond, ("get", ("arg", 1), i), ("get", ("arg", 0), i)) for i in range(len(t.elems)))
+    if cond is None or comps != want or cond[0] != "cmp":
+        return None
+    for key, kt in enumerate(t.elems):
+        if not (isinstance(kt, ScalarType) and _numeric(kt)):
+            continue
+        mine_k, acc_k = ("get", ("arg", 1), key), ("get", ("arg", 0), key)
+        if cond in (("cmp", "<", mine_k, acc_k), ("cmp", ">", acc_k, mine_k)):
+            return Selection(key, True)
+        if cond in (("cmp", ">", mine_k, acc_k), ("cmp", "<", acc_k, mine_k)):
+            return Selection(key, False)
+    return None

@@ -126,6 +126,7 @@ class Translator(Loops):
         return None
 
     def _assign(self, name: str, value: Val, node: ast.AST) -> None:
+        self.sincos.pop(self.cname.get(name, name), None)  # its sine and cosine are stale
         if isinstance(val_type(value), ArrayType):
             self.err(node, "arrays cannot be assigned to variables in user functions; index the parameter")
         if name in self.loop_ranges:
