@@ -75,6 +75,7 @@ class Evaluator:
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
         self.plain: Node | None = None  # the user's program (set by tune when it placed automatic points)
         self._default: Any = None  # `lift.compile(plain)`, built once
+        self.unique = False  # search the spaces with the uniqueness constraints (lift.constraints.unique)
 
     def start_reference(self) -> None:
         """Start computing the interpreter's result (once, in a child process: see reference.py)."""
@@ -114,7 +115,7 @@ class Evaluator:
         the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
         try:
             return joint_space_of(self.points_applied(structural), profile_of(self.device),
-                                  Choices(points=structural, sizes=self.sizes), self._spaces)
+                                  Choices(points=structural, sizes=self.sizes), self._spaces, unique=self.unique)
         except LiftError as err:
             return err
 
