@@ -28,8 +28,8 @@ from lift.rules.strategies import choice, normalize, rewrite
 
 from .evaluate import Evaluator, Record
 from .points import is_default, joint
-from .search import IN_FLIGHT
 from .points import key as point_key
+from .search import IN_FLIGHT
 
 CANCELLING = normalize(choice(transpose_transpose_id, join_split_id, split_join_id))
 RETRIES = 64  # redundant proposals passed over before one is let through (its source decides)
