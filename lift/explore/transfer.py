@@ -131,8 +131,8 @@ def nearest_valid(expr: Node, device: Any, sizes: Mapping[str, int], db: TuningD
 
 def seed_points(pipe: Evaluator, db: TuningDB | None, user_program: str, device_key: str,
                 sizes: Mapping[str, int], limit: int = NEAREST) -> list[Choices]:
-    """The search points of the nearest winners stored at other sizes that are valid in `pipe`'s
-    space at its sizes (the tune's first candidates after the default lowering)."""
+    """The search points of the nearest winners stored at other sizes that are valid at `pipe`'s
+    sizes (`valid_at`; the tune's first candidates after the default lowering)."""
     if db is None or not sizes:
         return []
     out: list[Choices] = []
@@ -146,14 +146,9 @@ def seed_points(pipe: Evaluator, db: TuningDB | None, user_program: str, device_
             continue
         if is_default(point):
             continue
-        space = pipe.space(point.points)
-        if isinstance(space, Exception):
-            continue
-        try:
-            ok = space.is_valid(joint(point))
-        except (LiftError, KeyError):
-            ok = False
-        if ok and point_key(point) not in {point_key(p) for p in out}:
+        # the constraints at these sizes decide, not the uniqueness constraints of this tune's space:
+        # a winner of another tune (an exhaustive one) may be a kernel this space represents otherwise
+        if valid_at(pipe.expr, point, pipe.device, pipe._spaces) and all(point_key(p) != point_key(point) for p in out):
             out.append(point)
     return out
 
