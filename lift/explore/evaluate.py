@@ -29,7 +29,7 @@ from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import Node
 from lift.spaces import joint_space_of, points_applied, profile_of
 
-from .points import Structural, decode, is_default, point
+from .points import Structural, decode, is_default, key, point
 from .reference import Reference
 
 
@@ -76,6 +76,7 @@ class Evaluator:
         self.plain: Node | None = None  # the user's program (set by tune when it placed automatic points)
         self._default: Any = None  # `lift.compile(plain)`, built once
         self.unique = False  # search the spaces with the uniqueness constraints (lift.constraints.unique)
+        self.probed: dict[str, Planned] = {}  # plans made by the synchronisability probe (synchronise.py), by point key
 
     def start_reference(self) -> None:
         """Start computing the interpreter's result (once, in a child process: see reference.py)."""
@@ -159,6 +160,9 @@ class Evaluator:
         parameters of a skipped point or the default's tile sizes, is chosen as `lift.compile`
         chooses it, so the choices recorded are those it reports for the program; a point that
         sets mapping and tuning values has only a skipped point's open."""
+        kept = self.probed.pop(key(point), None) if self.probed else None
+        if kept is not None:  # planned when its mapping was classified (synchronise.py)
+            return kept
         try:
             return self._planned(point)
         except RewriteError:

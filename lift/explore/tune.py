@@ -59,6 +59,7 @@ from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
+from .synchronise import Synchronised
 from .transfer import Transferred, seed_points
 from .unique import Unique
 from .worker import GRACE_S
@@ -231,6 +232,7 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
         search = Seeded(pipe, structural, auto_labels, search)
     if transferred:  # the winners tuned at the nearest other sizes, valid at these: first
         search = Transferred(transferred, search)
+    search = synchronised = Synchronised(pipe, search)  # mappings classified before they are planned
     search = unique = Unique(pipe, search)
 
     def time_left() -> bool:
@@ -267,7 +269,8 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
     result = _result(history, rank, pipe, time.perf_counter() - start, winner)
     result.stats.update(confirmed)
     result.stats.update(measured=work.measured, from_database=work.reused, redundant=unique.redundant,
-                        transferred=len(transferred))
+                        transferred=len(transferred), mappings=dict(synchronised.counts),
+                        unsynchronisable=synchronised.excluded)
     if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
     return result
