@@ -23,6 +23,7 @@ from typing import Any
 from lift.choices import Choices
 from lift.errors import LiftError
 from lift.ir.alpha import canonical
+from lift.ir.paths import walk
 from lift.rules import join_split_id, split_join_id, transpose_transpose_id
 from lift.rules.strategies import choice, normalize, rewrite
 
@@ -44,23 +45,23 @@ def simplified(expr: Any) -> Any:
         return expr
 
 
-def program_key(pipe: Evaluator, point: Choices) -> str | None:
+def program_key(pipe: Evaluator, point: Choices, texts: dict[int, tuple[Any, str]] | None = None) -> str | None:
     """The key of the kernels `point` plans (see the module); None for the default lowering or a
-    point whose points cannot be applied (left to the planner to reject)."""
+    point whose points cannot be applied (left to the planner to reject). `texts` keeps the
+    printed programs by rewritten program (the `Evaluator` keeps each rewritten program once)."""
     if is_default(point):
         return None
     try:
         applied = pipe.points_applied(point.points)
     except LiftError:
         return None
-    text = _program_text(pipe, applied)
+    text = _program_text(applied, {} if texts is None else texts)
     rest = json.dumps({"joint": joint(point), "vec": dict(point.vectorise),
                        "sizes": dict(point.sizes or {})}, sort_keys=True)
     return hashlib.sha256(f"{text}\n{rest}".encode()).hexdigest()
 
 
-def _program_text(pipe: Evaluator, applied: Any) -> str:
-    memo = pipe.__dict__.setdefault("_program_texts", {})
+def _program_text(applied: Any, memo: dict[int, tuple[Any, str]]) -> str:
     got = memo.get(id(applied))
     if got is None or got[0] is not applied:
         simple = simplified(applied)
@@ -70,8 +71,6 @@ def _program_text(pipe: Evaluator, applied: Any) -> str:
 
 
 def _labels(expr: Any) -> str:
-    from lift.ir.paths import walk
-
     return ",".join(f"{p}:{n.label}" for p, n in walk(expr) if getattr(n, "label", None))
 
 
@@ -84,11 +83,12 @@ class Unique:
         self.points: set[str] = set()  # point keys whose program key is in `keys`
         self.passed: list[Record] = []  # redundant proposals, shown to `inner` as tried
         self.redundant = 0
+        self.texts: dict[int, tuple[Any, str]] = {}  # printed rewritten programs (program_key)
 
     def _note(self, cand: Choices) -> str | None:
         """Remember `cand`'s program key; the key (None: none)."""
         self.points.add(point_key(cand))
-        k = program_key(self.pipe, cand)
+        k = program_key(self.pipe, cand, self.texts)
         if k is not None:
             self.keys.add(k)
         return k
@@ -102,7 +102,7 @@ class Unique:
             cand = self.inner.propose([*history, *self.passed])
             if cand is None:
                 return None
-            k = program_key(self.pipe, cand)
+            k = program_key(self.pipe, cand, self.texts)
             if k is None or k not in self.keys:
                 self._note(cand)
                 return cand
