@@ -4,6 +4,7 @@ removes it from the space, "sometimes" confines its launch to the values that sy
 
 from __future__ import annotations
 
+import pytest
 import z3
 
 import lift
@@ -83,6 +84,7 @@ def test_an_always_synchronisable_mapping_keeps_its_space() -> None:
     assert len(_solutions(space, rows)) == n
 
 
+@pytest.mark.device
 def test_a_never_synchronisable_mapping_is_never_planned(monkeypatch) -> None:
     """The barrier pass refuses the mapping at every launch (made so here, for a mapping the pass
     would accept, so that the test does not depend on finding one): it is classified "never",
@@ -112,6 +114,7 @@ def test_a_never_synchronisable_mapping_is_never_planned(monkeypatch) -> None:
     assert len(planned) - probes <= 4  # the tune's own probes of the mapping (one per dimension end), nothing else
 
 
+@pytest.mark.device
 def test_a_tune_plans_no_unsynchronisable_candidate() -> None:
     prog, x = written(), rand(2, 24)
     res = lift.tune(prog, x, budget=120, trials=24, db=False, progress=False, auto=False)

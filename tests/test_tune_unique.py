@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 import lift
 from lift import Array, Float, fun, transpose
@@ -89,6 +90,7 @@ class _Twice:
         return self.points.pop(0) if self.points else None
 
 
+@pytest.mark.device
 def test_a_candidate_planning_the_same_program_is_not_proposed_again() -> None:
     a, v = rand(32, 256), rand(256)
     pipe = Evaluator(tiled_gemv(), (a, v), None, SIZES)
@@ -108,6 +110,7 @@ def test_a_candidate_planning_the_same_program_is_not_proposed_again() -> None:
     assert np.allclose(prog(a, v), a @ v, rtol=1e-3)
 
 
+@pytest.mark.device
 def test_a_tune_reports_redundant_proposals_and_searches_fewer_tile_sizes() -> None:
     a, v = rand(32, 256), rand(256)
     res = lift.tune(tiled_gemv(), a, v, budget=120, trials=8, db=False, progress=False)
