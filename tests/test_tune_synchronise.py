@@ -13,8 +13,9 @@ from lift.errors import NotSynchronisableError
 from lift.explore import synchronise as sync
 from lift.explore.evaluate import Evaluator
 from lift.explore.points import key as point_key
+from lift.rewrites import auto_points
 from lift.rules.normalise import normalise
-from tests.programs import rand
+from tests.programs import gemv_program, rand
 
 M, N = Size("M"), Size("N")
 inc = user_fun(lambda a: a + 1.0, [Float], Float, name="inc")
@@ -122,3 +123,20 @@ def test_a_tune_plans_no_unsynchronisable_candidate() -> None:
     assert res.stats["mappings"]["sometimes"] >= 1 and res.stats["unsynchronisable"] >= 1
     assert all((r.ok and r.checked) or not r.ok for r in res.history)
     assert abs(float(res.best(x).sum()) - float(lift.interpret(prog, x).sum())) < 1e-2
+
+
+def test_a_mapping_no_probe_can_plan_is_removed_from_its_space() -> None:
+    """gemv's row sums with the atomic combine (`reduce_atomic` needs the kernel's result in global
+    memory, which a row of a map is not): planned at no launch, so not proposed again."""
+    sizes = {"M": 32, "N": 256}
+    pipe = Evaluator(auto_points(normalise(gemv_program()), sizes), (rand(32, 256), rand(256)), None, sizes)
+    pipe.unique = True
+    atomic = {"auto_r0": {"combine": "atomic", "pad": False, "skip": False, "tail": False, "width": 8}}
+    space = pipe.space(atomic)
+    rows = {"m0": 30, "m1": 0}
+    probe = sync.launch_with(space, rows, 0)
+    assert probe is not None and space.is_valid(rows)
+    assert sync.classify(pipe, pipe.point(atomic, probe)) == sync.UNKNOWN
+    assert any(c.kind == sync.UNPLANNABLE for c in space.constraints) and not space.is_valid(rows)
+    kernel = {"auto_r0": {**atomic["auto_r0"], "combine": "kernel"}}  # the other combine keeps the mapping
+    assert pipe.space(kernel).is_valid(rows)

@@ -24,7 +24,9 @@ in the z3 model of the tuner's space (`Evaluator.space`), before any candidate w
 is planned: a proposal the new constraint excludes is not built, and the strategy is asked
 again. Proposals whose plans were made by the probe are kept and reused by the builder
 (`Evaluator.planned` reads `pipe.probed`). Errors other than `NotSynchronisableError` leave the
-mapping unclassified (the candidate is planned and rejected as before).
+mapping unclassified ("unknown": the candidate is planned and rejected as before), except when
+every probe fails so (a `reduce_atomic` combine that cannot be generated for this mapping): the
+named constraint "never planned" then removes the mapping from that structural choice's space.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .points import key as point_key
 from .search import IN_FLIGHT
 
 NEVER = "never synchronisable"
+UNPLANNABLE = "never planned"
 ONLY = "synchronisable only"
 RETRIES = 64
 PROBED = 64  # plans kept for the builder at most
@@ -98,16 +101,20 @@ def classify(pipe: Evaluator, point: Choices) -> str:
         got = launch_with(space, mapping, several)
         if got is not None and got not in probes:
             probes.append(got)
-    verdicts = []
-    for probe in probes:
-        ok = _plans(pipe, point if probe is own else pipe.point(point.points, probe, point.vectorise))
-        if ok is None:
-            return UNKNOWN
-        verdicts.append(ok)
-    if all(verdicts):
-        return ALWAYS
+    verdicts = [_plans(pipe, point if probe is own else pipe.point(point.points, probe, point.vectorise))
+                for probe in probes]
     is_mapping = z3.And([space.model.vars[k] == v for k, v in mapping.items()])
     shown = ", ".join(f"{k}={v}" for k, v in sorted(mapping.items()))
+    if all(v is None for v in verdicts):  # no probe plans, for another reason than synchronisation
+        if len(probes) > 1:  # at every end of its launches: the mapping is not proposed again
+            space.model.add(Constraint(UNPLANNABLE, tuple(mapping), f"the mapping {shown} cannot be planned with "
+                                       "one work-group nor several (7.2.2)", z3.Not(is_mapping),
+                                       family="synchronisation"))
+        return UNKNOWN
+    if None in verdicts:
+        return UNKNOWN
+    if all(verdicts):
+        return ALWAYS
     if not any(verdicts):  # the one-work-group launch was among the probes, or is no launch of the space
         space.model.add(Constraint(NEVER, tuple(mapping), f"the mapping {shown} cannot be synchronised with any "
                                    "launch: the barrier pass fails with one work-group too, or one work-group is "
@@ -169,4 +176,4 @@ def _valid(space: Any, cand: Choices) -> bool:
         return True
 
 
-__all__ = ["Synchronised", "classify", "launch_with", "NEVER", "ONLY"]
+__all__ = ["Synchronised", "classify", "launch_with", "NEVER", "ONLY", "UNPLANNABLE"]
