@@ -170,10 +170,14 @@ class Synchronised:
 
 
 def _valid(space: Any, cand: Choices) -> bool:
-    try:
-        return space.is_valid({k: v for k, v in joint(cand).items() if k in space.model.vars})
-    except (LiftError, KeyError):
-        return True
+    """Whether `cand` satisfies the constraints the classification added (only those: a candidate
+    from elsewhere, a winner transferred from other sizes, need not be the representative the
+    uniqueness constraints keep)."""
+    subs = [(space.model.vars[k], z3.IntVal(int(v))) for k, v in joint(cand).items() if k in space.model.vars]
+    for c in space.model.constraints:
+        if c.family == "synchronisation" and z3.is_false(z3.simplify(z3.substitute(c.formula, *subs))):
+            return False
+    return True
 
 
 __all__ = ["Synchronised", "classify", "launch_with", "NEVER", "ONLY", "UNPLANNABLE"]
