@@ -141,25 +141,52 @@ def classify(pipe: Evaluator, point: Choices) -> str:
 class Synchronised:
     """A strategy whose proposals' mappings were classified before planning (see the module);
     `counts` says how many mappings were found always, sometimes, never synchronisable (or
-    unknown), `excluded` how many proposals the learnt constraints turned away."""
+    unknown), `excluded` how many proposals the learnt constraints turned away.
+
+    The probes cost plans, so they are spent where synchronisation is at stake: the first mapping
+    of every structural choice is classified, and every new mapping of a structural choice that
+    has shown it can matter (a classification other than "always", a probe's kernel with
+    barriers, or a candidate whose plan failed); the mappings of a structural choice whose
+    kernels need no barrier at all (matmul's blocks, gemv's rows) are planned without probes."""
 
     def __init__(self, pipe: Evaluator, inner: Any) -> None:
         self.pipe, self.inner = pipe, inner
         self.done: set[str] = set()  # structural choice and mapping, classified
+        self.first: set[str] = set()  # structural choices with a mapping classified
+        self.sensitive: set[str] = set()  # structural choices whose new mappings are all classified
+        self.scanned: set[int] = set()  # records looked at for failed plans (by id)
         self.counts = {ALWAYS: 0, SOMETIMES: 0, NEVER_SYNC: 0, UNKNOWN: 0}
         self.passed: list[Record] = []
         self.excluded = 0
 
+    def _scan(self, history: Sequence[Record]) -> None:
+        for r in history:
+            if id(r) not in self.scanned and r.reason != IN_FLIGHT:
+                self.scanned.add(id(r))
+                if not r.ok and r.reason.startswith("build:"):
+                    self.sensitive.add(Choices(points=r.candidate.points).key())
+
+    def _classify(self, cand: Choices) -> None:
+        structural = Choices(points=cand.points).key()
+        which = repr((structural, sorted(cand.mapping.items())))
+        if which in self.done or (structural in self.first and structural not in self.sensitive):
+            return
+        self.done.add(which)
+        self.first.add(structural)
+        got = classify(self.pipe, cand)
+        self.counts[got] += 1
+        kept = self.pipe.probed.get(point_key(cand))
+        if got != ALWAYS or (kept is not None and getattr(kept.source, "barriers", ())):
+            self.sensitive.add(structural)
+
     def propose(self, history: Sequence[Record]) -> Choices | None:
+        self._scan(history)
         cand = None
         for _ in range(RETRIES):
             cand = self.inner.propose([*history, *self.passed])
             if cand is None or is_default(cand) or not cand.mapping:
                 return cand
-            which = repr((Choices(points=cand.points).key(), sorted(cand.mapping.items())))
-            if which not in self.done:
-                self.done.add(which)
-                self.counts[classify(self.pipe, cand)] += 1
+            self._classify(cand)
             space = self.pipe.space(cand.points)
             if isinstance(space, Exception) or _valid(space, cand):
                 return cand
