@@ -143,17 +143,18 @@ class Synchronised:
     `counts` says how many mappings were found always, sometimes, never synchronisable (or
     unknown), `excluded` how many proposals the learnt constraints turned away.
 
-    The probes cost plans, so they are spent where synchronisation is at stake: the first mapping
-    of every structural choice is classified, and every new mapping of a structural choice that
-    has shown it can matter (a classification other than "always", a probe's kernel with
-    barriers, or a candidate whose plan failed); the mappings of a structural choice whose
-    kernels need no barrier at all (matmul's blocks, gemv's rows) are planned without probes."""
+    The probes cost plans, so they are spent where synchronisation is at stake: the tune's first
+    mapping is classified; when synchronisation matters there (a class "sometimes" or "never", or
+    a probe's kernel with barriers), every new mapping is; else only the new mappings of structural
+    choices that showed it can matter (a candidate whose plan failed, a class other than "always").
+    A program whose kernels need no barrier (matmul's blocks, conv, gemv's rows) is planned
+    without probes after its first mapping."""
 
     def __init__(self, pipe: Evaluator, inner: Any) -> None:
         self.pipe, self.inner = pipe, inner
         self.done: set[str] = set()  # structural choice and mapping, classified
-        self.first: set[str] = set()  # structural choices with a mapping classified
         self.sensitive: set[str] = set()  # structural choices whose new mappings are all classified
+        self.everywhere = False  # synchronisation matters in this program: every new mapping is classified
         self.scanned: set[int] = set()  # records looked at for failed plans (by id)
         self.counts = {ALWAYS: 0, SOMETIMES: 0, NEVER_SYNC: 0, UNKNOWN: 0}
         self.passed: list[Record] = []
@@ -169,15 +170,16 @@ class Synchronised:
     def _classify(self, cand: Choices) -> None:
         structural = Choices(points=cand.points).key()
         which = repr((structural, sorted(cand.mapping.items())))
-        if which in self.done or (structural in self.first and structural not in self.sensitive):
+        if which in self.done or (self.done and not self.everywhere and structural not in self.sensitive):
             return
         self.done.add(which)
-        self.first.add(structural)
         got = classify(self.pipe, cand)
         self.counts[got] += 1
         kept = self.pipe.probed.get(point_key(cand))
-        if got != ALWAYS or (kept is not None and getattr(kept.source, "barriers", ())):
+        barriers = kept is not None and bool(getattr(kept.source, "barriers", ()))
+        if got != ALWAYS or barriers:
             self.sensitive.add(structural)
+        self.everywhere = self.everywhere or got in (SOMETIMES, NEVER_SYNC) or barriers
 
     def propose(self, history: Sequence[Record]) -> Choices | None:
         self._scan(history)
