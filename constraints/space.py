@@ -52,6 +52,7 @@ from .limits import MAPPING_RLIMIT
 from .model import Choice, Constraint, Model, code_in
 from .realise import realise, substitute_sizes
 from .recompute import recompute_layouts
+from .unique import add_unique
 
 
 @dataclass
@@ -268,20 +269,20 @@ def _choice(choice: Any) -> dict[str, int]:
 
 def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
-           want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
+           want_tune: bool, launch: bool, fusion_heuristic: bool, unique: bool = False) -> Space:
     """The space, built once per program object and arguments (`compile` asks for the mapping
     space twice: for the solver's choice and to realise it). Keyed by the object itself (labels
     are not part of node equality, and the space names maps by label)."""
     dev = _device(device)
     key = (id(expr), dev, tuple(sorted((sizes or {}).items())), tuple(sorted((tuning or {}).items())),
            None if mapping is None else tuple(sorted(mapping.items())), want_map, want_tune, launch,
-           fusion_heuristic)
+           fusion_heuristic, unique)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is expr:
         _CACHE.move_to_end(key)
         return hit[1]
     space = _build(expr, dev, sizes=sizes, tuning=tuning, mapping=mapping, want_map=want_map,
-                   want_tune=want_tune, launch=launch, fusion_heuristic=fusion_heuristic)
+                   want_tune=want_tune, launch=launch, fusion_heuristic=fusion_heuristic, unique=unique)
     _CACHE[key] = (expr, space)
     if len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -290,7 +291,7 @@ def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] 
 
 def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
            tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
-           want_tune: bool, launch: bool, fusion_heuristic: bool) -> Space:
+           want_tune: bool, launch: bool, fusion_heuristic: bool, unique: bool = False) -> Space:
     typecheck(expr)
     expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
     expr = fuse_reduce_maps(fuse_epilogues(expr))  # elementwise consumers and maps under reduce: fused
@@ -318,6 +319,8 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed}, kernel=kernel)
         calls = {k: _kernel_call(ctx, expr, k) for k in sorted({m.kernel for m in ctx.maps.values()}) if k != kernel}
         others = tuple((k, p) for k, p in calls.items() if p is not None)
+    if unique and want_map:  # the tuner's space: one mapping and tile size per distinct kernel (7.2.1)
+        add_unique(model, ctx, params, codes, dev)
     lower = want_map or mapping is not None
     return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower, launched,
                  path, others)
@@ -402,18 +405,20 @@ def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapp
 
 
 def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
-                fusion_heuristic: bool = False, launch: bool = True) -> Space:
+                fusion_heuristic: bool = False, launch: bool = True, unique: bool = False) -> Space:
     """Mapping, tuning values and (with sizes; `{}` for a program whose sizes are all constants)
     thread configuration, chosen together. A program whose maps are all lowered already (by its
     author, or by rewrite points such as `gpu_tiles`, whose local buffers, barriers and launch
     are built around their `map_wrg`/`map_lcl`) keeps its mapping as written (`Space.mapping`):
-    only its tuning values and launch are variables."""
+    only its tuning values and launch are variables. `unique`: with the uniqueness constraints
+    (constraints/unique.py: tile sizes of all-sequential loops fixed, thread dimensions 1 and 2
+    ordered), as `lift.tune` searches it."""
     from lift.lower import is_high_level
 
     if not is_high_level(expr):
         return tuning_space(expr, device, sizes=sizes, launch=launch)
     return _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
-                  launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic)
+                  launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic, unique=unique)
 
 
 # ------------------------------------------------------------------- objective

@@ -15,6 +15,7 @@ import lift
 from lift.cli import _literals, device_arg, load_program, write_user_file
 from lift.explore import TuningDB
 from lift.explore.dbkeys import encode_choices
+from lift.explore.effort import EFFORTS, effort_of
 from lift.explore.points import describe
 from lift.explore.search import STRATEGIES
 
@@ -23,7 +24,12 @@ def add_tune(sub: Any, program_args: Callable[[argparse.ArgumentParser], None]) 
     """The `tune` subcommand's parser."""
     p = sub.add_parser("tune", help="tune a program file's program (lift.tune) and keep the winner")
     program_args(p)
-    p.add_argument("--budget", type=float, default=60.0, metavar="S", help="seconds of search (default 60)")
+    p.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds of search (default: the effort's, 60 for normal)")
+    p.add_argument("--effort", choices=tuple(EFFORTS), default="normal",
+                   help="how much to explore (lift.tune's effort=): quick (the default lowering, winners "
+                        "tuned at other sizes, seeds, a few more; 20 s), normal (until the budget; 60 s), "
+                        "exhaustive (no uniqueness constraints; 600 s)")
     p.add_argument("--objective", choices=("time", "memory", "pareto"), default="time",
                    help="what to minimise; pareto keeps the time/memory front, the fastest as the winner")
     p.add_argument("--strategy", choices=STRATEGIES, default="random-local",
@@ -86,8 +92,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     result = lift.tune(program, *arrays, budget=opts.budget, objective=opts.objective, device=device_arg(opts.device),
                        seed=opts.seed, db=db, progress=not opts.quiet, refresh=opts.refresh,
                        auto=not opts.no_auto, strategy=opts.strategy, cluster=opts.ray,
-                       builders=opts.builders)
-    report(result, name, opts.budget)
+                       builders=opts.builders, effort=opts.effort)
+    report(result, name, opts.budget if opts.budget is not None else effort_of(opts.effort).budget)
     if opts.json:
         write_user_file(opts.json, json.dumps(result.to_json(), indent=1, default=str) + "\n")
     if opts.plot is not None:
@@ -106,7 +112,8 @@ def report(result: Any, name: str, budget: float) -> None:
     else:
         print(f"{name} on {dev.name}: {st['candidates']} candidates in {st['seconds']:.1f} s "
               f"(budget {budget:g} s), {st['rejected']} rejected, {st.get('measured', '?')} measured here, "
-              f"{st.get('from_database', 0)} from the database")
+              f"{st.get('from_database', 0)} from the database, {st.get('redundant', 0)} redundant not built, "
+              f"{st.get('transferred', 0)} transferred from other sizes")
     default = st.get("default_time")
     gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
         if default and best and best.time else ""

@@ -117,6 +117,10 @@ def compile(expr: Node, device: Any = None, choices: Choices | Mapping[str, Any]
     `Program.specialised(*arrays)`, `Program.specialisations`); False: calls run the generic program.
     `tuned` (with no choices, launch sizes or options): the tuning database's winner for `expr`
     is used when there is one (`lift.decide`; `LIFTCL_USE_TUNED=0` in the environment: never).
+    At a call's sizes the order of preference is: the winner tuned at exactly those sizes, else
+    the nearest winner of the same program tuned at other sizes whose choices the constraints
+    prove valid at these (`lift.explore.transfer`), else the default policy;
+    `Program.choices.origin` says which ("nearest valid winner, tuned at N=4096 ...").
     Thread-safe: compiles from several threads run one at a time (z3 is not thread-safe)."""
     _check_args(expr, choices, local_size, global_size)
     warn_changed(expr)  # a global a user function read has changed since (lift.userfun.frozen)

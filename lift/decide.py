@@ -60,6 +60,7 @@ class Tuned:
     default: bool  # the winner is compile's own default of the program as written
     origin: str  # where the choices came from (`TunedChoices.origin`)
     stale: Callable[[BaseException], None]  # reports a winner that no longer builds
+    transferred: bool = False  # a winner tuned at other sizes, valid at these (lift.explore.transfer)
 
 
 class Lookup(Protocol):

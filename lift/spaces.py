@@ -39,11 +39,14 @@ def points_applied(expr: Node, choices: Choices, spaces: Spaces | None = None, *
     return kept(spaces, ("points", points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
 
 
-def joint_space_of(applied: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None) -> Any:
+def joint_space_of(applied: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None, *,
+                   unique: bool = False) -> Any:
     """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
-    program `applied` that `choices.points` made; kept in `spaces` (one program's) when given."""
+    program `applied` that `choices.points` made; kept in `spaces` (one program's) when given.
+    `unique`: the tuner's space, with the uniqueness constraints (lift.constraints.unique)."""
     key = ("space", points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
-    return kept(spaces, key, lambda: joint_space(applied, profile, sizes=choices.sizes))
+    key = (*key, "unique") if unique else key
+    return kept(spaces, key, lambda: joint_space(applied, profile, sizes=choices.sizes, unique=unique))
 
 
 def points_key(choices: Choices) -> str:

@@ -8,10 +8,12 @@ carries a `Specialiser`, and a call with sizes it has not seen before decides, o
 
 1. the tuning database's winner for `expr` tuned at these sizes (`lift.tune(expr, *arrays)`;
    the `lift.decide` lookup with the call's bindings), else
-2. the program with these sizes substituted, when that has what the generic one cannot have:
-   a tuned winner of the fixed-size program, or the default points (compiled with their first
-   valid choices, `lift.decide.default_blocks`), else
-3. the generic program (nothing compiled: nothing to gain at these sizes).
+2. a tuned winner of the program with these sizes substituted, else
+3. the nearest winner of `expr` tuned at other sizes whose choices the constraints prove valid
+   at these (`lift.explore.transfer`: the lookup gives it when there is no exact winner), else
+4. the program with these sizes substituted when that has what the generic one cannot have: the
+   default points (compiled with their first valid choices, `lift.decide.default_blocks`), else
+5. the generic program (nothing compiled: nothing to gain at these sizes).
 
 A specialisation that is refused (the default points do not compile for these sizes) or fails
 (its compile, or later its run, raises) leaves the generic program to run the call: never an error
@@ -141,8 +143,9 @@ class Specialiser:
             return None, "no compiler to specialise with; generic"
         try:
             tuned = self.lookup(self.expr, self.device, bound) if self.lookup is not None else None
+            near = tuned if tuned is not None and tuned.transferred else None  # after the exact winners
             # a default winner is compile's own default of the generic program, which this is: below
-            if tuned is not None and not tuned.default:
+            if tuned is not None and not tuned.default and near is None:
                 program = self.build(tuned_decisions(self.expr, self.device, tuned))
                 if program is not None:
                     return program, f"tuned for these sizes: {tuned.origin}"
@@ -152,6 +155,10 @@ class Specialiser:
                 program = self.build(tuned_decisions(fixed, self.device, tuned))
                 if program is not None:
                     return program, f"the program with these sizes fixed was tuned: {tuned.origin}"
+            if near is not None:
+                program = self.build(tuned_decisions(self.expr, self.device, near))
+                if program is not None:
+                    return program, f"tuned at other sizes, valid at these: {near.origin}"
             placed = default_points(fixed)
             if placed is fixed:
                 return None, "nothing to specialise: no tuned choice and no default point for these sizes; generic"

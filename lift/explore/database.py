@@ -243,6 +243,23 @@ class TuningDB:
                 return i, e
         return None
 
+    def at_sizes(self, user_program: str, device: str) -> list[tuple[str, dict, dict]]:
+        """Every (sizes, info, entry) winner stored for a program as the user wrote it on a device at
+        this liftcl version, whatever its size bindings (`lift.explore.transfer` picks the nearest);
+        objective "time" first, then "pareto", newest first."""
+        rows: list[Any] = []
+        with self._use("read") as conn:
+            rows = conn.execute(
+                "SELECT sizes, info, entry FROM winners WHERE user_program = ? AND device = ? AND version = ? "
+                "AND objective IN ('time', 'pareto') ORDER BY objective = 'time' DESC, stored DESC",
+                (user_program, device, liftcl_version())).fetchall() if conn else []
+        out = []
+        for sizes, info, entry in rows:
+            i, e = _decode(info, dict, "winner info"), _decode(entry, check_entry, "winner")
+            if i is not None and e is not None and isinstance(sizes, str):
+                out.append((sizes, i, e))
+        return out
+
     # ---------------------------------------------------------- candidates
 
     def finished(self, mkey: str) -> dict[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import Node
 from lift.spaces import joint_space_of, points_applied, profile_of
 
-from .points import Structural, decode, is_default, point
+from .points import Structural, decode, is_default, key, point
 from .reference import Reference
 
 
@@ -75,6 +75,8 @@ class Evaluator:
         self._seen: dict[str, Record] = {}  # by source hash: the same kernels are measured once
         self.plain: Node | None = None  # the user's program (set by tune when it placed automatic points)
         self._default: Any = None  # `lift.compile(plain)`, built once
+        self.unique = False  # search the spaces with the uniqueness constraints (lift.constraints.unique)
+        self.probed: dict[str, Planned] = {}  # plans made by the synchronisability probe (synchronise.py), by point key
 
     def start_reference(self) -> None:
         """Start computing the interpreter's result (once, in a child process: see reference.py)."""
@@ -114,7 +116,7 @@ class Evaluator:
         the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
         try:
             return joint_space_of(self.points_applied(structural), profile_of(self.device),
-                                  Choices(points=structural, sizes=self.sizes), self._spaces)
+                                  Choices(points=structural, sizes=self.sizes), self._spaces, unique=self.unique)
         except LiftError as err:
             return err
 
@@ -158,6 +160,9 @@ class Evaluator:
         parameters of a skipped point or the default's tile sizes, is chosen as `lift.compile`
         chooses it, so the choices recorded are those it reports for the program; a point that
         sets mapping and tuning values has only a skipped point's open."""
+        kept = self.probed.pop(key(point), None) if self.probed else None
+        if kept is not None:  # planned when its mapping was classified (synchronise.py)
+            return kept
         try:
             return self._planned(point)
         except RewriteError:

@@ -14,11 +14,17 @@ objective "time" is preferred, then "pareto". The program is planned from the st
 `origin` says where they came from. `lift.tune` compiles its candidates and its default
 without the lookup (`compile(..., tuned=False)`), and the environment turns it off with
 `LIFTCL_USE_TUNED=0`.
+
+Order of preference at a call's sizes (lift.specialise): the winner tuned at exactly those sizes,
+else the nearest winner tuned at other sizes of the same program whose choices the constraints
+prove valid at these (`lift.explore.transfer.nearest_valid`: its `origin` reads "nearest valid
+winner, tuned at N=4096 ..."), else compile's default policy.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import warnings
 from collections.abc import Mapping
@@ -37,6 +43,9 @@ from lift.specialise import symbolic_sizes
 from .database import TuningDatabaseWarning, TuningDB, default_path
 from .dbkeys import program_hash
 from .points import json_default
+from .transfer import nearest_valid
+
+log = logging.getLogger("lift.explore.reuse")
 
 
 def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = None) -> Tuned | None:
@@ -63,7 +72,7 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
                       stacklevel=3)
         return None
     if found is None:
-        return None
+        return _transferred(expr, dev, bound, path) if bound else None
     info, entry = found
 
     def stale(err: BaseException) -> None:
@@ -83,6 +92,34 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
         stale(err)
         return None
     return Tuned(choices, program, default, origin, stale)
+
+
+def _transferred(expr: Lambda, dev: Any, bound: dict[str, int], path: Any) -> Tuned | None:
+    """The nearest winner of `expr` tuned at other sizes that the constraints prove valid at
+    `bound` (lift.explore.transfer), as a `Tuned` whose origin says so; None when there is none."""
+    try:
+        found = nearest_valid(expr, dev, bound, TuningDB(path), program_hash(expr), dev.key, _placed)
+    except (ValueError, TypeError, RecursionError, sqlite3.Error, OSError) as err:
+        warnings.warn(TuningDatabaseWarning(f"the tuning database {path} could not be read "
+                                            f"({type(err).__name__}: {str(err)[:200]}); compiling without it"),
+                      stacklevel=4)
+        return None
+    if found is None:
+        return None
+    stored, choices, program = found
+    t = stored.entry.get("time")
+    shown = f", {t * 1e3:.3f} ms there" if isinstance(t, (int, float)) else ""
+    origin = f"nearest valid winner, tuned at {stored.shown()} (tuning database {path}{shown})"
+
+    def failed(err: BaseException) -> None:  # valid by the constraints, yet it did not build: the default
+        log.debug("the winner tuned at %s does not build at %s: %s", stored.shown(), bound, err)
+
+    return Tuned(choices, program, False, origin, failed, transferred=True)
+
+
+def _placed(expr: Lambda, sizes: dict[str, int], auto: bool) -> Node:
+    """The program a stored winner's choices are for: the automatic points placed as `tune` placed them."""
+    return auto_points(expr, sizes) if auto else expr
 
 
 def tuned_program(expr: Node, device: Any = None, cache_dir: Any = None,

@@ -47,6 +47,7 @@ from .confirm import confirm, contenders, process_timer, reserve, worker_timer
 from .database import TuningDB
 from .dbkeys import encode_choices, liftcl_version, measure_key, objective_key, program_hash, shapes_key
 from .drive import LocalBackend, drive
+from .effort import effort_of, limits
 from .evaluate import Evaluator, Record
 from .pareto import pareto_front, score
 from .plot import plot_front
@@ -58,6 +59,9 @@ from .search import DEFAULT as DEFAULT_STRATEGY
 from .search import make_strategy
 from .seeds import Seeded
 from .shared import SharedWork, record_from_json
+from .synchronise import Synchronised
+from .transfer import Transferred, seed_points
+from .unique import Unique
 from .worker import GRACE_S
 from .worker import shared as shared_worker
 
@@ -103,13 +107,26 @@ class TuneResult:
 
 
 @serialised  # z3 (the spaces, the sampler) is not thread-safe: tunes and compiles run one at a time
-def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", device: Any = None,
+def tune(expr: Node, *arrays: Any, budget: float | None = None, objective: str = "time", device: Any = None,
          seed: int = 0, db: TuningDB | str | bool | None = None, progress: bool = True,
          refresh: bool = False, repeat: int = 3, auto: bool = True, isolate: bool = True,
          strategy: str | None = None, trials: int | None = None, cluster: str | None = None,
-         ahead: int | None = None, builders: int | None = None) -> TuneResult:
+         ahead: int | None = None, builders: int | None = None, effort: str | None = None) -> TuneResult:
     """Search for the fastest (or smallest, or Pareto-optimal) correct compilation of `expr`
-    on `arrays` within `budget` seconds; `db=False` uses no tuning database. With `auto`,
+    on `arrays` within `budget` seconds; `db=False` uses no tuning database.
+    `effort` ("quick", "normal": the default, or "exhaustive"; lift.explore.effort) says how much
+    of the space to explore: "quick" tries the default lowering, the winners stored for this
+    program at the nearest other sizes and the automatic points' seeds, then a few informed
+    candidates (`effort.QUICK_TRIALS` in all, 20 s unless `budget` is given); "normal" searches
+    until the budget (60 s unless given) is spent; "exhaustive" searches without the uniqueness
+    constraints on tuning values and thread dimensions (600 s unless given). Every level keeps
+    the contract: never measured slower than the default lowering. At every level the
+    space carries the uniqueness constraints unless exhaustive (lift.constraints.unique: tile
+    sizes of all-sequential loops fixed, thread dimensions 1 and 2 ordered), and a candidate
+    that plans the same program and choices as one proposed before is not built
+    (lift.explore.unique; `stats["redundant"]` counts them). A program over symbolic sizes
+    tuned before at other sizes starts from those winners that are valid at these
+    (lift.explore.transfer; `stats["transferred"]`). With `auto`,
     rewrite points are also placed automatically at the program's natural places
     (`lift.rewrites.auto_points`; the user's points are kept as written) and tried first.
     With `isolate` (the default) candidates are built and run in a worker process
@@ -131,6 +148,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     the cluster's CPUs) and the runners as Ray actors on every node that advertises the
     device (lift.explore.cluster; `pip install "liftcl[ray]"`)."""
     start = time.perf_counter()  # the budget counts from the call: the reference interpretation is inside it
+    level = effort_of(effort)
+    budget, trials = limits(level, budget, trials)
     rank = score(objective)
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 1):
         raise LiftValueError(f"trials must be an int of at least 1 or None, got {trials!r}")
@@ -156,8 +175,12 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
     pipe = Evaluator(expr, arrays, device, sizes, repeat=repeat)
     pipe.plain = plain
     pipe.deadline = start + budget
+    pipe.unique = level.unique
+    bound = {k: int(v) for k, v in sizes.items() if k in symbolic}
+    near = seed_points(pipe, database, user_hash, dev.key, bound)  # winners tuned at other sizes
     try:
         return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
+                       transferred=near,
                        rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
                        isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey,
                        cluster=cluster, ahead=ahead, builders=builders)
@@ -166,7 +189,8 @@ def tune(expr: Node, *arrays: Any, budget: float = 60, objective: str = "time", 
 
 
 def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
-            database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
+            database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float,
+            transferred: Sequence[Choices] = (), rank: Any,
             objective: str, seed: int, progress: bool, refresh: bool, isolate: bool, strategy: str | None,
             trials: int | None, dev: Any, mkey: str, cluster: str | None = None, ahead: int | None = None,
             builders: int | None = None) -> TuneResult:
@@ -180,7 +204,8 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
         backend = LocalBackend(pipe, LocalRunner(pipe, pipe.worker))
     try:
         return _searched(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
-                         rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
+                         transferred=transferred, rank=rank, objective=objective, seed=seed, progress=progress,
+                         refresh=refresh,
                          backend=backend, strategy=strategy, trials=trials, mkey=mkey,
                          ahead=_ahead(ahead, backend, trials))
     finally:
@@ -189,7 +214,8 @@ def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], 
 
 
 def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
-              database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float, rank: Any,
+              database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float,
+              transferred: Sequence[Choices] = (), rank: Any,
               objective: str, seed: int, progress: bool, refresh: bool, backend: Any, strategy: str | None,
               trials: int | None, mkey: str, ahead: int) -> TuneResult:
     """`_search` once the back end is chosen: the default lowering first, then the strategy's
@@ -204,6 +230,10 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
                            switch=_switch(start, budget, trials, history))
     if auto_labels:
         search = Seeded(pipe, structural, auto_labels, search)
+    if transferred:  # the winners tuned at the nearest other sizes, valid at these: first
+        search = Transferred(transferred, search)
+    search = synchronised = Synchronised(pipe, search)  # mappings classified before they are planned
+    search = unique = Unique(pipe, search)
 
     def time_left() -> bool:
         return time.perf_counter() - start < budget - _reserve(history, rank, objective, budget)
@@ -238,7 +268,9 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
     winner, confirmed = _confirm(history, pipe, rank) if objective == "time" else (None, {})
     result = _result(history, rank, pipe, time.perf_counter() - start, winner)
     result.stats.update(confirmed)
-    result.stats.update(measured=work.measured, from_database=work.reused)
+    result.stats.update(measured=work.measured, from_database=work.reused, redundant=unique.redundant,
+                        transferred=len(transferred), mappings=dict(synchronised.counts),
+                        unsynchronisable=synchronised.excluded)
     if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
         database.store(key, _entry(result), info, replace=refresh)
     return result
