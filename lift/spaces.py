@@ -44,7 +44,7 @@ def joint_space_of(applied: Node, profile: devices.Device, choices: Choices, spa
     """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
     program `applied` that `choices.points` made; kept in `spaces` (one program's) when given.
     `unique`: the tuner's space, with the uniqueness constraints (lift.constraints.unique)."""
-    key = ("space", points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
+    key: tuple[str, ...] = ("space", points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
     key = (*key, "unique") if unique else key
     return kept(spaces, key, lambda: joint_space(applied, profile, sizes=choices.sizes, unique=unique))
 

@@ -147,7 +147,7 @@ def col_parts(call: Any) -> Parts | str:
 
 
 def _row_operands(f: Any, z: Any, g: Any, col: Any, whole: Callable[[Any], bool], q: Param, x: Any,
-                  vs: tuple) -> Parts | str:
+                  vs: tuple[Any, ...]) -> Parts | str:
     """`col_parts` of a column zipped with per-row operands: `reduce(f, z) << map(g) << zip(..)`,
     one of the zipped arrays the column, the others arrays `[T]M` that do not depend on it, `g` a
     scalar user function of the zip's components (`uf`, or `e => uf(get(i) << e, ..)`)."""
@@ -255,7 +255,7 @@ class ColReduce(RewritePoint):
             sums = FunCall(Map(col, label=label, loc=loc), (data,))
             return sums if w == 1 else FunCall(AsScalar(), (sums,))
 
-        def grouped(rows: Any, rops: tuple[Any, ...]) -> Any:  # `k` vectors of `w` columns per work-item: k accumulators
+        def grouped(rows: Any, rops: tuple[Any, ...]) -> Any:  # `k` vectors of `w` columns per work-item
             vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
             cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
             ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in vs)

@@ -169,7 +169,7 @@ class Synchronised:
 
     def _classify(self, cand: Choices) -> None:
         structural = Choices(points=cand.points).key()
-        which = repr((structural, sorted(cand.mapping.items())))
+        which = repr((structural, sorted((cand.mapping or {}).items())))
         if which in self.done or (self.done and not self.everywhere and structural not in self.sensitive):
             return
         self.done.add(which)
