@@ -83,7 +83,10 @@ def normalise(expr: Node) -> Node:
     out = expr
     for _ in range(_PASSES):  # again while a pass changes it: the parameters of the lambdas a pass
         order = _binding_order(out)  # builds get their places in the zip order only then
-        new = _bottom_up(out, cast(Any, lambda n, order=order: _local(n, order)), root=True)
+        def local(n: Node, placed: bool, order: dict[int, tuple[int, int, int]] = order) -> Node:
+            return _local(n, order, placed)
+
+        new = _bottom_up(out, local, root=True)
         if new is out:
             break
         out = new
@@ -96,23 +99,28 @@ def normalise(expr: Node) -> Node:
     return out
 
 
-def _bottom_up(n: Node, fn: Callable[[Node], Node], root: bool = False) -> Node:
-    cs = tuple(_bottom_up(c, fn) for c in children(n))
+def _bottom_up(n: Node, fn: Callable[[Node, bool], Node], root: bool = False, placed: bool = False) -> Node:
+    """`fn(m, placed)` applied to every node below `n`, children first; `placed`: inside a rewrite
+    point the user placed (a transparent pattern with a label not starting `auto_`)."""
+    label = str(getattr(n, "label", "") or "")
+    placed = placed or (getattr(type(n), "transparent", False) and not label.startswith("auto_"))
+    cs = tuple(_bottom_up(c, fn, placed=placed) for c in children(n))
     n = with_children(n, cs)
-    return n if root else fn(n)
+    return n if root else fn(n, placed)
 
 
-def _local(n: Node, order: dict[int, tuple[int, int, int]]) -> Node:
+def _local(n: Node, order: dict[int, tuple[int, int, int]], placed: bool = False) -> Node:
     for _ in range(_ROUNDS):
-        new = _step(n, order)
+        new = _step(n, order, placed)
         if new is None:
             return n
         # the children a rule builds (a fold step's `map(g) << zip(c, r)`) are canonical too
-        n = with_children(new, tuple(_bottom_up(c, lambda m: _local(m, order)) for c in children(new)))
+        n = with_children(new, tuple(_bottom_up(c, lambda m, inner: _local(m, order, inner), placed=placed)
+                                     for c in children(new)))
     return n
 
 
-def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
+def _step(n: Node, order: dict[int, tuple[int, int, int]], placed: bool = False) -> Node | None:
     """One rule applied at `n` (its children are canonical already), or None."""
     if isinstance(n, Lambda):
         return _as_builtin(n)
@@ -123,8 +131,8 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]]) -> Node | None:
         return None
     if not isinstance(n, FunCall):
         return None
-    for rule in (_split_fold, _order_zip, _cancel_transposes, _column_windows, _fuse_reduce_map, _inline_let,
-                 _distribute_stages, _hoist_reshape):
+    rules = _RULES if placed else (*_RULES, _hoist_reshape)  # a user point's body keeps its views' places
+    for rule in rules:
         new = rule(n, order)
         if new is not None:
             return new
@@ -510,3 +518,7 @@ def _replace_equal(body: Node, old: Node, new: Node) -> Node:
         return body
     out = tuple(_replace_equal(c, old, new) for c in cs)
     return body if all(a is b for a, b in zip(out, cs)) else with_children(body, out)
+
+
+_RULES = (_split_fold, _order_zip, _cancel_transposes, _column_windows, _fuse_reduce_map, _inline_let,
+          _distribute_stages)
