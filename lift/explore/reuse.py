@@ -67,9 +67,7 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
     try:  # the database's promise: a bad row is skipped (warned), never raised into a compile
         found = TuningDB(path).find(program_hash(expr), json.dumps(bound, sort_keys=True), dev.key)
     except (ValueError, TypeError, RecursionError, sqlite3.Error, OSError) as err:
-        warnings.warn(TuningDatabaseWarning(f"the tuning database {path} could not be read "
-                                            f"({type(err).__name__}: {str(err)[:200]}); compiling without it"),
-                      stacklevel=3)
+        _unreadable(path, err, 4)
         return None
     if found is None:
         return _transferred(expr, dev, bound, path) if bound else None
@@ -94,15 +92,20 @@ def lookup(expr: Node, device: Any = None, sizes: Mapping[str, int] | None = Non
     return Tuned(choices, program, default, origin, stale)
 
 
+def _unreadable(path: Any, err: BaseException, stacklevel: int) -> None:
+    """Warn that the tuning database at `path` could not be read (the compile goes on without it)."""
+    warnings.warn(TuningDatabaseWarning(f"the tuning database {path} could not be read "
+                                        f"({type(err).__name__}: {str(err)[:200]}); compiling without it"),
+                  stacklevel=stacklevel)
+
+
 def _transferred(expr: Lambda, dev: Any, bound: dict[str, int], path: Any) -> Tuned | None:
     """The nearest winner of `expr` tuned at other sizes that the constraints prove valid at
     `bound` (lift.explore.transfer), as a `Tuned` whose origin says so; None when there is none."""
     try:
         found = nearest_valid(expr, dev, bound, TuningDB(path), program_hash(expr), dev.key, _placed)
     except (ValueError, TypeError, RecursionError, sqlite3.Error, OSError) as err:
-        warnings.warn(TuningDatabaseWarning(f"the tuning database {path} could not be read "
-                                            f"({type(err).__name__}: {str(err)[:200]}); compiling without it"),
-                      stacklevel=4)
+        _unreadable(path, err, 5)
         return None
     if found is None:
         return None
