@@ -167,21 +167,22 @@ class Model:
 
     def sample(self, n: int, seed: int = 0, names: Iterable[str] | None = None) -> list[Choice]:
         """Up to `n` distinct solutions, projected on `names`: drawn by the concrete sampler
-        (`constraints.sampling`, each confirmed by z3), then, for what it could not find,
-        by z3 random pivots with the solutions found blocked."""
+        (`constraints.sampling`; confirmed by z3 only when the sampler skipped a constraint it
+        cannot evaluate: a draw passing every constraint concretely is a solution, since the
+        compiled formulas agree with z3 wherever z3's value is defined, and where it is not, a
+        division by zero, z3 may choose the value the sampler computed), then, for what it could
+        not find, by z3 random pivots with the solutions found blocked."""
         names = list(names if names is not None else self.vars)
         rng = random.Random(seed)
         out: list[Choice] = []
         seen: set[tuple[int, ...]] = set()
         fast = self._sampler()
+        exact = fast is not None and fast.skipped == 0  # every constraint evaluated: z3 would agree
         misses = 0
         while fast is not None and len(out) < n and misses < max(8, n):
             sol = fast.one(rng)
-            if sol is None or not self.is_valid(sol):
-                misses += 1
-                continue
-            key = tuple(sol[k] for k in names)
-            if key in seen:
+            key = None if sol is None else tuple(sol[k] for k in names)
+            if key is None or key in seen or not (exact or self.is_valid(sol)):
                 misses += 1
                 continue
             seen.add(key)

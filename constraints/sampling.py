@@ -9,10 +9,12 @@ fixed are evaluated over its whole domain at once; a value is drawn uniformly am
 that pass. Variables go in order of domain size (random among equal sizes), so the launch
 variables with large domains (`groups_d`) come last, where the constraints decide them.
 
-The concrete evaluation is only a proposal: every solution is confirmed by one incremental
-z3 check of the full assignment (about 1 ms), so a formula the compiler does not understand
-(skipped) or evaluates differently (z3's division by zero) can cost a retry, never a wrong
-choice. `Model.sample` falls back to the z3 pivots when this search keeps failing.
+The compiled formulas agree with z3 wherever z3's value is defined (tests/test_constraints_
+sampling.py checks them elementwise); a zero divisor, uninterpreted in z3, gives 0 here, a value
+z3 may choose too, so an assignment passing every compiled constraint is a solution. Where the
+compiler skipped a formula it does not understand, `Model.sample` confirms each draw with one
+incremental z3 check of the full assignment (1-4 ms): a skipped formula can cost a retry, never
+a wrong choice. `Model.sample` falls back to the z3 pivots when this search keeps failing.
 """
 
 from __future__ import annotations

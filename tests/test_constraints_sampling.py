@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 import z3
 import z3.z3util
 
@@ -90,6 +91,20 @@ def test_joint_space_samples_are_valid_and_cheap_to_draw() -> None:
     assert all(space.model.is_valid(d) for d in drawn if d is not None)
     samples = space.sample(30, seed=0)
     assert len(samples) == 30 and all(space.is_valid(s) for s in samples)
+
+
+@pytest.mark.parametrize("program, sizes", [
+    (matmul_program, {"M": 64, "N": 256, "K": 16}),
+    (lambda: conv_program(3, 3, 1, 1), {"H": 10, "W": 12, "C": 4, "M": 8}),
+])
+def test_samples_of_a_fully_compiled_space_need_no_z3_confirmation(program, sizes) -> None:
+    """`Model.sample` skips the z3 check when the sampler compiled every constraint: z3 (the
+    oracle) must accept every sample it returns."""
+    space = joint_space(program(), "pocl-cpu", sizes=sizes)
+    assert space.model._sampler().skipped == 0
+    samples = space.model.sample(60, seed=5)
+    assert len(samples) >= 30
+    assert all(space.model.is_valid(s) for s in samples)
 
 
 def test_seed_completion_keeps_its_preferences() -> None:
