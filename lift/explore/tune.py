@@ -179,57 +179,79 @@ def tune(expr: Node, *arrays: Any, budget: float | None = None, objective: str =
     bound = {k: int(v) for k, v in sizes.items() if k in symbolic}
     near = seed_points(pipe, database, user_hash, dev.key, bound)  # winners tuned at other sizes
     try:
-        return _search(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
-                       transferred=near,
-                       rank=rank, objective=objective, seed=seed, progress=progress, refresh=refresh,
-                       isolate=isolate, strategy=strategy, trials=trials, dev=dev, mkey=mkey,
-                       cluster=cluster, ahead=ahead, builders=builders)
+        return _search(TuneRun(pipe, tuple(arrays), structural, auto_labels, database, key, info, start,
+                               budget=budget, transferred=tuple(near), rank=rank, objective=objective, seed=seed,
+                               progress=progress, refresh=refresh, isolate=isolate, strategy=strategy,
+                               trials=trials, dev=dev, mkey=mkey, cluster=cluster, ahead=ahead,
+                               builders=builders))
     finally:
         pipe.close_reference()
 
 
-def _search(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
-            database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float,
-            transferred: Sequence[Choices] = (), rank: Any,
-            objective: str, seed: int, progress: bool, refresh: bool, isolate: bool, strategy: str | None,
-            trials: int | None, dev: Any, mkey: str, cluster: str | None = None, ahead: int | None = None,
-            builders: int | None = None) -> TuneResult:
-    """The search of `tune` (its arguments are tune's), from the default lowering to the result."""
+@dataclass(frozen=True)
+class TuneRun:
+    """What one `tune` searches with: its evaluator, arrays and space, where it keeps the result,
+    and the arguments of the call (see `tune`)."""
+
+    pipe: Evaluator
+    arrays: tuple[Any, ...]
+    structural: dict[str, Any]
+    auto_labels: list[str]
+    database: TuningDB | None
+    key: str
+    info: dict[str, Any]
+    start: float
+    budget: float
+    transferred: tuple[Choices, ...]
+    rank: Any
+    objective: str
+    seed: int
+    progress: bool
+    refresh: bool
+    isolate: bool
+    strategy: str | None
+    trials: int | None
+    dev: Any
+    mkey: str
+    cluster: str | None = None
+    ahead: int | None = None
+    builders: int | None = None
+
+
+def _search(run: TuneRun) -> TuneResult:
+    """The search of `tune`, from the default lowering to the result: the back end chosen
+    (a Ray cluster, a worker process, or this process), then `_searched`."""
+    pipe = run.pipe
     backend: Any = None
-    if cluster is not None:
-        backend = ray_backend(cluster, pipe, dev, arrays, builders=builders)
+    if run.cluster is not None:
+        backend = ray_backend(run.cluster, pipe, run.dev, run.arrays, builders=run.builders)
         pipe.worker = backend.ops()  # the default lowering and the confirmation round: on a runner actor
-    elif isolate:
-        pipe.worker = shared_worker(dev, arrays)  # started once per process (opening the device takes ~1 s)
+    elif run.isolate:
+        pipe.worker = shared_worker(run.dev, run.arrays)  # started once per process (opening the device takes ~1 s)
         backend = LocalBackend(pipe, LocalRunner(pipe, pipe.worker))
     try:
-        return _searched(pipe, arrays, structural, auto_labels, database, key, info, start, budget=budget,
-                         transferred=transferred, rank=rank, objective=objective, seed=seed, progress=progress,
-                         refresh=refresh,
-                         backend=backend, strategy=strategy, trials=trials, mkey=mkey,
-                         ahead=_ahead(ahead, backend, trials))
+        return _searched(run, backend, _ahead(run.ahead, backend, run.trials))
     finally:
         if backend is not None:
             backend.close()
 
 
-def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any], auto_labels: list[str],
-              database: TuningDB | None, key: str, info: dict[str, Any], start: float, *, budget: float,
-              transferred: Sequence[Choices] = (), rank: Any,
-              objective: str, seed: int, progress: bool, refresh: bool, backend: Any, strategy: str | None,
-              trials: int | None, mkey: str, ahead: int) -> TuneResult:
+def _searched(run: TuneRun, backend: Any, ahead: int) -> TuneResult:
     """`_search` once the back end is chosen: the default lowering first, then the strategy's
     candidates through `backend` (None: measured in this process, `isolate=False`)."""
-    work = SharedWork(pipe, database, mkey, reuse=not refresh)
+    pipe, database, rank, objective = run.pipe, run.database, run.rank, run.objective
+    start, budget, trials, transferred = run.start, run.budget, run.trials, run.transferred
+    structural = run.structural
+    work = SharedWork(pipe, database, run.mkey, reuse=not run.refresh)
     history: list[Record] = []
-    bar = Progress(budget, sys.stderr if progress else None)
+    bar = Progress(budget, sys.stderr if run.progress else None)
     first = work.measure(default_point(structural))
     history.extend([first] if first is not None else [])  # None: a concurrent tune measures it; collected later
     bar.update(history, rank, work.reused)
-    search = make_strategy(strategy or DEFAULT_STRATEGY, pipe, structural, rank, seed,
+    search = make_strategy(run.strategy or DEFAULT_STRATEGY, pipe, structural, rank, run.seed,
                            switch=_switch(start, budget, trials, history))
-    if auto_labels:
-        search = Seeded(pipe, structural, auto_labels, search)
+    if run.auto_labels:
+        search = Seeded(pipe, structural, run.auto_labels, search)
     if transferred:  # the winners tuned at the nearest other sizes, valid at these: first
         search = Transferred(transferred, search)
     search = synchronised = Synchronised(pipe, search)  # mappings classified before they are planned
@@ -272,7 +294,7 @@ def _searched(pipe: Evaluator, arrays: Sequence[Any], structural: dict[str, Any]
                         transferred=len(transferred), mappings=dict(synchronised.counts),
                         unsynchronisable=synchronised.excluded)
     if database is not None and result.reference_checked:  # an unchecked default is no winner to keep
-        database.store(key, _entry(result), info, replace=refresh)
+        database.store(run.key, _entry(result), run.info, replace=run.refresh)
     return result
 
 
