@@ -417,8 +417,24 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 
     if not is_high_level(expr):
         return tuning_space(expr, device, sizes=sizes, launch=launch)
-    return _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
-                  launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic, unique=unique)
+    plain = _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
+                   launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic)
+    return with_uniqueness(plain) if unique else plain
+
+
+def with_uniqueness(space: Space) -> Space:
+    """`space` (a joint space with map variables) with the uniqueness constraints (7.2.1,
+    constraints/unique.py) added to a copy of its model: the tuner's space, derived from the
+    plain one that `lift.compile` plans a candidate in, so a tune analyses and constrains each
+    rewritten program once, not twice. A space without map variables is returned as it is."""
+    if space.mapping is not None or not space.context.maps:
+        return space
+    model = Model()
+    model.vars, model.domains, model.constraints = dict(space.model.vars), dict(space.model.domains), \
+        list(space.model.constraints)
+    codes = {m: model.vars[m] for m in space.context.maps}
+    add_unique(model, space.context, space.params, codes, space.device)
+    return replace(space, model=model)
 
 
 # ------------------------------------------------------------------- objective
