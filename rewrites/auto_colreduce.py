@@ -337,7 +337,7 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
 
 def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], sizes: Mapping[str, int]) -> Any:
     """`col_reduce[label()](..) << X` around `call` when it is a column reduction over sizes that are
-    constant or in `sizes`, whose columns are `long` (the `_Placer`'s test, of an array), else None."""
+    constant or in `sizes`, whose columns are `long` (the `PointPlacer`'s test, of an array), else None."""
     found = col_parts(call)
     if isinstance(found, str) or not long(FunCall(Join(), (found[3],))):  # all of X: short columns too
         return None

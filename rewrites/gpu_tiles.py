@@ -268,11 +268,11 @@ def gpu_points(expr: Any) -> Any:
     places a `block_nest` (nested map-reduces of constant sizes: matmul, batched matmul, conv; here
     over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; without
     one, a `gpu_reduce` point on a full reduction (`reduce_point`); else `expr` itself."""
-    from .auto import _place, _Placer
+    from .auto import PointPlacer, place_points
 
-    placer = _Placer({})
+    placer = PointPlacer({})
     placer.defaults, placer.min_length = True, MIN_LENGTH  # default_points, shorter reductions too
-    out = as_tiles(_place(expr, placer))
+    out = as_tiles(place_points(expr, placer))
     if out is None:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
         from .gpu_reduce import reduce_point
 

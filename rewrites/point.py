@@ -24,7 +24,7 @@ from lift.arith import Arith, as_arith
 from lift.errors import RewriteError, user_loc
 from lift.ir.build import Deferred, apply, elaborate
 from lift.ir.nodes import Expr, FunDecl, Pattern
-from lift.rules.rule import _call
+from lift.rules.rule import call_with
 from lift.rules.terms import compare_fields
 from lift.types import Size
 
@@ -121,7 +121,7 @@ def via_rule(rule: Any, call: Expr, **params: Any) -> Expr:
     env = rule.bindings(call, params)
     if env is None:
         raise RewriteError(f"rule {rule.name} ({rule.law}) does not apply", node=call)
-    new = _call(rule.rhs, {**env, **rule.defaults(), **params})
+    new = call_with(rule.rhs, {**env, **rule.defaults(), **params})
     if new is None:
         raise RewriteError(f"rule {rule.name} ({rule.law}) does not apply", node=call)
     return cast(Expr, new)
