@@ -51,7 +51,8 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
 from .memory_points import copy_into
-from .nest import copied, divides, rows_of
+from .nest import NestBlocks, copied, divides, rows_of
+from .refusal import Refusal, RefusalKind, indivisible
 
 COPY_WIDTH = 8  # the copy moves float8 vectors where the element count allows (else 4, 2, 1)
 # seed block shapes of the tuner for this layout (lift/explore/seeds.py tries them before BLOCK_SEEDS):
@@ -190,7 +191,7 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     if found[1] is found[2]:  # windows of the input as it lies in memory: the blocks read them in place
         layout = "keep" if point.kernel is False else "copy"
         if along == "output" and sizes[2] > 1:  # no fallback to the reduced form: the chunks count scalars
-            return _chunked(point.output(call, a, b, r_call, f, g, sizes, layout, pack), chunk, 1, a, known)
+            return _chunked(point.output(NestBlocks(call, r_call, f, g, sizes), a, b, layout, pack), chunk, 1, a, known)
         plain = {"rows": sizes[0], "cols": sizes[1], "width": sizes[2], "along": "reduced", "pack": pack,
                  "layout": layout}
         return _chunked(point.rewrite(call, plain, nested), chunk, sizes[2], a, known)
@@ -215,19 +216,19 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
             moved = copied(FunCall(n.Transpose(), (b,)))
             px, arg = Param(type_of(moved), "tx"), moved
             tx = px
-        body = point.output_blocks(call, rows, tx, r_call, f, g, sizes)
+        body = point.output_blocks(NestBlocks(call, r_call, f, g, sizes), rows, tx)
         body = _chunked(body, chunk, 1, a, known)
-        if not isinstance(body, str):
+        if not isinstance(body, Refusal):
             params, args = ((pp, *qs), (staged, *b_inputs)) if arg is None else ((pp, px), (staged, arg))
             return FunCall(n.OclKernel(Lambda(params, body)), args)
-        if "does not divide" in body:
+        if body.kind is RefusalKind.INDIVISIBLE:
             return body
     if w > 1 and not sums(f):
         return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
     ra = rows_of(a)
     if ra is None or not divides(w, ra[0], known):
         return f"width {w} does not divide the reduced dimension"
-    body = _chunked(point.blocks(rows, cols, call, fa, r_call, f, g, nested, sizes), chunk, w, a, known)
+    body = _chunked(point.blocks(NestBlocks(call, r_call, f, g, sizes), rows, cols, fa, nested), chunk, w, a, known)
     if isinstance(body, str):
         return body
     return FunCall(n.OclKernel(Lambda((pp, *qs), body)), (staged, *b_inputs))
@@ -237,7 +238,7 @@ def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, i
     """`body` with its reduction split into chunks of `chunk` elements (`chunk / w` vectors of `w`
     lanes), unchanged for no chunk or the whole reduced length, or why not."""
 
-    if isinstance(body, str) or not chunk:
+    if isinstance(body, (str, Refusal)) or not chunk:
         return body
     k = cast(tuple[Any, Any], rows_of(a))[0]
     try:
@@ -247,7 +248,7 @@ def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, i
     if whole:
         return body
     if int(chunk) % w or not divides(int(chunk), k, known):
-        return f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}"
+        return indivisible(f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}")
     return split_reduction(body, int(chunk) // w)
 
 

@@ -28,6 +28,8 @@ from lift.rules.rule import call_with
 from lift.rules.terms import compare_fields
 from lift.types import Size
 
+from .refusal import Refusal
+
 Nested = Callable[[FunDecl], FunDecl]  # wraps a function in the points nested in this one
 
 
@@ -59,8 +61,9 @@ class RewritePoint(Pattern):
         """The structural parameters and their candidate values, beyond `skip`."""
         return {}
 
-    def rewrite(self, call: Expr, params: Mapping[str, Any], nested: Nested) -> Expr | str:
-        """The rewritten `call` (the body applied to fresh parameters), or why it does not apply.
+    def rewrite(self, call: Expr, params: Mapping[str, Any], nested: Nested) -> Expr | Refusal | str:
+        """The rewritten `call` (the body applied to fresh parameters), or why it does not apply
+        (a `Refusal`, or its message: rewrites/refusal.py).
 
         `nested` wraps a function in the points nested in this one; a family that does not
         use it gets them around its whole result (thesis Listing 6.1, line 13)."""
