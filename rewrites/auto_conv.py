@@ -41,7 +41,7 @@ from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.alpha import substitute
 from lift.ir.layoutfun import is_layout_fun
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
@@ -152,11 +152,11 @@ def chunk_lengths(a: Any, known: Mapping[str, int]) -> tuple[int, ...]:
     return (*below[:2], k)
 
 
-def split_reduction(body: Any, length: int) -> Any:
+def split_reduction(body: Expr, length: int) -> Expr:
     """`body` with its accumulating `reduce_seq(op, value(..)) << xs` (the blocks' loop over the
     reduced dimension) split into chunks of `length`: `reduce_seq((acc, part) => reduce_seq(op, acc)
     << part, value(..)) << split(length) << xs`, the same sequence of steps (any `op`), nested loops."""
-    def go(e: Any) -> Any:
+    def go(e: Expr) -> Expr:
         if isinstance(e, FunCall) and isinstance(e.f, n.ReduceSeq) and isinstance(e.args[0], Literal):
             init, xs = e.args
             acc = Param(type_of(init), "acc")
@@ -179,7 +179,8 @@ def split_reduction(body: Any, length: int) -> Any:
 
 
 def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[int, int, int], along: str,
-                  nested: Any, known: Mapping[str, int], chunk: int | None = None, pack: str = "none") -> Any:
+                  nested: Any, known: Mapping[str, int], chunk: int | None = None,
+                  pack: str = "none") -> Expr | Refusal:
     """The blocked nest of `point` (a `BlockNest`) reading A's windows from a copy of their padded
     source, or in place from an input (see the module; `pack` applies to the latter only), its
     reduction split into chunks of `chunk` elements (None or the reduced length: one loop), or why not."""
@@ -187,7 +188,7 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     fa, a, b, r_call, f, g = parts
     found = window_source(a)
     if found is None:
-        return "layout 'pad' needs rows that are windows (slide) of an input, padded, rearranged or not"
+        return Refusal("layout 'pad' needs rows that are windows (slide) of an input, padded, rearranged or not")
     if found[1] is found[2]:  # windows of the input as it lies in memory: the blocks read them in place
         layout = "keep" if point.kernel is False else "copy"
         if along == "output" and sizes[2] > 1:  # no fallback to the reduced form: the chunks count scalars
@@ -196,11 +197,12 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
                  "layout": layout}
         return _chunked(point.rewrite(call, plain, nested), chunk, sizes[2], a, known)
     if point.kernel is False:
-        return "layout 'pad' copies an input in a kernel of its own: the point must be over the program's inputs"
+        return Refusal("layout 'pad' copies an input in a kernel of its own: the point must be over the program's "
+                       "inputs")
     calls, y, x = found
     staged = _copy_kernel(y, x, known)
     if isinstance(staged, str):
-        return f"layout 'pad' cannot copy {y}: {staged}"
+        return Refusal(f"layout 'pad' cannot copy {y}: {staged}")
     pp = Param(type_of(y), "padded")
     rows = _rebuilt(calls, pp)
     free = free_ids(b)
@@ -224,21 +226,21 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
         if body.kind is RefusalKind.INDIVISIBLE:
             return body
     if w > 1 and not sums(f):
-        return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
+        return Refusal(f"width {w} along the reduced dimension needs an addition (lane sums), got {f}")
     ra = rows_of(a)
     if ra is None or not divides(w, ra[0], known):
-        return f"width {w} does not divide the reduced dimension"
+        return indivisible(f"width {w} does not divide the reduced dimension")
     body = _chunked(point.blocks(NestBlocks(call, r_call, f, g, sizes), rows, cols, fa, nested), chunk, w, a, known)
-    if isinstance(body, str):
+    if isinstance(body, Refusal):
         return body
     return FunCall(n.OclKernel(Lambda((pp, *qs), body)), (staged, *b_inputs))
 
 
-def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Any:
+def _chunked(body: Expr | Refusal, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Expr | Refusal:
     """`body` with its reduction split into chunks of `chunk` elements (`chunk / w` vectors of `w`
     lanes), unchanged for no chunk or the whole reduced length, or why not."""
 
-    if isinstance(body, (str, Refusal)) or not chunk:
+    if isinstance(body, Refusal) or not chunk:
         return body
     k = cast(tuple[Any, Any], rows_of(a))[0]
     try:

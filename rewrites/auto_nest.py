@@ -133,16 +133,16 @@ class BlockNest(RewritePoint):
             doms["epilogue"], doms["tail"] = epilogues(found), TAILS
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
-    def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+    def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Expr | Refusal:
         """`call`'s product blocked and its epilogue a kernel of its own (rewrites/epilogue.py), or
         a map over the product's result where the point cannot add kernels."""
         split = split_epilogue(call)
         if split is None:
-            return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
+            return Refusal("the epilogue reads the rows of a computed operand: it cannot be split from the product")
         rows = cast(Any, split).args[0]
         product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
-        if isinstance(blocked, (str, Refusal)):
+        if isinstance(blocked, Refusal):
             return blocked
         if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
             blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
@@ -153,55 +153,57 @@ class BlockNest(RewritePoint):
     def fixed(self) -> dict[str, Any]:
         return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
-    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested, stored: bool = False) -> Any:
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested,
+                stored: bool = False) -> Expr | Refusal:
         """`call` blocked with `params`; `stored`: the product's result is read from memory by a
         kernel of its own (its epilogue's), so its rows may be padded (`tail` "pad")."""
         tail = params.get("tail") or self.tail or "exact"
         if tail not in TAILS:
-            return f"tail must be one of {', '.join(TAILS)}, got {tail!r}"
+            return Refusal(f"tail must be one of {', '.join(TAILS)}, got {tail!r}")
         parts = nest_parts(call)
         epi: Fusable | None = None
         if isinstance(parts, str):
             found = fusable(call)
             if isinstance(found, str):
-                return parts
+                return Refusal(parts)
             mode = params.get("epilogue") or self.epilogue or epilogues(found)[0]
             if mode not in EPILOGUES:
-                return f"epilogue must be one of {', '.join(EPILOGUES)}, got {mode!r}"
+                return Refusal(f"epilogue must be one of {', '.join(EPILOGUES)}, got {mode!r}")
             if mode == "kernel":
                 return self.epilogue_kernel(call, params, nested)
             width = int(params.get("width") or self.width or 1)
             if width not in safe_widths([u for _, u in walk(found.fun) if isinstance(u, UserFun)]):
-                return f"the epilogue's functions cannot run on vectors of width {width}"
+                return Refusal(f"the epilogue's functions cannot run on vectors of width {width}")
             epi, call = found, found.product
             parts = nest_parts(call)
         if isinstance(parts, str):
-            return parts
+            return Refusal(parts)
         if tail == "pad" and not stored:
-            return "tail 'pad' truncates the product's padded rows as a kernel of its own reads them: epilogue 'kernel'"
+            return Refusal("tail 'pad' truncates the product's padded rows as a kernel of its own reads them: "
+                           "epilogue 'kernel'")
         fa, a, b, r_call, f, g = parts
         bm, bn, w = (int(params.get(k) or getattr(self, k) or 1) for k in ("rows", "cols", "width"))
         layout = params.get("layout") or self.layout or "copy"
         if layout not in LAYOUTS:
-            return f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
+            return Refusal(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         ra_dims, rb_dims = rows_of(a), rows_of(b)
         if ra_dims is None or rb_dims is None:
-            return "A and B must be arrays of rows of scalars"
+            return Refusal("A and B must be arrays of rows of scalars")
         for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols")):
             if not divides(k, size, dict(self.known or ())) and not (what == "cols" and tail == "pad"):
-                return f"{what} {k} does not divide {size}"
+                return indivisible(f"{what} {k} does not divide {size}")
         along = params.get("along") or self.along or "output"
         if along not in ALONG:
-            return f"along must be one of {', '.join(ALONG)}, got {along!r}"
+            return Refusal(f"along must be one of {', '.join(ALONG)}, got {along!r}")
         if tail == "pad" and along != "output":
-            return "tail 'pad' pads B's panels: along='output'"
+            return Refusal("tail 'pad' pads B's panels: along='output'")
         pack = params.get("pack") or self.pack or "none"
         if pack not in PACKS:
-            return f"pack must be one of {', '.join(PACKS)}, got {pack!r}"
+            return Refusal(f"pack must be one of {', '.join(PACKS)}, got {pack!r}")
         if pack != "none" and self.kernel is False:
-            return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
+            return Refusal("pack: the panels are copied by kernels of their own, which a point inside a map cannot add")
         if epi is not None and (layout == "pad" or along != "output"):
-            return "epilogue 'fused' applies to the output form's blocks (along='output', not layout 'pad')"
+            return Refusal("epilogue 'fused' applies to the output form's blocks (along='output', not layout 'pad')")
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
@@ -216,9 +218,9 @@ class BlockNest(RewritePoint):
             if not isinstance(out, Refusal) or out.kind is RefusalKind.INDIVISIBLE or epi is not None:
                 return out
         if w > 1 and not sums(f):
-            return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
+            return Refusal(f"width {w} along the reduced dimension needs an addition (lane sums), got {f}")
         if not divides(w, ra_dims[0], dict(self.known or ())):
-            return f"width {w} does not divide {ra_dims[0]}"
+            return indivisible(f"width {w} does not divide {ra_dims[0]}")
         move = copied if layout == "copy" else gathered if layout == "gather" else None
         staged = move is not None and self.kernel is not False and (move(a) is not a or move(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
@@ -229,7 +231,7 @@ class BlockNest(RewritePoint):
         return self.blocks(NestBlocks(call, r_call, f, g, (bm, bn, w)), a, b, fa, nested)
 
     def output(self, nest: NestBlocks, a: Any, b: Any, layout: str, pack: str, epi: Fusable | None = None,
-               padded: bool = False) -> Any:
+               padded: bool = False) -> Expr | Refusal:
         """Blocks with vectors along the output, reading B's columns: `X` for B = `transpose << X`,
         else (with layout "copy") B copied transposed in a kernel of its own; operands packed into
         panels by kernels of their own (`pack`, rewrites/packing.py); or why not. `padded`: X's
@@ -271,7 +273,7 @@ class BlockNest(RewritePoint):
         return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,)) if pad else blocks  # padding dropped
 
     def output_blocks(self, nest: NestBlocks, a: Any, x: Any, packed: tuple[bool, bool] = (False, False),
-                      epi: Fusable | None = None) -> Any:
+                      epi: Fusable | None = None) -> Expr | Refusal:
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
         X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py); or why not."""
         call, bm, bn, w = nest.call, *nest.sizes
@@ -298,7 +300,7 @@ class BlockNest(RewritePoint):
         return self.fused_blocks(nest, blk_a, a_cols, a_blocks, blk_x, cols, epi)
 
     def fused_blocks(self, nest: NestBlocks, blk_a: Param, a_cols: Any, a_blocks: Any, blk_x: Param, cols: Any,
-                     epi: Fusable) -> Any:
+                     epi: Fusable) -> Expr:
         """`output_blocks` with the epilogue applied in the blocks: each leaf array split like the
         output (rows in blocks of BM with A's, columns in panels of BN * W with X's) and zipped with
         the operand blocks, so a block reads its own part."""
@@ -326,7 +328,7 @@ class BlockNest(RewritePoint):
                          (FunCall(n.Zip(len(a_zip)), tuple(a_zip)),))
         return FunCall(n.Join(), (over_a,))
 
-    def blocks(self, nest: NestBlocks, a: Any, b: Any, fa: Lambda, nested: Nested) -> Any:
+    def blocks(self, nest: NestBlocks, a: Any, b: Any, fa: Lambda, nested: Nested) -> Expr:
         """The blocked nest over `a` and `b` (arrays of rows)."""
         call, (bm, bn, w) = nest.call, nest.sizes
         at, bt = array_of(type_of(a)), array_of(type_of(b))
