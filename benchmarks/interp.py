@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -157,14 +158,10 @@ def tune_matmul(budget: float) -> None:
         spent.append(time.perf_counter() - t0)
 
     a, bt = matmul.inputs(256, 256, 256)
-    Evaluator.compute_reference = timed_reference  # type: ignore[method-assign]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for every candidate
-            t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False,
-                                             progress=False))
-    finally:
-        Evaluator.compute_reference = compute  # type: ignore[method-assign]
+    with mock.patch.object(Evaluator, "compute_reference", timed_reference), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for every candidate
+        t, res = timed(lambda: lift.tune(matmul.high_level(), a, bt, budget=budget, db=False,
+                                         progress=False))
     ok = sum(1 for r in res.history if r.ok)
     best = res.best_record.time * 1e3 if res.best_record and res.best_record.time else float("nan")
     print(f"lift.tune matmul 256^3, budget {budget:g} s: {t:.1f} s in all, reference {sum(spent):.2f} s, "

@@ -21,7 +21,7 @@ from lift.arith import Arith, substitute, to_z3
 from lift.devices import Device
 
 from .context import Context
-from .mapping import DIMS, _uses
+from .mapping import DIMS, uses
 from .model import Constraint, Model
 from .tuning import PRIVATE_MEM, buffer_bytes, private_per_group
 
@@ -58,8 +58,8 @@ def add_launch(model: Model, ctx: Context, device: Device, codes: Mapping[str, A
         glb = [(codes[m.label] == 30 + d, lens[m.label]) for m in maps]
         wrg = [(codes[m.label] == 20 + d, lens[m.label]) for m in maps]
         lcl = [(codes[m.label] == 10 + d, lens[m.label]) for m in maps]
-        g_used, w_used = _uses(labels, codes, 30 + d), _uses(labels, codes, 20 + d)  # shared with the mapping
-        used = z3.Or(g_used, w_used, _uses(labels, codes, 10 + d))
+        g_used, w_used = uses(labels, codes, 30 + d), uses(labels, codes, 20 + d)  # shared with the mapping
+        used = z3.Or(g_used, w_used, uses(labels, codes, 10 + d))
         model.add(_c(f"dimension {d} is unused: one work-item, one group",
                      z3.Implies(z3.Not(used), z3.And(ls[d] == 1, ng[d] == 1))))
         work = ls[d] * ng[d]  # one term shared by every map's bound

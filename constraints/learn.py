@@ -30,7 +30,7 @@ import z3
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import at
 
-from .mapping import _effective
+from .mapping import effective_codes
 from .model import Constraint
 from .realise import origin
 from .space import Space
@@ -62,7 +62,7 @@ def learn(err: Exception, low: Node, spaces: list[Space], choice: dict[str, int]
     for space in spaces:
         if not set(rest) <= set(space.model.vars):
             continue
-        eff = _effective(space.context, {m: space.model.vars[m] for m in space.context.maps})
+        eff = effective_codes(space.context, {m: space.model.vars[m] for m in space.context.maps})
         formula = z3.And([_allowed(eff[x], bound) for x in rest])
         made = Constraint(NO_BARRIER, tuple(rest), reason, formula, family="mapping")
         space.model.add(made)

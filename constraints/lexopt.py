@@ -35,7 +35,7 @@ import numpy as np
 import z3
 
 from .limits import note, used
-from .sampling import Unsupported, _build, _parse
+from .sampling import Unsupported, build_fn, parse_sexpr
 
 Terms = Sequence[tuple[Any, int]]  # the score: (z3 condition, weight) pairs
 MAX_CONFLICTS = 20_000  # a SAT question that needs more is "unknown" (deterministic, unlike a clock)
@@ -201,8 +201,8 @@ class OneHot(Encoding):
             raise Unsupported(f"a domain of more than {ONE_HOT_DOMAIN} values")
         self.domains = {name: np.asarray(sorted(set(d)), dtype=np.int64) for name, d in domains.items()}
         self.lits = {name: {int(v): z3.Bool(f"{name}={int(v)}") for v in d} for name, d in self.domains.items()}
-        self.clauses = [self._translate(_inline(_parse(f.sexpr()), {})) for f in formulas]
-        self.terms = [(self._translate(_inline(_parse(c.sexpr()), {})), w) for c, w in terms]
+        self.clauses = [self._translate(_inline(parse_sexpr(f.sexpr()), {})) for f in formulas]
+        self.terms = [(self._translate(_inline(parse_sexpr(c.sexpr()), {})), w) for c, w in terms]
         self.upper = sum(max(w, 0) for _, w in terms)
 
     def solver(self) -> Any:
@@ -246,7 +246,7 @@ class OneHot(Encoding):
     def _enumerate(self, t: Any, names: list[str]) -> Any:
         """A formula over at most two variables, as clauses: for each value of the first, the
         values of the second it allows."""
-        fn = _build(t, {}, set())
+        fn = build_fn(t, {}, set())
         if not names:
             return z3.BoolVal(bool(fn({})))
         grids = np.meshgrid(*(self.domains[k] for k in names), indexing="ij")

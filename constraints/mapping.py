@@ -58,7 +58,7 @@ def describe(code: int) -> str:
 def add_mapping(model: Model, ctx: Context, *, fusion_heuristic: bool = False) -> dict[str, Any]:
     """Declare one variable per concrete map and add the constraint families; the variables."""
     codes = _Codes({m: model.var(m, CODES) for m in ctx.maps})
-    eff = _effective(ctx, codes)
+    eff = effective_codes(ctx, codes)
     for fam in (_perfect, _private, _shared, _scope, _duplicate, _dimensionality, _hierarchy,
                 _exhaustive, _exclusive, _iterate):
         for c in fam(ctx, codes, eff):
@@ -73,7 +73,7 @@ def _mk(kind: str, labels: tuple[str, ...], reason: str, formula: Any) -> Constr
     return Constraint(kind, labels, reason, formula, family="mapping")
 
 
-def _effective(ctx: Context, codes: dict[str, Any]) -> dict[str, Any]:
+def effective_codes(ctx: Context, codes: dict[str, Any]) -> dict[str, Any]:
     """The code a map runs with: its own, or (fused) its parent's effective code."""
     eff: dict[str, Any] = {}
     for m in sorted(ctx.maps.values(), key=lambda s: len(s.outer)):
@@ -136,7 +136,7 @@ def _duplicate(ctx: Context, codes: dict, eff: dict):
 
 
 class _Codes(dict):
-    """The map variables, with the `_uses` formulas built so far (the families ask for the same
+    """The map variables, with the `uses` formulas built so far (the families ask for the same
     chain and code many times: `_exhaustive` for every pair of chains)."""
 
     def __init__(self, *args: Any) -> None:
@@ -144,7 +144,7 @@ class _Codes(dict):
         self.memo: dict[tuple[tuple[str, ...], int], Any] = {}
 
 
-def _uses(chain: tuple[str, ...] | list[str], codes: Mapping[str, Any], code: int) -> Any:
+def uses(chain: tuple[str, ...] | list[str], codes: Mapping[str, Any], code: int) -> Any:
     """Some map of `chain` has `code`."""
     memo = getattr(codes, "memo", None)
     key = (tuple(chain), code)
@@ -161,8 +161,8 @@ def _dimensionality(ctx: Context, codes: dict, eff: dict):
         for chain in ctx.kernel_chains(k):
             if not chain:
                 continue
-            f = z3.And([z3.And(z3.Implies(_uses(chain, codes, 10 + d), _uses(chain, codes, 20 + d)),
-                               z3.Implies(_uses(chain, codes, 20 + d), _uses(chain, codes, 10 + d)))
+            f = z3.And([z3.And(z3.Implies(uses(chain, codes, 10 + d), uses(chain, codes, 20 + d)),
+                               z3.Implies(uses(chain, codes, 20 + d), uses(chain, codes, 10 + d)))
                         for d in DIMS])
             yield _mk(DIMENSIONALITY, chain, f"the chain {'/'.join(chain)} uses the same local and "
                       "work-group dimensions (5.4, 5.5)", f)
@@ -184,7 +184,7 @@ def _exhaustive(ctx: Context, codes: dict, eff: dict):
             for b in chains:
                 if a == b:
                     continue
-                f = z3.And([z3.Implies(_uses(a, codes, c), _uses(b, codes, c))
+                f = z3.And([z3.Implies(uses(a, codes, c), uses(b, codes, c))
                             for c in (*LCL, *WRG, *GLB)])
                 where = "/".join(b) or "kernel level"
                 yield _mk(EXHAUSTIVE, tuple(dict.fromkeys(a + b)), f"every parallel dimension used by "
@@ -199,8 +199,8 @@ def _exclusive(ctx: Context, codes: dict, eff: dict):
         maps = [m.label for m in ctx.maps.values() if m.kernel in launch]
         if not maps:
             continue
-        glb = z3.Or([_uses(maps, codes, c) for c in GLB])
-        grp = z3.Or([_uses(maps, codes, c) for c in (*LCL, *WRG)])
+        glb = z3.Or([uses(maps, codes, c) for c in GLB])
+        grp = z3.Or([uses(maps, codes, c) for c in (*LCL, *WRG)])
         yield _mk(EXCLUSIVE, tuple(maps), "a kernel indexes work with global ids or with group and "
                   "local ids, not both (map_glb(0) around map_wrg(0) distributes work twice; the "
                   "code generator's ND-range takes one of the two forms)", z3.Not(z3.And(glb, grp)))

@@ -46,7 +46,7 @@ def compile_formula(e: Any) -> tuple[Fn, frozenset[str]]:
     hit = _COMPILED.get(text)
     if hit is None:
         names: set[str] = set()
-        hit = (_build(_parse(text), {}, names), frozenset(names))
+        hit = (build_fn(parse_sexpr(text), {}, names), frozenset(names))
         _COMPILED[text] = hit
         if len(_COMPILED) > CACHE_SIZE:
             _COMPILED.pop(next(iter(_COMPILED)))
@@ -58,7 +58,8 @@ CACHE_SIZE = 8192
 _TOKEN = re.compile(r"\(|\)|\|[^|]*\||[^\s()]+")
 
 
-def _parse(text: str) -> Any:
+def parse_sexpr(text: str) -> Any:
+    """The s-expression `text` (z3's `sexpr()`) as nested lists of tokens; `Unsupported` if unbalanced."""
     stack: list[list[Any]] = [[]]
     for tok in _TOKEN.findall(text):
         if tok == "(":
@@ -80,7 +81,9 @@ _NARY: dict[str, Callable[[Any, Any], Any]] = {"and": np.logical_and, "or": np.l
 _BINARY = {"=": operator.eq, "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
 
-def _build(t: Any, scope: Mapping[str, Fn], names: set[str]) -> Fn:  # noqa: C901 - one case per operator
+def build_fn(t: Any, scope: Mapping[str, Fn], names: set[str]) -> Fn:  # noqa: C901 - one case per operator
+    """The parsed s-expression `t` as a function of an environment of numpy arrays; adds the
+    variables it reads to `names`. `Unsupported` for an operator it does not know."""
     if isinstance(t, str):
         if t in scope:
             return scope[t]
@@ -99,9 +102,9 @@ def _build(t: Any, scope: Mapping[str, Fn], names: set[str]) -> Fn:  # noqa: C90
     if op == "let":
         inner = dict(scope)
         for name, value in rest[0]:
-            inner[name] = _build(value, scope, names)
-        return _build(rest[1], inner, names)
-    args = [_build(a, scope, names) for a in rest]
+            inner[name] = build_fn(value, scope, names)
+        return build_fn(rest[1], inner, names)
+    args = [build_fn(a, scope, names) for a in rest]
     if op in _NARY:
         return functools.partial(_fold, _NARY[op], args)
     if op in _BINARY and len(args) == 2:

@@ -31,7 +31,7 @@ import z3
 from lift.arith import free_vars
 
 from .context import Context
-from .mapping import SEQ, _effective
+from .mapping import SEQ, effective_codes
 from .model import Constraint, Model, code_in
 
 SEQUENTIAL_TILE = "sequential tile"
@@ -66,7 +66,7 @@ def canonical_value(model: Model, name: str, sequential: Any) -> int | None:
 def tile_constraints(model: Model, ctx: Context, params: Mapping[str, Any],
                      codes: Mapping[str, Any]) -> Iterator[Constraint]:
     """The "sequential tile" constraints of the tuning parameters `params` (see the module)."""
-    eff = _effective(ctx, dict(codes))
+    eff = effective_codes(ctx, dict(codes))
     for name in sorted(params):
         if name not in model.vars:
             continue

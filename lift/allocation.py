@@ -296,8 +296,9 @@ Site = tuple[Expr | None, Path | None]  # an argument and its path (None: an ele
 class KernelCase:
     """One family of the kernel traversal and what its two walks do with it: `allocate` (an
     `Allocator` handler: memory for its intermediates) and `emit` (a `KernelGen` handler: its C,
-    lift.codegen.kernel). The families' cases are one table, `lift.codegen.kernel.KERNEL_TABLE`
-    (where both walks are visible), so adding a pattern's kernel case is one entry there."""
+    lift.codegen.kernel, given the `Application` to generate). The families' cases are one table,
+    `lift.codegen.kernel.KERNEL_TABLE` (where both walks are visible), so adding a pattern's
+    kernel case is one entry there."""
 
     family: str
     allocate: Callable[..., None]

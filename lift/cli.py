@@ -80,7 +80,7 @@ def load_program(path: str, inputs_args: str | None = None) -> tuple[Any, tuple[
     make = getattr(module, "inputs", None)
     if not callable(make):
         raise CliError(f"{path}: defines no `inputs()` function returning the program's arguments")
-    args = _literals(inputs_args)
+    args = parse_literals(inputs_args)
     try:
         arrays = make(*args)
     except Exception as err:  # noqa: BLE001
@@ -91,7 +91,8 @@ def load_program(path: str, inputs_args: str | None = None) -> tuple[Any, tuple[
     return program, arrays, file.stem
 
 
-def _literals(text: str | None) -> tuple[Any, ...]:
+def parse_literals(text: str | None) -> tuple[Any, ...]:
+    """The inputs written on the command line (`--inputs`), as Python literals; () for none."""
     if not text:
         return ()
     try:

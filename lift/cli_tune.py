@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import lift
-from lift.cli import _literals, device_arg, load_program, write_user_file
+from lift.cli import device_arg, load_program, parse_literals, write_user_file
 from lift.explore import TuningDB
 from lift.explore.dbkeys import encode_choices
 from lift.explore.effort import EFFORTS, effort_of
@@ -79,7 +79,7 @@ def cmd_tune_all(opts: argparse.Namespace) -> int:
         print(f"{name}: {_ms(best.time if best else None)} ({how})", flush=True)
 
     results = lift.tune_all(opts.files, budget=opts.budget, cluster=opts.ray, on_result=line,
-                            inputs_args=_literals(opts.inputs), device=device_arg(opts.device),
+                            inputs_args=parse_literals(opts.inputs), device=device_arg(opts.device),
                             db=TuningDB(opts.db), progress=not opts.quiet, refresh=opts.refresh,
                             strategy=opts.strategy, builders=opts.builders)
     print(f"{len(results)} programs tuned")

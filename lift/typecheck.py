@@ -391,10 +391,11 @@ def _as_vector(f: AsVector, ts: list[Type], call: Node, conds: list[SizeConditio
 @register(AsScalar, stage="typecheck")
 def _as_scalar(f: AsScalar, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
     a = _array(ts[0], call, "as_scalar")
-    if isinstance(a.elem, TupleType) and a.elem.elems and all(isinstance(e, VectorType) for e in a.elem.elems) \
-            and len({e.n for e in a.elem.elems}) == 1:  # type: ignore[attr-defined]
-        w = a.elem.elems[0].n  # type: ignore[attr-defined]
-        return ArrayType(TupleType(tuple(e.scalar for e in a.elem.elems)), a.size * w)  # type: ignore[attr-defined]
+    vecs = [e for e in a.elem.elems if isinstance(e, VectorType)] if isinstance(a.elem, TupleType) else []
+    if isinstance(a.elem, TupleType) and a.elem.elems and len(vecs) == len(a.elem.elems) \
+            and len({e.n for e in vecs}) == 1:
+        w = vecs[0].n
+        return ArrayType(TupleType(tuple(e.scalar for e in vecs)), a.size * w)
     if not isinstance(a.elem, VectorType):
         raise _err(f"as_scalar expects an array of vectors (or of tuples of vectors), got {a}", call, got=a)
     return ArrayType(a.elem.scalar, a.size * a.elem.n)
@@ -412,8 +413,9 @@ def _vectorise(f: Vectorise, ts: list[Type], call: Node, conds: list[SizeConditi
     r = infer(f.f, scal, call, conds)
     if isinstance(r, ScalarType):
         return VectorType(r, f.n)
-    if isinstance(r, TupleType) and all(isinstance(e, ScalarType) for e in r.elems):
-        return TupleType(tuple(VectorType(e, f.n) for e in r.elems))  # type: ignore[arg-type]
+    scalars = [e for e in r.elems if isinstance(e, ScalarType)] if isinstance(r, TupleType) else []
+    if isinstance(r, TupleType) and len(scalars) == len(r.elems):
+        return TupleType(tuple(VectorType(e, f.n) for e in scalars))
     raise _err(f"vectorise needs a function of scalars (or tuples of scalars), {f.f} returns {r}", call, got=r)
 
 
@@ -422,8 +424,9 @@ def _lanes_of(t: Type, n: int) -> Type | None:
     width `n`; None for another type."""
     if isinstance(t, VectorType) and t.n == n:
         return t.scalar
-    if isinstance(t, TupleType) and t.elems and all(isinstance(e, VectorType) and e.n == n for e in t.elems):
-        return TupleType(tuple(e.scalar for e in t.elems))  # type: ignore[attr-defined]
+    vecs = [e for e in t.elems if isinstance(e, VectorType) and e.n == n] if isinstance(t, TupleType) else []
+    if isinstance(t, TupleType) and t.elems and len(vecs) == len(t.elems):
+        return TupleType(tuple(e.scalar for e in vecs))
     return None
 
 

@@ -28,6 +28,7 @@ from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, Type
 
 from .point import Outcome, RewritePoint
+from .refusal import Refusal
 
 Choices = Mapping[str, Any]  # label -> {param: value} (or False: skip the point)
 
@@ -147,14 +148,14 @@ class _Applier:
         seen = tuple(a if isinstance(a, Literal) else q for a, q in zip(args, ps))  # constants stay visible
         try:
             out = p.rewrite(beta_call(core, seen), params, nested if p.places_nested else _identity)
-            if not isinstance(out, str):
+            if not isinstance(out, (str, Refusal)):
                 fn: FunDecl = Lambda(ps, out)
                 new = beta_call(fn, args) if p.places_nested or not chain else FunCall(nested(fn), args)
                 self.check(FunCall(p, args) if old is None else old, new)
         except LiftError as err:
             out = err.message if hasattr(err, "message") else str(err)
-        if isinstance(out, str):
-            self.skip(p, out, params)
+        if isinstance(out, (str, Refusal)):
+            self.skip(p, str(out), params)
             return self.expr(beta_call(nested(core), args))
         self.outcomes.append(Outcome(p.label or "", p.kind, True, params))
         return self.expr(new)

@@ -26,7 +26,7 @@ import numpy as np
 from lift.ir.nodes import AsVector, FunCall, Iota, Literal, MakeTuple, Zip
 from lift.rules.terms import eta, lam
 from lift.typecheck import type_of
-from lift.types import Float, Int, TupleType, VectorType
+from lift.types import Float, Int, ScalarType, TupleType, Type, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import Selection, selection
@@ -49,11 +49,24 @@ def vector_selection(f: Any, z: Any, g: Any, x: Any, w: int) -> Found | str:
         return f"the lanes take 32-bit Float and Int components, got {t}"
     if not (isinstance(z, FunCall) and isinstance(z.f, MakeTuple) and all(isinstance(a, Literal) for a in z.args)):
         return f"the initial value {z} is not a tuple of literals"
-    vt = TupleType(tuple(VectorType(e, w) for e in t.elems))  # type: ignore[arg-type]
+    vt = _vectors(t, w)
     data = FunCall(Zip(len(x.args)), tuple(FunCall(AsVector(w), (a,)) for a in x.args))
     step = lam([vt, vt], lambda acc, e: FunCall(lane_step(t, sel, w), (acc, e)), ["acc", "e"])
-    init = FunCall(MakeTuple(len(z.args)), tuple(Literal(a.value, VectorType(a.ltype, w)) for a in z.args))  # type: ignore[attr-defined]
+    lits = [a for a in z.args if isinstance(a, Literal)]  # all of them (checked above)
+    init = FunCall(MakeTuple(len(z.args)), tuple(Literal(a.value, VectorType(_scalar(a.ltype), w)) for a in lits))
     return data, vt, step, init, lane_best(t, sel, pos, w)
+
+
+def _vectors(t: TupleType, w: int) -> TupleType:
+    """The tuple of `w`-lane vectors of `t`'s scalar components (the lanes' accumulator)."""
+    return TupleType(tuple(VectorType(_scalar(e), w) for e in t.elems))
+
+
+def _scalar(t: Type) -> ScalarType:
+    """`t` as a scalar type (the lanes take Float and Int components)."""
+    if not isinstance(t, ScalarType):
+        raise AssertionError(f"argbest: expected a scalar, got {t}")
+    return t
 
 
 def _better(sel: Selection) -> str:
@@ -63,7 +76,7 @@ def _better(sel: Selection) -> str:
 @functools.cache
 def lane_step(t: TupleType, sel: Selection, w: int) -> Any:
     """`(acc, e) => e` in the lanes where `e`'s key is strictly better, else `acc` (lane by lane)."""
-    vt = TupleType(tuple(VectorType(e, w) for e in t.elems))  # type: ignore[arg-type]
+    vt = _vectors(t, w)
     k, op = sel.key, _better(sel)
     lines = [f"{c_type(VectorType(Int, w))} m = e._{k} {op} acc._{k};", f"{c_type(vt)} r;"]
     lines += [f"r._{i} = m ? e._{i} : acc._{i};" for i in range(len(t.elems))]
@@ -79,7 +92,7 @@ def lane_step(t: TupleType, sel: Selection, w: int) -> Any:
 @functools.cache
 def lane_best(t: TupleType, sel: Selection, pos: int, w: int) -> Any:
     """The lanes combined: the best key, on equal keys the smaller position (the module)."""
-    vt = TupleType(tuple(VectorType(e, w) for e in t.elems))  # type: ignore[arg-type]
+    vt = _vectors(t, w)
     k, op, n = sel.key, _better(sel), len(t.elems)
     lines = [f"{c_type(t)} r;"] + [f"r._{i} = v._{i}.s0;" for i in range(n)]
     for lane in range(1, w):

@@ -93,9 +93,9 @@ def is_auto(label: str | None) -> bool:
 def auto_points(expr: Node, sizes: Mapping[str, int] | None = None, *, min_length: int = MIN_LENGTH) -> Node:
     """`expr` with automatic points at its natural places (see the module docstring); arrays shorter
     than `min_length` are left as written."""
-    placer = _Placer(dict(sizes or {}))
+    placer = PointPlacer(dict(sizes or {}))
     placer.min_length = min_length
-    return _place(expr, placer)
+    return place_points(expr, placer)
 
 
 def default_points(expr: Node) -> Node:
@@ -104,12 +104,12 @@ def default_points(expr: Node) -> Node:
     them; with symbolic sizes the program is left as written), a `vectorise` point on a map of
     constant length computing the result, and `reduce_chunks` on reductions of constant length
     inside maps (a top-level reduction has its own default: rewrites/defaults.py)."""
-    placer = _Placer({})
+    placer = PointPlacer({})
     placer.defaults = True
-    return _place(expr, placer)
+    return place_points(expr, placer)
 
 
-def _place(expr: Node, placer: _Placer) -> Node:
+def place_points(expr: Node, placer: PointPlacer) -> Node:
     """`expr` with `placer`'s points, or `expr` itself where it or the result does not type-check."""
     try:
         typecheck(expr)
@@ -144,10 +144,10 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None, *,
             chunks = n if isinstance(n, ReduceChunks) and isinstance(n.f, Lambda) else None
             parts = reduce_parts(cast(Lambda, chunks.f).body) if chunks is not None else None
             if parts is not None:
-                widths = _Placer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
+                widths = PointPlacer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
             out[lab] = {"skip": (False, True), "width": widths}
             if isinstance(n, ReduceChunks):
-                out[lab].update(_Placer(dict(sizes or {})).reduce_choices(n))
+                out[lab].update(PointPlacer(dict(sizes or {})).reduce_choices(n))
     return out
 
 
@@ -158,13 +158,16 @@ def _map_widths(point: RewritePoint, sizes: Mapping[str, int]) -> tuple[int, ...
     body = f.body if isinstance(f, Lambda) else None
     if not (isinstance(body, FunCall) and len(body.args) == 1):
         return MAP_WIDTHS
-    n = _Placer(dict(sizes)).length(body.args[0])
+    n = PointPlacer(dict(sizes)).length(body.args[0])
     funs = [m for _, m in walk(body) if isinstance(m, UserFun)]
     safe = safe_widths(funs)
     return tuple(w for w in MAP_WIDTHS if (w != 16 or 16 in safe) and (n is None or n % w == 0)) or MAP_WIDTHS
 
 
-class _Placer:
+class PointPlacer:
+    """Walks a program and wraps its natural places in automatic points (`auto_points`,
+    `default_points`); also answers the lengths and widths those points may take."""
+
     def __init__(self, sizes: dict[str, int]) -> None:
         self.sizes, self.count = sizes, 0
         self.min_length = MIN_LENGTH

@@ -35,6 +35,7 @@ the tuner (`space`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from lift.arith import Cst, evaluate
@@ -67,7 +68,7 @@ from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, lam, mentions, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
-from lift.types import ArrayType, TupleType, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
@@ -155,9 +156,9 @@ def _row_operands(f: Any, z: Any, g: Any, col: Any, whole: Callable[[Any], bool]
     at = [k for k, a in enumerate(items) if whole(a)]
     if len(at) != 1:
         return "expects the column zipped once with per-row operands"
-    t = type_of(x)
+    t = _array(type_of(x))
     rows = tuple(a for k, a in enumerate(items) if k != at[0])
-    if any(type_of(r) != ArrayType(t.elem.elem, t.size) or mentions(r, [q]) for r in rows):  # type: ignore[attr-defined]
+    if any(type_of(r) != ArrayType(_array(t.elem).elem, t.size) or mentions(r, [q]) for r in rows):
         return "expects every operand zipped with the column to hold one scalar per row, the same for every column"
     which = {at[0]: -1, **{k: -2 - j for j, k in enumerate(k for k in range(len(items)) if k != at[0])}}
     if isinstance(g, UserFun) and len(g.in_types) == len(items):
@@ -195,108 +196,182 @@ class ColReduce(RewritePoint):
         return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        """`call` as column reductions: `vectors` vectors of `width` columns per work-item, the
+        rows split in `parts` combined by `combine` (the module), or why not."""
         found = col_parts(call)
         if isinstance(found, str):
             return found
         f, z, g, x, vs, rs = found
         w, p, k = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts", "vectors"))
         combine = params.get("combine") or self.combine or "kernel"
-        if combine not in COMBINES:
-            return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
-        xt, known = cast(Any, type_of(x)), dict(self.known or ())
-        m, n = xt.size, xt.elem.size
-        if w > 1 and (w not in WIDTHS or not sums(f)):
-            return f"width {w} needs the reduction to be add (lane-wise), got {f}"
-        for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
-            if d > 1 and not _divides(d, size, known):
-                return f"{what} {d} does not divide {size}"
-        if p > 1 and combine == "atomic" and not atomic_ok(f, z):
-            return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
-        label, loc = call.f.label, call.f.loc
-        elem = xt.elem.elem
-        vt = elem if w == 1 else VectorType(elem, w)
+        known = dict(self.known or ())
+        why = _refused(f, z, _array(type_of(x)), (w, p, k), combine, known)
+        if why is not None:
+            return why
+        elem = _array(_array(type_of(x)).elem).elem
+        vt = elem if w == 1 else VectorType(_scalar(elem), w)
         op = f if w == 1 else Vectorise(eta(f), w)
-
-        def applied(e: Any, operand: Callable[[int], Any], row: Callable[[int], Any]) -> Any:
-            """`g` of the element `e`: column operand i (`operand(i)`), row operand j (`row(j)`,
-            broadcast into the lanes)."""
-            if g is None:
-                return e
-            uf, spec = g
-
-            def arg(i: int) -> Any:
-                if i == -1:
-                    return e
-                if i >= 1:
-                    return operand(i)
-                r = row(-2 - i)
-                return r if w == 1 else FunCall(broadcast(elem, w), (r,))
-
-            return FunCall(uf if w == 1 else Vectorise(uf, w), tuple(arg(i) for i in spec))
-
-        def with_rows(column: Any, rops: tuple[Any, ...]) -> Any:  # the rows' elements zipped with their operands
-            return FunCall(Zip(1 + len(rops)), (column, *rops)) if rops else column
-
-        def columns(rows: Any, rops: tuple[Any, ...]) -> Any:  # [[T]N]R -> [T]N: the column reductions of `rows`
-            cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
-            ops = tuple(v if w == 1 else FunCall(AsVector(w), (v,)) for v in vs)
-            data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(type_of(data).elem, "cs")  # type: ignore[attr-defined]
-            reduced = with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
-
-            def step(acc: Any, e: Any) -> Any:
-                x_ = FunCall(Get(0), (e,)) if rops else e
-                v = applied(x_, lambda i: FunCall(Get(i), (cs,)), lambda j: FunCall(Get(1 + j), (e,)))
-                return FunCall(op, (acc, v))
-
-            init = refresh(z) if w == 1 else Literal(z.value, vt)
-            fold = lam([vt, type_of(reduced).elem], step, ["acc", "e"])  # type: ignore[attr-defined]
-            col = Lambda((cs,), FunCall(ReduceSeq(fold), (init, reduced)))
-            sums = FunCall(Map(col, label=label, loc=loc), (data,))
-            return sums if w == 1 else FunCall(AsScalar(), (sums,))
-
-        def grouped(rows: Any, rops: tuple[Any, ...]) -> Any:  # `k` vectors of `w` columns per work-item
-            vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
-            cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
-            ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in vs)
-            data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
-            cs = Param(type_of(data).elem, "cs")  # type: ignore[attr-defined]
-            reduced = with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
-            grp = ArrayType(vt, Cst(k))
-
-            def step(acc: Any, e: Any) -> Any:
-                def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
-                    v = applied(FunCall(Get(1), (pq,)), lambda i: FunCall(Get(1 + i), (pq,)),
-                                lambda j: FunCall(Get(1 + j), (e,)))
-                    return FunCall(op, (FunCall(Get(0), (pq,)), v))
-
-                group = FunCall(Get(0), (e,)) if rops else e
-                lanes = FunCall(Zip(2 + len(ops)), (acc, group, *(FunCall(Get(1 + i), (cs,)) for i in range(len(ops)))))
-                return FunCall(MapSeq(lam([TupleType((vt,) * (2 + len(ops)))], one, ["pq"])), (lanes,))
-
-            fold = lam([grp, type_of(reduced).elem], step, ["acc", "e"])  # type: ignore[attr-defined]
-            acc = FunCall(ReduceSeq(fold), (Literal(z.value, grp), reduced))
-            ident = elaborate(copy, [elem])
-            out = FunCall(ToGlobal(MapSeq(ident if w == 1 else Vectorise(ident, w))), (acc,))
-            sums = FunCall(Join(), (FunCall(Map(Lambda((cs,), out), label=label, loc=loc), (data,)),))
-            return sums if w == 1 else FunCall(AsScalar(), (sums,))
-
-        if k > 1:
-            columns = grouped  # noqa: F811 - the same contract, k accumulators
+        sums_of = _ColumnSums(f, z, g, vs, w, k, elem, vt, op, call.f.label, call.f.loc)
         if p == 1:
-            return columns(x, rs)
-        rows_p = Cst(_value(m, known) // p)  # type: ignore[operator]
-        split = tuple(FunCall(Split(rows_p), (a,)) for a in (x, *rs))
-        chunk = Param(type_of(split[0]).elem if not rs else  # type: ignore[attr-defined]
-                      TupleType(tuple(type_of(a).elem for a in split)), "part")  # type: ignore[attr-defined]
-        part_rows = FunCall(Get(0), (chunk,)) if rs else chunk
-        part_ops = tuple(FunCall(Get(1 + j), (chunk,)) for j in range(len(rs)))
-        partials = FunCall(Map(Lambda((chunk,), columns(part_rows, part_ops))),
-                           (FunCall(Zip(len(split)), split) if rs else split[0],))
-        ps = Param(ArrayType(type_of(z), Cst(p)), "ps")
-        final = ReduceAtomic if combine == "atomic" else Reduce
-        combine_col = Lambda((ps,), FunCall(final(f), (refresh(z), ps)))
-        return FunCall(Map(combine_col, loc=loc), (FunCall(Transpose(), (partials,)),), loc=call.loc)
+            return _reductions(sums_of, x, rs)
+        return _in_parts(sums_of, call, (x, rs), Cst(_rows(_array(type_of(x)).size, known) // p), p, combine)
+
+
+@dataclass(frozen=True)
+class _ColumnSums:
+    """What the column reductions of one `col_reduce` are built from: the reduction `f` with
+    neutral `z`, the element function `g` (`(user function, argument spec)` as `col_parts` gives
+    it; None: the element itself), the column operands `vs`, `w` lanes per vector and `k` vectors
+    per work-item, the scalar `elem`, its vector `vt` and the (vectorised) reduction `op`, and the
+    label and location of the map the point wraps."""
+
+    f: Any
+    z: Any
+    g: tuple[Any, tuple[int, ...]] | None
+    vs: tuple[Any, ...]
+    w: int
+    k: int
+    elem: Any
+    vt: Any
+    op: Any
+    label: Any
+    loc: Any
+
+
+def _array(t: Type) -> ArrayType:
+    """`t` as an array type (what `col_parts` accepted is an array of rows)."""
+    if not isinstance(t, ArrayType):
+        raise AssertionError(f"col_reduce: expected an array, got {t}")
+    return t
+
+
+def _scalar(t: Type) -> ScalarType:
+    """`t` as a scalar type (the columns of a point with a width above 1 hold scalars)."""
+    if not isinstance(t, ScalarType):
+        raise AssertionError(f"col_reduce: expected scalars, got {t}")
+    return t
+
+
+def _rows(size: Any, known: Mapping[str, int]) -> int:
+    """The number of rows `size`, known (`_refused` checked that the parts divide it)."""
+    v = _value(size, known)
+    if v is None:
+        raise AssertionError(f"col_reduce: the rows {size} are not known")
+    return v
+
+
+def _refused(f: Any, z: Any, xt: ArrayType, wpk: tuple[int, int, int], combine: str,
+             known: Mapping[str, int]) -> str | None:
+    """Why the width, parts and vectors `wpk` and `combine` do not apply to columns of `xt`
+    reduced by `f` (neutral `z`), or None."""
+    w, p, k = wpk
+    if combine not in COMBINES:
+        return f"combine must be one of {', '.join(COMBINES)}, got {combine!r}"
+    m, n = xt.size, _array(xt.elem).size
+    if w > 1 and (w not in WIDTHS or not sums(f)):
+        return f"width {w} needs the reduction to be add (lane-wise), got {f}"
+    for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
+        if d > 1 and not _divides(d, size, known):
+            return f"{what} {d} does not divide {size}"
+    if p > 1 and combine == "atomic" and not atomic_ok(f, z):
+        return f"{f} on {type_of(z)} has no atomic combine (add, mult, max_, min_ on Float or Int)"
+    return None
+
+
+def _applied(c: _ColumnSums, e: Any, operand: Callable[[int], Any], row: Callable[[int], Any]) -> Any:
+    """`g` of the element `e`: column operand i (`operand(i)`), row operand j (`row(j)`,
+    broadcast into the lanes)."""
+    if c.g is None:
+        return e
+    uf, spec = c.g
+
+    def arg(i: int) -> Any:
+        if i == -1:
+            return e
+        if i >= 1:
+            return operand(i)
+        r = row(-2 - i)
+        return r if c.w == 1 else FunCall(broadcast(c.elem, c.w), (r,))
+
+    return FunCall(uf if c.w == 1 else Vectorise(uf, c.w), tuple(arg(i) for i in spec))
+
+
+def _with_rows(column: Any, rops: tuple[Any, ...]) -> Any:
+    """The rows' elements zipped with their operands."""
+    return FunCall(Zip(1 + len(rops)), (column, *rops)) if rops else column
+
+
+def _reductions(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+    """[[T]N]R -> [T]N: the column reductions of `rows` (`k` > 1: `_grouped`, else `_columns`)."""
+    return _grouped(c, rows, rops) if c.k > 1 else _columns(c, rows, rops)
+
+
+def _columns(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+    """[[T]N]R -> [T]N: the column reductions of `rows`, one vector of columns per work-item."""
+    w = c.w
+    cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
+    ops = tuple(v if w == 1 else FunCall(AsVector(w), (v,)) for v in c.vs)
+    data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
+    cs = Param(_array(type_of(data)).elem, "cs")
+    reduced = _with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
+
+    def step(acc: Any, e: Any) -> Any:
+        x_ = FunCall(Get(0), (e,)) if rops else e
+        v = _applied(c, x_, lambda i: FunCall(Get(i), (cs,)), lambda j: FunCall(Get(1 + j), (e,)))
+        return FunCall(c.op, (acc, v))
+
+    init = refresh(c.z) if w == 1 else Literal(c.z.value, c.vt)
+    fold = lam([c.vt, _array(type_of(reduced)).elem], step, ["acc", "e"])
+    col = Lambda((cs,), FunCall(ReduceSeq(fold), (init, reduced)))
+    sums_ = FunCall(Map(col, label=c.label, loc=c.loc), (data,))
+    return sums_ if w == 1 else FunCall(AsScalar(), (sums_,))
+
+
+def _grouped(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+    """`_columns` with `k` vectors of `w` columns per work-item (k accumulators)."""
+    w, k, vt = c.w, c.k, c.vt
+    vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
+    cols_ = FunCall(Transpose(), (FunCall(Map(Split(Cst(k))), (vec_rows,)),))
+    ops = tuple(FunCall(Split(Cst(k)), (v if w == 1 else FunCall(AsVector(w), (v,)),)) for v in c.vs)
+    data = FunCall(Zip(1 + len(ops)), (cols_, *ops)) if ops else cols_
+    cs = Param(_array(type_of(data)).elem, "cs")
+    reduced = _with_rows(FunCall(Get(0), (cs,)) if ops else cs, rops)
+    grp = ArrayType(vt, Cst(k))
+
+    def step(acc: Any, e: Any) -> Any:
+        def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
+            v = _applied(c, FunCall(Get(1), (pq,)), lambda i: FunCall(Get(1 + i), (pq,)),
+                         lambda j: FunCall(Get(1 + j), (e,)))
+            return FunCall(c.op, (FunCall(Get(0), (pq,)), v))
+
+        group = FunCall(Get(0), (e,)) if rops else e
+        lanes = FunCall(Zip(2 + len(ops)), (acc, group, *(FunCall(Get(1 + i), (cs,)) for i in range(len(ops)))))
+        return FunCall(MapSeq(lam([TupleType((vt,) * (2 + len(ops)))], one, ["pq"])), (lanes,))
+
+    fold = lam([grp, _array(type_of(reduced)).elem], step, ["acc", "e"])
+    acc = FunCall(ReduceSeq(fold), (Literal(c.z.value, grp), reduced))
+    ident = elaborate(copy, [c.elem])
+    out = FunCall(ToGlobal(MapSeq(ident if w == 1 else Vectorise(ident, w))), (acc,))
+    sums_ = FunCall(Join(), (FunCall(Map(Lambda((cs,), out), label=c.label, loc=c.loc), (data,)),))
+    return sums_ if w == 1 else FunCall(AsScalar(), (sums_,))
+
+
+def _in_parts(c: _ColumnSums, call: Any, xs: tuple[Any, tuple[Any, ...]], rows_p: Cst, p: int,
+              combine: str) -> Any:
+    """The column reductions of `xs` (the rows and their row operands) in `p` parts of `rows_p`
+    rows, the parts' partial results combined by a reduction (`combine` "atomic": `reduce_atomic`)."""
+    x, rs = xs
+    split = tuple(FunCall(Split(rows_p), (a,)) for a in (x, *rs))
+    chunk = Param(_array(type_of(split[0])).elem if not rs else
+                  TupleType(tuple(_array(type_of(a)).elem for a in split)), "part")
+    part_rows = FunCall(Get(0), (chunk,)) if rs else chunk
+    part_ops = tuple(FunCall(Get(1 + j), (chunk,)) for j in range(len(rs)))
+    partials = FunCall(Map(Lambda((chunk,), _reductions(c, part_rows, part_ops))),
+                       (FunCall(Zip(len(split)), split) if rs else split[0],))
+    ps = Param(ArrayType(type_of(c.z), Cst(p)), "ps")
+    final = ReduceAtomic if combine == "atomic" else Reduce
+    combine_col = Lambda((ps,), FunCall(final(c.f), (refresh(c.z), ps)))
+    return FunCall(Map(combine_col, loc=c.loc), (FunCall(Transpose(), (partials,)),), loc=call.loc)
 
 
 def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
@@ -337,7 +412,7 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
 
 def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], sizes: Mapping[str, int]) -> Any:
     """`col_reduce[label()](..) << X` around `call` when it is a column reduction over sizes that are
-    constant or in `sizes`, whose columns are `long` (the `_Placer`'s test, of an array), else None."""
+    constant or in `sizes`, whose columns are `long` (the `PointPlacer`'s test, of an array), else None."""
     found = col_parts(call)
     if isinstance(found, str) or not long(FunCall(Join(), (found[3],))):  # all of X: short columns too
         return None

@@ -41,7 +41,7 @@ from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.alpha import substitute
 from lift.ir.layoutfun import is_layout_fun
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
@@ -51,7 +51,8 @@ from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
 from .memory_points import copy_into
-from .nest import copied, divides, rows_of
+from .nest import NestBlocks, copied, divides, rows_of
+from .refusal import Refusal, RefusalKind, indivisible
 
 COPY_WIDTH = 8  # the copy moves float8 vectors where the element count allows (else 4, 2, 1)
 # seed block shapes of the tuner for this layout (lift/explore/seeds.py tries them before BLOCK_SEEDS):
@@ -151,11 +152,11 @@ def chunk_lengths(a: Any, known: Mapping[str, int]) -> tuple[int, ...]:
     return (*below[:2], k)
 
 
-def split_reduction(body: Any, length: int) -> Any:
+def split_reduction(body: Expr, length: int) -> Expr:
     """`body` with its accumulating `reduce_seq(op, value(..)) << xs` (the blocks' loop over the
     reduced dimension) split into chunks of `length`: `reduce_seq((acc, part) => reduce_seq(op, acc)
     << part, value(..)) << split(length) << xs`, the same sequence of steps (any `op`), nested loops."""
-    def go(e: Any) -> Any:
+    def go(e: Expr) -> Expr:
         if isinstance(e, FunCall) and isinstance(e.f, n.ReduceSeq) and isinstance(e.args[0], Literal):
             init, xs = e.args
             acc = Param(type_of(init), "acc")
@@ -178,7 +179,8 @@ def split_reduction(body: Any, length: int) -> Any:
 
 
 def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[int, int, int], along: str,
-                  nested: Any, known: Mapping[str, int], chunk: int | None = None, pack: str = "none") -> Any:
+                  nested: Any, known: Mapping[str, int], chunk: int | None = None,
+                  pack: str = "none") -> Expr | Refusal:
     """The blocked nest of `point` (a `BlockNest`) reading A's windows from a copy of their padded
     source, or in place from an input (see the module; `pack` applies to the latter only), its
     reduction split into chunks of `chunk` elements (None or the reduced length: one loop), or why not."""
@@ -186,20 +188,21 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     fa, a, b, r_call, f, g = parts
     found = window_source(a)
     if found is None:
-        return "layout 'pad' needs rows that are windows (slide) of an input, padded, rearranged or not"
+        return Refusal("layout 'pad' needs rows that are windows (slide) of an input, padded, rearranged or not")
     if found[1] is found[2]:  # windows of the input as it lies in memory: the blocks read them in place
         layout = "keep" if point.kernel is False else "copy"
         if along == "output" and sizes[2] > 1:  # no fallback to the reduced form: the chunks count scalars
-            return _chunked(point.output(call, a, b, r_call, f, g, sizes, layout, pack), chunk, 1, a, known)
+            return _chunked(point.output(NestBlocks(call, r_call, f, g, sizes), a, b, layout, pack), chunk, 1, a, known)
         plain = {"rows": sizes[0], "cols": sizes[1], "width": sizes[2], "along": "reduced", "pack": pack,
                  "layout": layout}
         return _chunked(point.rewrite(call, plain, nested), chunk, sizes[2], a, known)
     if point.kernel is False:
-        return "layout 'pad' copies an input in a kernel of its own: the point must be over the program's inputs"
+        return Refusal("layout 'pad' copies an input in a kernel of its own: the point must be over the program's "
+                       "inputs")
     calls, y, x = found
     staged = _copy_kernel(y, x, known)
     if isinstance(staged, str):
-        return f"layout 'pad' cannot copy {y}: {staged}"
+        return Refusal(f"layout 'pad' cannot copy {y}: {staged}")
     pp = Param(type_of(y), "padded")
     rows = _rebuilt(calls, pp)
     free = free_ids(b)
@@ -215,29 +218,29 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
             moved = copied(FunCall(n.Transpose(), (b,)))
             px, arg = Param(type_of(moved), "tx"), moved
             tx = px
-        body = point.output_blocks(call, rows, tx, r_call, f, g, sizes)
+        body = point.output_blocks(NestBlocks(call, r_call, f, g, sizes), rows, tx)
         body = _chunked(body, chunk, 1, a, known)
-        if not isinstance(body, str):
+        if not isinstance(body, Refusal):
             params, args = ((pp, *qs), (staged, *b_inputs)) if arg is None else ((pp, px), (staged, arg))
             return FunCall(n.OclKernel(Lambda(params, body)), args)
-        if "does not divide" in body:
+        if body.kind is RefusalKind.INDIVISIBLE:
             return body
     if w > 1 and not sums(f):
-        return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
+        return Refusal(f"width {w} along the reduced dimension needs an addition (lane sums), got {f}")
     ra = rows_of(a)
     if ra is None or not divides(w, ra[0], known):
-        return f"width {w} does not divide the reduced dimension"
-    body = _chunked(point.blocks(rows, cols, call, fa, r_call, f, g, nested, sizes), chunk, w, a, known)
-    if isinstance(body, str):
+        return indivisible(f"width {w} does not divide the reduced dimension")
+    body = _chunked(point.blocks(NestBlocks(call, r_call, f, g, sizes), rows, cols, fa, nested), chunk, w, a, known)
+    if isinstance(body, Refusal):
         return body
     return FunCall(n.OclKernel(Lambda((pp, *qs), body)), (staged, *b_inputs))
 
 
-def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Any:
+def _chunked(body: Expr | Refusal, chunk: int | None, w: int, a: Any, known: Mapping[str, int]) -> Expr | Refusal:
     """`body` with its reduction split into chunks of `chunk` elements (`chunk / w` vectors of `w`
     lanes), unchanged for no chunk or the whole reduced length, or why not."""
 
-    if isinstance(body, str) or not chunk:
+    if isinstance(body, Refusal) or not chunk:
         return body
     k = cast(tuple[Any, Any], rows_of(a))[0]
     try:
@@ -247,7 +250,7 @@ def _chunked(body: Any, chunk: int | None, w: int, a: Any, known: Mapping[str, i
     if whole:
         return body
     if int(chunk) % w or not divides(int(chunk), k, known):
-        return f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}"
+        return indivisible(f"chunk {chunk} does not divide the reduced dimension {k} in vectors of {w}")
     return split_reduction(body, int(chunk) // w)
 
 

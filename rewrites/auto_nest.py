@@ -90,6 +90,7 @@ from .chunks import safe_widths
 from .epilogue import Fusable, as_kernel, fusable, split_epilogue
 from .nest import (
     BlockEpilogue,
+    NestBlocks,
     array_of,
     block,
     block_out,
@@ -103,6 +104,7 @@ from .nest import (
 )
 from .packing import pack_a, pack_b
 from .point import Nested, RewritePoint, constructor
+from .refusal import Refusal, RefusalKind, indivisible
 
 
 @node
@@ -131,16 +133,16 @@ class BlockNest(RewritePoint):
             doms["epilogue"], doms["tail"] = epilogues(found), TAILS
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
-    def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+    def epilogue_kernel(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Expr | Refusal:
         """`call`'s product blocked and its epilogue a kernel of its own (rewrites/epilogue.py), or
         a map over the product's result where the point cannot add kernels."""
         split = split_epilogue(call)
         if split is None:
-            return "the epilogue reads the rows of a computed operand: it cannot be split from the product"
+            return Refusal("the epilogue reads the rows of a computed operand: it cannot be split from the product")
         rows = cast(Any, split).args[0]
         product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
-        if isinstance(blocked, str):
+        if isinstance(blocked, Refusal):
             return blocked
         if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
             blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
@@ -151,134 +153,136 @@ class BlockNest(RewritePoint):
     def fixed(self) -> dict[str, Any]:
         return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
-    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested, stored: bool = False) -> Any:
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested,
+                stored: bool = False) -> Expr | Refusal:
         """`call` blocked with `params`; `stored`: the product's result is read from memory by a
         kernel of its own (its epilogue's), so its rows may be padded (`tail` "pad")."""
         tail = params.get("tail") or self.tail or "exact"
         if tail not in TAILS:
-            return f"tail must be one of {', '.join(TAILS)}, got {tail!r}"
+            return Refusal(f"tail must be one of {', '.join(TAILS)}, got {tail!r}")
         parts = nest_parts(call)
         epi: Fusable | None = None
         if isinstance(parts, str):
             found = fusable(call)
             if isinstance(found, str):
-                return parts
+                return Refusal(parts)
             mode = params.get("epilogue") or self.epilogue or epilogues(found)[0]
             if mode not in EPILOGUES:
-                return f"epilogue must be one of {', '.join(EPILOGUES)}, got {mode!r}"
+                return Refusal(f"epilogue must be one of {', '.join(EPILOGUES)}, got {mode!r}")
             if mode == "kernel":
                 return self.epilogue_kernel(call, params, nested)
             width = int(params.get("width") or self.width or 1)
             if width not in safe_widths([u for _, u in walk(found.fun) if isinstance(u, UserFun)]):
-                return f"the epilogue's functions cannot run on vectors of width {width}"
+                return Refusal(f"the epilogue's functions cannot run on vectors of width {width}")
             epi, call = found, found.product
             parts = nest_parts(call)
         if isinstance(parts, str):
-            return parts
+            return Refusal(parts)
         if tail == "pad" and not stored:
-            return "tail 'pad' truncates the product's padded rows as a kernel of its own reads them: epilogue 'kernel'"
+            return Refusal("tail 'pad' truncates the product's padded rows as a kernel of its own reads them: "
+                           "epilogue 'kernel'")
         fa, a, b, r_call, f, g = parts
         bm, bn, w = (int(params.get(k) or getattr(self, k) or 1) for k in ("rows", "cols", "width"))
         layout = params.get("layout") or self.layout or "copy"
         if layout not in LAYOUTS:
-            return f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
+            return Refusal(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         ra_dims, rb_dims = rows_of(a), rows_of(b)
         if ra_dims is None or rb_dims is None:
-            return "A and B must be arrays of rows of scalars"
+            return Refusal("A and B must be arrays of rows of scalars")
         for k, size, what in ((bm, ra_dims[1], "rows"), (bn, rb_dims[1], "cols")):
             if not divides(k, size, dict(self.known or ())) and not (what == "cols" and tail == "pad"):
-                return f"{what} {k} does not divide {size}"
+                return indivisible(f"{what} {k} does not divide {size}")
         along = params.get("along") or self.along or "output"
         if along not in ALONG:
-            return f"along must be one of {', '.join(ALONG)}, got {along!r}"
+            return Refusal(f"along must be one of {', '.join(ALONG)}, got {along!r}")
         if tail == "pad" and along != "output":
-            return "tail 'pad' pads B's panels: along='output'"
+            return Refusal("tail 'pad' pads B's panels: along='output'")
         pack = params.get("pack") or self.pack or "none"
         if pack not in PACKS:
-            return f"pack must be one of {', '.join(PACKS)}, got {pack!r}"
+            return Refusal(f"pack must be one of {', '.join(PACKS)}, got {pack!r}")
         if pack != "none" and self.kernel is False:
-            return "pack: the panels are copied by kernels of their own, which a point inside a map cannot add"
+            return Refusal("pack: the panels are copied by kernels of their own, which a point inside a map cannot add")
         if epi is not None and (layout == "pad" or along != "output"):
-            return "epilogue 'fused' applies to the output form's blocks (along='output', not layout 'pad')"
+            return Refusal("epilogue 'fused' applies to the output form's blocks (along='output', not layout 'pad')")
         if layout == "pad":  # windows read from a copy of their padded input (rewrites/auto_conv.py)
             return padded_blocks(self, call, parts, (bm, bn, w), along, nested, dict(self.known or ()),
                                  params.get("chunk") or self.chunk, pack)
         if along == "output":  # preferred; where B's columns are not contiguous, the reduced form
-            out = self.output(call, a, b, r_call, f, g, (bm, bn, w), layout, pack, epi, tail == "pad")
+            nest = NestBlocks(call, r_call, f, g, (bm, bn, w))
+            out = self.output(nest, a, b, layout, pack, epi, tail == "pad")
             if tail == "pad":
                 return out
-            if epi is not None and self.kernel is not False and not isinstance(out, str) and not (
+            if epi is not None and self.kernel is not False and not isinstance(out, Refusal) and not (
                     isinstance(out, FunCall) and isinstance(out.f, n.OclKernel)):
                 out = own_kernel(out)  # the epilogue's result is read from memory by what follows
-            if not isinstance(out, str) or "does not divide" in out or epi is not None:
+            if not isinstance(out, Refusal) or out.kind is RefusalKind.INDIVISIBLE or epi is not None:
                 return out
         if w > 1 and not sums(f):
-            return f"width {w} along the reduced dimension needs an addition (lane sums), got {f}"
+            return Refusal(f"width {w} along the reduced dimension needs an addition (lane sums), got {f}")
         if not divides(w, ra_dims[0], dict(self.known or ())):
-            return f"width {w} does not divide {ra_dims[0]}"
+            return indivisible(f"width {w} does not divide {ra_dims[0]}")
         move = copied if layout == "copy" else gathered if layout == "gather" else None
         staged = move is not None and self.kernel is not False and (move(a) is not a or move(b) is not b)
         if staged:  # the copies are kernels: the blocks are one too, reading them as arguments
             pa, pb = Param(type_of(a), "ta"), Param(type_of(b), "tb")
             args = (cast(Any, move)(a), cast(Any, move)(b))  # staged: move is not None
-            body = self.blocks(pa, pb, call, fa, r_call, f, g, nested, (bm, bn, w))
+            body = self.blocks(NestBlocks(call, r_call, f, g, (bm, bn, w)), pa, pb, fa, nested)
             return FunCall(n.OclKernel(Lambda((pa, pb), body)), args)
-        return self.blocks(a, b, call, fa, r_call, f, g, nested, (bm, bn, w))
+        return self.blocks(NestBlocks(call, r_call, f, g, (bm, bn, w)), a, b, fa, nested)
 
-    def output(self, call: Any, a: Any, b: Any, r_call: Any, f: FunDecl, g: UserFun,
-               sizes: tuple[int, int, int], layout: str, pack: str, epi: Fusable | None = None,
-               padded: bool = False) -> Any:
+    def output(self, nest: NestBlocks, a: Any, b: Any, layout: str, pack: str, epi: Fusable | None = None,
+               padded: bool = False) -> Expr | Refusal:
         """Blocks with vectors along the output, reading B's columns: `X` for B = `transpose << X`,
         else (with layout "copy") B copied transposed in a kernel of its own; operands packed into
         panels by kernels of their own (`pack`, rewrites/packing.py); or why not. `padded`: X's
         rows padded with zeros to a multiple of the block's columns in B's panels, the product's
         rows truncated to N as they are read (`tail` "pad")."""
-        bm, bn, w = sizes
+        bm, bn, w = nest.sizes
         if w == 1:
-            return "along='output' needs a width above 1"
+            return Refusal("along='output' needs a width above 1")
         transposed = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
         x = b.args[0] if transposed else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
-            return "along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')"
+            return Refusal("along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')")
         n_out = array_of(array_of(type_of(x)).elem).size
         pad = 0
         if padded:
             n_known = known_size(n_out, dict(self.known or ()))
             if not (transposed and "b" in pack and n_known is not None and self.kernel is not False):
-                return "tail 'pad' pads B's panels: B = transpose << X of known width, packed (pack 'b' or 'ab')"
+                return Refusal("tail 'pad' pads B's panels: B = transpose << X of known width, packed "
+                               "(pack 'b' or 'ab')")
             pad = -n_known % (bn * w)
         elif not divides(bn * w, n_out, dict(self.known or ())):
-            return f"cols {bn} x width {w} does not divide {n_out}"
+            return indivisible(f"cols {bn} x width {w} does not divide {n_out}")
         if pack != "none":
             xa = pack_a(a, bm) if "a" in pack else gathered(a) if layout == "gather" else a
             xx = pack_b(x, bn * w, pad) if "b" in pack else x if transposed else copied(x)
         elif transposed:
             if not (layout == "gather" and self.kernel is not False and not isinstance(a, Param)):
-                return self.output_blocks(call, a, x, r_call, f, g, sizes, (False, False), epi)
+                return self.output_blocks(nest, a, x, (False, False), epi)
             xa, xx = gathered(a), x
         else:
             xa, xx = gathered(a) if layout == "gather" else a, copied(x)
         pa, px = Param(type_of(xa), "ta"), Param(type_of(xx), "tx")
-        body = self.output_blocks(call, pa, px, r_call, f, g, sizes, ("a" in pack, "b" in pack), epi)
-        if isinstance(body, str):
+        body = self.output_blocks(nest, pa, px, ("a" in pack, "b" in pack), epi)
+        if isinstance(body, Refusal):
             return body
         if epi is not None:  # (never padded: `tail` "pad" needs the epilogue a kernel of its own)
             return own_kernel(body, (pa, px), (xa, xx))  # the epilogue's reads (C, a bias, alpha): arguments too
         blocks = FunCall(n.OclKernel(Lambda((pa, px), body)), (xa, xx))
         return FunCall(n.Map(n.Pad(Cst(0), Cst(-pad), 0)), (blocks,)) if pad else blocks  # padding dropped
 
-    def output_blocks(self, call: Any, a: Any, x: Any, r_call: Any, f: FunDecl, g: UserFun,
-                      sizes: tuple[int, int, int], packed: tuple[bool, bool] = (False, False),
-                      epi: Fusable | None = None) -> Any:
+    def output_blocks(self, nest: NestBlocks, a: Any, x: Any, packed: tuple[bool, bool] = (False, False),
+                      epi: Fusable | None = None) -> Expr | Refusal:
         """Blocks with vectors along the output: X's rows ([[U]N]K) read as vectors; `packed`: A,
-        X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py)."""
-        bm, bn, w = sizes
+        X given as panels ([[[T]BM]K]M/BM, [[[U]BN*W]K]N/(BN*W); rewrites/packing.py); or why not."""
+        call, bm, bn, w = nest.call, *nest.sizes
         at, xt = array_of(type_of(a)), array_of(type_of(x))
         x_row = array_of(xt.elem)
         if packed[1]:
             blk_x, cols = Param(xt.elem, "xs"), x
         elif not divides(bn * w, x_row.size, dict(self.known or ())):
-            return f"cols {bn} x width {w} does not divide {x_row.size}"
+            return indivisible(f"cols {bn} x width {w} does not divide {x_row.size}")
         else:
             blk_x = Param(ArrayType(ArrayType(x_row.elem, Cst(bn * w)), xt.size), "xs")
             cols = FunCall(n.Transpose(), (FunCall(n.Map(n.Split(Cst(bn * w))), (x,)),))
@@ -288,19 +292,19 @@ class BlockNest(RewritePoint):
             blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
             a_cols, a_blocks = FunCall(n.Transpose(), (blk_a,)), FunCall(n.Split(Cst(bm)), (a,))
         if epi is None:
-            inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes)
+            inner = block_out(a_cols or blk_a, blk_x, nest.f, nest.g, nest.r_call.args[0], nest.sizes)
             over_x = FunCall(n.Map(Lambda((blk_x,), inner)), (cols,))
             row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
             over_a = FunCall(n.Map(Lambda((blk_a,), row), label=call.f.label, loc=call.f.loc), (a_blocks,))
             return FunCall(n.Join(), (over_a,))
-        return self.fused_blocks(call, blk_a, a_cols, a_blocks, blk_x, cols, r_call, f, g, sizes, epi)
+        return self.fused_blocks(nest, blk_a, a_cols, a_blocks, blk_x, cols, epi)
 
-    def fused_blocks(self, call: Any, blk_a: Param, a_cols: Any, a_blocks: Any, blk_x: Param, cols: Any, r_call: Any,
-                     f: FunDecl, g: UserFun, sizes: tuple[int, int, int], epi: Fusable) -> Any:
+    def fused_blocks(self, nest: NestBlocks, blk_a: Param, a_cols: Any, a_blocks: Any, blk_x: Param, cols: Any,
+                     epi: Fusable) -> Expr:
         """`output_blocks` with the epilogue applied in the blocks: each leaf array split like the
         output (rows in blocks of BM with A's, columns in panels of BN * W with X's) and zipped with
         the operand blocks, so a block reads its own part."""
-        bm, bn, w = sizes
+        call, bm, bn, w = nest.call, *nest.sizes
         kinds = tuple(leaf.kind for leaf in epi.leaves)
         values = tuple(leaf.value for leaf in epi.leaves)
         by_row = [j for j, k in enumerate(kinds) if k in ("both", "row")]
@@ -316,7 +320,7 @@ class BlockNest(RewritePoint):
         blk = BlockEpilogue(epi.fun, kinds, values,
                             tuple(part[j] if k == "both" else rows_of.get(j) for j, k in enumerate(kinds)),
                             tuple(part.get(j) if k == "col" else None for j, k in enumerate(kinds)))
-        inner = block_out(a_cols or blk_a, blk_x, f, g, r_call.args[0], sizes, blk)
+        inner = block_out(a_cols or blk_a, blk_x, nest.f, nest.g, nest.r_call.args[0], nest.sizes, blk)
         inner = substitute(inner, {blk_x.id: FunCall(n.Get(0), (tx,)), blk_a.id: FunCall(n.Get(0), (ta,))})
         over_x = FunCall(n.Map(Lambda((tx,), inner)), (FunCall(n.Zip(len(x_zip)), tuple(x_zip)),))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_x,)),))
@@ -324,14 +328,13 @@ class BlockNest(RewritePoint):
                          (FunCall(n.Zip(len(a_zip)), tuple(a_zip)),))
         return FunCall(n.Join(), (over_a,))
 
-    def blocks(self, a: Any, b: Any, call: Any, fa: Lambda, r_call: Any, f: FunDecl, g: UserFun, nested: Nested,
-               sizes: tuple[int, int, int]) -> Any:
+    def blocks(self, nest: NestBlocks, a: Any, b: Any, fa: Lambda, nested: Nested) -> Expr:
         """The blocked nest over `a` and `b` (arrays of rows)."""
-        bm, bn, w = sizes
+        call, (bm, bn, w) = nest.call, nest.sizes
         at, bt = array_of(type_of(a)), array_of(type_of(b))
         blk_a = Param(ArrayType(at.elem, Cst(bm)), "as")
         blk_b = Param(ArrayType(bt.elem, Cst(bn)), "bs")
-        inner = block(blk_a, blk_b, f, g, r_call.args[0], bm, bn, w)
+        inner = block(blk_a, blk_b, nest.f, nest.g, nest.r_call.args[0], bm, bn, w)
         over_b = FunCall(nested(n.Map(Lambda((blk_b,), inner), label=cast(FunCall, fa.body).f.label)),
                          (FunCall(n.Split(Cst(bn)), (b,)),))
         row = FunCall(n.Map(n.Join()), (FunCall(n.Transpose(), (over_b,)),))

@@ -41,7 +41,7 @@ from lift.userfun.compose import fused
 from lift.userfun.facts import pair_call, sums
 
 from .chunks import lane_sum
-from .nested import _nest, _reduction
+from .nested import map_map_nest, zip_reduction
 from .point import Nested, RewritePoint, constructor
 
 # domains ordered by preference: 2 x 4 accumulators of 8 lanes fill half of a 16-register vector
@@ -81,11 +81,11 @@ class RegisterBlock(RewritePoint):
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        found = _nest(call)
+        found = map_map_nest(call)
         if isinstance(found, str):
             return found
         fa, a, h, b = found
-        red = _reduction(h, fa.params[0])
+        red = zip_reduction(h, fa.params[0])
         swapped = isinstance(red, str) and _swapped(h, fa.params[0])
         if swapped:
             red = (cast(Any, eta(h)).body, None)

@@ -25,7 +25,7 @@ from lift.rules.reduce import folds_in_order, is_monoid
 
 from .apply import points
 from .argbest import vector_selection
-from .auto import _Placer, auto_points, is_auto
+from .auto import PointPlacer, auto_points, is_auto
 from .chunks import ReduceChunks, atomic_ok, reduce_parts
 
 DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per work-item is fastest)
@@ -57,10 +57,10 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     if combine == "kernel" and not (not is_monoid(f, z) and folds_in_order(f, z)):
         return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
-    n = _Placer({}).length(x)
+    n = PointPlacer({}).length(x)
     if n is not None and n < DEFAULT_CHUNK:
         return None  # a known short array: one work-item is as good
-    w = 8 if 8 in _Placer({}).widths(f, g, x) else 1
+    w = 8 if 8 in PointPlacer({}).widths(f, g, x) else 1
     chunk = DEFAULT_CHUNK // w
     if combine == "kernel" and not isinstance(vector_selection(f, z, g, x, SELECTION_WIDTH), str):
         # an arg-min over positions: lanes combined by position (rewrites/argbest.py)

@@ -28,10 +28,13 @@ from typing import Any, ClassVar, cast
 from lift.arith import Cst
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Literal, Map, MapWrg, Param, ReduceAtomic, Split, node
+from lift.rules.reduce import is_monoid
+from lift.rules.terms import substitute
 from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
 
+from .auto import PREFIX
 from .chunks import atomic_ok, reduce_parts
 from .point import Nested, RewritePoint, constructor
 
@@ -122,8 +125,6 @@ class GpuRows(RewritePoint):
 def row_parts(call: Any) -> tuple[Param, Any, tuple[Any, Any, Any, Any], int] | str:
     """`(row, rows, (f, z, g, x), row length)` of `map(row => reduce(f, z) [<< map(g)] << x) << rows`
     with `f` a monoid with constant neutral z and a constant row length, or why not."""
-    from lift.rules.reduce import is_monoid
-
     if not (isinstance(call, FunCall) and type(call.f) is Map and isinstance(call.f.f, Lambda)
             and len(call.f.f.params) == 1 and len(call.args) == 1):
         return f"expects map(row => reduce(f, z) << ..) << rows, got {call}"
@@ -140,8 +141,6 @@ def reduce_point(expr: Any) -> Any:
     """`expr` with a `gpu_reduce` point (label `auto_gr0`) around its body when the body is a
     full reduction `reduce(f, z) [<< map(g)] << x` with an atomic combine and constant length, a
     `gpu_rows` point when it is a map of such reductions over rows (gemv), else `expr`."""
-    from .auto import PREFIX
-
     if not isinstance(expr, Lambda):
         return expr
     if not isinstance(row_parts(expr.body), str):  # gemv: a work-group per row
@@ -156,8 +155,6 @@ def reduce_point(expr: Any) -> Any:
 
 def _wrapped(expr: Lambda, cls: type, label: str) -> Lambda:
     """`expr` with its body wrapped in a point of class `cls` over the program's parameters."""
-    from lift.rules.terms import substitute
-
     ps = tuple(Param(q.ptype, q.name) for q in expr.params)
     body = substitute(expr.body, {q.id: r for q, r in zip(expr.params, ps)})
     point = cls(Lambda(ps, body), label=label, loc=expr.body.loc)

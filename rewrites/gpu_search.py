@@ -26,8 +26,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lift.ir.nodes import Node
+from lift.rules.normalise import normalise
 
 from .apply import points, structural_space
+from .auto import auto_points, auto_space, is_auto
 from .gpu_reduce import GpuReduce, GpuRows, reduce_point
 from .gpu_tiles import MIN_LENGTH, GpuTiles, as_tiles, reduce_space, tile_space
 
@@ -40,8 +42,6 @@ GPU_POINTS = (GpuTiles, GpuReduce, GpuRows)
 def gpu_search_points(expr: Node, sizes: Mapping[str, int]) -> Node | None:
     """`expr` with the tuner's automatic points on a GPU (see the module), or None when it has no
     place for a GPU point."""
-    from .auto import auto_points
-
     tiled: Node | None = as_tiles(auto_points(expr, sizes, min_length=MIN_LENGTH))
     if tiled is not None:
         return tiled
@@ -79,10 +79,6 @@ def gpu_search_space(expr: Node, sizes: Mapping[str, int], device: Any
                      ) -> tuple[Node, dict[str, dict[str, tuple[Any, ...]]], list[str]] | None:
     """`(program with the GPU points, its structural space, the automatic points' labels)` for
     `lift.tune` on the GPU `device`, or None when no GPU point applies (or its space is empty)."""
-    from lift.rules.normalise import normalise
-
-    from .auto import auto_space, is_auto
-
     placed = gpu_search_points(expr, sizes)
     if placed is None:
         return None
@@ -106,8 +102,6 @@ def gpu_search_space(expr: Node, sizes: Mapping[str, int], device: Any
 
 def gpu_labels(expr: Node) -> list[str]:
     """The labels of the automatic GPU points of `expr`."""
-    from .auto import is_auto
-
     return [lab for lab, pt in points(expr).items() if is_auto(lab) and isinstance(pt, GPU_POINTS)]
 
 
@@ -116,8 +110,6 @@ def gpu_seeds(expr: Node, structural: Mapping[str, Mapping[str, Any]], device: A
     """The structural choices of the tuner's first candidates on a GPU: the k-th valid choice of
     every GPU point (its last where it has fewer), k < `count`, the first being `gpu_default`'s;
     the other automatic points skipped, the user's points at their first values."""
-    from .auto import is_auto
-
     gpu = gpu_labels(expr)
     if not gpu:
         return

@@ -42,17 +42,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
-from lift.arith import Cst
+from lift.arith import Cst, evaluate
+from lift.constraints.gpu_tiles import ReduceSpace, TileSpace
+from lift.ir import nodes as nd
 from lift.ir import patterns as p
-from lift.ir.nodes import FunCall, FunDecl, Literal, UserFun, node
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Transpose, UserFun, node
+from lift.ir.paths import at, replace_at, walk
 from lift.rules.terms import eta
 from lift.typecheck import type_of
 from lift.types import ArrayType
 from lift.userfun.builtins import id as copy
 from lift.userfun.compose import fused
 
+from .apply import points
+from .auto import PREFIX, PointPlacer, place_points
 from .auto_nest import BlockNest
-from .gpu_reduce import GpuReduce, GpuRows, row_parts
+from .chunks import reduce_parts
+from .gpu_reduce import GpuReduce, GpuRows, reduce_point, row_parts
 from .nest import divides, nest_parts, rows_of
 from .point import Nested, RewritePoint, constructor
 
@@ -143,8 +149,6 @@ def _side(x: Any, t: int, tk: int) -> tuple[Any, Any, Any]:
     (X: [[T]M]K, B of `A x B` not given transposed), the tiles are taken from X and copied as X's
     [[T]t]tk blocks (rows along M: consecutive work-items read consecutive addresses) and read
     transposed from local memory, instead of copying strided columns."""
-    from lift.ir.nodes import Transpose
-
     if isinstance(x, FunCall) and isinstance(x.f, Transpose):
         return (p.transpose << p.map(p.split(t)) << x.args[0], lambda xs: p.split(tk) << xs,
                 lambda local: p.transpose << local)
@@ -196,9 +200,6 @@ class GpuTiles(RewritePoint):
 
 def nest_sizes(point: GpuTiles, sizes: Mapping[str, int] | None = None) -> tuple[int, int, int] | None:
     """`(M, N, K)` of the nest a `gpu_tiles` point wraps (its sizes known), or None."""
-    from lift.arith import evaluate
-    from lift.ir.nodes import Lambda
-
     if not isinstance(point.f, Lambda):
         return None
     parts = nest_parts(point.f.body)
@@ -217,8 +218,6 @@ def nest_sizes(point: GpuTiles, sizes: Mapping[str, int] | None = None) -> tuple
 
 def elem_bytes(point: GpuTiles) -> int:
     """Bytes of a scalar of the nest's inputs and accumulator (the largest)."""
-    from lift.ir.nodes import Lambda
-
     parts = nest_parts(point.f.body) if isinstance(point.f, Lambda) else "no"
     if isinstance(parts, str):
         return 4
@@ -230,8 +229,6 @@ def elem_bytes(point: GpuTiles) -> int:
 def tile_space(point: GpuTiles, device: Any, sizes: Mapping[str, int] | None = None) -> Any:
     """The point's `lift.constraints.gpu_tiles.TileSpace` on `device` (its open parameters'
     domains, fixed ones as given), or None when the nest's sizes are not known."""
-    from lift.constraints.gpu_tiles import TileSpace
-
     mnk = nest_sizes(point, sizes)
     if mnk is None:
         return None
@@ -243,11 +240,6 @@ def tile_space(point: GpuTiles, device: Any, sizes: Mapping[str, int] | None = N
 def reduce_space(point: GpuReduce | GpuRows, device: Any) -> Any:
     """The `gpu_reduce` (or `gpu_rows`: `whole`) point's `lift.constraints.gpu_tiles.ReduceSpace`
     on `device`, or None."""
-    from lift.constraints.gpu_tiles import ReduceSpace
-    from lift.ir.nodes import Lambda
-
-    from .chunks import reduce_parts
-
     if not isinstance(point.f, Lambda):
         return None
     rows = row_parts(point.f.body) if isinstance(point, GpuRows) else None
@@ -268,14 +260,10 @@ def gpu_points(expr: Any) -> Any:
     places a `block_nest` (nested map-reduces of constant sizes: matmul, batched matmul, conv; here
     over reductions of at least `MIN_LENGTH` elements), its other automatic points kept; without
     one, a `gpu_reduce` point on a full reduction (`reduce_point`); else `expr` itself."""
-    from .auto import _place, _Placer
-
-    placer = _Placer({})
+    placer = PointPlacer({})
     placer.defaults, placer.min_length = True, MIN_LENGTH  # default_points, shorter reductions too
-    out = as_tiles(_place(expr, placer))
+    out = as_tiles(place_points(expr, placer))
     if out is None:  # a full reduction: a tree per work-group (rewrites/gpu_reduce.py)
-        from .gpu_reduce import reduce_point
-
         return reduce_point(expr)
     return out
 
@@ -284,10 +272,6 @@ def as_tiles(placed: Any) -> Any:
     """`placed` (a program with automatic points) with each automatic `block_nest` (label
     `auto_bN`) replaced by a `gpu_tiles` point (label `auto_gN`, the sizes it was placed for),
     a batch map around it made `map_wrg(2)`; None when it has none."""
-    from lift.ir.paths import replace_at, walk
-
-    from .auto import PREFIX
-
     found = [(path, x) for path, x in walk(placed)
              if isinstance(x, BlockNest) and (x.label or "").startswith(PREFIX + "b")]
     out = placed
@@ -302,9 +286,6 @@ def _batched(expr: Any, path: tuple[int, ...]) -> Any:
     """`expr` with the one `map` enclosing the point at `path` (a batch: batched matmul) made
     `map_wrg(2)`, the third dimension of work-groups; unchanged without one. With two enclosing
     maps the batch stays high-level (the mapping solver's)."""
-    from lift.ir import nodes as nd
-    from lift.ir.paths import at, replace_at
-
     maps = [path[:k] for k in range(len(path)) if type(at(expr, path[:k])) is nd.Map]
     if len(maps) != 1:
         return expr
@@ -316,8 +297,6 @@ def gpu_default(expr: Any, device: Any) -> tuple[Any, dict[str, dict[str, Any]]]
     """`(program with gpu_tiles or gpu_reduce points, their choices)` for `lift.compile` on a GPU:
     each point's preferred valid choice (`TileSpace.first`, `ReduceSpace.first`), the other
     automatic points skipped; None when no point is placed or a space is empty."""
-    from .apply import points
-
     placed = gpu_points(expr)
     if placed is expr:
         return None

@@ -119,8 +119,9 @@ class _Lift:
         lifted with its element read once and broadcast where its lanes need it."""
         z, xs = args
         h = None
-        if isinstance(xs, FunCall) and type(xs.f) in (Map, MapSeq) and len(xs.args) == 1:
-            h, xs = xs.f.f, xs.args[0]  # type: ignore[attr-defined]
+        if isinstance(xs, FunCall) and isinstance(xs.f, Map | MapSeq) and type(xs.f) in (Map, MapSeq) \
+                and len(xs.args) == 1:
+            h, xs = xs.f.f, xs.args[0]
         if self.lanewise(xs):
             return "a reduction over an array that depends on the element"
         f = eta(red.f)
@@ -129,7 +130,10 @@ class _Lift:
         init = self.go(z)
         if isinstance(init, str):
             return init
-        acc, s = Param(type_of(init), "acc"), Param(type_of(xs).elem, "s")  # type: ignore[attr-defined]
+        xs_t = type_of(xs)
+        if not isinstance(xs_t, ArrayType):
+            raise AssertionError(f"lanes: a reduction over {xs_t}, not an array")
+        acc, s = Param(type_of(init), "acc"), Param(xs_t.elem, "s")
         item = s if h is None else call_fun(h, [s])
         lifted = _Lift(self.w, self.elem, self.vec, self.window, self.ready | {acc.id}).go(item)
         if isinstance(lifted, str):

@@ -193,6 +193,20 @@ def block_out(a_cols: Any, cols_x: Param, f: FunDecl, g: UserFun, z: Literal, si
 
 
 @dataclass(frozen=True)
+class NestBlocks:
+    """What the register blocks of a map-map-reduce nest (`nest_parts`) are built from: the nest's
+    `call` (the blocks' outer map keeps its label and location), its reduce call `r_call` (whose
+    neutral element the accumulators start from), the reduction `f`, the user function `g` of the
+    pair, and the block `sizes` (rows, cols, width)."""
+
+    call: Any
+    r_call: Any
+    f: FunDecl
+    g: UserFun
+    sizes: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
 class BlockEpilogue:
     """An epilogue (`Fusable`) at one register block: per leaf its kind, its value (a scalar's
     expression), its part of the block's rows (`rows`: [BM] scalars for "row", [BM][BN*W] for

@@ -152,7 +152,7 @@ def _blocks(call: Any, f: FunDecl, init: Any, xs: Any, factor: Any, dim: int, ne
     return p.join << FunCall(n.Map(per), (p.zip(p.split(factor) << init, p.transpose << blocked),))
 
 
-def _nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
+def map_map_nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
     """`(outer lambda, A, inner function, B)` for `map(ra => map(h) << B) << A`, or why not."""
     if not (isinstance(call, FunCall) and type(call.f) is n.Map and len(call.args) == 1):
         return f"expects map(ra => map(rb => reduce << map << zip(ra, rb)) << B) << A, got {call}"
@@ -169,17 +169,17 @@ def _nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
 def nest_reduction(call: Any) -> tuple[Lambda, Any, FunDecl, Any, Any, Any] | str:
     """`(outer lambda, A, inner function, B, reduce call, zip)` for
     `map(ra => map(rb => reduce(f, z) << [map(g) <<] zip(ra, rb)) << B) << A`, or why not."""
-    found = _nest(call)
+    found = map_map_nest(call)
     if isinstance(found, str):
         return found
     fa, a, h, b = found
-    red = _reduction(h, fa.params[0])
+    red = zip_reduction(h, fa.params[0])
     if isinstance(red, str):
         return red
     return (fa, a, h, b, *red)
 
 
-def _reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
+def zip_reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
     """`(reduce call, zip)` for `rb => reduce(f, z) << [map(g) <<] zip(ra, rb)`, or why not."""
     h = eta(h)
     if not (isinstance(h, Lambda) and len(h.params) == 1):

@@ -24,9 +24,11 @@ from lift.arith import Arith, as_arith
 from lift.errors import RewriteError, user_loc
 from lift.ir.build import Deferred, apply, elaborate
 from lift.ir.nodes import Expr, FunDecl, Pattern
-from lift.rules.rule import _call
+from lift.rules.rule import call_with
 from lift.rules.terms import compare_fields
 from lift.types import Size
+
+from .refusal import Refusal
 
 Nested = Callable[[FunDecl], FunDecl]  # wraps a function in the points nested in this one
 
@@ -59,8 +61,9 @@ class RewritePoint(Pattern):
         """The structural parameters and their candidate values, beyond `skip`."""
         return {}
 
-    def rewrite(self, call: Expr, params: Mapping[str, Any], nested: Nested) -> Expr | str:
-        """The rewritten `call` (the body applied to fresh parameters), or why it does not apply.
+    def rewrite(self, call: Expr, params: Mapping[str, Any], nested: Nested) -> Expr | Refusal | str:
+        """The rewritten `call` (the body applied to fresh parameters), or why it does not apply
+        (a `Refusal`, or its message: rewrites/refusal.py).
 
         `nested` wraps a function in the points nested in this one; a family that does not
         use it gets them around its whole result (thesis Listing 6.1, line 13)."""
@@ -121,7 +124,7 @@ def via_rule(rule: Any, call: Expr, **params: Any) -> Expr:
     env = rule.bindings(call, params)
     if env is None:
         raise RewriteError(f"rule {rule.name} ({rule.law}) does not apply", node=call)
-    new = _call(rule.rhs, {**env, **rule.defaults(), **params})
+    new = call_with(rule.rhs, {**env, **rule.defaults(), **params})
     if new is None:
         raise RewriteError(f"rule {rule.name} ({rule.law}) does not apply", node=call)
     return cast(Expr, new)

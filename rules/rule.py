@@ -130,7 +130,7 @@ class Rule:
             return None
         env["matched"] = node
         ps = {**{k: None for k in self.params}, **self.defaults(), **self.bound, **(params or {})}
-        if self.where is not None and conditions(_call(self.where, {**env, **ps})) is None:
+        if self.where is not None and conditions(call_with(self.where, {**env, **ps})) is None:
             return None
         return env
 
@@ -145,7 +145,7 @@ class Rule:
                 if v is REQUIRED and k not in self.bound and k not in params]
         if not free:
             return [{}]
-        hints = _call(self.suggest, env) if self.suggest is not None else {}
+        hints = call_with(self.suggest, env) if self.suggest is not None else {}
         combos = (dict(zip(free, c)) for c in itertools.product(*(hints.get(k, ()) for k in free)))
         return [c for c in combos if self.bindings(node, {**params, **c}) is not None]
 
@@ -162,10 +162,10 @@ class Rule:
         env = self.bindings(node, ps)
         if env is None:
             return None
-        conds = () if self.where is None else conditions(_call(self.where, {**env, **ps}))
+        conds = () if self.where is None else conditions(call_with(self.where, {**env, **ps}))
         if conds is None:
             return None
-        new = _call(self.rhs, {**env, **ps})
+        new = call_with(self.rhs, {**env, **ps})
         if new is None:
             return None
         if new.loc is None and node.loc is not None:
@@ -276,7 +276,8 @@ def same_type(a: Type, b: Type) -> bool:
 # ------------------------------------------------------------------- helpers
 
 
-def _call(fn: Callable[..., Any], env: Mapping[str, Any]) -> Any:
+def call_with(fn: Callable[..., Any], env: Mapping[str, Any]) -> Any:
+    """`fn` called with the bindings of `env` it names as parameters (all of them if it takes `**kw`)."""
     sig = inspect.signature(fn)
     if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return fn(**env)

@@ -25,8 +25,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -86,6 +88,7 @@ class Recorder:
     def __init__(self) -> None:
         self.runs: dict[tuple, Run] = {}
         self.original = Program.__call__
+        self.patched = ExitStack()  # Program.__call__ replaced for the session
 
     def pytest_sessionstart(self, session: Any) -> None:
         recorder, original = self, self.original
@@ -97,10 +100,10 @@ class Recorder:
                 recorder.runs.setdefault(key, (plan, copy.deepcopy(arrays)))
             return original(prog, *arrays)
 
-        Program.__call__ = call  # type: ignore[method-assign]
+        self.patched.enter_context(mock.patch.object(Program, "__call__", call))
 
     def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
-        Program.__call__ = self.original  # type: ignore[method-assign]
+        self.patched.close()
 
 
 def modules() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from fuzz_db import OK_ROWS, ROWS, Scenario, fuzz, judge
 from fuzz_runner import print_counts
 
@@ -17,15 +18,13 @@ def test_a_short_seeded_run_is_clean() -> None:
     assert not {r: table[r] for r in ROWS if r not in OK_ROWS and table[r]}, log.getvalue()
 
 
-def test_the_judge_sees_a_lost_row() -> None:
+def test_the_judge_sees_a_lost_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge is not blind: a database whose good rows are deleted behind its back is a lost row."""
     import lift.explore.database as database
 
     s = Scenario(2, 1, (), (), None, None, (), ())
     real = database.TuningDB.winners
-    try:
-        database.TuningDB.winners = lambda self: real(self)[1:]  # type: ignore[method-assign]
-        assert judge(s)[0] == "lost rows"
-    finally:
-        database.TuningDB.winners = real  # type: ignore[method-assign]
+    monkeypatch.setattr(database.TuningDB, "winners", lambda self: real(self)[1:])
+    assert judge(s)[0] == "lost rows"
+    monkeypatch.undo()
     assert judge(s)[0] == "ok"

@@ -99,15 +99,15 @@ def test_tune_needs_a_program_and_a_known_objective() -> None:
 
 
 def test_a_reassociated_sum_is_judged_against_the_float64_result():
-    from lift.explore.evaluate import _as_accurate, mismatch
+    from lift.explore.evaluate import as_accurate, mismatch
 
     exact = np.float64(1_048_654.80)
     semantics = np.float32(1_046_599.0)  # a sequential float32 sum drifts by ~2e-3
     chunked = np.float32(1_048_654.75)  # a chunked sum rounds far less
     wrong = np.float32(1_044_000.0)  # e.g. a chunk missing
     assert mismatch(chunked, semantics, 1e-3)  # outside the plain tolerance of the semantics...
-    assert _as_accurate(chunked, semantics, exact)  # ...but more accurate than it: accepted
-    assert not _as_accurate(wrong, semantics, exact)
+    assert as_accurate(chunked, semantics, exact)  # ...but more accurate than it: accepted
+    assert not as_accurate(wrong, semantics, exact)
 
 
 @pytest.mark.device

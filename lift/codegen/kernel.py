@@ -92,6 +92,24 @@ class KernelState:
     tasks: int = 0  # sequential result components, one work-item (and work-group) each (codegen/tasks.py)
 
 
+@dataclass(frozen=True, slots=True)
+class Application:
+    """One application a family's handler generates (`KernelCase.emit`): the function `f` at path
+    `fpath`, its `args` and result type `out`, the views `env` of the parameters in scope, the
+    destination `dest` (None: memory of its own), the `node` whose family it is, its `key` path
+    (its buffer, the barriers placed after it) and its own buffer `own` (None: none allocated)."""
+
+    f: FunDecl
+    fpath: Path
+    args: list[Arg]
+    out: Type
+    env: dict[int, View]
+    dest: View | None
+    node: Any
+    key: Path
+    own: Buffer | None
+
+
 class KernelGen:
     """Generate the body of one kernel into `self.body`."""
 
@@ -305,69 +323,67 @@ class KernelGen:
         `emit` handler of `f`'s family in `lift.allocation.KERNEL_RULES` (the memory pass takes the
         same case, `Allocator.apply`), then the barriers placed after it."""
         own = self.alloc.buffers.get(key)
-        result = KERNEL_RULES[kernel_case(f, node)].emit(self, f, fpath, args, out, env, dest, node, key, own)
+        app = Application(f, fpath, args, out, env, dest, node, key, own)
+        result = KERNEL_RULES[kernel_case(f, node)].emit(self, app)
         self.barrier_after(key)
         return result
 
-    # The handlers of the families (`KernelCase.emit`), one signature: (f, its path, args, result
-    # type, the views of parameters in scope, destination, node, key path, its own buffer).
+    # The handlers of the families (`KernelCase.emit`), one signature: the `Application` to generate.
 
-    def on_lambda(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
-        views = [self.arg(a, env) for a in args]
+    def on_lambda(self, app: Application) -> View:
+        f = app.f
+        views = [self.arg(a, app.env) for a in app.args]
         lam = f.f if isinstance(f, n.Let) else f
         assert isinstance(lam, Lambda)
-        return self.expr(lambda_body(f), body_path(f, fpath), {**env, **{p.id: v for p, v in zip(lam.params, views)}},
-                         dest)
+        return self.expr(lambda_body(f), body_path(f, app.fpath),
+                         {**app.env, **{p.id: v for p, v in zip(lam.params, views)}}, app.dest)
 
-    def on_userfun(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
-        target = self.declare(own) if own is not None else dest
-        assert target is not None, f"no destination for {f}"
-        values = tuple(self.uf_arg(a, env) for a in args)
-        self.write(target, CCall(self.funs(f), values), out, _describe(f))
+    def on_userfun(self, app: Application) -> View:
+        target = self.declare(app.own) if app.own is not None else app.dest
+        assert target is not None, f"no destination for {app.f}"
+        values = tuple(self.uf_arg(a, app.env) for a in app.args)
+        self.write(target, CCall(self.funs(app.f), values), app.out, _describe(app.f))
         return target
 
-    def on_layout(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
-        return self.layout(f, args, env, dest)  # map(transpose), map(join): a view
+    def on_layout(self, app: Application) -> View:
+        return self.layout(app.f, app.args, app.env, app.dest)  # map(transpose), map(join): a view
 
-    def on_reduce(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_reduce(self, app: Application) -> View:
+        f = app.f
         assert isinstance(f, n.ReduceSeq)
-        return self.reduce(f.f, f, fpath, args, env, dest, key)
+        return self.reduce(f.f, f, app.fpath, app.args, app.env, app.dest, app.key)
 
-    def on_address(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_address(self, app: Application) -> View:
+        f, fpath, own, dest = app.f, app.fpath, app.own, app.dest
         assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
         target = self.declare(own) if own is not None else dest
-        result = self.apply(f.f, fpath + (0,), args, out, env, target, node, fpath + (0,))
+        result = self.apply(f.f, fpath + (0,), app.args, app.out, app.env, target, app.node, fpath + (0,))
         if own is not None and dest is not None:
-            self.copy(result, dest, out, f"{_describe(f)} into the destination")
+            self.copy(result, dest, app.out, f"{_describe(f)} into the destination")
             return dest
         return result
 
-    def on_let(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-               dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_let(self, app: Application) -> View:
+        f = app.f
         assert isinstance(f, n.Let)
-        return self.apply(f.f, fpath + (0,), args, out, env, dest, node, key)
+        return self.apply(f.f, app.fpath + (0,), app.args, app.out, app.env, app.dest, app.node, app.key)
 
-    def on_iterate(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                   dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_iterate(self, app: Application) -> View:
+        f = app.f
         assert isinstance(f, n.Iterate)
-        return iterate(self, f, fpath, args, out, env, dest, own)
+        return iterate(self, f, app.fpath, app.args, app.out, app.env, app.dest, app.own)
 
-    def on_atomic(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-                  dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_atomic(self, app: Application) -> View:
+        f = app.f
         assert isinstance(f, n.ReduceAtomic)
-        return atomic(self, f, fpath, args, env, dest)
+        return atomic(self, f, app.fpath, app.args, app.env, app.dest)
 
-    def on_map(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
-               dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
+    def on_map(self, app: Application) -> View:
+        f, fpath, out, env = app.f, app.fpath, app.out, app.env
         assert isinstance(f, LoweredMap)
-        (a,) = args
+        (a,) = app.args
         xs = self.arg(a, env)
-        target = self.declare(own) if own is not None else dest
+        target = self.declare(app.own) if app.own is not None else app.dest
         assert target is not None and isinstance(out, ArrayType) and isinstance(a.type, ArrayType)
         loop = self.make_loop(f, LOOP_KINDS[type(f)], out.size, fpath)
         i = loop.var
@@ -521,4 +537,4 @@ KERNEL_TABLE: tuple[KernelCase, ...] = (
 )
 install_kernel_cases(KERNEL_TABLE)
 
-__all__ = ["KernelGen", "KernelState", "Arg", "KERNEL_TABLE"]
+__all__ = ["KernelGen", "KernelState", "Application", "Arg", "KERNEL_TABLE"]

@@ -133,8 +133,9 @@ def _widened(t: Type, width: int) -> Type:
     """A scalar as a vector of `width` lanes, a tuple of scalars as a tuple of such vectors."""
     if isinstance(t, ScalarType):
         return VectorType(t, width)
-    if isinstance(t, TupleType) and all(isinstance(e, ScalarType) for e in t.elems):
-        return TupleType(tuple(VectorType(e, width) for e in t.elems))  # type: ignore[arg-type]
+    scalars = [e for e in t.elems if isinstance(e, ScalarType)] if isinstance(t, TupleType) else []
+    if isinstance(t, TupleType) and len(scalars) == len(t.elems):
+        return TupleType(tuple(VectorType(e, width) for e in scalars))
     return t
 
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from lift.arith import Arith, Cst
-from lift.comprehension.ranges import BUILTINS, Scope, accesses, infer, tc_error
+from lift.comprehension.ranges import BUILTINS, Ranges, Scope, accesses, infer, tc_error
 from lift.comprehension.scalar import reducer, scalar_type
-from lift.comprehension.syntax import Call, Expr, Function, Name, Statement
+from lift.comprehension.syntax import Binary, Call, Expr, Function, Name, Statement
 from lift.comprehension.translation import Inline, Materialised, Program, build_program, resolve, substitute
 from lift.errors import LiftError, LiftTypeError, LiftValueError
 from lift.ir.nodes import Lambda
@@ -135,8 +135,6 @@ class _Pass:
 
 
 def _pair(a: Expr, b: Expr) -> Expr:
-    from lift.comprehension.syntax import Binary
-
     return Binary("+", a, b, cast(Any, getattr(a, "pos", None)))
 
 
@@ -194,8 +192,6 @@ def _materialise(p: _Pass, name: str) -> str:
         return target
     s = target.stmt
     stmt = dataclasses.replace(s, rhs=target.rhs, indices=tuple(Name(v, s.pos) for v in target.vars), wheres=())
-    from lift.comprehension.ranges import Ranges
-
     key = p.key(name)
     p.versions.append(Materialised(key, stmt, Ranges(dict(zip(target.vars, target.shape, strict=True)), {}), None))
     p.env[name] = key

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import keyword
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -31,6 +32,7 @@ from lift.comprehension.ranges import Ranges, Scope, accesses, check_access, ind
 from lift.comprehension.scalar import evaluate, literal, neutral, reducer
 from lift.comprehension.syntax import Binary, Call, Expr, Name, Statement, Ternary, Unary
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
+from lift.ir.build import elaborate
 from lift.ir.nodes import Expr as IRExpr
 from lift.ir.nodes import FunCall, Get, Lambda, UserFun
 from lift.ir.patterns import join_nd, let, reduce
@@ -125,8 +127,6 @@ def named(name: str, body: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def eta(f: Callable[[Any], Any], src: IRExpr) -> Any:
     """`p => g(p[0], ..., p[n-1])` over a zip of n is `g`; a lambda otherwise (as built)."""
-    from lift.ir.build import elaborate
-
     lam = elaborate(f, [cast(ArrayType, src.type).elem])
     if isinstance(lam, Lambda) and len(lam.params) == 1 and isinstance(lam.body, FunCall):
         g, args, p = lam.body.f, lam.body.args, lam.params[0]
@@ -324,8 +324,6 @@ def reads(prog: Program, outputs: list[str]) -> dict[str, int]:
 
 def _pyname(n: str) -> str:
     """A Python parameter name for the TC tensor `n` (TC allows `2LUT`; Python does not)."""
-    import keyword
-
     if not n.isidentifier():
         return "t_" + n
     return n + "_" if keyword.iskeyword(n) else n

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from lift.files import owned, private_folder
 
 PROBE_VERSION = 1
@@ -91,7 +93,6 @@ def attempt(d: Any) -> Verdict:
 
 
 def _attempt(d: Any) -> Verdict:
-    import numpy as np
     import pyopencl as cl
 
     try:

@@ -231,7 +231,7 @@ class Evaluator:
         if reference is None:
             return unchecked(cand, build_s, digest, time.perf_counter() - t0, None)
         bad = mismatch(out, reference, self.rtol)
-        if bad and self.precise is not None and _as_accurate(out, reference, self.precise):
+        if bad and self.precise is not None and as_accurate(out, reference, self.precise):
             bad = ""  # another summation order: rounds differently from the sequential semantics, not worse
         if bad:
             return Record(cand, False, f"wrong result: {bad}", checked=True, build_s=build_s, source_hash=digest)
@@ -272,11 +272,11 @@ def mismatch(got: Any, want: Any, rtol: float) -> str:
     return f"max abs error {err:.3g} (values up to {scale:.3g})"
 
 
-def _as_accurate(got: Any, semantics: Any, precise: Any) -> bool:
+def as_accurate(got: Any, semantics: Any, precise: Any) -> bool:
     """`got` is at most twice as far from the float64 result as the float32 semantics is."""
     if isinstance(precise, tuple):
         return (isinstance(got, tuple) and len(got) == len(precise)
-                and all(_as_accurate(g, s, p) for g, s, p in zip(got, semantics, precise)))
+                and all(as_accurate(g, s, p) for g, s, p in zip(got, semantics, precise)))
     g, s, p = (np.asarray(v, dtype=np.float64) for v in (got, semantics, precise))
     if g.size != p.size or s.size != p.size:
         return False

@@ -31,7 +31,7 @@ from typing import Any
 from lift.choices import Choices
 
 from . import worker as _worker
-from .evaluate import Record, _as_accurate, mismatch, unchecked
+from .evaluate import Record, as_accurate, mismatch, unchecked
 from .points import is_default
 
 
@@ -133,7 +133,7 @@ def run_checked(ops: Any, spec: Any, built: Built) -> Record:
     if reference is None:
         return unchecked(cand, build_s, digest, kernel_s, mem)
     bad = mismatch(out, reference, spec.rtol)
-    if bad and spec.precise is not None and _as_accurate(out, reference, spec.precise):
+    if bad and spec.precise is not None and as_accurate(out, reference, spec.precise):
         bad = ""
     if bad:
         return reject("wrong result", bad, checked=True)

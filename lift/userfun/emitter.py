@@ -48,7 +48,7 @@ class Emitter(ast.NodeVisitor):
                  overrides: Mapping[str, Type]) -> None:
         self.src, self.in_types, self.out_type, self.name = src, in_types, out_type, name
         self.overrides = overrides
-        self.locals = set(src.params) | _assigned_names(src.body)
+        self.locals = set(src.params) | assigned_names(src.body)
         names = {n.id for s in src.body for n in ast.walk(s) if isinstance(n, ast.Name)}
         self.taken = names | set(src.params)
         self.cname = self._c_names()
@@ -284,7 +284,7 @@ def _trig_pairs(body: Sequence[ast.stmt]) -> set[str]:
     return seen["sin"] & seen["cos"]
 
 
-def _assigned_names(body: Sequence[ast.stmt]) -> set[str]:
+def assigned_names(body: Sequence[ast.stmt]) -> set[str]:
     """The names a function body assigns to (its locals)."""
     out: set[str] = set()
     for stmt in body:

@@ -15,7 +15,7 @@ import builtins
 from typing import Any, cast
 
 from lift.types import Int
-from lift.userfun.emitter import _assigned_names
+from lift.userfun.emitter import assigned_names
 from lift.userfun.expressions import Expressions
 from lift.userfun.values import Val
 
@@ -39,7 +39,7 @@ class Loops(Expressions):
         if name in self.loop_ranges or name in self.src.params:
             self.err(node, f"the loop variable '{name}' is already a parameter or an enclosing loop's "
                      "variable")
-        if name in _assigned_names(node.body):
+        if name in assigned_names(node.body):
             self.err(node, f"the loop variable '{name}' is assigned inside the loop")
         start, stop, step, rng, trips = self._range(node.iter)
         if self.types.get(name, Int) != Int:
@@ -66,7 +66,7 @@ class Loops(Expressions):
         assert self.assigned is not None
         inner = {f.target.id for s in node.body for f in ast.walk(s)
                  if isinstance(f, ast.For) and isinstance(f.target, ast.Name)}
-        carried = sorted(_assigned_names(node.body) - {name} - inner)
+        carried = sorted(assigned_names(node.body) - {name} - inner)
         before = set(self.assigned)
         carriers = {}
         for k in carried:
