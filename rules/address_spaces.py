@@ -26,7 +26,7 @@ from lift.types import ArrayType, ScalarType, Type, VectorType
 from lift.userfun.builtins import id as id_fun
 from lift.userfun.facts import is_identity
 
-CONCRETE = (*MAPS, *REDUCES, UserFun)
+CONCRETE: tuple[type[FunDecl], ...] = (*MAPS, *REDUCES, UserFun)
 
 
 def _writer(g: object) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from lift.ir.layoutfun import computes
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -15,7 +16,6 @@ from lift.ir.nodes import (
     Join,
     Lambda,
     Let,
-    Literal,
     MakeTuple,
     Map,
     MapSeq,
@@ -27,7 +27,6 @@ from lift.ir.nodes import (
     ToGlobal,
     ToLocal,
     ToPrivate,
-    UserFun,
     Zip,
 )
 from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
@@ -168,11 +167,6 @@ def _materialises(g: Node) -> bool:
     while isinstance(g, Lambda) and isinstance(g.body, FunCall):
         g = g.body.f
     return isinstance(g, ToGlobal | ToLocal | ToPrivate)
-
-
-def computes(g: Node) -> bool:
-    """Whether `g` computes: it calls a user function, reduces, or makes a constant (a map of views does not)."""
-    return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
 
 
 def _fusable_reduce(e: Node, nested: bool = False) -> bool:

@@ -54,6 +54,23 @@ LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What the stages ask of a node class beside its cases, each answered by its family's entry
+# (`has(trait, f)`); a family declares its traits where it is defined (`define(..., traits=...)`).
+TRAITS = {
+    "layout": "only rearranges data: its family has a `layout` kind (LAYOUT)",
+    "computes": "makes values of its own: a user function, a reduction, a constant (rules.fusion.computes: a "
+                "map of views computes nothing)",
+    "userfun": "applies a scalar user function (constraints.recompute and boundary: a computing producer)",
+    "reread": "a view the normaliser reads twice rather than bind (rules.normalise.is_view: let inlining)",
+    "window": "a window of a computed image whose stages the normaliser distributes (slide, pad, transpose)",
+    "commutes": "a layout an elementwise map moves above (constraints.recompute: slide, split, transpose, join)",
+    "in_args": "its result lies in its arguments' memory (lift.allocation.result_space)",
+    "address": "names the address space its function's results are written to",
+    "wrapper": "one function `f`, meaning `f`, with a memory or kernel annotation (address spaces, ocl_kernel)",
+    "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
+    "parallel": "a map over work-items (global ids, work-groups or local ids)",
+}
+
 
 @dataclass(frozen=True)
 class Refused:
@@ -81,7 +98,14 @@ class Entry:
     lower: Desc
     kernel: Desc
     layout: str | None = None
+    traits: dict[str, frozenset[type]] = field(default_factory=dict)
     cases: dict[str, dict[type, Callable[..., Any]]] = field(default_factory=dict, repr=False)
+
+    def has(self, trait: str, cls: type) -> bool:
+        """Whether node class `cls` (one of this family's) has `trait` (see `TRAITS`)."""
+        if trait == "layout":
+            return self.layout is not None
+        return cls in self.traits.get(trait, ())
 
     def refusal(self, stage: str) -> str | None:
         """The reason `stage` refuses this family, or None when it does not."""
@@ -95,13 +119,19 @@ _TABLES: dict[str, dict[type, Callable[..., Any]]] = {s: {} for s in STAGES}
 
 
 def define(family: str, *classes: type, typecheck: Desc, interpret: Desc, lower: Desc, kernel: Desc,
-           layout: str | None = None) -> Entry:
-    """Add a pattern family of node `classes` (a new pattern's first step; its cases follow)."""
+           layout: str | None = None, traits: tuple[str, ...] = (),
+           some: dict[str, tuple[type, ...]] | None = None) -> Entry:
+    """Add a pattern family of node `classes` (a new pattern's first step; its cases follow), with
+    the `traits` of all its classes and those of `some` of them (trait: classes)."""
     if family in FAMILIES or any(c in REGISTRY for c in classes):
         raise ValueError(f"the family {family} or one of its classes is defined already")
     if layout is not None and layout not in LAYOUT_KINDS:
         raise ValueError(f"layout must be one of {LAYOUT_KINDS}, got {layout!r}")
-    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout)
+    given = {t: frozenset(classes) for t in traits} | {t: frozenset(cs) for t, cs in (some or {}).items()}
+    unknown = [t for t in given if t not in TRAITS or t == "layout"]
+    if unknown or any(not cs <= set(classes) for cs in given.values()):
+        raise ValueError(f"{family}: unknown traits {unknown} or classes outside the family")
+    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout, given)
     FAMILIES[family] = entry
     for c in classes:
         REGISTRY[c] = entry
@@ -166,6 +196,19 @@ def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
             {c: k.reason for c, k in funs.items() if isinstance(k, Refused)})
 
 
+def has(trait: str, f: object) -> bool:
+    """Whether node `f` (or node class `f`) has `trait` (`TRAITS`), as its family's entry says; a
+    class without a family has none."""
+    cls = f if isinstance(f, type) else type(f)
+    entry = REGISTRY.get(cls)
+    return entry is not None and entry.has(trait, cls)
+
+
+def with_trait(trait: str) -> tuple[type, ...]:
+    """The node classes with `trait`, in the order of their families' definitions."""
+    return tuple(c for c, e in REGISTRY.items() if e.has(trait, c))
+
+
 def layout_classes(*kinds: str) -> tuple[type, ...]:
     """The node classes of the families whose `layout` is one of `kinds`."""
     return tuple(c for c, e in REGISTRY.items() if e.layout in kinds)
@@ -187,63 +230,82 @@ _SWAP = ("[[T]_m]_n -> [[T]_n]_m", "swapped axes (a view)")
 define("param", n.Param, typecheck="its declared type", interpret="its bound value", lower=_KEPT,
        kernel="expression: its memory or view")
 define("literal", n.Literal, typecheck="its type", interpret="a constant array", lower=_KEPT,
-       kernel="expression: a constant")
+       kernel="expression: a constant",
+       traits=("computes",))
 define("call", n.FunCall, typecheck="its function's rule on the argument types",
        interpret="the function on the argument values", lower="function and arguments lowered",
        kernel="expression: the function's case")
 define("lambda", n.Lambda, typecheck="its body, parameters checked against the arguments",
        interpret="its body with parameters bound", lower="body lowered", kernel="lambda")
 define("userfun", n.UserFun, typecheck="its declared signature",
-       interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun")
+       interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun",
+       traits=("computes", "userfun"))
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
        kernel=Refused("map " + _LOWER_FIRST))
 define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
-       kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory")
+       kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory",
+       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)})
 define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq",
-       kernel=Refused("reduce " + _LOWER_FIRST))
-define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce")
+       kernel=Refused("reduce " + _LOWER_FIRST),
+       traits=("computes",))
+define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce",
+       traits=("computes",))
 define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
-       kernel="atomic: the map's elements combined into the result with OpenCL atomics")
+       kernel="atomic: the map's elements combined into the result with OpenCL atomics",
+       traits=("computes",))
 define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
-       lower=_KEPT, kernel="layout", layout="combine")
+       lower=_KEPT, kernel="layout", layout="combine",
+       traits=("reread", "in_args"))
 define("tuple", n.MakeTuple, typecheck="T1, ..., Tk -> (T1, ..., Tk)", interpret="a tuple", lower=_KEPT,
-       kernel="layout", layout="combine")
+       kernel="layout", layout="combine",
+       traits=("in_args",))
 define("get", n.Get, typecheck="(T1, ..., Tk) -> Ti", interpret="a tuple component", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select",
+       traits=("reread", "in_args"))
 define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", interpret="an element (range checked)",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("in_args",))
 define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
        interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
        layout="select")
 define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
        layout="select")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
-       kernel="layout", layout="reshape")
+       kernel="layout", layout="reshape",
+       traits=("reread", "commutes", "in_args"))
 define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
-       layout="reshape")
+       layout="reshape",
+       traits=("reread", "commutes", "in_args"))
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("reread", "window", "commutes", "in_args"))
 define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
        "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("reread", "window", "in_args"))
 define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
-       kernel="layout", layout="reshape")
+       kernel="layout", layout="reshape",
+       traits=("in_args",), some={t: (n.Transpose,) for t in ("reread", "window", "commutes")})
 define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", interpret="a reshape: lanes last",
-       lower=_KEPT, kernel="layout", layout="reshape")
+       lower=_KEPT, kernel="layout", layout="reshape",
+       traits=("in_args",))
 define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
-       kernel="layout", layout="reshape")
+       kernel="layout", layout="reshape",
+       traits=("in_args",))
 define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let")
 define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
        "rebound", lower=_BODY, kernel="iterate")
 define("address", n.ToGlobal, n.ToLocal, n.ToPrivate, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
-       kernel="address")
+       kernel="address",
+       traits=("address", "wrapper"))
 define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
        interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun")
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
-       kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"))
+       kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
+       traits=("wrapper",))
 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
@@ -254,7 +316,15 @@ LAYOUT = layout_classes(*LAYOUT_KINDS)
 INVERTIBLE = layout_classes("reshape", "combine")
 IN_PLACE = layout_classes("reshape")
 
+# The built-in node classes by kind, from their families and traits (lift.ir.nodes re-exports them).
+MAPS: tuple[type[n.AbstractMap], ...] = tuple(c for c in REGISTRY if issubclass(c, n.AbstractMap))
+REDUCES: tuple[type[n.AbstractReduce], ...] = tuple(c for c in REGISTRY if issubclass(c, n.AbstractReduce))
+ADDRESS_SPACES: tuple[type[n.Pattern], ...] = tuple(c for c in with_trait("address") if issubclass(c, n.Pattern))
+WRAPPERS: tuple[type[n.Pattern], ...] = tuple(c for c in with_trait("wrapper") if issubclass(c, n.Pattern))
+ALL_NODE_TYPES: tuple[type[n.Node], ...] = tuple(c for c in REGISTRY if issubclass(c, n.Node))
+
 
 __all__ = ["REGISTRY", "FAMILIES", "TRANSPARENT", "STAGES", "Refused", "Entry", "RewritePoint", "define",
            "register", "table", "case", "entry_of", "refusal", "kernel_table", "layout_classes", "LAYOUT",
-           "INVERTIBLE", "IN_PLACE"]
+           "INVERTIBLE", "IN_PLACE", "TRAITS", "has", "with_trait", "MAPS", "REDUCES", "ADDRESS_SPACES", "WRAPPERS",
+           "ALL_NODE_TYPES"]
