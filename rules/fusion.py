@@ -24,12 +24,10 @@ from lift.ir.nodes import (
     Reduce,
     ReduceSeq,
     Split,
-    ToGlobal,
-    ToLocal,
-    ToPrivate,
     Zip,
 )
 from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
+from lift.ir.registry import is_address
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
 from lift.rules.terms import (
@@ -166,7 +164,7 @@ def _materialises(g: Node) -> bool:
 
     while isinstance(g, Lambda) and isinstance(g.body, FunCall):
         g = g.body.f
-    return isinstance(g, ToGlobal | ToLocal | ToPrivate)
+    return is_address(g)
 
 
 def _fusable_reduce(e: Node, nested: bool = False) -> bool:

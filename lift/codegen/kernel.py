@@ -37,7 +37,6 @@ from lift.allocation import (
     Allocator,
     Buffer,
     KernelCase,
-    LoweredMap,
     body_path,
     concrete,
     install_kernel_cases,
@@ -58,6 +57,7 @@ from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
+from lift.ir.registry import is_address, is_loop
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
 from lift.typecheck import infer
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, shape
@@ -339,7 +339,7 @@ class KernelGen:
 
     def on_address(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
                    dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
-        assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
+        assert is_address(f)
         target = self.declare(own) if own is not None else dest
         result = self.apply(f.f, fpath + (0,), args, out, env, target, node, fpath + (0,))
         if own is not None and dest is not None:
@@ -364,7 +364,7 @@ class KernelGen:
 
     def on_map(self, f: FunDecl, fpath: Path, args: list[Arg], out: Type, env: dict[int, View],
                dest: View | None, node: Any, key: Path, own: Buffer | None) -> View:
-        assert isinstance(f, LoweredMap)
+        assert is_loop(f)
         (a,) = args
         xs = self.arg(a, env)
         target = self.declare(own) if own is not None else dest

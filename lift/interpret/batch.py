@@ -32,7 +32,7 @@ from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
-from lift.ir.registry import RewritePoint, case, register, table
+from lift.ir.registry import RewritePoint, case, is_address, register, table
 from lift.types import Int, ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
@@ -205,7 +205,7 @@ def _twin_result(f: FunDecl) -> bool:
 def unwrap(f: FunDecl) -> FunDecl:
     """`f` without the wrappers that do not change its value (address spaces, rewrite points)."""
     while True:
-        if isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate):
+        if is_address(f):
             f = f.f
         elif getattr(f, "transparent", False):
             inner = getattr(f, "f")  # noqa: B009 - a rewrite point's body (lift.rewrites.point)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from lift.ir import nodes as n
 
@@ -209,6 +209,28 @@ def with_trait(trait: str) -> tuple[type, ...]:
     return tuple(c for c, e in REGISTRY.items() if e.has(trait, c))
 
 
+# The traits the stages narrow on, typed (the classes named here only for the type checker; the
+# answer is the registry's).
+def is_address(f: object) -> TypeGuard[n.ToGlobal | n.ToLocal | n.ToPrivate]:
+    """Whether `f` is an address-space wrapper (the "address" trait)."""
+    return has("address", f)
+
+
+def is_wrapper(f: object) -> TypeGuard[n.ToGlobal | n.ToLocal | n.ToPrivate | n.OclKernel]:
+    """Whether `f` wraps one function with a memory or kernel annotation (the "wrapper" trait)."""
+    return has("wrapper", f)
+
+
+def is_loop(f: object) -> TypeGuard[n.MapSeq | n.MapGlb | n.MapWrg | n.MapLcl]:
+    """Whether `f` is a lowered map, a loop in the kernel (the "loop" trait)."""
+    return has("loop", f)
+
+
+def is_parallel(f: object) -> TypeGuard[n.MapGlb | n.MapWrg | n.MapLcl]:
+    """Whether `f` is a map over work-items (the "parallel" trait)."""
+    return has("parallel", f)
+
+
 def layout_classes(*kinds: str) -> tuple[type, ...]:
     """The node classes of the families whose `layout` is one of `kinds`."""
     return tuple(c for c, e in REGISTRY.items() if e.layout in kinds)
@@ -326,5 +348,5 @@ ALL_NODE_TYPES: tuple[type[n.Node], ...] = tuple(c for c in REGISTRY if issubcla
 
 __all__ = ["REGISTRY", "FAMILIES", "TRANSPARENT", "STAGES", "Refused", "Entry", "RewritePoint", "define",
            "register", "table", "case", "entry_of", "refusal", "kernel_table", "layout_classes", "LAYOUT",
-           "INVERTIBLE", "IN_PLACE", "TRAITS", "has", "with_trait", "MAPS", "REDUCES", "ADDRESS_SPACES", "WRAPPERS",
-           "ALL_NODE_TYPES"]
+           "INVERTIBLE", "IN_PLACE", "TRAITS", "has", "with_trait", "is_address", "is_wrapper", "is_loop",
+           "is_parallel", "MAPS", "REDUCES", "ADDRESS_SPACES", "WRAPPERS", "ALL_NODE_TYPES"]
