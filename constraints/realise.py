@@ -22,6 +22,7 @@ from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at, walk
+from lift.ir.registry import is_address
 from lift.rules.terms import as_call, constant
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
@@ -293,8 +294,8 @@ def _vector_fun(g: FunDecl, width: int, check: bool = False) -> FunDecl | None:
         case n.UserFun(in_types=ins, out_type=out) if len(ins) == 1 and all(
                 isinstance(t, ScalarType) for t in (*ins, out)):
             return n.Vectorise(g, width)
-        case n.ToGlobal(h) | n.ToLocal(h) | n.ToPrivate(h):
-            inner = _vector_fun(h, width, check)
+        case _ if is_address(g):
+            inner = _vector_fun(g.f, width, check)
             return None if inner is None else dataclasses.replace(g, f=inner)
     if check:
         return None

@@ -39,7 +39,7 @@ from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
-from lift.ir.registry import has, is_address, is_loop, is_parallel, kernel_table
+from lift.ir.registry import has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
 from lift.types import ArrayType, ScalarType, Type, scalar_count
@@ -160,8 +160,10 @@ def fun_space(f: FunDecl) -> str | None:
     match f:
         case Lambda(_, body):
             return result_space(body)
-        case n.AbstractMap(f=g) | n.Let(f=g) | n.OclKernel(f=g):
+        case n.AbstractMap(f=g) | n.Let(f=g):
             return fun_space(g)
+        case _ if is_wrapper(f):  # ocl_kernel (the address spaces name their own)
+            return fun_space(f.f)
     return None
 
 

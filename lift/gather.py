@@ -38,6 +38,7 @@ from lift.arith import Arith, Cst, Var, evaluate, free_vars, max_, min_, prove_l
 from lift.errors import LiftTypeError, LiftValueError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import is_layout_fun
+from lift.ir.registry import is_wrapper
 from lift.types import ArrayType, Int, Type
 
 _loaded = itertools.count()
@@ -172,8 +173,10 @@ def index_inputs(program: n.Lambda) -> tuple[tuple[int, Arith], ...]:
                 bind(g, roots[:1])
             case n.AbstractReduce(f=g):
                 bind(g, [None, roots[1]])
-            case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
+            case n.Let(g):
                 bind(g, roots)
+            case _ if is_wrapper(f):
+                bind(f.f, roots)
             case _ if getattr(f, "transparent", False):
                 bind(cast(Any, f).f, roots)
 
