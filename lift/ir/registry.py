@@ -67,6 +67,8 @@ TRAITS = {
     "in_args": "its result lies in its arguments' memory (lift.allocation.result_space)",
     "address": "names the address space its function's results are written to",
     "wrapper": "one function `f`, meaning `f`, with a memory or kernel annotation (address spaces, ocl_kernel)",
+    "realised": "kept by the mapping (lift.constraints.realise), its one function `f` realised: reduce_seq, let, "
+                "iterate, vectorise, ocl_kernel, the address spaces",
     "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
 }
@@ -272,7 +274,7 @@ define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq
        kernel=Refused("reduce " + _LOWER_FIRST),
        traits=("computes",))
 define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce",
-       traits=("computes",))
+       traits=("computes", "realised"))
 define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
@@ -317,17 +319,20 @@ define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", 
 define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
        kernel="layout", layout="reshape",
        traits=("in_args",))
-define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let")
+define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let",
+       traits=("realised",))
 define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
-       "rebound", lower=_BODY, kernel="iterate")
+       "rebound", lower=_BODY, kernel="iterate",
+       traits=("realised",))
 define("address", n.ToGlobal, n.ToLocal, n.ToPrivate, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel="address",
-       traits=("address", "wrapper"))
+       traits=("address", "wrapper", "realised"))
 define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
-       interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun")
+       interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun",
+       traits=("realised",))
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
-       traits=("wrapper",))
+       traits=("wrapper", "realised"))
 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
