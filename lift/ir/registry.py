@@ -69,6 +69,8 @@ TRAITS = {
     "wrapper": "one function `f`, meaning `f`, with a memory or kernel annotation (address spaces, ocl_kernel)",
     "realised": "kept by the mapping (lift.constraints.realise), its one function `f` realised: reduce_seq, let, "
                 "iterate, vectorise, ocl_kernel, the address spaces",
+    "keeps_order": "keeps the order of an array's outer elements, so that elements padded at its end can be cut off "
+                   "after it (rewrites.layout_points.depaddable: map, join, split, slide)",
     "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
 }
@@ -266,7 +268,8 @@ define("userfun", n.UserFun, typecheck="its declared signature",
        traits=("computes", "userfun"))
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
-       kernel=Refused("map " + _LOWER_FIRST))
+       kernel=Refused("map " + _LOWER_FIRST),
+       traits=("keeps_order",))
 define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
        kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory",
        traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)})
@@ -299,13 +302,13 @@ define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-
        layout="select")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
        kernel="layout", layout="reshape",
-       traits=("reread", "commutes", "in_args"))
+       traits=("reread", "commutes", "in_args", "keeps_order"))
 define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
        layout="reshape",
-       traits=("reread", "commutes", "in_args"))
+       traits=("reread", "commutes", "in_args", "keeps_order"))
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
        lower=_KEPT, kernel="layout", layout="select",
-       traits=("reread", "window", "commutes", "in_args"))
+       traits=("reread", "window", "commutes", "in_args", "keeps_order"))
 define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
        "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
        lower=_KEPT, kernel="layout", layout="select",
