@@ -8,9 +8,11 @@ materialises. An invertible one (the "reshape" and "combine" families: split, jo
 as_vector, as_scalar, zip, tuple; maps of those, lambdas chaining them on their one parameter)
 can have its arguments written through its destination.
 
-Whether a function computes has two meanings, both from the registry's traits: `computes` (a user
-function, a reduction or a constant: fusion and lowering) and `calls_userfun` (a user function:
-the recomputation of producers under stencils and kernel boundaries).
+Whether a function computes has three meanings, all from the registry's traits: `computes` (a
+user function, a reduction or a constant: fusion and lowering), `writes_values` (a user function
+or a constant: the memory a map writes, for address spaces and the mapping's context) and
+`calls_userfun` (a user function: the recomputation of producers under stencils and kernel
+boundaries).
 """
 
 from __future__ import annotations
@@ -75,11 +77,17 @@ def computes(g: n.Node) -> bool:
     return any(has("computes", m) for _, m in walk(g))
 
 
+def writes_values(g: n.Node) -> bool:
+    """Whether `g` writes values of its own: a user function or a constant somewhere (the
+    registry's "writes" trait; unlike `computes`, a reduction of views alone does not)."""
+    return any(has("writes", m) for _, m in walk(g))
+
+
 def calls_userfun(g: n.Node) -> bool:
     """Whether `g` applies a user function somewhere (the registry's "userfun" trait): a producer
     worth recomputing, unlike one that only reduces or makes constants (`computes`)."""
     return any(has("userfun", m) for _, m in walk(g))
 
 
-__all__ = ["computes", "calls_userfun", "INVERTIBLE", "is_layout_pattern", "is_layout_fun", "is_layout_map",
-           "invertible"]
+__all__ = ["computes", "writes_values", "calls_userfun", "INVERTIBLE", "is_layout_pattern", "is_layout_fun",
+           "is_layout_map", "invertible"]

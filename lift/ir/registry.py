@@ -60,6 +60,8 @@ TRAITS = {
     "layout": "only rearranges data: its family has a `layout` kind (LAYOUT)",
     "computes": "makes values of its own: a user function, a reduction, a constant (rules.fusion.computes: a "
                 "map of views computes nothing)",
+    "writes": "writes values of its own element by element: a user function or a constant (a map of it writes "
+              "memory; lift.ir.layoutfun.writes_values)",
     "userfun": "applies a scalar user function (constraints.recompute and boundary: a computing producer)",
     "reread": "a view the normaliser reads twice rather than bind (rules.normalise.is_view: let inlining)",
     "window": "a window of a computed image whose stages the normaliser distributes (slide, pad, transpose)",
@@ -257,7 +259,7 @@ define("param", n.Param, typecheck="its declared type", interpret="its bound val
        kernel="expression: its memory or view")
 define("literal", n.Literal, typecheck="its type", interpret="a constant array", lower=_KEPT,
        kernel="expression: a constant",
-       traits=("computes",))
+       traits=("computes", "writes"))
 define("call", n.FunCall, typecheck="its function's rule on the argument types",
        interpret="the function on the argument values", lower="function and arguments lowered",
        kernel="expression: the function's case")
@@ -265,7 +267,7 @@ define("lambda", n.Lambda, typecheck="its body, parameters checked against the a
        interpret="its body with parameters bound", lower="body lowered", kernel="lambda")
 define("userfun", n.UserFun, typecheck="its declared signature",
        interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun",
-       traits=("computes", "userfun"))
+       traits=("computes", "writes", "userfun"))
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
        kernel=Refused("map " + _LOWER_FIRST),
