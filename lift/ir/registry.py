@@ -26,7 +26,7 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
   without one prints as its class name);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
   one walk); today that traversal dispatches on `lift.allocation.kernel_case`, whose tables are
-  `kernel_table()`, derived from each entry's `kernel` description.
+  `kernel_table()`, from each entry's `emit` (the case's name; `kernel` describes it).
 An entry also describes its typing rule, its meaning, the default lowering (`lower`) and the
 kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
 for an invertible view of one array, "combine" for zip and tuple, "select" for views that cannot
@@ -105,6 +105,7 @@ class Entry:
     kernel: Desc
     layout: str | None = None
     traits: dict[str, frozenset[type]] = field(default_factory=dict)
+    emit: str | None = None
     cases: dict[str, dict[type, Callable[..., Any]]] = field(default_factory=dict, repr=False)
 
     def has(self, trait: str, cls: type) -> bool:
@@ -126,9 +127,10 @@ _TABLES: dict[str, dict[type, Callable[..., Any]]] = {s: {} for s in STAGES}
 
 def define(family: str, *classes: type, typecheck: Desc, interpret: Desc, lower: Desc, kernel: Desc,
            layout: str | None = None, traits: tuple[str, ...] = (),
-           some: dict[str, tuple[type, ...]] | None = None) -> Entry:
+           some: dict[str, tuple[type, ...]] | None = None, emit: str | None = None) -> Entry:
     """Add a pattern family of node `classes` (a new pattern's first step; its cases follow), with
-    the `traits` of all its classes and those of `some` of them (trait: classes)."""
+    the `traits` of all its classes and those of `some` of them (trait: classes), and `emit`, the
+    kernel traversal's case for its function nodes (`kernel_table`; `kernel` says it in words)."""
     if family in FAMILIES or any(c in REGISTRY for c in classes):
         raise ValueError(f"the family {family} or one of its classes is defined already")
     if layout is not None and layout not in LAYOUT_KINDS:
@@ -137,7 +139,9 @@ def define(family: str, *classes: type, typecheck: Desc, interpret: Desc, lower:
     unknown = [t for t in given if t not in TRAITS or t == "layout"]
     if unknown or any(not cs <= set(classes) for cs in given.values()):
         raise ValueError(f"{family}: unknown traits {unknown} or classes outside the family")
-    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout, given)
+    if emit is not None and isinstance(kernel, Refused):
+        raise ValueError(f"{family}: a kernel case ({emit}) for a family the kernel traversal refuses")
+    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout, given, emit)
     FAMILIES[family] = entry
     for c in classes:
         REGISTRY[c] = entry
@@ -197,9 +201,9 @@ def refusal(stage: str, f: object) -> str:
 
 def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
     """The kernel traversal's cases and refusals for function nodes (`lift.allocation.kernel_case`)."""
-    funs = {c: s.kernel for c, s in REGISTRY.items() if issubclass(c, n.FunDecl)}
-    return ({c: k.split(":")[0] for c, k in funs.items() if isinstance(k, str)},
-            {c: k.reason for c, k in funs.items() if isinstance(k, Refused)})
+    funs = {c: s for c, s in REGISTRY.items() if issubclass(c, n.FunDecl)}
+    return ({c: s.emit for c, s in funs.items() if s.emit is not None},
+            {c: s.kernel.reason for c, s in funs.items() if isinstance(s.kernel, Refused)})
 
 
 def has(trait: str, f: object) -> bool:
@@ -264,77 +268,77 @@ define("call", n.FunCall, typecheck="its function's rule on the argument types",
        interpret="the function on the argument values", lower="function and arguments lowered",
        kernel="expression: the function's case")
 define("lambda", n.Lambda, typecheck="its body, parameters checked against the arguments",
-       interpret="its body with parameters bound", lower="body lowered", kernel="lambda")
+       interpret="its body with parameters bound", lower="body lowered", kernel="lambda", emit="lambda")
 define("userfun", n.UserFun, typecheck="its declared signature",
        interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun",
-       traits=("computes", "writes", "userfun"))
+       traits=("computes", "writes", "userfun"), emit="userfun")
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
        kernel=Refused("map " + _LOWER_FIRST),
        traits=("keeps_order",))
 define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
        kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory",
-       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)})
+       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)}, emit="map")
 define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq",
        kernel=Refused("reduce " + _LOWER_FIRST),
        traits=("computes",))
 define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce",
-       traits=("computes", "realised"))
+       traits=("computes", "realised"), emit="reduce")
 define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
        kernel="atomic: the map's elements combined into the result with OpenCL atomics",
-       traits=("computes",))
+       traits=("computes",), emit="atomic")
 define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
        lower=_KEPT, kernel="layout", layout="combine",
-       traits=("reread", "in_args"))
+       traits=("reread", "in_args"), emit="layout")
 define("tuple", n.MakeTuple, typecheck="T1, ..., Tk -> (T1, ..., Tk)", interpret="a tuple", lower=_KEPT,
        kernel="layout", layout="combine",
-       traits=("in_args",))
+       traits=("in_args",), emit="layout")
 define("get", n.Get, typecheck="(T1, ..., Tk) -> Ti", interpret="a tuple component", lower=_KEPT, kernel="layout",
        layout="select",
-       traits=("reread", "in_args"))
+       traits=("reread", "in_args"), emit="layout")
 define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", interpret="an element (range checked)",
        lower=_KEPT, kernel="layout", layout="select",
-       traits=("in_args",))
+       traits=("in_args",), emit="layout")
 define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
        interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select", emit="layout")
 define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select", emit="layout")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
        kernel="layout", layout="reshape",
-       traits=("reread", "commutes", "in_args", "keeps_order"))
+       traits=("reread", "commutes", "in_args", "keeps_order"), emit="layout")
 define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
        layout="reshape",
-       traits=("reread", "commutes", "in_args", "keeps_order"))
+       traits=("reread", "commutes", "in_args", "keeps_order"), emit="layout")
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
        lower=_KEPT, kernel="layout", layout="select",
-       traits=("reread", "window", "commutes", "in_args", "keeps_order"))
+       traits=("reread", "window", "commutes", "in_args", "keeps_order"), emit="layout")
 define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
        "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
        lower=_KEPT, kernel="layout", layout="select",
-       traits=("reread", "window", "in_args"))
+       traits=("reread", "window", "in_args"), emit="layout")
 define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
        kernel="layout", layout="reshape",
-       traits=("in_args",), some={t: (n.Transpose,) for t in ("reread", "window", "commutes")})
+       traits=("in_args",), some={t: (n.Transpose,) for t in ("reread", "window", "commutes")}, emit="layout")
 define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", interpret="a reshape: lanes last",
        lower=_KEPT, kernel="layout", layout="reshape",
-       traits=("in_args",))
+       traits=("in_args",), emit="layout")
 define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
        kernel="layout", layout="reshape",
-       traits=("in_args",))
+       traits=("in_args",), emit="layout")
 define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let",
-       traits=("realised",))
+       traits=("realised",), emit="let")
 define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
        "rebound", lower=_BODY, kernel="iterate",
-       traits=("realised",))
+       traits=("realised",), emit="iterate")
 define("address", n.ToGlobal, n.ToLocal, n.ToPrivate, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel="address",
-       traits=("address", "wrapper", "realised"))
+       traits=("address", "wrapper", "realised"), emit="address")
 define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
        interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun",
-       traits=("realised",))
+       traits=("realised",), emit="userfun")
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
        traits=("wrapper", "realised"))
