@@ -39,7 +39,7 @@ from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
-from lift.ir.registry import has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
+from lift.ir.registry import REGISTRY, has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
 from lift.types import ArrayType, ScalarType, Type, scalar_count
@@ -326,10 +326,11 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
         return "lambda"
     if isinstance(f, n.AbstractMap) and is_layout_map(f):
         return "layout"
-    case = KERNEL_CASES.get(type(f))
-    if case is not None:
-        return case
-    why = KERNEL_REFUSED.get(type(f), f"code generation does not support {type(f).__name__} yet")
+    entry = REGISTRY.get(type(f))  # live: a family defined after this module's tables counts too
+    if entry is not None and entry.emit is not None and isinstance(f, FunDecl):
+        return entry.emit
+    why = ((entry.refusal("kernel") if entry is not None and isinstance(f, FunDecl) else None)
+           or f"code generation does not support {type(f).__name__} yet")
     raise UnsupportedError(why, node=node if node is not None else f)
 
 

@@ -25,8 +25,9 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
 - "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
   without one prints as its class name);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
-  one walk); today that traversal dispatches on `lift.allocation.kernel_case`, whose tables are
-  `kernel_table()`, from each entry's `emit` (the case's name; `kernel` describes it).
+  one walk); that traversal dispatches on `lift.allocation.kernel_case`, which reads the entry's
+  `emit` (the case's name, declared in `define`; `kernel` describes it; `kernel_table()` lists
+  them), so a family defined later (tests/test_registry.py's `head`) compiles too.
 An entry also describes its typing rule, its meaning, the default lowering (`lower`) and the
 kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
 for an invertible view of one array, "combine" for zip and tuple, "select" for views that cannot
