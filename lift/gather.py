@@ -38,7 +38,7 @@ from lift.arith import Arith, Cst, Var, evaluate, free_vars, max_, min_, prove_l
 from lift.errors import LiftTypeError, LiftValueError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import is_layout_fun
-from lift.ir.registry import is_wrapper
+from lift.ir.registry import is_wrapper, register
 from lift.types import ArrayType, Int, Type
 
 _loaded = itertools.count()
@@ -193,6 +193,24 @@ def check_indices(checks: Sequence[tuple[int, Arith]], args: Sequence[Any], size
             bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
             raise LiftValueError(f"argument {k} holds the gather index {bad}, out of range for a table of "
                                  f"length {bound}", hint="every index must lie in 0..n-1 for a table of n elements")
+
+
+# ---------------------------------------------------- the family's cases (lift.ir.registry)
+
+
+@register(n.Gather, stage="typecheck")
+def _typecheck(f: n.Gather, ts: list[Type], call: n.Node, conds: list[Any]) -> Type:
+    return gather_type(ts, call)
+
+
+@register(n.Gather, stage="interpret")
+def _interpret(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any]) -> Any:
+    return gather_values(vals[0], vals[1], node)
+
+
+@register(n.Gather, stage="batched")
+def _batched(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any], bs: tuple[Any, ...]) -> Any:
+    return gather_batched(vals[0], vals[1], len(bs), node)
 
 
 __all__ = ["gather_type", "gather_values", "gather_batched", "Loaded", "loaded_index", "deps", "loaded_in",

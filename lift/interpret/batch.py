@@ -24,7 +24,6 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
-from lift.gather import gather_batched
 from lift.interpret.contract import contract, contract_sequential, is_product
 from lift.interpret.element import Element, NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
@@ -389,11 +388,6 @@ def _iterate(ev: Batched, f: n.Iterate, vals: Vals, node: Any, env: Env, bs: Dim
 
 # The layout patterns act on the array axes of their argument (from axis `d`, after the batch
 # axes): views where numpy allows.
-
-
-@register(n.Gather, stage="batched")
-def _gather(ev: Batched, f: n.Gather, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
-    return gather_batched(vals[0], vals[1], len(bs), node)
 
 
 @register(n.At, stage="batched")
