@@ -208,6 +208,11 @@ def _interpret(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, 
     return gather_values(vals[0], vals[1], node)
 
 
+@register(n.Gather, stage="show")
+def _show(p: Any, f: n.Gather, lab: str) -> str:
+    return f"gather{lab}"
+
+
 @register(n.Gather, stage="batched")
 def _batched(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any], bs: tuple[Any, ...]) -> Any:
     return gather_batched(vals[0], vals[1], len(bs), node)
