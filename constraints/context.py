@@ -26,7 +26,7 @@ from lift.ir import nodes as n
 from lift.ir.layoutfun import writes_values
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, at, walk
-from lift.ir.registry import RewritePoint, case, register, table
+from lift.ir.registry import RewritePoint, case, register, table, with_trait
 from lift.lower import fused_tuple
 from lift.typecheck import infer, typed
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
@@ -476,7 +476,7 @@ def _mems(args: Vals) -> frozenset[Mem]:
     return frozenset().union(*[a.mems for a in args]) if args else frozenset()
 
 
-@register(RewritePoint, n.AsScalar, n.Gather, n.Iota, stage="context")  # a gather: its layout is data
+@register(RewritePoint, *with_trait("opaque"), stage="context")  # a gather: its layout is data
 def _opaque(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
     """A value of its type in its arguments' memories, its layout unknown."""
     return Val(_type(f, args, call), _mems(args))

@@ -74,6 +74,8 @@ TRAITS = {
                 "iterate, vectorise, ocl_kernel, the address spaces",
     "keeps_order": "keeps the order of an array's outer elements, so that elements padded at its end can be cut off "
                    "after it (rewrites.layout_points.depaddable: map, join, split, slide)",
+    "opaque": "the mapping's context does not follow its layout: a value of its type in its arguments' memories "
+              "(constraints.context registers one case for the built-in ones: as_scalar, gather, iota)",
     "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
 }
@@ -304,9 +306,9 @@ define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", inte
        traits=("in_args",), emit="layout")
 define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
        interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
-       layout="select", emit="layout")
+       layout="select", traits=("opaque",), emit="layout")
 define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
-       layout="select", emit="layout")
+       layout="select", traits=("opaque",), emit="layout")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
        kernel="layout", layout="reshape",
        traits=("reread", "commutes", "in_args", "keeps_order"), emit="layout")
@@ -328,7 +330,7 @@ define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", 
        traits=("in_args",), emit="layout")
 define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
        kernel="layout", layout="reshape",
-       traits=("in_args",), emit="layout")
+       traits=("opaque", "in_args",), emit="layout")
 define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let",
        traits=("realised",), emit="let")
 define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
