@@ -4,7 +4,9 @@ access with a runtime index).
     gather(table, idx) == map(i => table[i]) << idx       table: [T]n, idx: [Int]m  ->  [T]m
 
 `T` may itself be an array (2LUT's row gathers: `gather(lut, ids)` is `[[Float]d]m`). Each stage's
-case is here, registered by one line in the stage:
+case is here; the typecheck, interpret, batched and show cases are registered here too (lift.typecheck
+imports this module), the view case in lift.layout (lift.views imports this module), the context
+case by the family's "opaque" trait (lift.ir.registry):
 
 - type (`lift.typecheck.infer`): `gather_type`;
 - interpretation: `gather_values` (element-wise) and `gather_batched` (batched, numpy fancy
