@@ -32,6 +32,10 @@ An entry also describes its typing rule, its meaning, the default lowering (`low
 kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
 for an invertible view of one array, "combine" for zip and tuple, "select" for views that cannot
 be written through); `LAYOUT`, `INVERTIBLE` and `IN_PLACE` are derived from it.
+What else the stages ask of a node class is a trait (`TRAITS`), declared where its family is
+defined (`define(..., traits=..., some=...)`) and asked with `has(trait, f)` (or the typed
+`is_address`, `is_wrapper`, `is_loop`, `is_parallel`); the kernel traversal's case is `emit`.
+`MAPS`, `REDUCES`, `ADDRESS_SPACES`, `WRAPPERS` and `ALL_NODE_TYPES` derive from the families.
 A stage that has no case for a class refuses it: `Refused` in the entry names the reason the
 stage's `UnsupportedError` gives (`refusal`). A rewrite point (`transparent`, defined in
 `lift.rewrites`) means its body until `lift.compile` applies it: the stages register that case
