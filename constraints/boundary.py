@@ -24,9 +24,8 @@ from typing import Any, cast
 import z3
 
 from lift.ir import nodes as n
-from lift.ir.layoutfun import is_layout_pattern
+from lift.ir.layoutfun import calls_userfun, is_layout_pattern
 from lift.ir.nodes import Expr, FunCall, Lambda, Node
-from lift.ir.paths import walk
 from lift.ir.registry import IN_PLACE
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
@@ -45,7 +44,7 @@ def result_chain(expr: Node) -> int:
     while isinstance(cur, FunCall) and len(cur.args) == 1 and _layout(cur.f):
         copied = copied or not _in_place(cur.f)
         k, cur = k + 1, cur.args[0]
-    if not copied or not isinstance(cur, FunCall) or not _computes(cur) or not _copyable(expr.body.type):
+    if not copied or not isinstance(cur, FunCall) or not calls_userfun(cur) or not _copyable(expr.body.type):
         return 0
     return k
 
@@ -112,10 +111,6 @@ def _layout(f: n.FunDecl) -> bool:
 def _in_place(f: n.FunDecl) -> bool:
     """A layout written in place: the registry's one-array invertible (\"reshape\") families, or a map of one."""
     return isinstance(f, IN_PLACE) or (isinstance(f, n.Map) and _in_place(f.f))
-
-
-def _computes(e: Node) -> bool:
-    return any(isinstance(x, n.UserFun) for _, x in walk(e))
 
 
 __all__ = ["BOUNDARY", "result_chain", "add_boundary", "needs_boundary", "apply_boundary"]

@@ -23,9 +23,10 @@ from typing import cast
 from lift.arith import Arith, Cst, prove_eq
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import writes_values
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, at, walk
-from lift.ir.registry import RewritePoint, case, register, table
+from lift.ir.registry import RewritePoint, case, register, table, with_trait
 from lift.lower import fused_tuple
 from lift.typecheck import infer, typed
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
@@ -149,8 +150,8 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
 
 def _has_userfun(node: Node) -> bool:
     """Whether `node` computes: a user function or a constant (`map(row => 1.0)` writes memory too;
-    the same test as `lift.lower.computes`, so no map is left for the back end's default lowering)."""
-    return any(isinstance(x, n.UserFun | n.Literal) for _, x in walk(node))
+    `lift.ir.layoutfun.writes_values`, so no map is left for the back end's default lowering)."""
+    return writes_values(node)
 
 
 def _concrete_maps(expr: Node) -> list[Path]:
@@ -475,7 +476,7 @@ def _mems(args: Vals) -> frozenset[Mem]:
     return frozenset().union(*[a.mems for a in args]) if args else frozenset()
 
 
-@register(RewritePoint, n.AsScalar, n.Gather, n.Iota, stage="context")  # a gather: its layout is data
+@register(RewritePoint, *with_trait("opaque"), stage="context")  # a gather: its layout is data
 def _opaque(w: _Walker, f: FunDecl, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
     """A value of its type in its arguments' memories, its layout unknown."""
     return Val(_type(f, args, call), _mems(args))

@@ -22,6 +22,7 @@ from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at, walk
+from lift.ir.registry import has, is_address
 from lift.rules.terms import as_call, constant
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
@@ -117,9 +118,9 @@ class _Lowering:
                 return self.map(f, path)
             case n.Reduce(g):
                 return n.ReduceSeq(self.fun(g, path + (0,)), label=f.label, loc=f.loc)
-            case n.ReduceSeq(g) | n.Let(g) | n.Iterate(_, g) | n.Vectorise(g, _) | n.OclKernel(g) | \
-                    n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g):
-                return dataclasses.replace(f, f=self.fun(g, path + (0,)))
+            case _ if has("realised", f):
+                wrapped = cast(Any, f)
+                return dataclasses.replace(wrapped, f=self.fun(wrapped.f, path + (0,)))
         return f
 
     def map(self, m: n.AbstractMap, path: Path) -> FunDecl:
@@ -293,8 +294,8 @@ def _vector_fun(g: FunDecl, width: int, check: bool = False) -> FunDecl | None:
         case n.UserFun(in_types=ins, out_type=out) if len(ins) == 1 and all(
                 isinstance(t, ScalarType) for t in (*ins, out)):
             return n.Vectorise(g, width)
-        case n.ToGlobal(h) | n.ToLocal(h) | n.ToPrivate(h):
-            inner = _vector_fun(h, width, check)
+        case _ if is_address(g):
+            inner = _vector_fun(g.f, width, check)
             return None if inner is None else dataclasses.replace(g, f=inner)
     if check:
         return None

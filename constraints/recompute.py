@@ -33,8 +33,10 @@ from typing import cast
 
 from lift.arith import Cst
 from lift.ir import nodes as n
+from lift.ir.layoutfun import calls_userfun
 from lift.ir.nodes import Expr, FunCall, Lambda, Node, Param
 from lift.ir.paths import transform_bottom_up, walk
+from lift.ir.registry import has
 from lift.typecheck import typecheck
 from lift.types import ArrayType
 
@@ -99,7 +101,7 @@ def fuse_into_stencils(expr: Node) -> Node:
 def stencil_fused(e: Node) -> Expr | None:
     """`map(g << map(f)') << layouts << x` for `e = map(g) << layouts << map(f) << x` (see
     `fuse_into_stencils`), or None when `e` is not such a stencil over an elementwise producer."""
-    if not (isinstance(e, FunCall) and isinstance(e.f, n.Map) and len(e.args) == 1 and _computes(e.f.f)):
+    if not (isinstance(e, FunCall) and isinstance(e.f, n.Map) and len(e.args) == 1 and calls_userfun(e.f.f)):
         return None
     pulled = _pull(e.args[0])
     if pulled is None:
@@ -137,10 +139,9 @@ def _pull(e: Expr) -> tuple[n.Map, Expr] | None:
     chain, cur = _slide_chain(e, _movable)
     if not chain:
         return None
-    if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1 and _computes(cur.f.f)):
+    if not (isinstance(cur, FunCall) and isinstance(cur.f, n.Map) and len(cur.args) == 1 and calls_userfun(cur.f.f)):
         return None
-    if any(isinstance(y, n.AbstractReduce | n.ToGlobal | n.ToLocal | n.ToPrivate | n.OclKernel)
-           for _, y in walk(cur.f)):
+    if any(isinstance(y, n.AbstractReduce) or has("wrapper", y) for _, y in walk(cur.f)):
         return None
     mf: n.Map = cur.f
     below: Expr = cur.args[0]
@@ -162,10 +163,6 @@ def _slide_chain(e: Expr, keep: Callable[[n.FunDecl], bool]) -> tuple[list[FunCa
         chain.append(cur)
         cur = cur.args[0]
     return (chain if any(_has_slide(c.f) for c in chain) else []), cur
-
-
-def _computes(f: n.FunDecl) -> bool:
-    return any(isinstance(y, n.UserFun) for _, y in walk(f))
 
 
 def _movable(f: n.FunDecl) -> bool:
@@ -216,7 +213,7 @@ def _let_map(f: n.FunDecl) -> n.Map | None:
 
 
 def _layout(f: n.FunDecl) -> bool:
-    return isinstance(f, n.Slide | n.Split | n.Transpose | n.Join) or (isinstance(f, n.Map) and _layout(f.f))
+    return has("commutes", f) or (isinstance(f, n.Map) and _layout(f.f))
 
 
 def _has_slide(f: n.FunDecl) -> bool:

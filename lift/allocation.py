@@ -39,13 +39,12 @@ from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, walk
-from lift.ir.registry import kernel_table
+from lift.ir.registry import REGISTRY, has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
 from lift.types import ArrayType, ScalarType, Type, scalar_count
 from lift.userfun.facts import operator
 
-LoweredMap = n.MapSeq | n.MapGlb | n.MapWrg | n.MapLcl  # the "map" family of the kernel traversal
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
 SPACES = {n.ToGlobal: "global", n.ToLocal: "local", n.ToPrivate: "private"}
 
@@ -142,12 +141,11 @@ def concrete(e: FunDecl | Expr) -> bool:
 def result_space(e: Expr) -> str | None:
     """The space named by the nearest address-space wrapper on the result spine of `e`."""
     match e:
-        case FunCall(n.ToGlobal() | n.ToLocal() | n.ToPrivate() as w, _):
+        case FunCall(w, _) if is_address(w):
             return SPACES[type(w)]
         case FunCall(n.ReduceSeq(), (init, _)):
             return result_space(init) if concrete(init) else "private"
-        case FunCall(n.Zip() | n.MakeTuple() | n.Split() | n.Join() | n.Transpose() | n.TransposeW()
-                     | n.AsVector() | n.AsScalar() | n.Pad() | n.Slide() | n.Get() | n.At(), args):
+        case FunCall(f, args) if has("in_args", f):
             spaces = [result_space(a) for a in args if concrete(a)]
             return spaces[0] if spaces else None
         case FunCall(f, _):
@@ -157,13 +155,15 @@ def result_space(e: Expr) -> str | None:
 
 def fun_space(f: FunDecl) -> str | None:
     """The space the results of function `f` are written to, if a wrapper names it."""
+    if is_address(f):
+        return SPACES[type(f)]
     match f:
-        case n.ToGlobal() | n.ToLocal() | n.ToPrivate():
-            return SPACES[type(f)]
         case Lambda(_, body):
             return result_space(body)
-        case n.AbstractMap(f=g) | n.Let(f=g) | n.OclKernel(f=g):
+        case n.AbstractMap(f=g) | n.Let(f=g):
             return fun_space(g)
+        case _ if is_wrapper(f):  # ocl_kernel (the address spaces name their own)
+            return fun_space(f.f)
     return None
 
 
@@ -176,7 +176,7 @@ def acc_space(t: Type, f: FunDecl) -> str:
     """Where a reduction without an address-space wrapper on its `init` accumulates: private
     memory (registers) when the accumulator has a constant size and `f` updates it within one
     work-item, else global memory."""
-    parallel = any(isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl) for _, x in walk(f))
+    parallel = any(is_parallel(x) for _, x in walk(f))
     return "private" if isinstance(scalar_count(t), Cst) and not parallel else "global"
 
 
@@ -236,7 +236,7 @@ def largest(types: list[Type]) -> Type:
 
 def check_iterate(f: n.Iterate, node: n.Node) -> None:
     """Inside a kernel, `iterate`'s function must run within one work-item (no parallel map)."""
-    par = [x for _, x in walk(f.f) if isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl)]
+    par = [x for _, x in walk(f.f) if is_parallel(x)]
     if par:
         kind = type(par[0]).__name__
         raise UnsupportedError(
@@ -264,7 +264,7 @@ def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None
         why = f"atomics combine 32-bit Float or Int values, not {t}"
     elif concrete(init):
         why = "its initial value must be a literal or an earlier kernel's result (the result is pre-filled with it)"
-    elif not (isinstance(x, FunCall) and isinstance(x.f, n.MapGlb | n.MapWrg | n.MapLcl | n.MapSeq)
+    elif not (isinstance(x, FunCall) and is_loop(x.f)
               and len(x.args) == 1):
         why = f"its array must be computed by a lowered map, got {str(x)[:60]}"
     elif loops or dest != "global":
@@ -327,10 +327,11 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
         return "lambda"
     if isinstance(f, n.AbstractMap) and is_layout_map(f):
         return "layout"
-    case = KERNEL_CASES.get(type(f))
-    if case is not None:
-        return case
-    why = KERNEL_REFUSED.get(type(f), f"code generation does not support {type(f).__name__} yet")
+    entry = REGISTRY.get(type(f))  # live: a family defined after this module's tables counts too
+    if entry is not None and entry.emit is not None and isinstance(f, FunDecl):
+        return entry.emit
+    why = ((entry.refusal("kernel") if entry is not None and isinstance(f, FunDecl) else None)
+           or f"code generation does not support {type(f).__name__} yet")
     raise UnsupportedError(why, node=node if node is not None else f)
 
 
@@ -410,7 +411,7 @@ class Allocator:
 
     def on_address(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                    dest: str | None, node: n.Node, key: Path) -> None:
-        assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
+        assert is_address(f)
         space = SPACES[type(f)]
         if dest != space:
             self.own(key, out, space, loops, node)
@@ -449,7 +450,7 @@ class Allocator:
 
     def on_map(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                dest: str | None, node: n.Node, key: Path) -> None:
-        assert isinstance(f, LoweredMap)
+        assert is_loop(f)
         (x, xp), = args
         self.arg(x, xp, loops)
         kind = LOOP_KINDS[type(f)]
@@ -495,7 +496,7 @@ class Allocator:
         check_atomic(f, init, x, loops, dest, node)
         assert isinstance(x, FunCall) and isinstance(x.type, ArrayType)  # a map's result (check_atomic)
         m, (xs,) = x.f, x.args
-        assert isinstance(m, LoweredMap)
+        assert is_loop(m)
         self.arg(xs, xp + (1,), loops)
         self.buffers[xp] = self.new(xp, x.type.elem, "private", loops, node)
         loop = Loop(xp + (0,), LOOP_KINDS[type(m)], getattr(m, "dim", 0), x.type.size)
@@ -534,4 +535,4 @@ __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
            "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
-           "install_kernel_cases", "Site", "LoweredMap"]
+           "install_kernel_cases", "Site"]

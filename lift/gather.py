@@ -4,7 +4,9 @@ access with a runtime index).
     gather(table, idx) == map(i => table[i]) << idx       table: [T]n, idx: [Int]m  ->  [T]m
 
 `T` may itself be an array (2LUT's row gathers: `gather(lut, ids)` is `[[Float]d]m`). Each stage's
-case is here, registered by one line in the stage:
+case is here; the typecheck, interpret, batched and show cases are registered here too (lift.typecheck
+imports this module), the view case in lift.layout (lift.views imports this module), the context
+case by the family's "opaque" trait (lift.ir.registry):
 
 - type (`lift.typecheck.infer`): `gather_type`;
 - interpretation: `gather_values` (element-wise) and `gather_batched` (batched, numpy fancy
@@ -38,6 +40,7 @@ from lift.arith import Arith, Cst, Var, evaluate, free_vars, max_, min_, prove_l
 from lift.errors import LiftTypeError, LiftValueError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import is_layout_fun
+from lift.ir.registry import is_wrapper, register
 from lift.types import ArrayType, Int, Type
 
 _loaded = itertools.count()
@@ -172,8 +175,10 @@ def index_inputs(program: n.Lambda) -> tuple[tuple[int, Arith], ...]:
                 bind(g, roots[:1])
             case n.AbstractReduce(f=g):
                 bind(g, [None, roots[1]])
-            case n.Let(g) | n.ToGlobal(g) | n.ToLocal(g) | n.ToPrivate(g) | n.OclKernel(g):
+            case n.Let(g):
                 bind(g, roots)
+            case _ if is_wrapper(f):
+                bind(f.f, roots)
             case _ if getattr(f, "transparent", False):
                 bind(cast(Any, f).f, roots)
 
@@ -190,6 +195,29 @@ def check_indices(checks: Sequence[tuple[int, Arith]], args: Sequence[Any], size
             bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
             raise LiftValueError(f"argument {k} holds the gather index {bad}, out of range for a table of "
                                  f"length {bound}", hint="every index must lie in 0..n-1 for a table of n elements")
+
+
+# ---------------------------------------------------- the family's cases (lift.ir.registry)
+
+
+@register(n.Gather, stage="typecheck")
+def _typecheck(f: n.Gather, ts: list[Type], call: n.Node, conds: list[Any]) -> Type:
+    return gather_type(ts, call)
+
+
+@register(n.Gather, stage="interpret")
+def _interpret(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any]) -> Any:
+    return gather_values(vals[0], vals[1], node)
+
+
+@register(n.Gather, stage="show")
+def _show(p: Any, f: n.Gather, lab: str) -> str:
+    return f"gather{lab}"
+
+
+@register(n.Gather, stage="batched")
+def _batched(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any], bs: tuple[Any, ...]) -> Any:
+    return gather_batched(vals[0], vals[1], len(bs), node)
 
 
 __all__ = ["gather_type", "gather_values", "gather_batched", "Loaded", "loaded_index", "deps", "loaded_in",

@@ -26,9 +26,11 @@ from typing import Any, cast
 
 from lift.errors import LiftValueError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import computes
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
-from lift.rules.fusion import computes, fuse_epilogues, fuse_reduce_maps
+from lift.ir.registry import is_parallel
+from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun, constant
 from lift.typecheck import typecheck
 from lift.types import FunType, types_equal
@@ -96,7 +98,7 @@ def _concrete(x: Node) -> bool:
 
 
 def _parallel(x: Node) -> bool:
-    return any(isinstance(y, n.MapGlb | n.MapWrg | n.MapLcl) for _, y in walk(x))
+    return any(is_parallel(y) for _, y in walk(x))
 
 
 def _plumbing(f: FunDecl) -> bool:

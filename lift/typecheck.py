@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, cast
 
+import lift.gather  # noqa: F401 - the gather family's module: its stages' cases register on import
 from lift.arith import (
     Arith,
     Cst,
@@ -29,7 +30,6 @@ from lift.arith import (
     substitute,
 )
 from lift.errors import LiftTypeError, UnsupportedError, is_library_loc, nesting_guard
-from lift.gather import gather_type
 from lift.ir.build import Deferred
 from lift.ir.nodes import (
     MAPS,
@@ -43,7 +43,6 @@ from lift.ir.nodes import (
     Expr,
     FunCall,
     FunDecl,
-    Gather,
     Get,
     Iota,
     Iterate,
@@ -291,11 +290,6 @@ def _get(f: Get, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type
     if not 0 <= i < len(t.elems):
         raise _err(f"get({i}) out of range for {t}", call, got=t)
     return t.elems[i]
-
-
-@register(Gather, stage="typecheck")
-def _gather(f: Gather, ts: list[Type], call: Node, conds: list[SizeCondition]) -> Type:
-    return gather_type(ts, call)
 
 
 @register(At, stage="typecheck")

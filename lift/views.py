@@ -7,7 +7,7 @@ local or private array, or a private variable); layout patterns wrap views (`Spl
 an access stack, as the thesis describes, and returns a `Leaf`: a memory location with one
 simplified index expression per memory dimension (`Load`), a constant (`ConstLeaf`), a
 padding conditional (`Select`), a tuple read from several memories (`StructLeaf`) or a
-vector gathered from scalars (`Gather`).
+vector gathered from scalars (`VectorGather`).
 
 Input views read a value; output views say where a producer writes, e.g. the producer
 under a `join` writes through `SplitV` of the join's destination. `lift.layout` builds both
@@ -254,14 +254,14 @@ class StructLeaf:
 
 
 @dataclass(frozen=True, slots=True)
-class Gather:
+class VectorGather:
     """A vector of `type` built lane by lane from scalar leaves."""
 
     type: VectorType
     parts: tuple[Any, ...]
 
 
-Leaf = Load | ConstLeaf | ExprLeaf | Select | StructLeaf | Gather
+Leaf = Load | ConstLeaf | ExprLeaf | Select | StructLeaf | VectorGather
 
 
 def flat_index(t: Type, indices: tuple[Arith, ...]) -> Arith:
@@ -432,7 +432,7 @@ def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
     parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
     scalar = _leaf_type(parts[0])
     assert isinstance(scalar, ScalarType)
-    return Gather(VectorType(scalar, width), parts)
+    return VectorGather(VectorType(scalar, width), parts)
 
 
 def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
@@ -470,7 +470,7 @@ def _loads_by_lane(leaf: Leaf, lane: Var) -> bool:
         case Select(conds, then, orelse):
             return any(lane in x.deps for c, _, hi in conds for e in (c, hi) if e is not None
                        for x in loaded_in(e)) or _loads_by_lane(then, lane) or _loads_by_lane(orelse, lane)
-        case StructLeaf(_, parts) | Gather(_, parts):
+        case StructLeaf(_, parts) | VectorGather(_, parts):
             return any(_loads_by_lane(p, lane) for p in parts)
     return False
 
@@ -528,7 +528,7 @@ def _leaf_type(leaf: Leaf) -> Type:
     match leaf:
         case Load(mem, _, tail):
             return _tail_type(storage_type(mem.type), tail)
-        case ConstLeaf(_, t) | StructLeaf(t, _) | Gather(t, _):
+        case ConstLeaf(_, t) | StructLeaf(t, _) | VectorGather(t, _):
             return t
         case ExprLeaf(_, t, tail):
             return _tail_type(t, tail)
@@ -560,6 +560,6 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
     "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV", "IotaV",
-    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "Gather", "resolve", "leaf_type", "boundary_index",
+    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "VectorGather", "resolve", "leaf_type", "boundary_index",
     "flat_index", "storage_type",
 ]

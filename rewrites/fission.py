@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
+from lift.ir.layoutfun import computes
 from lift.ir.nodes import Expr, FunCall, FunDecl, Literal, OclKernel, node
 from lift.rules import ocl_kernel_intro
-from lift.rules.fusion import computes
 
 from .point import Nested, RewritePoint, constructor
 

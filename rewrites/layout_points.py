@@ -27,6 +27,7 @@ from typing import Any, ClassVar, cast
 from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Param, node
+from lift.ir.registry import has
 from lift.lower import computes
 from lift.rules.terms import call as apply_fun
 from lift.rules.terms import eta, mentions, substitute
@@ -145,15 +146,12 @@ def _transpose_w_nd(order: tuple[int, ...]) -> Any:
     return g
 
 
-_DEPADDABLE = (n.Map, n.Join, n.Split, n.Slide)
-
-
 def depaddable(call: Any) -> tuple[Param | None, str]:
     """`(x, "")` when `call` is a chain of map/join/split/slide applied to a parameter `x`,
     else `(None, why not)`."""
     cur = call
     while isinstance(cur, FunCall):
-        if not isinstance(cur.f, _DEPADDABLE) or len(cur.args) != 1:
+        if not has("keeps_order", cur.f) or len(cur.args) != 1:
             return None, f"{type(cur.f).__name__.lower()} may reorder or reduce the padded dimension"
         cur = cur.args[0]
     if not isinstance(cur, Param):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from lift.ir.layoutfun import writes_values
 from lift.ir.nodes import (
     MAPS,
     REDUCES,
@@ -18,7 +19,6 @@ from lift.ir.nodes import (
     ToPrivate,
     UserFun,
 )
-from lift.ir.paths import walk
 from lift.rules.match import PVar
 from lift.rules.rule import Rule
 from lift.rules.terms import eta, meta
@@ -26,13 +26,13 @@ from lift.types import ArrayType, ScalarType, Type, VectorType
 from lift.userfun.builtins import id as id_fun
 from lift.userfun.facts import is_identity
 
-CONCRETE = (*MAPS, *REDUCES, UserFun)
+CONCRETE: tuple[type[FunDecl], ...] = (*MAPS, *REDUCES, UserFun)
 
 
 def _writer(g: object) -> bool:
     """A map, reduction or user function that writes memory (a map of layouts, `map(pad(1, 0, 0))`,
     is a view: an address space on it means nothing and the code generator cannot read it)."""
-    return isinstance(g, CONCRETE) and any(isinstance(x, UserFun | Literal) for _, x in walk(g))
+    return isinstance(g, CONCRETE) and writes_values(g)
 
 
 def _to_memory(cls: type, name: str, what: str) -> Rule:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from lift.ir.layoutfun import computes
 from lift.ir.nodes import (
     AbstractMap,
     AbstractReduce,
@@ -15,7 +16,6 @@ from lift.ir.nodes import (
     Join,
     Lambda,
     Let,
-    Literal,
     MakeTuple,
     Map,
     MapSeq,
@@ -24,13 +24,10 @@ from lift.ir.nodes import (
     Reduce,
     ReduceSeq,
     Split,
-    ToGlobal,
-    ToLocal,
-    ToPrivate,
-    UserFun,
     Zip,
 )
 from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
+from lift.ir.registry import is_address
 from lift.rules.match import PVar, call, either, expr, fun, named
 from lift.rules.rule import Rule
 from lift.rules.terms import (
@@ -167,12 +164,7 @@ def _materialises(g: Node) -> bool:
 
     while isinstance(g, Lambda) and isinstance(g.body, FunCall):
         g = g.body.f
-    return isinstance(g, ToGlobal | ToLocal | ToPrivate)
-
-
-def computes(g: Node) -> bool:
-    """Whether `g` computes: it calls a user function, reduces, or makes a constant (a map of views does not)."""
-    return any(isinstance(m, UserFun | AbstractReduce | Literal) for _, m in walk(g))
+    return is_address(g)
 
 
 def _fusable_reduce(e: Node, nested: bool = False) -> bool:

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from lift.ir.layoutfun import computes
 from lift.ir.nodes import (
     Expr,
     FunCall,
@@ -57,15 +58,12 @@ from lift.ir.nodes import (
     Reduce,
     Slide,
     Split,
-    ToGlobal,
-    ToLocal,
-    ToPrivate,
     Transpose,
     UserFun,
     Zip,
 )
 from lift.ir.paths import at, children, replace_at, walk, with_children
-from lift.rules.fusion import computes
+from lift.ir.registry import has
 from lift.rules.terms import call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type
@@ -328,9 +326,6 @@ def _column_windows(n: FunCall, order: Any) -> Node | None:
     return FunCall(Map(rows, **meta(m.f)), (windows,), **meta(m))
 
 
-_WINDOWS = (Slide, Pad, Transpose)
-
-
 def _distribute_stages(n: FunCall, order: Any) -> Node | None:
     """`map(c => F(window << G(c))) << x -> map(g => F(window << g)) << map(c => G(c)) << x`, with
     `G(c)` a computing map with rows (an image) and `window` a slide, pad or transpose of its result
@@ -345,7 +340,7 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
         return None
     f, x = n.f.f, n.args[0]
     c, body = f.params[0], f.body
-    if any(isinstance(m, (ToGlobal, ToLocal, ToPrivate)) or getattr(m, "label", None) for _, m in walk(n)):
+    if any(has("address", m) or getattr(m, "label", None) for _, m in walk(n)):
         return None  # the user placed memories or named maps for a mapping: the nest is theirs
     outside = free_ids(f) | {c.id}
     found: tuple[tuple[int, ...], Any] | None = None
@@ -354,7 +349,7 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
         if not is_stage or under_lambda(body, path):
             continue
         parent = at(body, path[:-1])
-        if not (isinstance(parent, FunCall) and isinstance(parent.f, _WINDOWS) and len(parent.args) == 1):
+        if not (isinstance(parent, FunCall) and has("window", parent.f) and len(parent.args) == 1):
             continue
         image = isinstance(t := type_of(cast(Expr, m)), ArrayType) and isinstance(t.elem, ArrayType)  # parallel inside
         if image and c.id in free_ids(m) and free_ids(m) <= outside and (found is None or len(path) > len(found[0])):
@@ -417,9 +412,6 @@ def _inline_let(n: FunCall, order: Any) -> Node | None:
     return substitute(f.body, {v.id: n.args[0]})
 
 
-_VIEWS = (Transpose, Zip, Get, Join, Split, Slide, Pad)
-
-
 def is_view(e: Node) -> bool:
     """Whether `e` only rearranges parameters (transpose, zip, get, join, split, slide, pad, maps
     of those): reading it computes nothing."""
@@ -432,7 +424,7 @@ def _layout(f: Node) -> bool:
     """Whether applying `f` only rearranges its argument."""
     if isinstance(f, Lambda):
         return is_view(f.body)
-    return isinstance(f, _VIEWS) or (type(f) is Map and _layout(f.f))
+    return has("reread", f) or (type(f) is Map and _layout(f.f))
 
 
 def _under_lambda(body: Node, v: Param) -> bool:
@@ -472,7 +464,7 @@ def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
     if any(m.label for m in maps) or f.label:
         return None
     p, body = f.params[0], f.body
-    if any(isinstance(m, (ToGlobal, ToLocal, ToPrivate)) for _, m in walk(body)):
+    if any(has("address", m) for _, m in walk(body)):
         return None
     chains = []
     for path, m in walk(body):

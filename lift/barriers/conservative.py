@@ -24,6 +24,7 @@ from lift.errors import NotSynchronisableError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at, walk
+from lift.ir.registry import is_address, is_parallel
 
 _PARALLEL: dict[type, str] = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl"}
 
@@ -87,14 +88,14 @@ def _elementwise(root: Node, path: Path, producer: Node) -> bool:
         return False
     consumer = at(root, path[:-1])
     inner = producer
-    while isinstance(inner, FunCall) and isinstance(inner.f, n.ToGlobal | n.ToLocal | n.ToPrivate):
+    while isinstance(inner, FunCall) and is_address(inner.f):
         inner = FunCall(inner.f.f, inner.args)
     if not (isinstance(consumer, FunCall) and isinstance(inner, FunCall)):
         return False
     fc, fp = consumer.f, inner.f
     if type(fc) not in _PARALLEL or type(fp) is not type(fc):
         return False
-    assert isinstance(fc, n.MapGlb | n.MapWrg | n.MapLcl) and isinstance(fp, n.MapGlb | n.MapWrg | n.MapLcl)
+    assert is_parallel(fc) and is_parallel(fp)
     return fc.dim == fp.dim and len(consumer.args) == 1
 
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lift.allocation import LOOP_KINDS, LoweredMap
+from lift.allocation import LOOP_KINDS
 from lift.codegen.access import write
 from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, AtomicCombine, Block, CExpr, CRaw, CStmt
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.paths import Path
+from lift.ir.registry import is_loop
 from lift.rules.terms import eta
 from lift.types import ArrayType, ScalarType, Type
 from lift.userfun.facts import operator
@@ -89,7 +90,7 @@ def atomic(kg: KernelGen, f: n.ReduceAtomic, fpath: Path, args: list[Arg], env: 
     call, xp = xa.expr, xa.path
     m, (x,) = call.f, call.args
     out_t = call.type
-    assert isinstance(m, LoweredMap) and isinstance(out_t, ArrayType) and isinstance(x.type, ArrayType)
+    assert is_loop(m) and isinstance(out_t, ArrayType) and isinstance(x.type, ArrayType)
     t = init.type
     target = _lvalue(kg, dest, t)
     kg.state.fills.append((target, kg.read(kg.arg(init, env))))

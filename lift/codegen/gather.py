@@ -18,7 +18,7 @@ from typing import Any, cast
 from lift.arith import Arith, Var, substitute
 from lift.codegen.c_ast import CCall, CInt, Decl
 from lift.gather import Loaded, loaded_in
-from lift.views import Access, ConstLeaf, ExprLeaf, Gather, Lane, Load, Select, StructLeaf
+from lift.views import Access, ConstLeaf, ExprLeaf, Lane, Load, Select, StructLeaf, VectorGather
 
 
 def bind(kg: Any, leaf: Any) -> Any:
@@ -60,7 +60,7 @@ def _parts(leaf: Any) -> tuple:
     match leaf:
         case Select(_, then, orelse):
             return (then, orelse)
-        case StructLeaf(_, parts) | Gather(_, parts):
+        case StructLeaf(_, parts) | VectorGather(_, parts):
             return parts
     return ()
 
@@ -78,8 +78,8 @@ def _substituted(leaf: Any, env: dict[str, Var]) -> Any:
                           _substituted(orelse, env))
         case StructLeaf(t, parts):
             return StructLeaf(t, tuple(_substituted(p, env) for p in parts))
-        case Gather(t, parts):
-            return Gather(t, tuple(_substituted(p, env) for p in parts))
+        case VectorGather(t, parts):
+            return VectorGather(t, tuple(_substituted(p, env) for p in parts))
         case ConstLeaf() | ExprLeaf():
             return leaf
     return leaf

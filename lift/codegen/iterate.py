@@ -35,6 +35,7 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
 from lift.ir.paths import Path, transform_bottom_up, walk
+from lift.ir.registry import is_parallel
 from lift.layout import is_layout_fun
 from lift.typecheck import subst_type, type_of
 from lift.types import ArrayType, Type
@@ -143,7 +144,7 @@ def top_iterate(e: Node) -> bool:
         return False
     f = e.f
     if isinstance(f, n.Iterate):
-        return any(isinstance(x, n.MapGlb | n.MapWrg | n.MapLcl) for _, x in walk(f.f))
+        return any(is_parallel(x) for _, x in walk(f.f))
     if isinstance(f, n.OclKernel) and isinstance(f.f, Lambda) and len(e.args) == 1:
         body = f.f.body
         return (isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == f.f.params

@@ -37,7 +37,6 @@ from lift.allocation import (
     Allocator,
     Buffer,
     KernelCase,
-    LoweredMap,
     body_path,
     concrete,
     install_kernel_cases,
@@ -58,6 +57,7 @@ from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path
+from lift.ir.registry import is_address, is_loop
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
 from lift.typecheck import infer
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, shape
@@ -355,7 +355,7 @@ class KernelGen:
 
     def on_address(self, app: Application) -> View:
         f, fpath, own, dest = app.f, app.fpath, app.own, app.dest
-        assert isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate)
+        assert is_address(f)
         target = self.declare(own) if own is not None else dest
         result = self.apply(f.f, fpath + (0,), app.args, app.out, app.env, target, app.node, fpath + (0,))
         if own is not None and dest is not None:
@@ -380,7 +380,7 @@ class KernelGen:
 
     def on_map(self, app: Application) -> View:
         f, fpath, out, env = app.f, app.fpath, app.out, app.env
-        assert isinstance(f, LoweredMap)
+        assert is_loop(f)
         (a,) = app.args
         xs = self.arg(a, env)
         target = self.declare(app.own) if app.own is not None else app.dest

@@ -29,17 +29,15 @@ from lift.arith import Cst, Var
 from lift.codegen.c_ast import Block, CRaw, For, If
 from lift.ir import nodes as n
 from lift.ir.paths import walk
+from lift.ir.registry import is_parallel
 from lift.views import View
 
 if TYPE_CHECKING:
     from lift.codegen.kernel import Arg, KernelGen
 
-_PARALLEL = (n.MapGlb, n.MapWrg, n.MapLcl)
-
-
 def parallel_dims(x: n.Node) -> set[int]:
     """The ND-range dimensions the parallel maps in `x` use (empty: `x` is sequential)."""
-    return {y.dim for _, y in walk(x) if isinstance(y, _PARALLEL)}
+    return {y.dim for _, y in walk(x) if is_parallel(y)}
 
 
 def share_components(kg: KernelGen, args: list[Arg], env: dict, dests: list[View]) -> bool:

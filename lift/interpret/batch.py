@@ -24,7 +24,6 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError
-from lift.gather import gather_batched
 from lift.interpret.contract import contract, contract_sequential, is_product
 from lift.interpret.element import Element, NotBatchable, iterate_sizes
 from lift.interpret.fold import LOOP_BATCH, fold
@@ -32,7 +31,7 @@ from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
-from lift.ir.registry import RewritePoint, case, register, table
+from lift.ir.registry import RewritePoint, case, is_address, register, table
 from lift.types import Int, ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
@@ -205,7 +204,7 @@ def _twin_result(f: FunDecl) -> bool:
 def unwrap(f: FunDecl) -> FunDecl:
     """`f` without the wrappers that do not change its value (address spaces, rewrite points)."""
     while True:
-        if isinstance(f, n.ToGlobal | n.ToLocal | n.ToPrivate):
+        if is_address(f):
             f = f.f
         elif getattr(f, "transparent", False):
             inner = getattr(f, "f")  # noqa: B009 - a rewrite point's body (lift.rewrites.point)
@@ -389,11 +388,6 @@ def _iterate(ev: Batched, f: n.Iterate, vals: Vals, node: Any, env: Env, bs: Dim
 
 # The layout patterns act on the array axes of their argument (from axis `d`, after the batch
 # axes): views where numpy allows.
-
-
-@register(n.Gather, stage="batched")
-def _gather(ev: Batched, f: n.Gather, vals: Vals, node: Any, env: Env, bs: Dims) -> Any:
-    return gather_batched(vals[0], vals[1], len(bs), node)
 
 
 @register(n.At, stage="batched")

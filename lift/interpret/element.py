@@ -16,7 +16,6 @@ import numpy as np
 
 from lift.arith import Arith, evaluate
 from lift.errors import LiftTypeError, LiftValueError, UnsupportedError
-from lift.gather import gather_values
 from lift.interpret.values import (
     Zipped,
     axis_op,
@@ -179,11 +178,6 @@ def _tuple(ev: Element, f: n.MakeTuple, vals: Vals, node: Call, env: dict[int, A
 @register(n.Get, stage="interpret")
 def _get(ev: Element, f: n.Get, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
     return vals[0][f.i]
-
-
-@register(n.Gather, stage="interpret")
-def _gather(ev: Element, f: n.Gather, vals: Vals, node: Call, env: dict[int, Any]) -> Any:
-    return gather_values(vals[0], vals[1], node)
 
 
 @register(n.At, stage="interpret")

@@ -7,13 +7,20 @@ applies layout functions to its parameters (`map(transpose)`, `map(join)`): a vi
 materialises. An invertible one (the "reshape" and "combine" families: split, join, transpose,
 as_vector, as_scalar, zip, tuple; maps of those, lambdas chaining them on their one parameter)
 can have its arguments written through its destination.
+
+Whether a function computes has three meanings, all from the registry's traits: `computes` (a
+user function, a reduction or a constant: fusion and lowering), `writes_values` (a user function
+or a constant: the memory a map writes, for address spaces and the mapping's context) and
+`calls_userfun` (a user function: the recomputation of producers under stencils and kernel
+boundaries).
 """
 
 from __future__ import annotations
 
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
-from lift.ir.registry import INVERTIBLE, REGISTRY
+from lift.ir.paths import walk
+from lift.ir.registry import INVERTIBLE, REGISTRY, has
 
 _INVERTIBLE_KINDS = ("reshape", "combine")
 
@@ -64,4 +71,23 @@ def _invertible_chain(e: Expr, p: n.Param) -> bool:
             and _invertible_chain(e.args[0], p))
 
 
-__all__ = ["INVERTIBLE", "is_layout_pattern", "is_layout_fun", "is_layout_map", "invertible"]
+def computes(g: n.Node) -> bool:
+    """Whether `g` computes: it calls a user function, reduces, or makes a constant (a map of views
+    does not); the registry's "computes" trait anywhere in `g`."""
+    return any(has("computes", m) for _, m in walk(g))
+
+
+def writes_values(g: n.Node) -> bool:
+    """Whether `g` writes values of its own: a user function or a constant somewhere (the
+    registry's "writes" trait; unlike `computes`, a reduction of views alone does not)."""
+    return any(has("writes", m) for _, m in walk(g))
+
+
+def calls_userfun(g: n.Node) -> bool:
+    """Whether `g` applies a user function somewhere (the registry's "userfun" trait): a producer
+    worth recomputing, unlike one that only reduces or makes constants (`computes`)."""
+    return any(has("userfun", m) for _, m in walk(g))
+
+
+__all__ = ["computes", "writes_values", "calls_userfun", "INVERTIBLE", "is_layout_pattern", "is_layout_fun",
+           "is_layout_map", "invertible"]

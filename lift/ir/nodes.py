@@ -471,16 +471,17 @@ class OclKernel(Pattern):
         return self.f.arity
 
 
-MAPS = (Map, MapSeq, MapGlb, MapWrg, MapLcl)
-REDUCES = (Reduce, ReduceSeq, ReduceAtomic)
-ADDRESS_SPACES = (ToGlobal, ToLocal, ToPrivate)
-WRAPPERS = (ToGlobal, ToLocal, ToPrivate, OclKernel)
-LAYOUT = (Zip, MakeTuple, Get, At, Gather, Iota, Split, Join, Slide, Pad, Transpose, TransposeW, AsVector, AsScalar)
-ALL_NODE_TYPES = (
-    Param, Literal, FunCall, Lambda, UserFun, *MAPS, *REDUCES, *LAYOUT, Let, Iterate,
-    *ADDRESS_SPACES, Vectorise, OclKernel,
-)
+# The groupings of node classes (MAPS, REDUCES, ADDRESS_SPACES, WRAPPERS, LAYOUT, ALL_NODE_TYPES)
+# are the registry's, derived from its families; imported here (after the classes it registers)
+# so that `lift.ir.nodes` keeps offering them.
+from lift.ir.registry import ADDRESS_SPACES as ADDRESS_SPACES  # noqa: E402
+from lift.ir.registry import ALL_NODE_TYPES as ALL_NODE_TYPES  # noqa: E402
+from lift.ir.registry import LAYOUT as LAYOUT  # noqa: E402
+from lift.ir.registry import MAPS as MAPS  # noqa: E402
+from lift.ir.registry import REDUCES as REDUCES  # noqa: E402
+from lift.ir.registry import WRAPPERS as WRAPPERS  # noqa: E402
 
+# isort: split
 # The front end and the printer build on these classes; imported last (they import this module),
 # so that operators on nodes (`f << x`, `x + y`, `str(e)`) reach them without function-local imports.
 from lift.ir import build, printer  # noqa: E402

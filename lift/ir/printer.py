@@ -112,7 +112,6 @@ _TEXTS: dict[type, Show] = {  # the other patterns: their parameters in line
     n.MakeTuple: lambda p, f, lab: "MakeTuple",
     n.Get: lambda p, f, lab: f"get({f.i})",
     n.At: lambda p, f, lab: f"at({f.index})",
-    n.Gather: lambda p, f, lab: f"gather{lab}",
     n.Iota: lambda p, f, lab: f"iota{lab}({f.n})",
     n.Split: lambda p, f, lab: f"split{lab}({f.n})",
     n.Slide: lambda p, f, lab: f"slide{lab}({f.size}, {f.step})",

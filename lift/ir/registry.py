@@ -25,12 +25,17 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
 - "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
   without one prints as its class name);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
-  one walk); today that traversal dispatches on `lift.allocation.kernel_case`, whose tables are
-  `kernel_table()`, derived from each entry's `kernel` description.
+  one walk); that traversal dispatches on `lift.allocation.kernel_case`, which reads the entry's
+  `emit` (the case's name, declared in `define`; `kernel` describes it; `kernel_table()` lists
+  them), so a family defined later (tests/test_registry.py's `head`) compiles too.
 An entry also describes its typing rule, its meaning, the default lowering (`lower`) and the
 kernel case in words, and says whether the pattern only rearranges data (`layout`: "reshape"
 for an invertible view of one array, "combine" for zip and tuple, "select" for views that cannot
 be written through); `LAYOUT`, `INVERTIBLE` and `IN_PLACE` are derived from it.
+What else the stages ask of a node class is a trait (`TRAITS`), declared where its family is
+defined (`define(..., traits=..., some=...)`) and asked with `has(trait, f)` (or the typed
+`is_address`, `is_wrapper`, `is_loop`, `is_parallel`); the kernel traversal's case is `emit`.
+`MAPS`, `REDUCES`, `ADDRESS_SPACES`, `WRAPPERS` and `ALL_NODE_TYPES` derive from the families.
 A stage that has no case for a class refuses it: `Refused` in the entry names the reason the
 stage's `UnsupportedError` gives (`refusal`). A rewrite point (`transparent`, defined in
 `lift.rewrites`) means its body until `lift.compile` applies it: the stages register that case
@@ -45,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from lift.ir import nodes as n
 
@@ -53,6 +58,31 @@ STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show"
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# What the stages ask of a node class beside its cases, each answered by its family's entry
+# (`has(trait, f)`); a family declares its traits where it is defined (`define(..., traits=...)`).
+TRAITS = {
+    "layout": "only rearranges data: its family has a `layout` kind (LAYOUT)",
+    "computes": "makes values of its own: a user function, a reduction, a constant (rules.fusion.computes: a "
+                "map of views computes nothing)",
+    "writes": "writes values of its own element by element: a user function or a constant (a map of it writes "
+              "memory; lift.ir.layoutfun.writes_values)",
+    "userfun": "applies a scalar user function (constraints.recompute and boundary: a computing producer)",
+    "reread": "a view the normaliser reads twice rather than bind (rules.normalise.is_view: let inlining)",
+    "window": "a window of a computed image whose stages the normaliser distributes (slide, pad, transpose)",
+    "commutes": "a layout an elementwise map moves above (constraints.recompute: slide, split, transpose, join)",
+    "in_args": "its result lies in its arguments' memory (lift.allocation.result_space)",
+    "address": "names the address space its function's results are written to",
+    "wrapper": "one function `f`, meaning `f`, with a memory or kernel annotation (address spaces, ocl_kernel)",
+    "realised": "kept by the mapping (lift.constraints.realise), its one function `f` realised: reduce_seq, let, "
+                "iterate, vectorise, ocl_kernel, the address spaces",
+    "keeps_order": "keeps the order of an array's outer elements, so that elements padded at its end can be cut off "
+                   "after it (rewrites.layout_points.depaddable: map, join, split, slide)",
+    "opaque": "the mapping's context does not follow its layout: a value of its type in its arguments' memories "
+              "(constraints.context registers one case for the built-in ones: as_scalar, gather, iota)",
+    "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
+    "parallel": "a map over work-items (global ids, work-groups or local ids)",
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +111,15 @@ class Entry:
     lower: Desc
     kernel: Desc
     layout: str | None = None
+    traits: dict[str, frozenset[type]] = field(default_factory=dict)
+    emit: str | None = None
     cases: dict[str, dict[type, Callable[..., Any]]] = field(default_factory=dict, repr=False)
+
+    def has(self, trait: str, cls: type) -> bool:
+        """Whether node class `cls` (one of this family's) has `trait` (see `TRAITS`)."""
+        if trait == "layout":
+            return self.layout is not None
+        return cls in self.traits.get(trait, ())
 
     def refusal(self, stage: str) -> str | None:
         """The reason `stage` refuses this family, or None when it does not."""
@@ -95,13 +133,22 @@ _TABLES: dict[str, dict[type, Callable[..., Any]]] = {s: {} for s in STAGES}
 
 
 def define(family: str, *classes: type, typecheck: Desc, interpret: Desc, lower: Desc, kernel: Desc,
-           layout: str | None = None) -> Entry:
-    """Add a pattern family of node `classes` (a new pattern's first step; its cases follow)."""
+           layout: str | None = None, traits: tuple[str, ...] = (),
+           some: dict[str, tuple[type, ...]] | None = None, emit: str | None = None) -> Entry:
+    """Add a pattern family of node `classes` (a new pattern's first step; its cases follow), with
+    the `traits` of all its classes and those of `some` of them (trait: classes), and `emit`, the
+    kernel traversal's case for its function nodes (`kernel_table`; `kernel` says it in words)."""
     if family in FAMILIES or any(c in REGISTRY for c in classes):
         raise ValueError(f"the family {family} or one of its classes is defined already")
     if layout is not None and layout not in LAYOUT_KINDS:
         raise ValueError(f"layout must be one of {LAYOUT_KINDS}, got {layout!r}")
-    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout)
+    given = {t: frozenset(classes) for t in traits} | {t: frozenset(cs) for t, cs in (some or {}).items()}
+    unknown = [t for t in given if t not in TRAITS or t == "layout"]
+    if unknown or any(not cs <= set(classes) for cs in given.values()):
+        raise ValueError(f"{family}: unknown traits {unknown} or classes outside the family")
+    if emit is not None and isinstance(kernel, Refused):
+        raise ValueError(f"{family}: a kernel case ({emit}) for a family the kernel traversal refuses")
+    entry = Entry(family, classes, typecheck, interpret, lower, kernel, layout, given, emit)
     FAMILIES[family] = entry
     for c in classes:
         REGISTRY[c] = entry
@@ -161,9 +208,44 @@ def refusal(stage: str, f: object) -> str:
 
 def kernel_table() -> tuple[dict[type, str], dict[type, str]]:
     """The kernel traversal's cases and refusals for function nodes (`lift.allocation.kernel_case`)."""
-    funs = {c: s.kernel for c, s in REGISTRY.items() if issubclass(c, n.FunDecl)}
-    return ({c: k.split(":")[0] for c, k in funs.items() if isinstance(k, str)},
-            {c: k.reason for c, k in funs.items() if isinstance(k, Refused)})
+    funs = {c: s for c, s in REGISTRY.items() if issubclass(c, n.FunDecl)}
+    return ({c: s.emit for c, s in funs.items() if s.emit is not None},
+            {c: s.kernel.reason for c, s in funs.items() if isinstance(s.kernel, Refused)})
+
+
+def has(trait: str, f: object) -> bool:
+    """Whether node `f` (or node class `f`) has `trait` (`TRAITS`), as its family's entry says; a
+    class without a family has none."""
+    cls = f if isinstance(f, type) else type(f)
+    entry = REGISTRY.get(cls)
+    return entry is not None and entry.has(trait, cls)
+
+
+def with_trait(trait: str) -> tuple[type, ...]:
+    """The node classes with `trait`, in the order of their families' definitions."""
+    return tuple(c for c, e in REGISTRY.items() if e.has(trait, c))
+
+
+# The traits the stages narrow on, typed (the classes named here only for the type checker; the
+# answer is the registry's).
+def is_address(f: object) -> TypeGuard[n.ToGlobal | n.ToLocal | n.ToPrivate]:
+    """Whether `f` is an address-space wrapper (the "address" trait)."""
+    return has("address", f)
+
+
+def is_wrapper(f: object) -> TypeGuard[n.ToGlobal | n.ToLocal | n.ToPrivate | n.OclKernel]:
+    """Whether `f` wraps one function with a memory or kernel annotation (the "wrapper" trait)."""
+    return has("wrapper", f)
+
+
+def is_loop(f: object) -> TypeGuard[n.MapSeq | n.MapGlb | n.MapWrg | n.MapLcl]:
+    """Whether `f` is a lowered map, a loop in the kernel (the "loop" trait)."""
+    return has("loop", f)
+
+
+def is_parallel(f: object) -> TypeGuard[n.MapGlb | n.MapWrg | n.MapLcl]:
+    """Whether `f` is a map over work-items (the "parallel" trait)."""
+    return has("parallel", f)
 
 
 def layout_classes(*kinds: str) -> tuple[type, ...]:
@@ -187,63 +269,86 @@ _SWAP = ("[[T]_m]_n -> [[T]_n]_m", "swapped axes (a view)")
 define("param", n.Param, typecheck="its declared type", interpret="its bound value", lower=_KEPT,
        kernel="expression: its memory or view")
 define("literal", n.Literal, typecheck="its type", interpret="a constant array", lower=_KEPT,
-       kernel="expression: a constant")
+       kernel="expression: a constant",
+       traits=("computes", "writes"))
 define("call", n.FunCall, typecheck="its function's rule on the argument types",
        interpret="the function on the argument values", lower="function and arguments lowered",
        kernel="expression: the function's case")
 define("lambda", n.Lambda, typecheck="its body, parameters checked against the arguments",
-       interpret="its body with parameters bound", lower="body lowered", kernel="lambda")
+       interpret="its body with parameters bound", lower="body lowered", kernel="lambda", emit="lambda")
 define("userfun", n.UserFun, typecheck="its declared signature",
-       interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun")
+       interpret="its Python function (batched: its numpy twin)", lower=_KEPT, kernel="userfun",
+       traits=("computes", "writes", "userfun"), emit="userfun")
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
-       kernel=Refused("map " + _LOWER_FIRST))
+       kernel=Refused("map " + _LOWER_FIRST),
+       traits=("keeps_order",))
 define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
-       kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory")
+       kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory",
+       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)}, emit="map")
 define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq",
-       kernel=Refused("reduce " + _LOWER_FIRST))
-define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce")
+       kernel=Refused("reduce " + _LOWER_FIRST),
+       traits=("computes",))
+define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce",
+       traits=("computes", "realised"), emit="reduce")
 define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
-       kernel="atomic: the map's elements combined into the result with OpenCL atomics")
+       kernel="atomic: the map's elements combined into the result with OpenCL atomics",
+       traits=("computes",), emit="atomic")
 define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
-       lower=_KEPT, kernel="layout", layout="combine")
+       lower=_KEPT, kernel="layout", layout="combine",
+       traits=("reread", "in_args"), emit="layout")
 define("tuple", n.MakeTuple, typecheck="T1, ..., Tk -> (T1, ..., Tk)", interpret="a tuple", lower=_KEPT,
-       kernel="layout", layout="combine")
+       kernel="layout", layout="combine",
+       traits=("in_args",), emit="layout")
 define("get", n.Get, typecheck="(T1, ..., Tk) -> Ti", interpret="a tuple component", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select",
+       traits=("reread", "in_args"), emit="layout")
 define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", interpret="an element (range checked)",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("in_args",), emit="layout")
 define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
        interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select", traits=("opaque",), emit="layout")
 define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
-       layout="select")
+       layout="select", traits=("opaque",), emit="layout")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
-       kernel="layout", layout="reshape")
+       kernel="layout", layout="reshape",
+       traits=("reread", "commutes", "in_args", "keeps_order"), emit="layout")
 define("join", n.Join, typecheck="[[T]_m]_n -> [T]_(m n)", interpret=_VIEW, lower=_KEPT, kernel="layout",
-       layout="reshape")
+       layout="reshape",
+       traits=("reread", "commutes", "in_args", "keeps_order"), emit="layout")
 define("slide", n.Slide, typecheck="[T]_n -> [[T]_s]_((n - s + t) / t)", interpret="a strided window view",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("reread", "window", "commutes", "in_args", "keeps_order"), emit="layout")
 define("pad", n.Pad, typecheck="[T]_n -> [T]_(l + n + r), a constant pad value, or a boundary mode (clamp, mirror, "
        "wrap: l, r >= 0, n >= 1)", interpret="a padded copy (numpy.pad: constant, edge, symmetric, wrap)",
-       lower=_KEPT, kernel="layout", layout="select")
+       lower=_KEPT, kernel="layout", layout="select",
+       traits=("reread", "window", "in_args"), emit="layout")
 define("transpose", n.Transpose, n.TransposeW, typecheck=_SWAP[0], interpret=_SWAP[1], lower=_KEPT,
-       kernel="layout", layout="reshape")
+       kernel="layout", layout="reshape",
+       traits=("in_args",), some={t: (n.Transpose,) for t in ("reread", "window", "commutes")}, emit="layout")
 define("as_vector", n.AsVector, typecheck="[S]_n -> [S<k>]_(n/k); k divides n", interpret="a reshape: lanes last",
-       lower=_KEPT, kernel="layout", layout="reshape")
+       lower=_KEPT, kernel="layout", layout="reshape",
+       traits=("in_args",), emit="layout")
 define("as_scalar", n.AsScalar, typecheck="[S<k>]_n -> [S]_(k n)", interpret="a reshape", lower=_KEPT,
-       kernel="layout", layout="reshape")
-define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let")
+       kernel="layout", layout="reshape",
+       traits=("opaque", "in_args",), emit="layout")
+define("let", n.Let, typecheck=_WRAPPED, interpret="its function", lower=_BODY, kernel="let",
+       traits=("realised",), emit="let")
 define("iterate", n.Iterate, typecheck="f applied k times, sizes rebound per step", interpret="f k times, sizes "
-       "rebound", lower=_BODY, kernel="iterate")
+       "rebound", lower=_BODY, kernel="iterate",
+       traits=("realised",), emit="iterate")
 define("address", n.ToGlobal, n.ToLocal, n.ToPrivate, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
-       kernel="address")
+       kernel="address",
+       traits=("address", "wrapper", "realised"), emit="address")
 define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
-       interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun")
+       interpret="f on every lane (batched: lanes a batch axis)", lower=_BODY, kernel="userfun",
+       traits=("realised",), emit="userfun")
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
-       kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"))
+       kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
+       traits=("wrapper", "realised"))
 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
@@ -254,7 +359,15 @@ LAYOUT = layout_classes(*LAYOUT_KINDS)
 INVERTIBLE = layout_classes("reshape", "combine")
 IN_PLACE = layout_classes("reshape")
 
+# The built-in node classes by kind, from their families and traits (lift.ir.nodes re-exports them).
+MAPS: tuple[type[n.AbstractMap], ...] = tuple(c for c in REGISTRY if issubclass(c, n.AbstractMap))
+REDUCES: tuple[type[n.AbstractReduce], ...] = tuple(c for c in REGISTRY if issubclass(c, n.AbstractReduce))
+ADDRESS_SPACES: tuple[type[n.Pattern], ...] = tuple(c for c in with_trait("address") if issubclass(c, n.Pattern))
+WRAPPERS: tuple[type[n.Pattern], ...] = tuple(c for c in with_trait("wrapper") if issubclass(c, n.Pattern))
+ALL_NODE_TYPES: tuple[type[n.Node], ...] = tuple(c for c in REGISTRY if issubclass(c, n.Node))
+
 
 __all__ = ["REGISTRY", "FAMILIES", "TRANSPARENT", "STAGES", "Refused", "Entry", "RewritePoint", "define",
            "register", "table", "case", "entry_of", "refusal", "kernel_table", "layout_classes", "LAYOUT",
-           "INVERTIBLE", "IN_PLACE"]
+           "INVERTIBLE", "IN_PLACE", "TRAITS", "has", "with_trait", "is_address", "is_wrapper", "is_loop",
+           "is_parallel", "MAPS", "REDUCES", "ADDRESS_SPACES", "WRAPPERS", "ALL_NODE_TYPES"]
