@@ -83,6 +83,8 @@ class Mapped:
     local_size: SizeArg = None
     lowered: tuple[tuple[Node, str], ...] = field(default=(), compare=False, repr=False)  # each map object
     # the mapping lowered, with its map's label (`lift.constraints.learn` names a barrier error's loops by it)
+    lessons: tuple[Lesson, ...] = field(default=(), compare=False)  # what the solver's mapping respects
+    # (learnt from the barrier pass by `mapped_and_linked`, in order)
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,7 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     sized: tuple[SizeArg, SizeArg] = nd or (None, None)
     if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name, its twins too
         sized = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1], **space.twin_local_sizes(joint)})
-    return Mapped(low, used, sized[0], sized[1], lowered=lowered)
+    return Mapped(low, used, sized[0], sized[1], lowered=lowered, lessons=lessons)
 
 
 def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], expr: Node) -> None:
