@@ -4,17 +4,30 @@
     normal     = normalise(expr)                           one canonical spelling (lift.rules.normalise)
     decisions  = decide(normal, device, choices, ...)      the policy: what to plan (lift.decide)
     planned    = plan(program, device, choices):           the first decision that plans:
-      applied  = points_applied(program, choices)            rewrite points applied (structural choices),
-                                                             open tuning values chosen
-      mapped   = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch
-      linked   = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
+      wanted   = complete_points(program, choices)           open structural parameters completed
+      applied  = points_applied(program, wanted)             rewrite points applied (apply_all)
+      applied  = choose_open_tuning(...)                     open tuning values chosen and substituted
+      mapped_and_linked(applied, ...):                       in order, again with each lesson learnt:
+        mapped = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch:
+                   joint_space_of -> joint_space             (constraints/space.py `_build`: typecheck,
+                                                              recompute_layouts, fuse_epilogues,
+                                                              fuse_reduce_maps, analyse, the z3 model)
+                   taught(space, lessons)                    the lessons learnt so far added
+                   best_mapping(mapping_space(...))          the solver's mapping
+                   Space.realise_traced(choice)              `_named_kernel`, realise_traced (lowering),
+                                                             apply_boundary, substitute_sizes
+                   substitute_sizes(low, choices.sizes)
+        linked = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
                                                              probed -> synchronised -> emitted ->
                                                              assembled; then the host plan (KernelSource)
+        lesson = learn(err, ...)                             a NotSynchronisableError of the solver's
+                                                             mapping: a `Lesson` kept by the call
     program    = built(planned, device, ...)               the `Program`, built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
-cannot synchronise that mapping, the model learns a named constraint and the solver chooses again
+cannot synchronise that mapping, the call learns a named constraint (a `Lesson` it keeps and
+passes back in: no space or cache outlives a compile) and the solver chooses again
 (`mapped_and_linked`). There is no fallback to the default lowering (`MappingFallback` is never
 warned). `Program.choices` is the `Choices` actually used, so
 `compile(expr, choices=prog.choices)` rebuilds the same program. The tuner
