@@ -13,7 +13,6 @@ consecutive scalars (thesis 5.2.1), else `RewriteError`.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -36,6 +35,14 @@ _ARITH_FIELDS = {n.Split: ("n",), n.Slide: ("size", "step"), n.Pad: ("left", "ri
 def realise(expr: Node, ctx: Context, choice: Mapping[str, int],
             vectorise: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None) -> Node:
     """`expr` with every concrete map lowered as `choice` says (see the module docstring)."""
+    return realise_traced(expr, ctx, choice, vectorise, sizes)[0]
+
+
+def realise_traced(expr: Node, ctx: Context, choice: Mapping[str, int],
+                   vectorise: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None
+                   ) -> tuple[Node, tuple[tuple[Node, str], ...]]:
+    """`realise`, and each map object it lowered with its map site's label (the origin of a map
+    of the result: `lift.constraints.learn` names a barrier error's loops by it)."""
     missing = sorted(set(ctx.maps) - set(choice))
     if missing:
         raise KeyError(f"the choice has no code for map(s) {', '.join(missing)}")
@@ -44,7 +51,7 @@ def realise(expr: Node, ctx: Context, choice: Mapping[str, int],
     chain = result_chain(expr)
     if needs_boundary(ctx, choice, chain):  # the "kernel boundary" constraint (constraints/boundary.py)
         out = apply_boundary(out, chain, _kernel)
-    return out
+    return out, tuple(low.lowered)
 
 
 class _Lowering:
@@ -52,13 +59,17 @@ class _Lowering:
                  sizes: dict[str, int]) -> None:
         self.root, self.ctx, self.choice, self.vec, self.sizes = root, ctx, choice, vec, sizes
         self.by_path = {m.path: m for m in ctx.maps.values()}
-        # lambdas built here (beta-reduced when applied), by id; the objects are kept so that an id
-        # freed and reused by another lambda is never taken for one of ours
-        self.made: dict[int, Lambda] = {}
+        self.made: list[Lambda] = []  # lambdas built here (beta-reduced when applied)
+        self.lowered: list[tuple[Node, str]] = []  # each lowered map, with its map site's label
 
     def built(self, f: Lambda) -> bool:
-        """Whether `f` is this very lambda built by the lowering (not merely one with its id)."""
-        return self.made.get(id(f)) is f
+        """Whether `f` is this very lambda built by the lowering (not merely an equal one)."""
+        return any(m is f for m in self.made)
+
+    def remember(self, m: n.AbstractMap, label: str) -> n.AbstractMap:
+        """`m`, recorded as the lowering of the map site `label`."""
+        self.lowered.append((m, label))
+        return m
 
     def expr_or_fun(self, e: Node, path: Path) -> Node:
         return self.expr(e, path) if isinstance(e, Expr) else self.fun(cast(FunDecl, e), path)
@@ -132,7 +143,7 @@ class _Lowering:
             raise RewriteError(f"map {site.label} is fused but its parent does not absorb it", node=m)
         lens, inner, inner_path = self._fused_chain(site)
         g = self.fun(inner.f, inner_path + (0,))
-        new: FunDecl = remember(_lowered(m, code, g), site.label)
+        new: FunDecl = self.remember(_lowered(m, code, g), site.label)
         if site.label in self.vec:
             new = self._vectorised(site, code, g, self.vec[site.label])
         if not lens:
@@ -145,7 +156,7 @@ class _Lowering:
         for k in reversed(lens):
             out = FunCall(n.Split(k), (out,))
         lam = Lambda((p,), out, label=m.label, loc=m.loc)
-        self.made[id(lam)] = lam
+        self.made.append(lam)
         return lam
 
     def _fused_chain(self, site: MapSite) -> tuple[list[Arith], n.AbstractMap, Path]:
@@ -170,28 +181,12 @@ class _Lowering:
         check_vectorisable(site, code, g, width, self.sizes)
         p = Param(site.in_type, "x")
         vec_f = cast(FunDecl, _vector_fun(g, width))  # not None: it raises without check=True
-        body = FunCall(n.AsScalar(), (FunCall(remember(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
+        body = FunCall(n.AsScalar(), (FunCall(self.remember(n.MapSeq(vec_f, label=site.node.label, loc=site.node.loc),
                                                        site.label),
                                               (FunCall(n.AsVector(width), (p,)),)),))
         lam = Lambda((p,), body, label=site.node.label, loc=site.node.loc)
-        self.made[id(lam)] = lam
+        self.made.append(lam)
         return lam
-
-
-_ORIGIN: dict[int, tuple[weakref.ref, str]] = {}  # id of a lowered map -> (the map, its site's label)
-
-
-def remember(m: n.AbstractMap, label: str) -> n.AbstractMap:
-    """Record that the lowered map `m` realises the map site `label` (see `origin`)."""
-    key = id(m)
-    _ORIGIN[key] = (weakref.ref(m, cast(Any, lambda _r, k=key: _ORIGIN.pop(k, None))), label)
-    return m
-
-
-def origin(m: Node) -> str | None:
-    """The label of the map site that `realise` lowered to the node `m` (this very object), or None."""
-    got = _ORIGIN.get(id(m))
-    return got[1] if got is not None and got[0]() is m else None
 
 
 def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> n.AbstractMap:

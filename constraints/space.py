@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from numbers import Integral
@@ -50,7 +49,7 @@ from .context import Context, MapSite, analyse
 from .lexopt import BudgetSpent, lex_optimum
 from .limits import MAPPING_RLIMIT
 from .model import Choice, Constraint, Model, code_in
-from .realise import realise, substitute_sizes
+from .realise import realise_traced, substitute_sizes
 from .recompute import recompute_layouts
 from .unique import add_unique
 
@@ -104,6 +103,12 @@ class Space:
 
     def realise(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None) -> Node:
         """The program with `choice` applied (maps lowered, tuning values substituted)."""
+        return self.realise_traced(choice, vectorise=vectorise)[0]
+
+    def realise_traced(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None
+                       ) -> tuple[Node, tuple[tuple[Node, str], ...]]:
+        """`realise`, and each map object the lowering made with its map site's label (those that
+        survive as objects in the program are the maps `lift.constraints.learn` can name)."""
         choice = _choice(choice)
         self.check(choice)
         env = dict(self.fixed)
@@ -114,9 +119,10 @@ class Space:
             out = _named_kernel(out, self.launch_path)
             for name, path in self._twins(codes):
                 out = _named_kernel(out, path, name)
+        lowered: tuple[tuple[Node, str], ...] = ()
         if self.lower or vectorise:
-            out = realise(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
-        return substitute_sizes(out, env)
+            out, lowered = realise_traced(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
+        return substitute_sizes(out, env), lowered
 
     def launch_maps(self) -> list[MapSite]:
         """The maps whose kernel the launch variables size (every map in a one-kernel program)."""
@@ -252,10 +258,6 @@ def _names(c: Constraint) -> set[str]:
     return {v.name for v in free_vars(c.pred.lhs) | free_vars(c.pred.rhs)} if c.pred else set()
 
 
-_CACHE: OrderedDict[tuple, tuple[Node, Space]] = OrderedDict()  # by the program object and the arguments
-CACHE_SIZE = 64
-
-
 def _choice(choice: Any) -> dict[str, int]:
     """`choice` as a dict from variable names to ints, else `LiftTypeError`."""
     if not isinstance(choice, Mapping):
@@ -267,31 +269,31 @@ def _choice(choice: Any) -> dict[str, int]:
     return dict(choice)
 
 
-def _space(expr: Node, device: Device | str | None, *, sizes: Mapping[str, int] | None,
-           tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
-           want_tune: bool, launch: bool, fusion_heuristic: bool, unique: bool = False) -> Space:
-    """The space, built once per program object and arguments (`compile` asks for the mapping
-    space twice: for the solver's choice and to realise it). Keyed by the object itself (labels
-    are not part of node equality, and the space names maps by label)."""
-    dev = _device(device)
-    key = (id(expr), dev, tuple(sorted((sizes or {}).items())), tuple(sorted((tuning or {}).items())),
-           None if mapping is None else tuple(sorted(mapping.items())), want_map, want_tune, launch,
-           fusion_heuristic, unique)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is expr:
-        _CACHE.move_to_end(key)
-        return hit[1]
-    space = _build(expr, dev, sizes=sizes, tuning=tuning, mapping=mapping, want_map=want_map,
-                   want_tune=want_tune, launch=launch, fusion_heuristic=fusion_heuristic, unique=unique)
-    _CACHE[key] = (expr, space)
-    if len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return space
+@dataclass(frozen=True)
+class SpaceSpec:
+    """What a space is built for (besides the program and the device): known `sizes`, given
+    `tuning` values, a fixed `mapping`, which variables it has (`want_map`: one per map;
+    `want_tune`: the tuning parameters; `launch`: the thread configuration), `fusion_heuristic`
+    (mapping.py's fusion constraints). The tuner's uniqueness constraints are added to a built
+    space by `with_uniqueness`."""
+
+    sizes: Mapping[str, int] | None = None
+    tuning: Mapping[str, int] | None = None
+    mapping: Mapping[str, int] | None = None
+    want_map: bool = False
+    want_tune: bool = False
+    launch: bool = False
+    fusion_heuristic: bool = False
 
 
-def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
-           tuning: Mapping[str, int] | None, mapping: Mapping[str, int] | None, want_map: bool,
-           want_tune: bool, launch: bool, fusion_heuristic: bool, unique: bool = False) -> Space:
+def _space(expr: Node, device: Device | str | None, spec: SpaceSpec) -> Space:
+    """The space of `expr` on `device` as `spec` says, built afresh: a space depends on its
+    arguments only (no cache: what a compile gets never depends on what the process built before)."""
+    return _build(expr, _device(device), spec)
+
+
+def _build(expr: Node, dev: Device, spec: SpaceSpec) -> Space:
+    sizes, tuning, mapping, want_map = spec.sizes, spec.tuning, spec.mapping, spec.want_map
     typecheck(expr)
     expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
     expr = fuse_reduce_maps(fuse_epilogues(expr))  # elementwise consumers and maps under reduce: fused
@@ -300,10 +302,10 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
     model = Model()
     _declare_tuning(model, params, cons, sizes, tn.input_sizes(expr))
-    names: list[str] = list(params) if want_tune else []
+    names: list[str] = list(params) if spec.want_tune else []
     fixed_map = None
     if want_map:
-        codes = mp.add_mapping(model, ctx, fusion_heuristic=fusion_heuristic)
+        codes = mp.add_mapping(model, ctx, fusion_heuristic=spec.fusion_heuristic)
         add_boundary(model, ctx, codes, result_chain(expr))
         names = list(ctx.maps) + names
     else:
@@ -311,6 +313,7 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
         codes = {k: z3.IntVal(v) for k, v in fixed_map.items()}
     others: tuple[tuple[int, tuple[int, ...]], ...]
     launched, path, others = None, None, ()
+    launch = spec.launch
     if launch and _single_kernel(ctx):
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed})
     elif launch and (main := _main_kernel(ctx, expr)) is not None:
@@ -319,8 +322,6 @@ def _build(expr: Node, dev: Device, *, sizes: Mapping[str, int] | None,
         names += ln.add_launch(model, ctx, dev, codes, {**sizes, **fixed}, kernel=kernel)
         calls = {k: _kernel_call(ctx, expr, k) for k in sorted({m.kernel for m in ctx.maps.values()}) if k != kernel}
         others = tuple((k, p) for k, p in calls.items() if p is not None)
-    if unique and want_map:  # the tuner's space: one mapping and tile size per distinct kernel (7.2.1)
-        add_unique(model, ctx, params, codes, dev)
     lower = want_map or mapping is not None
     return Space(expr, dev, ctx, model, tuple(names), params, fixed, dropped, fixed_map, sizes, lower, launched,
                  path, others)
@@ -393,15 +394,15 @@ def code_of(m: n.AbstractMap) -> int:
 def tuning_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                  mapping: Mapping[str, int] | None = None, launch: bool = False) -> Space:
     """The tuning parameters of `expr` (4.3) with the mapping as written or as given."""
-    return _space(expr, device, sizes=sizes, tuning=None, mapping=mapping, want_map=False,
-                  want_tune=True, launch=launch and sizes is not None, fusion_heuristic=False)
+    return _space(expr, device, SpaceSpec(sizes=sizes, mapping=mapping, want_tune=True,
+                                          launch=launch and sizes is not None))
 
 
 def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                   tuning: Mapping[str, int] | None = None, fusion_heuristic: bool = False) -> Space:
     """One Table 5.2 variable per concrete map of `expr`, constrained as in 5.3."""
-    return _space(expr, device, sizes=sizes, tuning=tuning, mapping=None, want_map=True,
-                  want_tune=False, launch=False, fusion_heuristic=fusion_heuristic)
+    return _space(expr, device, SpaceSpec(sizes=sizes, tuning=tuning, want_map=True,
+                                          fusion_heuristic=fusion_heuristic))
 
 
 def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
@@ -417,8 +418,8 @@ def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mappin
 
     if not is_high_level(expr):
         return tuning_space(expr, device, sizes=sizes, launch=launch)
-    plain = _space(expr, device, sizes=sizes, tuning=None, mapping=None, want_map=True, want_tune=True,
-                   launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic)
+    plain = _space(expr, device, SpaceSpec(sizes=sizes, want_map=True, want_tune=True,
+                                           launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic))
     return with_uniqueness(plain) if unique else plain
 
 
@@ -446,7 +447,13 @@ OPTIMIZE_RLIMIT = MAPPING_RLIMIT  # z3 resource units for all of choose_mapping'
 def choose_mapping(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
                    objective: str | Callable[[Choice], float] = "parallel", seed: int = 0) -> Choice:
     """A valid mapping that maximises `objective` ("parallel": parallel work, dimension 0 coalesced)."""
-    space = mapping_space(expr, device, sizes=sizes)
+    return best_mapping(mapping_space(expr, device, sizes=sizes), sizes=sizes, objective=objective, seed=seed)
+
+
+def best_mapping(space: Space, *, sizes: Mapping[str, int] | None = None,
+                 objective: str | Callable[[Choice], float] = "parallel", seed: int = 0) -> Choice:
+    """`choose_mapping` in a mapping space already built (`mapping_space`, with the constraints a
+    caller learnt added: `lift.constraints.learn.taught`)."""
     if not space.context.maps:
         return {}
     if callable(objective):

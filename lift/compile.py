@@ -4,17 +4,30 @@
     normal     = normalise(expr)                           one canonical spelling (lift.rules.normalise)
     decisions  = decide(normal, device, choices, ...)      the policy: what to plan (lift.decide)
     planned    = plan(program, device, choices):           the first decision that plans:
-      applied  = points_applied(program, choices)            rewrite points applied (structural choices),
-                                                             open tuning values chosen
-      mapped   = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch
-      linked   = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
+      wanted   = complete_points(program, choices)           open structural parameters completed
+      applied  = points_applied(program, wanted)             rewrite points applied (apply_all)
+      applied  = choose_open_tuning(...)                     open tuning values chosen and substituted
+      mapped_and_linked(applied, ...):                       in order, again with each lesson learnt:
+        mapped = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch:
+                   joint_space_of -> joint_space             (constraints/space.py `_build`: typecheck,
+                                                              recompute_layouts, fuse_epilogues,
+                                                              fuse_reduce_maps, analyse, the z3 model)
+                   taught(space, lessons)                    the lessons learnt so far added
+                   best_mapping(mapping_space(...))          the solver's mapping
+                   Space.realise_traced(choice)              `_named_kernel`, realise_traced (lowering),
+                                                             apply_boundary, substitute_sizes
+                   substitute_sizes(low, choices.sizes)
+        linked = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
                                                              probed -> synchronised -> emitted ->
                                                              assembled; then the host plan (KernelSource)
+        lesson = learn(err, ...)                             a NotSynchronisableError of the solver's
+                                                             mapping: a `Lesson` kept by the call
     program    = built(planned, device, ...)               the `Program`, built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
-cannot synchronise that mapping, the model learns a named constraint and the solver chooses again
+cannot synchronise that mapping, the call learns a named constraint (a `Lesson` it keeps and
+passes back in: no space or cache outlives a compile) and the solver chooses again
 (`mapped_and_linked`). There is no fallback to the default lowering (`MappingFallback` is never
 warned). `Program.choices` is the `Choices` actually used, so
 `compile(expr, choices=prog.choices)` rebuilds the same program. The tuner
@@ -26,15 +39,16 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from lift.choices import Choices, is_launch
 from lift.codegen import generate
 from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
-from lift.constraints import choose_mapping, mapping_space, substitute_sizes
-from lift.constraints.learn import learn
+from lift.constraints import mapping_space, substitute_sizes
+from lift.constraints.learn import Lesson, learn, taught
 from lift.constraints.model import Z3_LOCK
+from lift.constraints.space import best_mapping
 from lift.decide import Decision, Lookup, TunedChoices, decide, tuned_lookup
 from lift.errors import (
     LiftError,
@@ -80,6 +94,10 @@ class Mapped:
     choices: Choices
     global_size: SizeArg = None
     local_size: SizeArg = None
+    lowered: tuple[tuple[Node, str], ...] = field(default=(), compare=False, repr=False)  # each map object
+    # the mapping lowered, with its map's label (`lift.constraints.learn` names a barrier error's loops by it)
+    lessons: tuple[Lesson, ...] = field(default=(), compare=False)  # what the solver's mapping respects
+    # (learnt from the barrier pass by `mapped_and_linked`, in order)
 
 
 @dataclass(frozen=True)
@@ -225,15 +243,19 @@ def mapped_and_linked(applied: Node, profile: Any, choices: Choices, local_size:
     """Stages "mapped" and "linked". With the solver's mapping (no mapping in `choices`), a
     mapping the barrier pass cannot synchronise teaches the model a named constraint
     (`lift.constraints.learn`: "no barrier placement") and the solver chooses again, at most
-    `LEARN_ROUNDS` times; there is no fallback to another lowering."""
+    `LEARN_ROUNDS` times; there is no fallback to another lowering. The lessons are this call's
+    values (`lift.constraints.learn.Lesson`), added to the spaces it builds; no space outlives them."""
+    lessons: tuple[Lesson, ...] = ()
     for _ in range(LEARN_ROUNDS):
-        mapped = map_program(applied, profile, choices, spaces)
+        mapped = map_program(applied, profile, choices, spaces, lessons=lessons)
         try:
             return link(mapped, local_size, global_size), mapped
         except NotSynchronisableError as err:
-            if not _learnt(err, applied, profile, choices, mapped, spaces):
+            lesson = _learnt(err, applied, profile, choices, mapped, spaces)
+            if lesson is None:
                 raise
-    mapped = map_program(applied, profile, choices, spaces)
+            lessons = (*lessons, lesson)
+    mapped = map_program(applied, profile, choices, spaces, lessons=lessons)
     return link(mapped, local_size, global_size), mapped
 
 
@@ -241,15 +263,18 @@ LEARN_ROUNDS = 8
 
 
 def _learnt(err: NotSynchronisableError, applied: Node, profile: Any, choices: Choices, mapped: Mapped,
-            spaces: Spaces | None) -> bool:
-    """Whether `err` taught the solver's spaces a constraint (only for the solver's own mapping)."""
+            spaces: Spaces | None) -> Lesson | None:
+    """The lesson `err` teaches the solver's spaces (only for the solver's own mapping), or None."""
     if choices.mapping is not None or not is_high_level(applied) or not mapped.choices.mapping:
-        return False
+        return None
     if any(k in mapped.choices.mapping for k in choices.tuning):  # a map code given by label: explicit
-        return False
+        return None
+    lesson = learn(err, mapped.program, mapped.lowered, dict(mapped.choices.mapping))
+    if lesson is None:
+        return None
     joint = joint_space_of(applied, profile, choices, spaces)
     solver = mapping_space(applied, profile)  # the space `choose_mapping` solves
-    return learn(err, mapped.program, [joint, solver], dict(mapped.choices.mapping)) is not None
+    return lesson if any(lesson.constraint(s) is not None for s in (joint, solver)) else None
 
 
 def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None, *,
@@ -263,14 +288,16 @@ def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None
                     global_size=global_size if global_size is not None else mapped.global_size, wide=wide)
 
 
-def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None) -> Mapped:
+def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None, *,
+                lessons: tuple[Lesson, ...] = ()) -> Mapped:
     """Stage "mapped": maps and reductions given OpenCL forms by `choices` (mapping, tuning values,
-    vectorisation, launch sizes; specialised to `choices.sizes` when given)."""
+    vectorisation, launch sizes; specialised to `choices.sizes` when given); the solver's mapping
+    respects the constraints `lessons` state (`mapped_and_linked`)."""
     if choices.sizes is None and not is_high_level(expr):
         return Mapped(expr, choices)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
         return Mapped(lower(cast(Lambda, expr)), choices)  # the empty mapping: the default lowering
-    space = joint_space_of(expr, profile, choices, spaces)
+    space = taught(joint_space_of(expr, profile, choices, spaces), lessons)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
     _check_mapping(choices.mapping, maps, expr)
@@ -284,16 +311,17 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
         _check_written(mapping, space.mapping, expr)
         mapping = dict(space.mapping)
     if not mapping and choices.mapping is None and maps:
-        mapping = choose_mapping(expr, profile)
+        mapping = best_mapping(taught(mapping_space(expr, profile), lessons))
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
                            tuning={k: v for k, v in given.items() if k not in maps})
     joint = {**(mapping if space.mapping is None else {}), **used.tuning, **used.launch}
-    low = space.realise(joint, vectorise=dict(used.vectorise) or None)
+    low, lowered = space.realise_traced(joint, vectorise=dict(used.vectorise) or None)
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
+    sized: tuple[SizeArg, SizeArg] = nd or (None, None)
     if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name, its twins too
-        nd = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1], **space.twin_local_sizes(joint)})
-    return Mapped(low, used, *(nd or (None, None)))
+        sized = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1], **space.twin_local_sizes(joint)})
+    return Mapped(low, used, sized[0], sized[1], lowered=lowered, lessons=lessons)
 
 
 def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], expr: Node) -> None:

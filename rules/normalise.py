@@ -69,15 +69,16 @@ from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type
 from lift.userfun import builtins, facts
 
-_DONE: dict[Node, Node] = {}
+_DONE: dict[tuple[Node, tuple[tuple[Any, ...], ...]], Node] = {}  # by program and labels (_memo_key)
 _ROUNDS = 8  # rules applied at one node before moving up (each application shrinks or orders it)
 _PASSES = 4  # passes over the whole program (a second one orders the zips of lambdas the first built)
 
 
 def normalise(expr: Node) -> Node:
     """`expr` in canonical form (the same object when it already is)."""
-    if expr in _DONE:
-        return _DONE[expr]
+    key = _memo_key(expr)
+    if key in _DONE:
+        return _DONE[key]
     out = expr
     for _ in range(_PASSES):  # again while a pass changes it: the parameters of the lambdas a pass
         order = _binding_order(out)  # builds get their places in the zip order only then
@@ -93,8 +94,15 @@ def normalise(expr: Node) -> Node:
         typecheck(out)
     if len(_DONE) > 256:
         _DONE.clear()
-    _DONE[expr] = out
+    _DONE[key] = out
     return out
+
+
+def _memo_key(expr: Node) -> tuple[Node, tuple[tuple[Any, ...], ...]]:
+    """The memo's key: `expr` with what its equality ignores (each node's label and location, each
+    parameter's name), so a program differing from a memoised one only there is normalised afresh."""
+    return expr, tuple((getattr(x, "label", None), getattr(x, "loc", None), x.name if isinstance(x, Param) else None)
+                       for _, x in walk(expr))
 
 
 def _bottom_up(n: Node, fn: Callable[[Node, bool], Node], root: bool = False, placed: bool = False) -> Node:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,55 @@ def test_sources_do_not_depend_on_what_the_process_compiled_before() -> None:
     assert set(fresh) == set(after) == set(golden)
     differ = sorted(s for s in golden if fresh[s] != golden[s] or after[s] != golden[s])
     assert not differ, f"sources that depend on the process's history: {differ}"
+
+
+def _learning_program() -> Any:
+    """A program whose first solver mapping the barrier pass refuses (tests/test_boundary.py): its
+    compile learns a "no barrier placement" constraint."""
+    import lift
+    from lift import Array, Float, Size, fun, map, pad, reduce, slide, user_fun
+
+    m, n = Size("M"), Size("N")
+    inc = user_fun(lambda a: a + 1.0, [Float], Float, name="inc")
+    return fun([Array(Array(Float, m), n)], lambda x: map(
+        lambda row: map(reduce(lift.add, 0.0)) << slide(3, 1) << pad(1, 1, 0.0) << map(inc) << row) << x)
+
+
+def _module_dicts() -> dict[str, int]:
+    """The size of every module-level dict of the modules that plan a program."""
+    import importlib
+
+    names = ["lift.compile", "lift.decide", "lift.spaces", "lift.rules.normalise",
+             *(f"lift.constraints.{m}" for m in ("space", "realise", "learn", "context", "mapping", "tuning",
+                                                 "model", "launch", "boundary", "unique", "recompute"))]
+    out = {}
+    for name in names:
+        mod = importlib.import_module(name)
+        for k, v in vars(mod).items():
+            if isinstance(v, dict) and not k.startswith("__"):
+                out[f"{name}.{k}"] = len(v)
+    return out
+
+
+def test_a_compile_keeps_nothing_for_the_next() -> None:
+    """No cache keyed by `id()` and no learnt constraint outlives a compile: a program compiled
+    again (a new object each time, after others learnt constraints) gives the same source, and no
+    module-level dict of the planning modules grows."""
+    import lift
+    from lift.constraints import mapping_space
+
+    device = lift.devices.profile("pocl-cpu")
+    first = lift.compile(_learning_program(), device=device).source
+    before = _module_dicts()
+    for _ in range(3):
+        assert lift.compile(_learning_program(), device=device).source == first
+    prog = _learning_program()
+    lift.compile(prog, device=device)
+    assert not [c for c in mapping_space(prog, device).constraints if c.kind == "no barrier placement"]
+    after = _module_dicts()
+    grown = {k for k in after if after[k] != before.get(k)}
+    # normalise's memo is keyed by value (the program with its labels, locations and parameter names:
+    # rules/normalise.py _memo_key) and bounded: each new program object is a new value (new parameters)
+    assert grown <= {"lift.rules.normalise._DONE"}, grown
+    from lift.rules import normalise as nm
+    assert all(isinstance(k, tuple) and isinstance(k[0], lift.ir.nodes.Node) for k in nm._DONE)
