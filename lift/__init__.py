@@ -31,13 +31,13 @@ from lift.errors import (
 )
 from lift.explore import TuneResult, tune
 from lift.explore.many import tune_all
+from lift.gather import gather
 from lift.interpret import interpret
 from lift.ir.nodes import Expr, FunDecl, Lambda, Param
 from lift.ir.patterns import (
     as_scalar,
     as_vector,
     fun,
-    gather,
     get,
     iota,
     iterate,

@@ -3,16 +3,17 @@ access with a runtime index).
 
     gather(table, idx) == map(i => table[i]) << idx       table: [T]n, idx: [Int]m  ->  [T]m
 
-`T` may itself be an array (2LUT's row gathers: `gather(lut, ids)` is `[[Float]d]m`). Each stage's
-case is here; the typecheck, interpret, batched and show cases are registered here too (lift.typecheck
-imports this module), the view case in lift.layout (lift.views imports this module), the context
-case by the family's "opaque" trait (lift.ir.registry):
+`T` may itself be an array (2LUT's row gathers: `gather(lut, ids)` is `[[Float]d]m`). The whole
+pattern lives here: its node class, its family (`define`), its constructor and every stage's case
+(typecheck, interpret, batched, view, show), registered on import (lift.typecheck imports this
+module); the context case comes from the family's "opaque" trait and the kernel traversal's from its
+`emit` ("layout"):
 
 - type (`lift.typecheck.infer`): `gather_type`;
 - interpretation: `gather_values` (element-wise) and `gather_batched` (batched, numpy fancy
   indexing over the batch axes); an index outside `0..n-1` is a `LiftValueError` naming the node;
-- views (`lift.layout.layout_view` -> `lift.views.GatherV`): element `i` of the view is the
-  table's element at a `Loaded` index, a variable of range `0..n-1` that stands for the value read
+- views (`lift.layout.layout_view` -> `GatherV`): element `i` of the view is the
+  table's element at a `lift.views.Loaded` index, a variable of range `0..n-1` that stands for the value read
   from `idx` at `i` (its `at` view); the code generator (`lift.codegen.gather.bind`) declares it
   before the statement that reads through it, `int g = clamp(idx[..], 0, n - 1);`, so the view
   system carries a runtime index into the access and the barrier pass sees the read of `idx`;
@@ -29,21 +30,50 @@ table's range has no meaning to compare against).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
-from lift.arith import Arith, Cst, Var, evaluate, free_vars, max_, min_, prove_lt, prove_nonneg
-from lift.errors import LiftTypeError, LiftValueError
+from lift.arith import Arith, Var, evaluate
+from lift.errors import LiftTypeError, LiftValueError, user_loc
 from lift.ir import nodes as n
+from lift.ir.build import apply
 from lift.ir.layoutfun import is_layout_fun
-from lift.ir.registry import is_wrapper, register
+from lift.ir.registry import define, is_wrapper, register
 from lift.types import ArrayType, Int, Type
+from lift.views import Idx, Leaf, Step, View, first_index, loaded_index, resolve
 
-_loaded = itertools.count()
+# ------------------------------------------------------------ the node and its family
+
+
+@n.node
+class Gather(n.Pattern):
+    """`gather(table, idx)`: the elements of `table` at the indices that the integer array `idx`
+    holds (`map(i => table[i]) << idx`, RISE's `idx` with a runtime index): `[T]n, [Int]m -> [T]m`."""
+
+    @property
+    def arity(self) -> int:
+        return 2
+
+
+define("gather", Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
+       interpret="the table's elements at the indices (range checked)", lower="kept",
+       kernel="layout", layout="select", traits=("opaque",), emit="layout")
+
+
+def gather(table: Any, *idx: Any, label: str | None = None) -> Any:
+    """`gather(table, idx)`: the elements of `table` at the indices that `idx` holds, read from
+    data (`map(i => table[i]) << idx`): `[T]n, [Int]m -> [T]m`; `T` may be an array (rows).
+    `gather(table)` is the function of the indices: `map(gather(lut)) << ids`. An index outside
+    `0..n-1` is a `LiftValueError` (in compiled programs too: see this module's docstring)."""
+    if not idx:
+        return lambda i: gather(table, i, label=label)
+    if len(idx) != 1:
+        raise LiftTypeError(f"gather takes a table and one index array, got {1 + len(idx)} arguments",
+                            loc=user_loc())
+    return apply(Gather(label=label, loc=user_loc()), (table, idx[0]), label=label)
 
 
 # ------------------------------------------------------------------------ types
@@ -105,38 +135,19 @@ def gather_batched(table: Any, idx: Any, d: int, node: Any) -> Any:
 # ------------------------------------------------------------------------ views
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Loaded(Var):
-    """An index read from data: a variable of range `lo..hi` standing for the value read through
-    `at`, (the gather's index view, a position): an element of its index array,, which the code generator declares
-    before the statement that uses it. `deps`: the variables the read's position depends on."""
+@dataclass(frozen=True, slots=True)
+class GatherV(View):
+    """`gather(table, idx)`: element `i` is the table's element at the index read from `idx` at
+    `i` (a `lift.views.Loaded` variable of range 0..n-1); `m` indices into `n` elements."""
 
-    at: Any = field(default=None, compare=False)
-    deps: frozenset = field(default=frozenset(), compare=False)
+    table: View
+    idx: View
+    n: Arith
+    m: Arith
 
-
-def loaded_index(idx_view: Any, pos: Arith, m: Arith, size: Arith) -> Loaded:
-    """The runtime index read from the gather's index view at `pos` (of `m` indices) into a
-    table of `size` elements; a position that is not provably in range (a padded gather's
-    outside) is clamped, so the read itself stays inside the index array."""
-    if not (prove_nonneg(pos) and prove_lt(pos, m)):
-        pos = max_(min_(pos, m - 1), Cst(0))
-    return Loaded(f"_loaded{next(_loaded)}", Cst(0), size - 1, at=(idx_view, pos), deps=frozenset(deps(pos)))
-
-
-def deps(e: Arith) -> set[Var]:
-    """The variables `e` depends on, looking through the positions of loaded indices."""
-    out: set[Var] = set()
-    for v in free_vars(e):
-        out.add(v)
-        if isinstance(v, Loaded):
-            out |= v.deps
-    return out
-
-
-def loaded_in(e: Arith) -> list[Loaded]:
-    """The loaded indices that `e` mentions."""
-    return [v for v in free_vars(e) if isinstance(v, Loaded)]
+    def resolve_at(self, stack: tuple[Step, ...]) -> Leaf:
+        i, rest = first_index(stack, self)
+        return resolve(self.table, (Idx(loaded_index(self.idx, i, self.m, self.n)),) + rest)
 
 
 # ------------------------------------------------------------------- host checks
@@ -160,7 +171,7 @@ def index_inputs(program: n.Lambda) -> tuple[tuple[int, Arith], ...]:
         for a in e.args:
             visit(a)
         roots = [root(a) for a in e.args]
-        if isinstance(e.f, n.Gather) and roots[1] is not None and isinstance(e.args[0].type, ArrayType):
+        if isinstance(e.f, Gather) and roots[1] is not None and isinstance(e.args[0].type, ArrayType):
             found[roots[1]] = e.args[0].type.size
         bind(e.f, roots)
 
@@ -200,25 +211,31 @@ def check_indices(checks: Sequence[tuple[int, Arith]], args: Sequence[Any], size
 # ---------------------------------------------------- the family's cases (lift.ir.registry)
 
 
-@register(n.Gather, stage="typecheck")
-def _typecheck(f: n.Gather, ts: list[Type], call: n.Node, conds: list[Any]) -> Type:
+@register(Gather, stage="typecheck")
+def _typecheck(f: Gather, ts: list[Type], call: n.Node, conds: list[Any]) -> Type:
     return gather_type(ts, call)
 
 
-@register(n.Gather, stage="interpret")
-def _interpret(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any]) -> Any:
+@register(Gather, stage="interpret")
+def _interpret(ev: Any, f: Gather, vals: list[Any], node: Any, env: dict[int, Any]) -> Any:
     return gather_values(vals[0], vals[1], node)
 
 
-@register(n.Gather, stage="show")
-def _show(p: Any, f: n.Gather, lab: str) -> str:
+@register(Gather, stage="show")
+def _show(p: Any, f: Gather, lab: str) -> str:
     return f"gather{lab}"
 
 
-@register(n.Gather, stage="batched")
-def _batched(ev: Any, f: n.Gather, vals: list[Any], node: Any, env: dict[int, Any], bs: tuple[Any, ...]) -> Any:
+@register(Gather, stage="view")
+def _view(f: Gather, args: list[View], types: list[Type], env: dict[int, Any]) -> View:
+    table, idx = cast(ArrayType, types[0]), cast(ArrayType, types[1])
+    return GatherV(args[0], args[1], table.size, idx.size)
+
+
+@register(Gather, stage="batched")
+def _batched(ev: Any, f: Gather, vals: list[Any], node: Any, env: dict[int, Any], bs: tuple[Any, ...]) -> Any:
     return gather_batched(vals[0], vals[1], len(bs), node)
 
 
-__all__ = ["gather_type", "gather_values", "gather_batched", "Loaded", "loaded_index", "deps", "loaded_in",
-           "index_inputs", "check_indices"]
+__all__ = ["Gather", "gather", "GatherV", "gather_type", "gather_values", "gather_batched", "index_inputs",
+           "check_indices"]

@@ -23,7 +23,6 @@ from lift.views import (
     AsScalarV,
     AsVectorV,
     ConstV,
-    GatherV,
     IotaV,
     JoinV,
     LaneV,
@@ -218,11 +217,6 @@ def _tuple_view(f: n.MakeTuple, args: Views, types: Types, env: Env) -> View:
 @register(n.Get, stage="view")
 def _get_view(f: n.Get, args: Views, types: Types, env: Env) -> View:
     return Proj(args[0], f.i)
-
-
-@register(n.Gather, stage="view")
-def _gather_view(f: n.Gather, args: Views, types: Types, env: Env) -> View:
-    return GatherV(args[0], args[1], _array(types[0]).size, _array(types[1]).size)
 
 
 @register(n.Iota, stage="view")

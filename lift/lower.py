@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from lift.errors import LiftValueError
 from lift.ir import nodes as n
-from lift.ir.layoutfun import computes
+from lift.ir.layoutfun import computes, is_layout_pattern
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import children, transform_bottom_up, walk, with_children
 from lift.ir.registry import is_parallel
@@ -34,8 +34,6 @@ from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun, constant
 from lift.typecheck import typecheck
 from lift.types import FunType, types_equal
-
-_PLUMBING = (Lambda, n.Let, *n.LAYOUT)
 
 
 def is_high_level(expr: Node) -> bool:
@@ -103,7 +101,8 @@ def _parallel(x: Node) -> bool:
 
 def _plumbing(f: FunDecl) -> bool:
     """Lambdas, lets and layout functions (maps of layout patterns included): they arrange data."""
-    return isinstance(f, _PLUMBING) or (isinstance(f, n.AbstractMap) and not computes(f.f))
+    return (isinstance(f, (Lambda, n.Let)) or is_layout_pattern(f)
+            or (isinstance(f, n.AbstractMap) and not computes(f.f)))
 
 
 def _is_stage(e: Expr) -> bool:

@@ -7,7 +7,7 @@ local or private array, or a private variable); layout patterns wrap views (`Spl
 an access stack, as the thesis describes, and returns a `Leaf`: a memory location with one
 simplified index expression per memory dimension (`Load`), a constant (`ConstLeaf`), a
 padding conditional (`Select`), a tuple read from several memories (`StructLeaf`) or a
-vector gathered from scalars (`VectorGather`).
+vector built lane by lane from scalars (`VectorLanes`).
 
 Input views read a value; output views say where a producer writes, e.g. the producer
 under a `join` writes through `SplitV` of the join's destination. `lift.layout` builds both
@@ -18,15 +18,17 @@ Postcondition of `resolve`: every index is an `Arith` simplified by `lift.arith`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lift.arith import Arith, Cst, Var, max_, min_, mod, prove_divides, prove_lt, prove_nonneg, substitute
+from lift.arith import Arith, Cst, Var, free_vars, max_, min_, mod, prove_divides, prove_lt, prove_nonneg, substitute
 from lift.arith.lanes import lane_free
 from lift.errors import UnsupportedError
-from lift.gather import deps, loaded_in, loaded_index
 from lift.types import ArrayType, Int, ScalarType, TupleType, Type, VectorType, base_type, shape
+
+_loaded = itertools.count()  # the names of runtime index variables
 
 # ------------------------------------------------------------------ access steps
 
@@ -65,9 +67,14 @@ Step = Idx | Fld | Lane | VecOf
 
 
 class View:
-    """Base of views."""
+    """Base of views. `resolve` knows the views defined here; a view defined beside its pattern
+    (a gather's, in `lift.gather`) resolves itself (`resolve_at`)."""
 
     __slots__ = ()
+
+    def resolve_at(self, stack: tuple[Step, ...]) -> Leaf:
+        """The leaf this view reads with access `stack` (the views `resolve` does not know)."""
+        raise UnsupportedError(f"no view resolution for {self!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,17 +187,6 @@ class LaneV(View):
 
 
 @dataclass(frozen=True, slots=True)
-class GatherV(View):
-    """`gather(table, idx)`: element `i` is the table's element at the index read from `idx` at
-    `i` (a `lift.gather.Loaded` variable of range 0..n-1); `m` indices into `n` elements."""
-
-    table: View
-    idx: View
-    n: Arith
-    m: Arith
-
-
-@dataclass(frozen=True, slots=True)
 class IotaV(View):
     """`iota(n)`: element `i` is the integer `i` itself (an `ExprLeaf` whose expression is the
     index, an `Arith`), read from no memory."""
@@ -206,7 +202,44 @@ class MapV(View):
     fn: Callable[[View], View] = field(compare=False)
 
 
-# ----------------------------------------------------------------------- leaves
+# ---------------------------------------------------------------- runtime indices
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Loaded(Var):
+    """An index read from data: a variable of range `lo..hi` standing for the value read through
+    `at` (an index view and a position: an element of an index array), which the code generator declares
+    before the statement that uses it. `deps`: the variables the read's position depends on."""
+
+    at: Any = field(default=None, compare=False)
+    deps: frozenset = field(default=frozenset(), compare=False)
+
+
+def loaded_index(idx_view: Any, pos: Arith, m: Arith, size: Arith) -> Loaded:
+    """The runtime index read from an index view at `pos` (of `m` indices) into a
+    table of `size` elements; a position that is not provably in range (a padded gather's
+    outside) is clamped, so the read itself stays inside the index array."""
+    if not (prove_nonneg(pos) and prove_lt(pos, m)):
+        pos = max_(min_(pos, m - 1), Cst(0))
+    return Loaded(f"_loaded{next(_loaded)}", Cst(0), size - 1, at=(idx_view, pos), deps=frozenset(deps(pos)))
+
+
+def deps(e: Arith) -> set[Var]:
+    """The variables `e` depends on, looking through the positions of loaded indices."""
+    out: set[Var] = set()
+    for v in free_vars(e):
+        out.add(v)
+        if isinstance(v, Loaded):
+            out |= v.deps
+    return out
+
+
+def loaded_in(e: Arith) -> list[Loaded]:
+    """The loaded indices that `e` mentions."""
+    return [v for v in free_vars(e) if isinstance(v, Loaded)]
+
+
+# ---------------------------------------------------------------------- leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,14 +287,14 @@ class StructLeaf:
 
 
 @dataclass(frozen=True, slots=True)
-class VectorGather:
+class VectorLanes:
     """A vector of `type` built lane by lane from scalar leaves."""
 
     type: VectorType
     parts: tuple[Any, ...]
 
 
-Leaf = Load | ConstLeaf | ExprLeaf | Select | StructLeaf | VectorGather
+Leaf = Load | ConstLeaf | ExprLeaf | Select | StructLeaf | VectorLanes
 
 
 def flat_index(t: Type, indices: tuple[Arith, ...]) -> Arith:
@@ -298,7 +331,7 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
             i, j, rest = _two(stack, v)
             return resolve(w, (Idx(i * m + j),) + rest)
         case JoinV(w, m):
-            k, rest = _one(stack, v)
+            k, rest = first_index(stack, v)
             return resolve(w, (Idx(k // m), Idx(k % m)) + rest)
         case TransposeV(w):
             i, j, rest = _two(stack, v)
@@ -307,7 +340,7 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
             i, j, rest = _two(stack, v)
             return resolve(w, (Idx(i * step + j),) + rest)
         case PadV(w, left, size, value, mode):
-            i, rest = _one(stack, v)
+            i, rest = first_index(stack, v)
             if mode != "constant":
                 return _boundary(w, i - left, size, mode, rest)
             return _pad(w, i - left, size, value, rest)
@@ -319,29 +352,26 @@ def resolve(v: View, stack: tuple[Step, ...] = ()) -> Leaf:
         case AsVectorV(w, width):
             return _as_vector(w, width, stack, v)
         case AsScalarV(w, width):
-            k, rest = _one(stack, v)
+            k, rest = first_index(stack, v)
             return resolve(w, (Idx(k // width), Lane(k % width)) + rest)
         case MapV(w, fn):
-            i, rest = _one(stack, v)
+            i, rest = first_index(stack, v)
             return resolve(fn(Access(w, i)), rest)
         case IotaV():
-            i, rest = _one(stack, v)
+            i, rest = first_index(stack, v)
             return ExprLeaf(i, Int, rest)
-        case GatherV(table, idx, size, m):
-            i, rest = _one(stack, v)
-            return resolve(table, (Idx(loaded_index(idx, i, m, size)),) + rest)
-    raise UnsupportedError(f"no view resolution for {v!r}")
+    return v.resolve_at(stack)
 
 
-def _one(stack: tuple[Step, ...], v: View) -> tuple[Arith, tuple[Step, ...]]:
+def first_index(stack: tuple[Step, ...], v: View) -> tuple[Arith, tuple[Step, ...]]:
     if not stack or not isinstance(stack[0], Idx):
         raise UnsupportedError(f"{type(v).__name__} read without an array index (stack {stack})")
     return stack[0].i, stack[1:]
 
 
 def _two(stack: tuple[Step, ...], v: View) -> tuple[Arith, Arith, tuple[Step, ...]]:
-    i, rest = _one(stack, v)
-    j, rest = _one(rest, v)
+    i, rest = first_index(stack, v)
+    j, rest = first_index(rest, v)
     return i, j, rest
 
 
@@ -421,7 +451,7 @@ def _soa(vs: tuple[View, ...], depth: int, t: Type, stack: tuple[Step, ...]) -> 
 
 
 def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
-    i, rest = _one(stack, v)
+    i, rest = first_index(stack, v)
     if rest and isinstance(rest[0], Lane):
         return resolve(w, (Idx(i * width + rest[0].k),) + rest[1:])
     lane = Var("_lane", Cst(0), Cst(width - 1))
@@ -432,7 +462,7 @@ def _as_vector(w: View, width: int, stack: tuple[Step, ...], v: View) -> Leaf:
     parts = tuple(resolve(w, (Idx(i * width + k),) + rest) for k in range(width))
     scalar = _leaf_type(parts[0])
     assert isinstance(scalar, ScalarType)
-    return VectorGather(VectorType(scalar, width), parts)
+    return VectorLanes(VectorType(scalar, width), parts)
 
 
 def _vector_leaf(leaf: Leaf, lane: Var, width: int) -> Leaf | None:
@@ -470,7 +500,7 @@ def _loads_by_lane(leaf: Leaf, lane: Var) -> bool:
         case Select(conds, then, orelse):
             return any(lane in x.deps for c, _, hi in conds for e in (c, hi) if e is not None
                        for x in loaded_in(e)) or _loads_by_lane(then, lane) or _loads_by_lane(orelse, lane)
-        case StructLeaf(_, parts) | VectorGather(_, parts):
+        case StructLeaf(_, parts) | VectorLanes(_, parts):
             return any(_loads_by_lane(p, lane) for p in parts)
     return False
 
@@ -528,7 +558,7 @@ def _leaf_type(leaf: Leaf) -> Type:
     match leaf:
         case Load(mem, _, tail):
             return _tail_type(storage_type(mem.type), tail)
-        case ConstLeaf(_, t) | StructLeaf(t, _) | VectorGather(t, _):
+        case ConstLeaf(_, t) | StructLeaf(t, _) | VectorLanes(t, _):
             return t
         case ExprLeaf(_, t, tail):
             return _tail_type(t, tail)
@@ -559,7 +589,7 @@ def _tail_type(t: Type, tail: tuple[Step, ...]) -> Type:
 
 __all__ = [
     "Idx", "Fld", "Lane", "VecOf", "View", "Mem", "ConstV", "ExprV", "Access", "SplitV", "JoinV",
-    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "GatherV", "IotaV",
-    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "VectorGather", "resolve", "leaf_type", "boundary_index",
-    "flat_index", "storage_type",
+    "TransposeV", "SlideV", "PadV", "SoA", "Proj", "AsVectorV", "AsScalarV", "LaneV", "MapV", "IotaV",
+    "Load", "ConstLeaf", "ExprLeaf", "Select", "StructLeaf", "VectorLanes", "resolve", "leaf_type", "boundary_index",
+    "flat_index", "storage_type", "first_index", "Loaded", "loaded_index", "deps", "loaded_in",
 ]

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", "constraints": "lift.constraints"}
 
 # The layers, lowest first. STYLE 15: types, arith -> ir -> typecheck, interpret, userfun -> rules ->
-# constraints -> rewrites -> memory -> views -> barriers -> codegen -> runtime -> compile -> explore.
+# constraints -> rewrites -> memory -> layout -> barriers -> codegen -> runtime -> compile -> explore.
 # Choices for what STYLE 15 does not name, or names together:
 # - errors: the lowest layer; every stage raises `lift.errors`, and errors import nothing.
 #   version (`__version__`, read by the runtime's build-cache key) imports nothing either.
@@ -32,7 +32,9 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 # - arith before types: types carry `Arith` sizes, and arith must not know about types.
 # - lower (the default lowering) sits with constraints: both turn a rewritten program into a
 #   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`.
-# - layout (views of memories and layout functions) sits with views, whose view records it builds.
+# - views (records and index arithmetic) sit low, under the IR, so a pattern's module (lift.gather)
+#   defines its view beside its other cases; layout (views of the IR's memories and layout functions)
+#   sits above allocation.
 # - plan (`KernelSource`, what code generation hands to the runtime) sits with codegen.
 # - program (`KernelSource -> Program`, runs through the runtime) sits with runtime.
 # - decide (the policy: what compile plans), spaces (one program's rewritten forms and spaces,
@@ -46,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.devices", "lift.choices"),
     ("lift.arith",),
     ("lift.types",),
+    ("lift.views",),  # view records and their index arithmetic: arith and types only, no IR
     ("lift.ir",),
     ("lift.typecheck", "lift.interpret", "lift.userfun", "lift.gather"),  # gather: every stage's case of one pattern
     ("lift.comprehension",),  # Tensor Comprehensions -> lift.fun programs (IR and user functions only)
@@ -53,7 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.constraints", "lift.lower"),
     ("lift.rewrites",),
     ("lift.allocation",),
-    ("lift.views", "lift.layout"),
+    ("lift.layout",),
     ("lift.barriers",),
     ("lift.codegen", "lift.plan"),
     ("lift.runtime", "lift.arrays", "lift.program"),  # arrays: results kept on a device, between the two

@@ -74,14 +74,14 @@ def _subclasses(c: type) -> set[type]:
     return {s for s in out if getattr(sys.modules[s.__module__], s.__name__, None) is s}
 
 
-NODE_CLASSES = sorted((c for c in _subclasses(n.Node) if c not in BASES and c.__module__ == "lift.ir.nodes"),
-                      key=lambda c: c.__name__)
+NODE_CLASSES = sorted((c for c in _subclasses(n.Node) if c not in BASES and c in REGISTRY
+                       and c.__module__.startswith("lift.")), key=lambda c: c.__name__)  # lift.gather's too
 FUNCTIONS = [c for c in NODE_CLASSES if issubclass(c, n.FunDecl)]
 
 
 def test_every_node_class_has_a_family_with_every_stage_described():
     lifts = {c for c in REGISTRY if c.__module__.startswith("lift.")}  # not this file's Head
-    assert lifts == set(n.ALL_NODE_TYPES) == set(NODE_CLASSES)
+    assert lifts == set(NODE_CLASSES) >= set(n.ALL_NODE_TYPES)  # the built-in families, and lift.gather's
     others = [c for c in _subclasses(n.Node) if c not in BASES and c not in REGISTRY
               and c.__module__.startswith("lift.")]  # not this file's _Unknown
     assert others, "the rewrite points are node classes too"

@@ -23,7 +23,7 @@ from lift.views import (
     StructLeaf,
     TransposeV,
     VecOf,
-    VectorGather,
+    VectorLanes,
     resolve,
 )
 
@@ -100,7 +100,7 @@ def test_as_vector_reads_contiguous_lanes_as_one_vector():
 def test_as_vector_of_a_transposed_array_gathers_lanes():
     q = Var("q", Cst(0), Cst(1))
     leaf = resolve(Access(AsVectorV(Access(TransposeV(X2), k), 4), q))
-    assert isinstance(leaf, VectorGather) and len(leaf.parts) == 4
+    assert isinstance(leaf, VectorLanes) and len(leaf.parts) == 4
 
 
 def test_as_scalar_reads_a_lane():

@@ -22,6 +22,7 @@ from lift.allocation import Allocated, Buffer
 from lift.barriers.records import FENCES, Placement, Synchronised
 from lift.errors import NotSynchronisableError
 from lift.ir import nodes as n
+from lift.ir.layoutfun import is_layout_pattern
 from lift.ir.nodes import FunCall, Node
 from lift.ir.paths import Path, at, walk
 from lift.ir.registry import is_address, is_parallel
@@ -74,7 +75,7 @@ def _consumer(root: Node, path: Path) -> Path:
     up = path[:-1]
     while len(up) > 1:
         parent = at(root, up)
-        if not (isinstance(parent, FunCall) and isinstance(parent.f, n.LAYOUT)):
+        if not (isinstance(parent, FunCall) and is_layout_pattern(parent.f)):
             break
         if not up[-1] >= 1:
             break

@@ -46,7 +46,7 @@ from lift.views import (
     Select,
     StructLeaf,
     VecOf,
-    VectorGather,
+    VectorLanes,
     View,
     leaf_type,
     resolve,
@@ -77,7 +77,7 @@ def leaf_expr(leaf, use: Callable[[Mem], None] | None = None, facts: Facts = NO_
             return CCond(conds, leaf_expr(then, use, facts), leaf_expr(orelse, use, facts))
         case StructLeaf(t, parts):
             return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts))
-        case VectorGather(t, parts):
+        case VectorLanes(t, parts):
             return CCompound(c_type(t), _gathered(parts, [leaf_expr(p, use, facts) for p in parts], facts),
                              vector=True)
     raise TypeError(f"not a view leaf: {leaf!r}")
@@ -203,7 +203,7 @@ def _write_leaf(leaf, value: CExpr, t: Type, out: Block, fresh, use, comment: st
             src = _named(value, t, out, fresh)
             for k, (p, et) in enumerate(zip(parts, t.elems)):
                 _write_leaf(p, _member(src, k), et, out, fresh, use, comment, facts)
-        case VectorGather(vt, parts):
+        case VectorLanes(vt, parts):
             src = _named(value, vt, out, fresh)
             for k, p in enumerate(parts):
                 _write_leaf(p, CLane(src, k), vt.scalar, out, fresh, use, comment, facts)

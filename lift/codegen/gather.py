@@ -1,6 +1,6 @@
-"""Runtime indices in a kernel: the `lift.gather.Loaded` variables of a view leaf become C ints.
+"""Runtime indices in a kernel: the `lift.views.Loaded` variables of a view leaf become C ints.
 
-A gather's view (`lift.views.GatherV`) resolves to a leaf whose index holds a `Loaded` variable,
+A gather's view (`lift.gather`) resolves to a leaf whose index holds a `Loaded` variable,
 which stands for the value read from the gather's index array. Before the statement that reads the
 leaf, each is declared, its value clamped into the table (`lift.gather` says why):
 
@@ -17,8 +17,7 @@ from typing import Any, cast
 
 from lift.arith import Arith, Var, substitute
 from lift.codegen.c_ast import CCall, CInt, Decl
-from lift.gather import Loaded, loaded_in
-from lift.views import Access, ConstLeaf, ExprLeaf, Lane, Load, Select, StructLeaf, VectorGather
+from lift.views import Access, ConstLeaf, ExprLeaf, Lane, Load, Loaded, Select, StructLeaf, VectorLanes, loaded_in
 
 
 def bind(kg: Any, leaf: Any) -> Any:
@@ -60,7 +59,7 @@ def _parts(leaf: Any) -> tuple:
     match leaf:
         case Select(_, then, orelse):
             return (then, orelse)
-        case StructLeaf(_, parts) | VectorGather(_, parts):
+        case StructLeaf(_, parts) | VectorLanes(_, parts):
             return parts
     return ()
 
@@ -78,8 +77,8 @@ def _substituted(leaf: Any, env: dict[str, Var]) -> Any:
                           _substituted(orelse, env))
         case StructLeaf(t, parts):
             return StructLeaf(t, tuple(_substituted(p, env) for p in parts))
-        case VectorGather(t, parts):
-            return VectorGather(t, tuple(_substituted(p, env) for p in parts))
+        case VectorLanes(t, parts):
+            return VectorLanes(t, tuple(_substituted(p, env) for p in parts))
         case ConstLeaf() | ExprLeaf():
             return leaf
     return leaf

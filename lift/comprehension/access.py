@@ -24,8 +24,9 @@ from lift.arith import Arith, Cst, as_arith
 from lift.comprehension.ranges import SUPPORTED, Affine, tc_error
 from lift.comprehension.syntax import Pos
 from lift.errors import LiftTypeError, UnsupportedError
+from lift.gather import gather
 from lift.ir.nodes import Expr
-from lift.ir.patterns import gather, map, slide, take, transpose
+from lift.ir.patterns import map, slide, take, transpose
 from lift.types import ArrayType, Int, base_type
 
 

@@ -332,17 +332,6 @@ class At(Pattern):
 
 
 @node
-class Gather(Pattern):
-    """`gather(table, idx)`: the elements of `table` at the indices that the integer array `idx`
-    holds (`map(i => table[i]) << idx`, RISE's `idx` with a runtime index): `[T]n, [Int]m -> [T]m`.
-    Semantics, views and code: `lift.gather`."""
-
-    @property
-    def arity(self) -> int:
-        return 2
-
-
-@node
 class Iota(Pattern):
     """`iota(n)`: the indices `0 .. n-1` as an array `[Int]n`, applied to no argument; a view
     generated where it is read (no input buffer). Semantics, views and code: `lift.iota`."""
@@ -471,12 +460,11 @@ class OclKernel(Pattern):
         return self.f.arity
 
 
-# The groupings of node classes (MAPS, REDUCES, ADDRESS_SPACES, WRAPPERS, LAYOUT, ALL_NODE_TYPES)
+# The groupings of node classes (MAPS, REDUCES, ADDRESS_SPACES, WRAPPERS, ALL_NODE_TYPES)
 # are the registry's, derived from its families; imported here (after the classes it registers)
 # so that `lift.ir.nodes` keeps offering them.
 from lift.ir.registry import ADDRESS_SPACES as ADDRESS_SPACES  # noqa: E402
 from lift.ir.registry import ALL_NODE_TYPES as ALL_NODE_TYPES  # noqa: E402
-from lift.ir.registry import LAYOUT as LAYOUT  # noqa: E402
 from lift.ir.registry import MAPS as MAPS  # noqa: E402
 from lift.ir.registry import REDUCES as REDUCES  # noqa: E402
 from lift.ir.registry import WRAPPERS as WRAPPERS  # noqa: E402

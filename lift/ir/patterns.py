@@ -193,19 +193,6 @@ def zip(*xs: Any, label: str | None = None) -> Expr:  # noqa: A001
     return apply(n.Zip(len(xs), label=label, loc=user_loc()), xs, label=label)
 
 
-def gather(table: Any, *idx: Any, label: str | None = None) -> Any:
-    """`gather(table, idx)`: the elements of `table` at the indices that `idx` holds, read from
-    data (`map(i => table[i]) << idx`): `[T]n, [Int]m -> [T]m`; `T` may be an array (rows).
-    `gather(table)` is the function of the indices: `map(gather(lut)) << ids`. An index outside
-    `0..n-1` is a `LiftValueError` (see `lift.gather` for compiled programs)."""
-    if not idx:
-        return lambda i: gather(table, i, label=label)
-    if len(idx) != 1:
-        raise LiftTypeError(f"gather takes a table and one index array, got {1 + len(idx)} arguments",
-                            loc=user_loc())
-    return apply(n.Gather(label=label, loc=user_loc()), (table, idx[0]), label=label)
-
-
 def iota(count: Any, *, label: str | None = None) -> n.FunCall:
     """The indices `0 .. count-1` as an array `[Int]count` with no input buffer: each reader computes the
     element it reads (a view), e.g. an arg-min, the index of the smallest element:
@@ -509,7 +496,7 @@ def _check_rank(k: int) -> None:
 
 
 __all__ = [
-    "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "reduce_atomic", "zip", "gather", "get",
+    "map", "map_seq", "map_glb", "map_wrg", "map_lcl", "reduce", "reduce_seq", "reduce_atomic", "zip", "get",
     "iota", "split", "join", "slide", "pad", "transpose", "transpose_w", "as_vector", "as_scalar",
     "value", "let", "to_global", "to_local", "to_private", "ocl_kernel", "vectorise",
     "iterate", "fun", "map_nd", "zip_nd", "split_nd", "join_nd", "slide_nd", "pad_nd",

@@ -308,9 +308,6 @@ define("get", n.Get, typecheck="(T1, ..., Tk) -> Ti", interpret="a tuple compone
 define("at", n.At, typecheck="[T]_n -> T (or a vector's lane); 0 <= i < n", interpret="an element (range checked)",
        lower=_KEPT, kernel="layout", layout="select",
        traits=("in_args",), emit="layout")
-define("gather", n.Gather, typecheck="[T]_n, [Int]_m -> [T]_m (lift.gather)",
-       interpret="the table's elements at the indices (range checked)", lower=_KEPT, kernel="layout",
-       layout="select", traits=("opaque",), emit="layout")
 define("iota", n.Iota, typecheck="() -> [Int]_n (lift.iota)", interpret="0 .. n-1", lower=_KEPT, kernel="layout",
        layout="select", traits=("opaque",), emit="layout")
 define("split", n.Split, typecheck="[T]_n -> [[T]_m]_(n/m); m > 0 and m divides n", interpret=_VIEW, lower=_KEPT,
@@ -353,6 +350,8 @@ define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
 
+# Snapshots of the families defined here (a family defined in its own module later, lift.gather's,
+# is not in them: a stage asks `has(trait, f)` or the entry, never these tuples, about a node).
 # Derived from the families: the layout patterns, those whose arguments can be written through
 # their destination, and those that do so for one array (the rest of INVERTIBLE: zip, tuple).
 LAYOUT = layout_classes(*LAYOUT_KINDS)
