@@ -53,6 +53,11 @@ def pvars(names: str, kind: type | tuple[type, ...] = object) -> tuple[Any, ...]
     return tuple(PVar(n, kind) for n in names.split())
 
 
+def any_() -> Any:
+    """A wildcard: matches any value and binds nothing (a field the pattern does not ask)."""
+    return PVar("_")
+
+
 def either(*options: Any) -> Either:
     """A pattern matching any of `options`."""
     return Either(tuple(options))
@@ -83,42 +88,52 @@ def match(pattern: Any, value: Any, env: Bindings | None = None) -> Bindings | N
     if isinstance(value, Lambda) and isinstance(pattern, Node) and not isinstance(pattern, Lambda):
         return None  # eta-reduction only below the matched node: the node itself stays in place
     env = dict(env or {})
-    return env if _match(pattern, value, env) else None
+    return env if _match(pattern, value, env, True) else None
 
 
-def _match(p: Any, v: Any, env: Bindings) -> bool:
+def exact(pattern: Any, value: Any, env: Bindings | None = None) -> Bindings | None:
+    """The bindings that make `pattern` equal to `value` as written (no lambda is eta-reduced), or
+    None: how a stage that reads the program's own shapes (the normaliser, fusion) states them.
+    `env` holds bindings given beforehand (a parameter the pattern must find: `{"p": p}`)."""
+    env = dict(env or {})
+    return env if _match(pattern, value, env, False) else None
+
+
+def _match(p: Any, v: Any, env: Bindings, eta_: bool) -> bool:
     if isinstance(p, PVar):
         return _bind(p, v, env)
     if isinstance(p, Either):
         for option in p.options:
             trial = dict(env)
-            if _match(option, v, trial):
+            if _match(option, v, trial, eta_):
                 env.clear()
                 env.update(trial)
                 return True
         return False
     if isinstance(p, Named):
-        return _match(p.pattern, v, env) and _bind(PVar(p.name), v, env)
+        return _match(p.pattern, v, env, eta_) and _bind(PVar(p.name), v, env)
     if isinstance(p, Node):
-        return _match_node(p, v, env)
+        return _match_node(p, v, env, eta_)
     if isinstance(p, tuple):
         return (isinstance(v, tuple) and len(p) == len(v)
-                and all(_match(a, b, env) for a, b in zip(p, v)))
+                and all(_match(a, b, env, eta_) for a, b in zip(p, v)))
     return cast(bool, p == v)
 
 
 def _bind(p: PVar, v: Any, env: Bindings) -> bool:
     if not isinstance(v, p.kind) or (p.test is not None and not p.test(v)):
         return False
+    if p.name == "_":
+        return True  # a wildcard binds nothing
     if p.name in env:
         return cast(bool, env[p.name] == v)
     env[p.name] = v
     return True
 
 
-def _match_node(p: Node, v: Any, env: Bindings) -> bool:
-    if isinstance(v, Lambda) and not isinstance(p, Lambda):
+def _match_node(p: Node, v: Any, env: Bindings, eta_: bool) -> bool:
+    if eta_ and isinstance(v, Lambda) and not isinstance(p, Lambda):
         v = eta(v)
     if type(v) is not type(p):
         return False
-    return all(_match(getattr(p, f), getattr(v, f), env) for f in compare_fields(p))
+    return all(_match(getattr(p, f), getattr(v, f), env, eta_) for f in compare_fields(p))
