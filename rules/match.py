@@ -95,11 +95,15 @@ def exact(pattern: Any, value: Any, env: Bindings | None = None) -> Bindings | N
     """The bindings that make `pattern` equal to `value` as written (no lambda is eta-reduced), or
     None: how a stage that reads the program's own shapes (the normaliser, fusion) states them.
     `env` holds bindings given beforehand (a parameter the pattern must find: `{"p": p}`)."""
-    env = dict(env or {})
+    if isinstance(pattern, Node) and type(value) is not type(pattern):
+        return None  # the common case, answered before any bindings are made
+    env = {} if env is None else dict(env)
     return env if _match(pattern, value, env, False) else None
 
 
 def _match(p: Any, v: Any, env: Bindings, eta_: bool) -> bool:
+    if isinstance(p, Node):
+        return _match_node(p, v, env, eta_)
     if isinstance(p, PVar):
         return _bind(p, v, env)
     if isinstance(p, Either):
@@ -112,8 +116,6 @@ def _match(p: Any, v: Any, env: Bindings, eta_: bool) -> bool:
         return False
     if isinstance(p, Named):
         return _match(p.pattern, v, env, eta_) and _bind(PVar(p.name), v, env)
-    if isinstance(p, Node):
-        return _match_node(p, v, env, eta_)
     if isinstance(p, tuple):
         return (isinstance(v, tuple) and len(p) == len(v)
                 and all(_match(a, b, env, eta_) for a, b in zip(p, v)))
@@ -136,4 +138,7 @@ def _match_node(p: Node, v: Any, env: Bindings, eta_: bool) -> bool:
         v = eta(v)
     if type(v) is not type(p):
         return False
-    return all(_match(getattr(p, f), getattr(v, f), env, eta_) for f in compare_fields(p))
+    for f in compare_fields(p):
+        if not _match(getattr(p, f), getattr(v, f), env, eta_):
+            return False
+    return True
