@@ -26,7 +26,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
 from lift.ir.registry import MAPS, REDUCES, is_address
-from lift.rules.match import PVar, any_, call, either, exact, expr, fun, named
+from lift.rules.match import PVar, any_, call, either, exact, expr, fun, named, var
 from lift.rules.rule import Rule
 from lift.rules.terms import (
     as_call,
@@ -128,7 +128,7 @@ reduce_map_fusion = Rule(
 
 def _map_call(a: Node) -> FunCall | None:
     """`a` if it is a call of a map (`_MAP_CALL`), else None."""
-    return a if exact(_MAP_CALL, a) is not None else None
+    return as_call(a) if exact(_MAP_CALL, a) is not None else None
 
 
 def _zip_map_fusion(args: tuple[Expr, ...], matched: FunCall) -> Expr:
@@ -159,13 +159,13 @@ zip_map_fusion = Rule(
 # The shapes the fusion passes read, stated as patterns of the program as written (`exact`: no
 # lambda eta-reduced); a bound function's side condition is its pattern variable's test.
 h, y = fun("h"), expr("y")
-_ARGS: Any = PVar("args", tuple)
-_MAP_CALL = FunCall(Map(g), _ARGS)                                # map(g) << .., any arguments
-_ZIP: Any = named("zip", FunCall(Zip(any_()), _ARGS))             # zip(..)
+_ARGS = var("args", tuple)
+_MAP_CALL = FunCall(Map(g), _ARGS)  # map(g) << .., any arguments
+_ZIP: Any = named("zip", FunCall(Zip(any_()), _ARGS))  # zip(..)
 _FOLD = call(named("red", either(Reduce(f), ReduceSeq(f))), z, x)  # reduce(f, z) << x, either form
-_GET = call(Get(PVar("i")), expr("p"))                            # get(i) << p, p given
-_ONE: Any = PVar("p", Param)
-_LAMBDA_1: Any = PVar("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
+_GET = call(Get(var("i")), expr("p"))  # get(i) << p, p given
+_ONE = var("p", Param)
+_LAMBDA_1 = var("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
 
 
 def _computing(g: FunDecl) -> bool:
@@ -173,18 +173,18 @@ def _computing(g: FunDecl) -> bool:
     return computes(g) and not _materialises(g)
 
 
-_PRODUCER = call(Map(PVar("g", FunDecl, _computing)), y)          # map(g) << y, g computing
-_STAGE = call(Map(PVar("g", FunDecl, lambda g: _computing(g) and not _reduces(g))), y)  # ..not reducing
-_CONSUMER = call(Map(PVar("f", FunDecl, computes)), named("inner", _PRODUCER))  # map(f) << map(g) << y
-_VIEW_STEP = FunCall(PVar("f", FunDecl, lambda f: not computes(f)), (y,))  # a non-computing function of y
+_PRODUCER = call(Map(var("g", FunDecl, _computing)), y)  # map(g) << y, g computing
+_STAGE = call(Map(var("g", FunDecl, lambda g: _computing(g) and not _reduces(g))), y)  # ..not reducing
+_CONSUMER = call(Map(var("f", FunDecl, computes)), named("inner", _PRODUCER))  # map(f) << map(g) << y
+_VIEW_STEP = FunCall(var("f", FunDecl, lambda f: not computes(f)), (y,))  # a non-computing function of y
 _SPLIT = call(Split(any_()), y)
-_EPILOGUE = call(Map(f), x)                                       # map(f) << x
-_ZIP_CONSUMER = call(Map(_LAMBDA_1), _ZIP)                        # map(p => ..) << zip(..)
-_MAP_OF_ZIP = call(Map(f), _ZIP)                                  # map(f) << zip(..)
-_JOINED_CONSUMER = call(Map(PVar("f", FunDecl, computes)), named("join", call(Join(), named("inner", _PRODUCER))))
-_MAP_FUN = Map(h)                                                 # map(h), the function itself
-_LAMBDA_OF_MAP = Lambda((_ONE,), named("body", call(Map(h), y)))  # p => map(h) << y
-_LAMBDA_OF_ZIP_MAP = Lambda((_ONE,), call(Map(h), _ZIP))          # p => map(h) << zip(..)
+_EPILOGUE = call(Map(f), x)  # map(f) << x
+_ZIP_CONSUMER = call(Map(_LAMBDA_1), _ZIP)  # map(p => ..) << zip(..)
+_MAP_OF_ZIP = call(Map(f), _ZIP)  # map(f) << zip(..)
+_JOINED_CONSUMER = call(Map(var("f", FunDecl, computes)), named("join", call(Join(), named("inner", _PRODUCER))))
+_MAP_FUN = Map(h)  # map(h), the function itself
+_LAMBDA_OF_MAP = Lambda((_ONE,), cast(Any, named("body", call(Map(h), y))))  # p => map(h) << y
+_LAMBDA_OF_ZIP_MAP = Lambda((_ONE,), call(Map(h), _ZIP))  # p => map(h) << zip(..)
 
 
 def _materialises(g: Node) -> bool:
@@ -447,7 +447,7 @@ def _zip_consumer(f: FunDecl) -> tuple[FunDecl, list[Expr | None], int] | None:
     if mentions(h, (p,)):
         return None
     hits = [i for i, a in enumerate(z.args) if a == p]
-    if len(hits) != 1 or any(mentions(a, f.params) for i, a in enumerate(z.args) if i != hits[0]):
+    if len(hits) != 1 or any(mentions(a, (p,)) for i, a in enumerate(z.args) if i != hits[0]):
         return None
     return h, [None if i == hits[0] else a for i, a in enumerate(z.args)], hits[0]
 

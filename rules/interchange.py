@@ -17,7 +17,7 @@ from lift.ir.nodes import (
     Transpose,
     Zip,
 )
-from lift.rules.match import PVar, call, either, exact, expr, fun, named
+from lift.rules.match import PVar, call, either, exact, expr, fun, named, var
 from lift.rules.rule import Rule
 from lift.rules.terms import array_type, as_call, elem, lam, mentions, meta, refresh
 from lift.rules.terms import call as apply_fun
@@ -29,7 +29,7 @@ x = expr("x")
 lam_f: Any = PVar("f", Lambda)
 
 # The shapes of `f` the side conditions read, as patterns of the function as written (`exact`).
-_a: Any = PVar("a", Param)
+_a = var("a", Param)
 _op = fun("op")
 _INNER_MAP = Lambda((_a,), call(Map(fun("g")), expr("ys")))  # a => map(g) << ys
 # a => reduce(op, z) << a, either form

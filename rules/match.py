@@ -5,6 +5,17 @@ sub-terms, e.g. `FunCall(Map(f), (FunCall(Map(g), (x,)),))`. Matching is structu
 the fields that take part in equality; metadata (label, loc) is ignored. A lambda in the
 program is eta-reduced where the pattern expects another function, so
 `map(r => map(f) << r)` matches `Map(Map(f))`.
+
+`exact(pattern, expr)` matches the program as written (no lambda eta-reduced): the normaliser
+(rules/normalise.py), the fusion passes (rules/fusion.py) and the rules' side conditions state
+the shapes they read this way, one pattern each, instead of testing node classes by hand:
+
+    _TWO_TRANSPOSES = call(Transpose(), call(Transpose(), x))     # transpose << transpose << x
+    b = exact(_TWO_TRANSPOSES, e)                                 # {"x": ...} or None
+
+A pattern variable's `test` carries a side condition (`PVar("g", FunDecl, computes)`), `any_()`
+matches a field the pattern does not ask, and `env` gives bindings beforehand (`exact(get_i_of_p,
+e, {"p": p})`: a component of that parameter).
 """
 
 from __future__ import annotations
@@ -51,6 +62,11 @@ def pvars(names: str, kind: type | tuple[type, ...] = object) -> tuple[Any, ...]
     # typed Any: a PVar stands for a function, an expression or a size in a pattern built with the
     # IR's constructors (`Map(f)`, `Split(k)`), whose fields are typed for programs
     return tuple(PVar(n, kind) for n in names.split())
+
+
+def var(name: str, kind: type | tuple[type, ...] = object, test: Callable[[Any], bool] | None = None) -> Any:
+    """A pattern variable of `kind` with a side condition `test` (typed Any, as `pvars`)."""
+    return PVar(name, kind, test)
 
 
 def any_() -> Any:

@@ -64,7 +64,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import at, children, replace_at, walk, with_children
 from lift.ir.registry import has
-from lift.rules.match import PVar, any_, either, exact, expr, fun, named
+from lift.rules.match import any_, either, exact, expr, fun, named, var
 from lift.rules.match import call as pattern
 from lift.rules.terms import as_call, call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
 from lift.typecheck import type_of, typecheck
@@ -74,21 +74,21 @@ from lift.userfun import builtins, facts
 # The left-hand sides of the rules below, as patterns of the program as written (`exact`: no lambda
 # eta-reduced); a bound function's side condition is its pattern variable's test.
 _f, _g, _x = fun("f"), fun("g"), expr("x")
-_R: Any = PVar("r", Param)
-_LAMBDA_1: Any = PVar("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
+_R = var("r", Param)
+_LAMBDA_1 = var("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
 _MAP_FUN = Map(_g)  # map(g), the function itself
 _FOLD = pattern(named("red", Reduce(_f)), expr("z"), _x)  # reduce(f, z) << x
 _ZIPPED_PAIRS = pattern(Map(_f), named("zip", pattern(Zip(any_()), expr("a"), expr("b"))))  # map(f) << zip(a, b)
-_COMPONENT = pattern(Get(PVar("i")), _x)  # get(i) << x
+_COMPONENT = pattern(Get(var("i")), _x)  # get(i) << x
 _TWO_TRANSPOSES = pattern(Transpose(), pattern(Transpose(), _x))  # transpose << transpose << x
 # transpose << map(f) << transpose << x, and f = r => map(g) << slide(..) [<< pad(..)] << r
-_COLUMN_WINDOWS = pattern(Transpose(), named("m", pattern(Map(PVar("f", Lambda)),
+_COLUMN_WINDOWS = pattern(Transpose(), named("m", pattern(Map(var("f", Lambda)),
                                                           named("t", pattern(Transpose(), _x)))))
 _PADDED: Any = pattern(named("pad", Pad(any_(), any_(), any_(), any_())), _R)
-_ROW_WINDOWS = Lambda((_R,), named("body", pattern(Map(_g), pattern(named("slide", Slide(any_(), any_())),
-                                                                    either(_PADDED, _R)))))
+_ROW_WINDOWS = Lambda((_R,), cast(Any, named("body", pattern(Map(_g), pattern(named("slide", Slide(any_(), any_())),
+                                                                              either(_PADDED, _R))))))
 _NEST = pattern(Map(_LAMBDA_1), _x)  # map(c => ..) << x
-_STAGE = FunCall(Map(PVar("_", FunDecl, computes)), PVar("_", tuple))  # a computing map's call
+_STAGE = FunCall(Map(var("_", FunDecl, computes)), var("_", tuple))  # a computing map's call
 _REDUCE_OF_MAP = pattern(Map(_LAMBDA_1), named("inner", pattern(Map(_g), _x)))  # map(c => ..) << map(g) << x
 # reduce(_, _) << c or reduce(_, _) << map(_) << c, for a given c
 _REDUCTION_OF = pattern(Reduce(any_()), any_(), either(pattern(Map(any_()), expr("c")), expr("c")))

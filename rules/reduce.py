@@ -11,7 +11,7 @@ from __future__ import annotations
 from lift.arith import as_arith
 from lift.ir.alpha import alpha_equal
 from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, MakeTuple, Map, Param, Reduce, Split
-from lift.rules.match import PVar, any_, call, exact, expr, fun
+from lift.rules.match import any_, call, exact, expr, fun, var
 from lift.rules.rule import REQUIRED, Rule, divides
 from lift.rules.split_join import divisors
 from lift.rules.terms import constant, elem, eta, lam, length, meta, refresh
@@ -20,8 +20,8 @@ from lift.userfun import facts
 f = fun("f")
 z, x, xs = expr("z"), expr("x"), expr("xs")
 
-_CONSTANT_TUPLE = FunCall(MakeTuple(any_()), PVar("args", tuple))  # tuple(..)
-_c = PVar("c", Param)
+_CONSTANT_TUPLE = FunCall(MakeTuple(any_()), var("args", tuple))  # tuple(..)
+_c = var("c", Param)
 _PARTIALS = Lambda((_c,), call(Reduce(f), z, _c))  # c => reduce(f, z) << c
 
 
