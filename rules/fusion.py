@@ -7,8 +7,6 @@ from typing import Any, cast
 
 from lift.ir.layoutfun import computes
 from lift.ir.nodes import (
-    AbstractMap,
-    AbstractReduce,
     Expr,
     FunCall,
     FunDecl,
@@ -27,8 +25,8 @@ from lift.ir.nodes import (
     Zip,
 )
 from lift.ir.paths import at, children, transform_bottom_up, walk, with_children
-from lift.ir.registry import is_address
-from lift.rules.match import PVar, call, either, expr, fun, named
+from lift.ir.registry import MAPS, REDUCES, is_address
+from lift.rules.match import PVar, any_, call, either, exact, expr, fun, named, var
 from lift.rules.rule import Rule
 from lift.rules.terms import (
     as_call,
@@ -129,8 +127,8 @@ reduce_map_fusion = Rule(
 
 
 def _map_call(a: Node) -> FunCall | None:
-    """`a` if it is a call of a map, else None."""
-    return a if isinstance(a, FunCall) and isinstance(a.f, Map) else None
+    """`a` if it is a call of a map (`_MAP_CALL`), else None."""
+    return as_call(a) if exact(_MAP_CALL, a) is not None else None
 
 
 def _zip_map_fusion(args: tuple[Expr, ...], matched: FunCall) -> Expr:
@@ -158,6 +156,37 @@ zip_map_fusion = Rule(
     doc="Maps over zipped arrays move after the zip, into one map (any arity; plain arguments pass).",
 )
 
+# The shapes the fusion passes read, stated as patterns of the program as written (`exact`: no
+# lambda eta-reduced); a bound function's side condition is its pattern variable's test.
+h, y = fun("h"), expr("y")
+_ARGS = var("args", tuple)
+_MAP_CALL = FunCall(Map(g), _ARGS)  # map(g) << .., any arguments
+_ZIP: Any = named("zip", FunCall(Zip(any_()), _ARGS))  # zip(..)
+_FOLD = call(named("red", either(Reduce(f), ReduceSeq(f))), z, x)  # reduce(f, z) << x, either form
+_GET = call(Get(var("i")), expr("p"))  # get(i) << p, p given
+_ONE = var("p", Param)
+_LAMBDA_1 = var("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
+
+
+def _computing(g: FunDecl) -> bool:
+    """Whether a map of `g` computes its elements and does not materialise them on purpose."""
+    return computes(g) and not _materialises(g)
+
+
+_PRODUCER = call(Map(var("g", FunDecl, _computing)), y)  # map(g) << y, g computing
+_STAGE = call(Map(var("g", FunDecl, lambda g: _computing(g) and not _reduces(g))), y)  # ..not reducing
+_CONSUMER = call(Map(var("f", FunDecl, computes)), named("inner", _PRODUCER))  # map(f) << map(g) << y
+_VIEW_STEP = FunCall(var("f", FunDecl, lambda f: not computes(f)), (y,))  # a non-computing function of y
+_SPLIT = call(Split(any_()), y)
+_EPILOGUE = call(Map(f), x)  # map(f) << x
+_ZIP_CONSUMER = call(Map(_LAMBDA_1), _ZIP)  # map(p => ..) << zip(..)
+_MAP_OF_ZIP = call(Map(f), _ZIP)  # map(f) << zip(..)
+_JOINED_CONSUMER = call(Map(var("f", FunDecl, computes)), named("join", call(Join(), named("inner", _PRODUCER))))
+_MAP_FUN = Map(h)  # map(h), the function itself
+_LAMBDA_OF_MAP = Lambda((_ONE,), cast(Any, named("body", call(Map(h), y))))  # p => map(h) << y
+_LAMBDA_OF_ZIP_MAP = Lambda((_ONE,), call(Map(h), _ZIP))  # p => map(h) << zip(..)
+
+
 def _materialises(g: Node) -> bool:
     """Whether `g` asks for its result in memory: `to_global(..)`, `to_local(..)`, `to_private(..)`
     (what the `materialise` rewrite point writes), possibly under a lambda."""
@@ -168,9 +197,8 @@ def _materialises(g: Node) -> bool:
 
 
 def _fusable_reduce(e: Node, nested: bool = False) -> bool:
-    if not (isinstance(e, FunCall) and isinstance(e.f, Reduce | ReduceSeq) and len(e.args) == 2):
-        return False
-    return _fusable_producer(e.args[1], nested)
+    b = exact(_FOLD, e)
+    return b is not None and _fusable_producer(b["x"], nested)
 
 
 def _fusable_producer(xs: Node, nested: bool) -> bool:
@@ -179,18 +207,18 @@ def _fusable_producer(xs: Node, nested: bool) -> bool:
     chunks of one array (`split`: the partial results of a tiled reduction, kept as the rewrites
     tiled it); its elements (distances to K centroids) need no array of the map's length in one
     work-item's memory then."""
-    if not (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
-            and computes(xs.f.f) and not _materialises(xs.f.f)):
+    b = exact(_PRODUCER, xs)
+    if b is None:
         return False
-    return not _reduces(xs.f.f) or (nested and not _chunks(xs.args[0]))
+    return not _reduces(b["g"]) or (nested and not _chunks(b["y"]))
 
 
 def _chunks(e: Node) -> bool:
     """Whether `e` is chunks of an array: a `split`, possibly under other layouts."""
-    while isinstance(e, FunCall) and len(e.args) == 1 and not computes(e.f):
-        if isinstance(e.f, Split):
+    while (b := exact(_VIEW_STEP, e)) is not None:
+        if exact(_SPLIT, e) is not None:
             return True
-        e = e.args[0]
+        e = b["y"]
     return False
 
 
@@ -199,17 +227,16 @@ def _fused_zip_reduce(e: Node, nested: bool) -> Expr | None:
     `e = reduce(f, z) << zip(.., map(g) << y, ..)` nested in an outer map (the K-Means step: the
     distances to every centroid folded to the nearest, `zip(iota(K), map(dist) << cs)`), so no
     array of the zip's length is kept per outer element; None when `e` is not such a fold."""
-    if not (nested and isinstance(e, FunCall) and isinstance(e.f, Reduce | ReduceSeq) and len(e.args) == 2):
+    b = exact(_FOLD, e) if nested else None
+    if b is None or exact(_ZIP, b["x"]) is None:
         return None
-    zs = e.args[1]
-    if not (isinstance(zs, FunCall) and isinstance(zs.f, Zip)):
-        return None
+    zs = as_call(b["x"])
     producers = {i: as_call(a) for i, a in enumerate(zs.args) if _fusable_producer(a, nested)}
     if not producers:
         return None
     args = tuple(producers[i].args[0] if i in producers else a for i, a in enumerate(zs.args))
     q_type = TupleType(tuple(elem(a) for a in args))
-    red, z = e.f, e.args[0]
+    red, z = b["red"], b["z"]
 
     def step(acc: Expr, q: Expr) -> Expr:
         comps = tuple(apply_fun(fun_of(producers[i].f), [FunCall(Get(i), (q,))]) if i in producers
@@ -220,9 +247,12 @@ def _fused_zip_reduce(e: Node, nested: bool) -> Expr | None:
     return FunCall(ReduceSeq(body, **meta(red)), (z, FunCall(Zip(len(args)), args, **meta(zs))), **meta(e))
 
 
+_NESTS = MAPS + REDUCES  # the patterns applying a function per element (the registry's maps and reductions)
+
+
 def _bottom_up_nested(e: Node, fn: Callable[[Node, bool], Node], nested: bool = False) -> Node:
     """`transform_bottom_up` telling `fn` whether a node lies in the function of a map or reduce."""
-    inner = nested or isinstance(e, AbstractMap | AbstractReduce)
+    inner = nested or isinstance(e, _NESTS)
     cs = tuple(_bottom_up_nested(c, fn, inner) for c in children(e))
     return fn(with_children(e, cs), nested)
 
@@ -231,7 +261,7 @@ def _reduces(g: Node) -> bool:
     """Whether `g` reduces: `map(chunk => reduce(..) << chunk)` makes partial results, one per
     chunk (reduction tiling, `split_reduce`); they are what the parallel stage hands on."""
 
-    return any(isinstance(m, AbstractReduce) for _, m in walk(g))
+    return any(isinstance(m, REDUCES) for _, m in walk(g))
 
 
 def fuse_reduce_maps(expr: Node) -> Node:
@@ -273,20 +303,20 @@ def fuse_epilogues(expr: Node) -> Node:
     producer tiled by `split_join`) is crossed: `map(f) << join == join << map(map(f))`."""
 
     def fuse(m: Node) -> Node:
-        if isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1:
-            joined = _through_join(m)
-            if joined is not None:
-                return joined
-            zipped = _through_zip(m)
-            if zipped is not None:
-                return fuse_epilogues(zipped)  # the components it applied may be consumed element-wise in turn
-            inner = m.args[0]
-            if isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1 \
-                    and computes(inner.f.f) and not _materialises(inner.f.f) and computes(m.f.f):
-                t = elem(inner.args[0])
-                fused = _fuse_fun(m.f.f, inner.f.f, t)
-                if fused is not None:
-                    return FunCall(Map(fused, **meta(m.f)), inner.args, **meta(m))
+        if exact(_EPILOGUE, m) is None:
+            return m
+        mc = as_call(m)
+        joined = _through_join(mc)
+        if joined is not None:
+            return joined
+        zipped = _through_zip(mc)
+        if zipped is not None:
+            return fuse_epilogues(zipped)  # the components it applied may be consumed element-wise in turn
+        b = exact(_CONSUMER, m)
+        if b is not None:
+            fused = _fuse_fun(b["f"], b["g"], elem(b["y"]))
+            if fused is not None:
+                return FunCall(Map(fused, **meta(mc.f)), (b["y"],), **meta(m))
         return m
 
     return transform_bottom_up(expr, fuse)
@@ -298,17 +328,15 @@ def _through_zip(m: FunCall) -> Expr | None:
     zip that a map traverses (each element once: then fused the same way) (an unsharp mask's
     `map(rows => map(sharpen) << zip(rows.0, rows.1)) << zip(img, blurred)`: the blur is computed
     where the sharpening reads it, not into an array first), or None."""
-    z = m.args[0]
-    f = cast(Map, m.f).f
-    if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and isinstance(f, Lambda) and len(f.params) == 1):
+    b = exact(_ZIP_CONSUMER, m)
+    if b is None:
         return None
+    f, z = cast(Lambda, b["f"]), as_call(b["zip"])
     p = f.params[0]
-    producers = {i: a for i, a in enumerate(z.args) if isinstance(a, FunCall) and type(a.f) is Map
-                 and len(a.args) == 1 and computes(a.f.f) and not _materialises(a.f.f) and not _reduces(a.f.f)}
+    producers = {i: as_call(a) for i, a in enumerate(z.args) if exact(_STAGE, a) is not None}
     if not producers or not computes(f) or not _only_gets(f.body, p):
         return None
-    gets = [(path, y.f.i) for path, y in walk(f.body)
-            if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,)]
+    gets = [(path, got["i"]) for path, y in walk(f.body) if (got := exact(_GET, y, {"p": p})) is not None]
     if any([i for _, i in gets].count(i) != 1 for i in producers) or any(mentions(a, (p,)) for a in z.args):
         return None
     for path, i in gets:  # evaluated once per element (not under a lambda of f's: per inner iteration);
@@ -328,22 +356,18 @@ def _zipped_into_map(body: Node, path: tuple[int, ...]) -> bool:
     """Whether the node at `path` in `body` is an argument of a zip that a map traverses."""
     if len(path) < 2:
         return False
-    z, m = at(body, path[:-1]), at(body, path[:-2])
-    return isinstance(z, FunCall) and isinstance(z.f, Zip) and isinstance(m, FunCall) and type(m.f) is Map \
-        and len(m.args) == 1 and m.args[0] is z
+    b = exact(_MAP_OF_ZIP, at(body, path[:-2]))
+    return b is not None and b["zip"] is at(body, path[:-1])
 
 
 def _through_join(m: FunCall) -> Expr | None:
     """`join << map(v => map(f) << g(v)) << y` for `m = map(f) << join << map(g) << y` (a tiled
     producer: `map(f) << join == join << map(map(f))`), fused as `fuse_epilogues` does, or None."""
-    j = m.args[0]
-    if not (isinstance(j, FunCall) and isinstance(j.f, Join) and len(j.args) == 1):
+    b = exact(_JOINED_CONSUMER, m)
+    if b is None:
         return None
-    inner = j.args[0]
-    if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1
-            and computes(inner.f.f) and not _materialises(inner.f.f) and computes(cast(Map, m.f).f)):
-        return None
-    fused = _fuse_fun(Map(cast(Map, m.f).f, **meta(m.f)), inner.f.f, elem(inner.args[0]))
+    j, inner = as_call(b["join"]), as_call(b["inner"])
+    fused = _fuse_fun(Map(b["f"], **meta(m.f)), b["g"], elem(b["y"]))
     if fused is None:
         return None
     return FunCall(j.f, (FunCall(Map(fused, **meta(inner.f)), inner.args, **meta(inner)),), **meta(j))
@@ -357,14 +381,15 @@ def _fuse_fun(f: FunDecl, g: FunDecl, t: Type) -> FunDecl | None:
     gm = _map_body(g)
     if gm is None:
         return None
-    if isinstance(f, Map):
+    fm = exact(_MAP_FUN, f)
+    if fm is not None:
         probe = Param(t, "r")
-        if _fuse_fun(f.f, gm(probe)[0], _elem_of(gm(probe)[1])) is None:
+        if _fuse_fun(fm["h"], gm(probe)[0], _elem_of(gm(probe)[1])) is None:
             return None
 
         def mapped(v: Param) -> Expr:
             gfun, src = gm(v)
-            inner = _fuse_fun(f.f, gfun, _elem_of(src))
+            inner = _fuse_fun(fm["h"], gfun, _elem_of(src))
             assert inner is not None  # the probe above fused
             return FunCall(Map(inner, **meta(f)), (src,))
 
@@ -398,15 +423,16 @@ def _elem_of(e: Expr) -> Type:
 
 def _map_body(g: FunDecl) -> Callable[[Expr], tuple[FunDecl, Expr]] | None:
     """A function of `v` giving (gfun, src) with `g(v) == map(gfun) << src`, or None."""
-    if isinstance(g, Map):
-        return lambda v: (g.f, v)
-    if isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall) \
-            and type(g.body.f) is Map and len(g.body.args) == 1:
-        p, body = g.params[0], g.body
+    gm = exact(_MAP_FUN, g)
+    if gm is not None:
+        return lambda v: (gm["h"], v)
+    b = exact(_LAMBDA_OF_MAP, g)
+    if b is not None:
+        p, body = b["p"], b["body"]
 
         def at(v: Expr) -> tuple[FunDecl, Expr]:
-            new = substitute(body, {p.id: v})
-            return cast(Map, new.f).f, new.args[0]
+            new = as_call(substitute(body, {p.id: v}))
+            return fun_of(new.f), new.args[0]
 
         return at
     return None
@@ -414,15 +440,14 @@ def _map_body(g: FunDecl) -> Callable[[Expr], tuple[FunDecl, Expr]] | None:
 
 def _zip_consumer(f: FunDecl) -> tuple[FunDecl, list[Expr | None], int] | None:
     """(h, zip args with None at p's place, p's place) for `f = p => map(h) << zip(.., p, ..)`."""
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
-            and type(f.body.f) is Map and len(f.body.args) == 1):
+    b = exact(_LAMBDA_OF_ZIP_MAP, f)
+    if b is None:
         return None
-    p, z = f.params[0], f.body.args[0]
-    h = f.body.f.f
-    if mentions(h, f.params) or not (isinstance(z, FunCall) and isinstance(z.f, Zip)):
+    p, z, h = b["p"], as_call(b["zip"]), b["h"]
+    if mentions(h, (p,)):
         return None
     hits = [i for i, a in enumerate(z.args) if a == p]
-    if len(hits) != 1 or any(mentions(a, f.params) for i, a in enumerate(z.args) if i != hits[0]):
+    if len(hits) != 1 or any(mentions(a, (p,)) for i, a in enumerate(z.args) if i != hits[0]):
         return None
     return h, [None if i == hits[0] else a for i, a in enumerate(z.args)], hits[0]
 
@@ -430,16 +455,15 @@ def _zip_consumer(f: FunDecl) -> tuple[FunDecl, list[Expr | None], int] | None:
 def _only_gets(body: Node, p: Param) -> bool:
     """Whether `p` occurs in `body` only as `get(i) << p`."""
 
-    gets = sum(1 for _, y in walk(body) if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,))
+    gets = sum(1 for _, y in walk(body) if exact(_GET, y, {"p": p}) is not None)
     return gets == sum(1 for _, y in walk(body) if y == p)
 
 
 def _replace_gets(body: Node, p: Param, comps: list[Expr]) -> Expr:
 
     def swap(y: Node) -> Node:
-        if isinstance(y, FunCall) and isinstance(y.f, Get) and y.args == (p,):
-            return refresh(comps[y.f.i])
-        return y
+        got = exact(_GET, y, {"p": p})
+        return y if got is None else refresh(comps[got["i"]])
 
     return as_expr(transform_bottom_up(body, swap))
 

@@ -17,9 +17,9 @@ from lift.ir.nodes import (
     Transpose,
     Zip,
 )
-from lift.rules.match import PVar, call, expr, fun
+from lift.rules.match import PVar, call, either, exact, expr, fun, named, var
 from lift.rules.rule import Rule
-from lift.rules.terms import array_type, as_call, elem, fun_of, lam, mentions, meta, refresh
+from lift.rules.terms import array_type, as_call, elem, lam, mentions, meta, refresh
 from lift.rules.terms import call as apply_fun
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType
@@ -28,14 +28,21 @@ f = fun("f")
 x = expr("x")
 lam_f: Any = PVar("f", Lambda)
 
+# The shapes of `f` the side conditions read, as patterns of the function as written (`exact`).
+_a = var("a", Param)
+_op = fun("op")
+_INNER_MAP = Lambda((_a,), call(Map(fun("g")), expr("ys")))  # a => map(g) << ys
+# a => reduce(op, z) << a, either form
+_ROW_REDUCE = Lambda((_a,), call(named("red", either(Reduce(_op), ReduceSeq(_op))), expr("z"), _a))
+
 
 def _inner_map(f: Lambda) -> tuple[FunDecl, Expr] | None:
     """`(g, ys)` for `f = a => map(g) << ys` with `ys` not using `a`."""
-    b = f.body
-    if len(f.params) != 1 or not (isinstance(b, FunCall) and type(b.f) is Map):
+    b = exact(_INNER_MAP, f)
+    if b is None:
         return None
-    ys = b.args[0]
-    return None if mentions(ys, f.params) else (b.f.f, ys)
+    ys = b["ys"]
+    return None if mentions(ys, f.params) else (b["g"], ys)
 
 
 def _map_map_interchange(f: Lambda, x: Expr, matched: FunCall) -> Expr:
@@ -76,14 +83,13 @@ transpose_both_sides = Rule(
 
 def _row_reduce(f: Lambda) -> tuple[FunDecl, Expr, type] | None:
     """`(op, z, cls)` for `f = r => reduce(op, z) << r` with `op` and `z` not using `r`."""
-    b = f.body
-    if len(f.params) != 1 or not (isinstance(b, FunCall) and type(b.f) in (Reduce, ReduceSeq)):
+    b = exact(_ROW_REDUCE, f)
+    if b is None:
         return None
-    z, xs = b.args
-    op = fun_of(b.f)
-    if xs != f.params[0] or mentions(z, f.params) or mentions(op, f.params):
+    op, z = b["op"], b["z"]
+    if mentions(z, f.params) or mentions(op, f.params):
         return None
-    return op, z, type(b.f)
+    return op, z, type(b["red"])
 
 
 def _map_reduce_interchange(f: Lambda, x: Expr, matched: FunCall) -> Expr:

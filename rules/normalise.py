@@ -64,10 +64,36 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import at, children, replace_at, walk, with_children
 from lift.ir.registry import has
-from lift.rules.terms import call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
+from lift.rules.match import any_, either, exact, expr, fun, named, var
+from lift.rules.match import call as pattern
+from lift.rules.terms import as_call, call, elem, free_ids, lam, mentions, meta, substitute, under_lambda, uses
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType, ScalarType, TupleType, Type
 from lift.userfun import builtins, facts
+
+# The left-hand sides of the rules below, as patterns of the program as written (`exact`: no lambda
+# eta-reduced); a bound function's side condition is its pattern variable's test.
+_f, _g, _x = fun("f"), fun("g"), expr("x")
+_R = var("r", Param)
+_LAMBDA_1 = var("f", Lambda, lambda f: len(f.params) == 1)  # a lambda of one parameter
+_MAP_FUN = Map(_g)  # map(g), the function itself
+_FOLD = pattern(named("red", Reduce(_f)), expr("z"), _x)  # reduce(f, z) << x
+_ZIPPED_PAIRS = pattern(Map(_f), named("zip", pattern(Zip(any_()), expr("a"), expr("b"))))  # map(f) << zip(a, b)
+_COMPONENT = pattern(Get(var("i")), _x)  # get(i) << x
+_TWO_TRANSPOSES = pattern(Transpose(), pattern(Transpose(), _x))  # transpose << transpose << x
+# transpose << map(f) << transpose << x, and f = r => map(g) << slide(..) [<< pad(..)] << r
+_COLUMN_WINDOWS = pattern(Transpose(), named("m", pattern(Map(var("f", Lambda)),
+                                                          named("t", pattern(Transpose(), _x)))))
+_PADDED: Any = pattern(named("pad", Pad(any_(), any_(), any_(), any_())), _R)
+_ROW_WINDOWS = Lambda((_R,), cast(Any, named("body", pattern(Map(_g), pattern(named("slide", Slide(any_(), any_())),
+                                                                              either(_PADDED, _R))))))
+_NEST = pattern(Map(_LAMBDA_1), _x)  # map(c => ..) << x
+_STAGE = FunCall(Map(var("_", FunDecl, computes)), var("_", tuple))  # a computing map's call
+_REDUCE_OF_MAP = pattern(Map(_LAMBDA_1), named("inner", pattern(Map(_g), _x)))  # map(c => ..) << map(g) << x
+# reduce(_, _) << c or reduce(_, _) << map(_) << c, for a given c
+_REDUCTION_OF = pattern(Reduce(any_()), any_(), either(pattern(Map(any_()), expr("c")), expr("c")))
+_LET = pattern(Let(_LAMBDA_1), _x)  # let(v => ..) << x
+_RESHAPE = either(pattern(Join(), _x), pattern(Split(any_()), _x))  # join << x, split(n) << x
 
 _DONE: dict[tuple[Node, tuple[tuple[Any, ...], ...]], Node] = {}  # by program and labels (_memo_key)
 _ROUNDS = 8  # rules applied at one node before moving up (each application shrinks or orders it)
@@ -130,10 +156,12 @@ def _step(n: Node, order: dict[int, tuple[int, int, int]], placed: bool = False)
     """One rule applied at `n` (its children are canonical already), or None."""
     if isinstance(n, Lambda):
         return _as_builtin(n)
-    if isinstance(n, Map):
-        op = facts.pair_operator(n.f) if facts.pair_call(n.f) is None else None
+    mapped = exact(_MAP_FUN, n)
+    if mapped is not None:
+        g = mapped["g"]
+        op = facts.pair_operator(g) if facts.pair_call(g) is None else None
         if op is not None:
-            return Map(_pair_fun(op, n.f), **meta(n))
+            return Map(_pair_fun(op, g), **meta(n))
         return None
     if not isinstance(n, FunCall):
         return None
@@ -186,16 +214,17 @@ def _as_builtin(f: Lambda) -> Node | None:
 
 def _split_fold(n: FunCall, order: Any) -> Node | None:
     """`reduce((acc, x) => acc (+) g(x), z) << xs -> reduce((+), z) << map(g) << xs`."""
-    if type(n.f) is not Reduce or len(n.args) != 2 or facts.operator(n.f.f) is not None:
+    b = exact(_FOLD, n)
+    if b is None or facts.operator(b["f"]) is not None:
         return None
-    found = facts.fold_step(n.f.f)
+    step = b["f"]
+    found = facts.fold_step(step)
     if found is None:
         return None
     op, g = found
-    step = n.f.f
     xt = _in_type(step, 1)
     acc_t = _out_type(step)
-    z, xs = n.args
+    z, xs = b["z"], b["x"]
     red = Reduce(op.on(acc_t), **meta(n.f))
     if g == ("arg", 1):
         return FunCall(red, (z, xs), **meta(n))
@@ -263,13 +292,11 @@ def _binding_order(expr: Node) -> dict[int, tuple[int, int, int]]:
 
 def _order_zip(n: FunCall, order: dict[int, tuple[int, int, int]]) -> Node | None:
     """`map(op) << zip(b, a) -> map(op) << zip(a, b)` for a commutative built-in `op`."""
-    uf = facts.pair_call(n.f.f) if type(n.f) is Map and len(n.args) == 1 else None
-    if uf is None or not facts.commutes(uf):
+    m = exact(_ZIPPED_PAIRS, n)
+    uf = facts.pair_call(m["f"]) if m is not None else None
+    if m is None or uf is None or not facts.commutes(uf):
         return None
-    z = n.args[0]
-    if not (isinstance(z, FunCall) and isinstance(z.f, Zip) and len(z.args) == 2):
-        return None
-    a, b = z.args
+    z, a, b = cast(FunCall, m["zip"]), m["a"], m["b"]
     ka, kb = _zip_key(a, order), _zip_key(b, order)
     if ka is None or kb is None or ka <= kb:
         return None
@@ -280,9 +307,9 @@ def _zip_key(e: Node, order: dict[int, tuple[int, int, int]]) -> tuple[tuple[int
     """Where a zip operand stands in the canonical order: a parameter (`order`), or a component of one
     (`get(1) << get(0) << p`: p's place, then the path (0, 1)); None for anything else."""
     path: list[int] = []
-    while isinstance(e, FunCall) and isinstance(e.f, Get) and len(e.args) == 1:
-        path.append(e.f.i)
-        e = e.args[0]
+    while (got := exact(_COMPONENT, e)) is not None:
+        path.append(got["i"])
+        e = got["x"]
     if not (isinstance(e, Param) and e.id in order):
         return None
     return order[e.id], tuple(reversed(path))
@@ -290,11 +317,8 @@ def _zip_key(e: Node, order: dict[int, tuple[int, int, int]]) -> tuple[tuple[int
 
 def _cancel_transposes(n: FunCall, order: Any) -> Node | None:
     """`transpose << transpose << x -> x`."""
-    if type(n.f) is Transpose and len(n.args) == 1:
-        inner = n.args[0]
-        if isinstance(inner, FunCall) and type(inner.f) is Transpose and len(inner.args) == 1:
-            return inner.args[0]
-    return None
+    b = exact(_TWO_TRANSPOSES, n)
+    return None if b is None else b["x"]
 
 
 def _column_windows(n: FunCall, order: Any) -> Node | None:
@@ -304,31 +328,15 @@ def _column_windows(n: FunCall, order: Any) -> Node | None:
     each transposed into the columns' windows; both outer transposes are gone, so a kernel reads
     and writes `x`'s rows in place instead of through a transposed temporary. Output element
     `[k][j]` is `g` of `x[k s + t][j]` (t < n) on both sides, pads read as the same value."""
-    if not (type(n.f) is Transpose and len(n.args) == 1):
+    b = exact(_COLUMN_WINDOWS, n)
+    w = None if b is None else exact(_ROW_WINDOWS, b["f"])
+    if b is None or w is None or mentions(w["g"], [w["r"]]):
         return None
-    m = n.args[0]
-    if not (isinstance(m, FunCall) and type(m.f) is Map and len(m.args) == 1):
-        return None
-    t = m.args[0]
-    if not (isinstance(t, FunCall) and type(t.f) is Transpose and len(t.args) == 1):
-        return None
-    f = m.f.f
-    if not (isinstance(f, Lambda) and len(f.params) == 1):
-        return None
-    r, body = f.params[0], f.body
-    if not (isinstance(body, FunCall) and type(body.f) is Map and len(body.args) == 1) or mentions(body.f, [r]):
-        return None
-    w = body.args[0]
-    if not (isinstance(w, FunCall) and type(w.f) is Slide and len(w.args) == 1):
-        return None
-    slide_, src, pad_ = w.f, w.args[0], None
-    if isinstance(src, FunCall) and type(src.f) is Pad and len(src.args) == 1:
-        pad_, src = src.f, src.args[0]
-    if not (isinstance(src, Param) and src.id == r.id):
-        return None
+    m, t, f, r, body = as_call(b["m"]), as_call(b["t"]), cast(Lambda, b["f"]), w["r"], as_call(w["body"])
+    slide_, pad_ = w["slide"], w.get("pad")
     data = t.args[0] if pad_ is None else FunCall(pad_, (t.args[0],))
     windows = FunCall(slide_, (data,))
-    g = body.f.f
+    g = w["g"]
     rows = lam([elem(windows)], lambda q: FunCall(Map(g, **meta(body.f)), (FunCall(Transpose(), (q,)),)),
                [r.name], **meta(f))
     return FunCall(Map(rows, **meta(m.f)), (windows,), **meta(m))
@@ -344,16 +352,17 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
     transpose) is left as written.
     Where F reads `c` too, the new map zips `x` (a view: read twice, computed nowhere) with the
     stage's results. Element-wise consumers (`zip`, `map`) keep their producer: fusion joins them."""
-    if not (type(n.f) is Map and len(n.args) == 1 and isinstance(n.f.f, Lambda) and len(n.f.f.params) == 1):
+    b = exact(_NEST, n)
+    if b is None:
         return None
-    f, x = n.f.f, n.args[0]
+    f, x = cast(Lambda, b["f"]), b["x"]
     c, body = f.params[0], f.body
     if any(has("address", m) or getattr(m, "label", None) for _, m in walk(n)):
         return None  # the user placed memories or named maps for a mapping: the nest is theirs
     outside = free_ids(f) | {c.id}
     found: tuple[tuple[int, ...], Any] | None = None
     for path, m in walk(body):
-        is_stage = path and isinstance(m, FunCall) and type(m.f) is Map and computes(m.f)
+        is_stage = path and exact(_STAGE, m) is not None
         if not is_stage or under_lambda(body, path):
             continue
         parent = at(body, path[:-1])
@@ -380,15 +389,10 @@ def _distribute_stages(n: FunCall, order: Any) -> Node | None:
 def _fuse_reduce_map(n: FunCall, order: Any) -> Node | None:
     """`map(c => reduce(f, z) << c) << map(g) << x -> map(c => reduce(f, z) << g(c)) << x`: a
     reduction split from the map computing what it reduces, joined back."""
-    if type(n.f) is not Map or len(n.args) != 1:
+    b = exact(_REDUCE_OF_MAP, n)
+    if b is None or not _reduces(b["f"].body, b["f"].params[0]):
         return None
-    inner = n.args[0]
-    if not (isinstance(inner, FunCall) and type(inner.f) is Map and len(inner.args) == 1):
-        return None
-    f = n.f.f
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and _reduces(f.body, f.params[0])):
-        return None
-    g, x = inner.f.f, inner.args[0]
+    f, g, x = cast(Lambda, b["f"]), b["g"], b["x"]
 
     body = lam([elem(x)], lambda c: substitute(f.body, {f.params[0].id: call(g, [c])}),
                [f.params[0].name], **meta(f))
@@ -397,22 +401,16 @@ def _fuse_reduce_map(n: FunCall, order: Any) -> Node | None:
 
 def _reduces(body: Node, c: Param) -> bool:
     """Whether `body` is `reduce(f, z) << c` or `reduce(f, z) << map(h) << c`, using `c` once."""
-    if not (isinstance(body, FunCall) and type(body.f) is Reduce and len(body.args) == 2):
-        return False
-    xs = body.args[1]
-    if isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1:
-        xs = xs.args[0]
-    return xs == c and uses(body, c) == 1
+    return exact(_REDUCTION_OF, body, {"c": c}) is not None and uses(body, c) == 1
 
 
 def _inline_let(n: FunCall, order: Any) -> Node | None:
     """`let(v => body) << e -> body[v := e]` when `body` uses `v` once, outside any lambda (so `e`
     is still computed once), or `e` only arranges its inputs (a view: nothing to recompute)."""
-    if type(n.f) is not Let or len(n.args) != 1:
+    b = exact(_LET, n)
+    if b is None:
         return None
-    f = n.f.f
-    if not (isinstance(f, Lambda) and len(f.params) == 1):
-        return None
+    f = cast(Lambda, b["f"])
     v = f.params[0]
     if uses(f.body, v) != 1 or (_under_lambda(f.body, v) and not is_view(n.args[0])):
         return None
@@ -432,7 +430,8 @@ def _layout(f: Node) -> bool:
     """Whether applying `f` only rearranges its argument."""
     if isinstance(f, Lambda):
         return is_view(f.body)
-    return has("reread", f) or (type(f) is Map and _layout(f.f))
+    mapped = exact(_MAP_FUN, f)
+    return has("reread", f) or (mapped is not None and _layout(mapped["g"]))
 
 
 def _under_lambda(body: Node, v: Param) -> bool:
@@ -449,9 +448,6 @@ def _under_lambda(body: Node, v: Param) -> bool:
 # ------------------------------------------------------------------------------- reshaping views
 
 
-_RESHAPES = (Join, Split)
-
-
 def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
     """`map^k(p => F(V(p))) << x -> map^k(q => F(q)) << map^k(p => V(p)) << x` (k nested plain maps),
     with `V` a chain of joins and splits and every read of `p` in `F` through the same `V`: the
@@ -464,9 +460,9 @@ def _hoist_reshape(n: FunCall, order: Any) -> Node | None:
         return None
     maps: list[Map] = []
     f: Node = n.f
-    while type(f) is Map:
-        maps.append(f)
-        f = f.f
+    while (mapped := exact(_MAP_FUN, f)) is not None:
+        maps.append(cast(Map, f))
+        f = mapped["g"]
     if not maps or not (isinstance(f, Lambda) and len(f.params) == 1):
         return None
     if any(m.label for m in maps) or f.label:
@@ -502,8 +498,7 @@ def _reshape_chain(body: Node, path: tuple[int, ...]) -> tuple[int, Expr]:
     depth, top = 0, at(body, path)
     while path:
         parent = at(body, path[:-1])
-        if not (isinstance(parent, FunCall) and type(parent.f) in _RESHAPES and len(parent.args) == 1
-                and path[-1] == len(children(parent)) - 1):
+        if exact(_RESHAPE, parent) is None or path[-1] != len(children(parent)) - 1:
             break
         depth, top, path = depth + 1, parent, path[:-1]
     return depth, cast(Expr, top)  # the parameter or a call

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from lift.arith import as_arith
 from lift.ir.alpha import alpha_equal
-from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, MakeTuple, Map, Reduce, Split
-from lift.rules.match import call, expr, fun
+from lift.ir.nodes import Expr, FunCall, FunDecl, Join, Lambda, Literal, MakeTuple, Map, Param, Reduce, Split
+from lift.rules.match import any_, call, exact, expr, fun, var
 from lift.rules.rule import REQUIRED, Rule, divides
 from lift.rules.split_join import divisors
 from lift.rules.terms import constant, elem, eta, lam, length, meta, refresh
@@ -19,6 +19,11 @@ from lift.userfun import facts
 
 f = fun("f")
 z, x, xs = expr("z"), expr("x"), expr("xs")
+
+_CONSTANT_TUPLE = FunCall(MakeTuple(any_()), var("args", tuple))  # tuple(..)
+_c = var("c", Param)
+_PARTIALS = Lambda((_c,), call(Reduce(f), z, _c))  # c => reduce(f, z) << c
+
 
 def is_monoid(f: FunDecl, z: Expr) -> bool:
     """Whether `f` is an associative operator (by what it computes, or vouched for) and `z` its
@@ -35,9 +40,10 @@ def folds_in_order(f: FunDecl, z: Expr) -> bool:
     if is_monoid(f, z):
         return True
     sel = facts.selection(eta(f))
-    if sel is None or not (isinstance(z, FunCall) and isinstance(z.f, MakeTuple) and constant(z)):
+    t = exact(_CONSTANT_TUPLE, z)
+    if sel is None or t is None or not constant(z):
         return False
-    key = z.args[sel.key]
+    key = t["args"][sel.key]
     return isinstance(key, Literal) and key.value == key.value
 
 
@@ -80,11 +86,8 @@ partial_reduce_split_join = Rule(
 
 def _is_partials(f: FunDecl, z: Expr, g: FunDecl) -> bool:
     """`g` is `c => reduce(f, z) << c` (the form partial_reduce_split_join produces)."""
-    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)):
-        return False
-    b = g.body
-    return (type(b.f) is Reduce and b.f.f == f and alpha_equal(b.args[0], z)
-            and b.args[1] == g.params[0])
+    b = exact(_PARTIALS, g, {"f": f})
+    return b is not None and alpha_equal(b["z"], z)
 
 
 partial_reduce_join = Rule(
