@@ -355,3 +355,25 @@ def test_lowering_rules_compile_to_the_interpreters_result(name: str) -> None:
     assert not any(type(m) in (n.Map, n.Reduce) for _, m in walk(low))
     xs = (np.arange(np.prod(shape), dtype=np.float32).reshape(shape) % 7) / 4
     assert_same(lift.interpret(prog, xs), compile_(low)(xs))
+
+
+def test_exact_reads_the_program_as_written_where_match_eta_reduces() -> None:
+    """`exact` (the normaliser's and fusion's matcher) does not eta-reduce a lambda; `match` does;
+    `any_` binds nothing and `var`'s test is a side condition."""
+    from lift.rules.match import any_, exact, match, var
+
+    g = user_fun(lambda a: a + 1.0, [Float], Float, name="g")
+    t = Array(Array(Float, 4), 8)
+    eta_map = fun([t], lambda x: map(lambda r: map(g) << r) << x).body  # map(r => map(g) << r) << x
+    prog = fun([t], lambda x: map(map(g)) << x)
+    x, plain = prog.params[0], prog.body
+    nested = call(n.Map(n.Map(fvar("f"))), expr("x"))
+    assert match(nested, eta_map) is not None
+    assert exact(nested, eta_map) is None, "exact must not eta-reduce the lambda"
+    b = exact(nested, plain)
+    assert b is not None and b["f"] == g and b["x"] is x
+    assert exact(call(n.Map(any_()), any_()), plain) == {}, "a wildcard binds nothing"
+    only_maps = call(var("m", n.Map, lambda m: isinstance(m.f, n.Map)), expr("x"))
+    assert exact(only_maps, plain) is not None
+    flat = fun([t], lambda y: map(g) << join << y).body
+    assert exact(only_maps, flat) is None, "the side condition refuses map(g)"
