@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import cast
 
+from lift.allocation import body_path, lambda_of
 from lift.arith import C_HELPERS, Arith, Cst
 from lift.barriers import insert_barriers
 from lift.codegen.access import divisibility
@@ -51,6 +52,7 @@ from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
+from lift.ir.registry import has
 from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
 from lift.lower import is_high_level, lower, verify_lowered
 from lift.plan import BufferSpec, KernelSource
@@ -148,7 +150,7 @@ class HostTraversal:
         self.program = program
         self.names = names
         self.global_req, self.local_req = global_req, local_req  # one size, or one per kernel
-        self.grouped = any(isinstance(x, n.MapWrg | n.MapLcl) for _, x in walk(program))
+        self.grouped = any(has("grouped", x) for _, x in walk(program))
 
     def steps(self) -> Iterator[HostStep]:
         """Every buffer and kernel job of the program, in order."""
@@ -189,12 +191,13 @@ class HostTraversal:
                 name = self.names(e.f.label or g.label or "lift_kernel")
                 yield self.job(name, (g, path + (0, 0), tuple(views)), None, path, env, target)
                 return target
-            case FunCall(Lambda(params, body) | n.Let(f=Lambda(params, body)) as f, args):
+            case FunCall(f, args) if (lam := lambda_of(f)) is not None:
                 views = []
                 for k, a in enumerate(args):
                     views.append((yield from self.host(a, path + (k + 1,), env, None)))
-                bpath = path + (0, 0) if isinstance(f, Lambda) else path + (0, 0, 0)
-                return (yield from self.host(body, bpath, {**env, **{q.id: v for q, v in zip(params, views)}}, dest))
+                bpath = body_path(f, path + (0,))
+                env = {**env, **{q.id: v for q, v in zip(lam.params, views)}}
+                return (yield from self.host(lam.body, bpath, env, dest))
             case FunCall(f, args) if is_layout_fun(f):
                 types = [a.type for a in args]
                 dests = arg_dests(f, dest, types) if dest is not None else None

@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, cast
 
-from lift.allocation import Buffer, iterate_types, iterate_var, largest
+from lift.allocation import Buffer, iterate_types, iterate_var, lambda_of, largest
 from lift.arith import Arith, Cst, Var, to_c
 from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
@@ -149,8 +149,8 @@ def top_iterate(e: Node) -> bool:
         body = f.f.body
         return (isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == f.f.params
                 and top_iterate(body))
-    lam = f.f if isinstance(f, n.Let) else f
-    inner = [lam.body] if isinstance(lam, Lambda) else []
+    lam = lambda_of(f)
+    inner = [lam.body] if lam is not None else []
     if inner or is_layout_fun(f):
         return any(top_iterate(x) for x in (*inner, *e.args))
     return False
@@ -163,8 +163,7 @@ def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, V
     `g` specialised to that iteration's length; the launches ping-pong between two temporary
     global buffers, the first reads `x` and the last writes the destination. Yields the host
     steps (`lift.codegen.generate.HostTraversal.steps`); returns the view of the result."""
-    it = e.f
-    assert isinstance(it, n.Iterate)
+    it = cast(n.Iterate, e.f)  # a call top_iterate accepts
     (x,) = e.args
     if not isinstance(it.f, Lambda) or it.n == 0:
         raise UnsupportedError("a top-level iterate with a parallel map needs a count >= 1 and a lambda "
