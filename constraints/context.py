@@ -20,15 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from lift.allocation import lambda_of
 from lift.arith import Arith, Cst, prove_eq
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import writes_values
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
-from lift.ir.paths import Path, at, walk
-from lift.ir.registry import MAPS, RewritePoint, case, register, table, with_trait
-from lift.lower import fused_tuple
+from lift.ir.paths import Path, at, lambda_of, walk
+from lift.ir.registry import MAPS, RewritePoint, case, has, register, table, with_trait
+from lift.lower import fused_tuple, kernels
 from lift.typecheck import infer, typed
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
 
@@ -130,7 +129,7 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
     record = typed(expr)
     concrete = _concrete_maps(expr)
     w = _Walker(expr, _labels(expr, concrete), record.types)
-    top = stages and not any(isinstance(x, n.OclKernel) for _, x in walk(expr))
+    top = stages and not kernels(expr)
     if isinstance(expr, Lambda):
         w.lam(expr, (), [Val(p.ptype, frozenset({("global", ())}), _fresh_dims(p.ptype), level=0)
                          for p in expr.params], _Ctx(top=top))
@@ -223,7 +222,7 @@ class _Walker:
         if fused_tuple(e):
             return self.components(e, path, ctx)
         f, args = e.f, e.args
-        whole = isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+        whole = has("fuses_array", f)  # one kernel with its array argument (reduce_atomic)
         vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
         fctx = ctx
         # a lambda's or a let's (`let(v => body)`) body: its top-level computations are stages of their

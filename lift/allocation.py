@@ -38,7 +38,7 @@ from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
-from lift.ir.paths import Path, walk
+from lift.ir.paths import Path, lambda_of, walk
 from lift.ir.registry import REGISTRY, has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
@@ -340,13 +340,6 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
     raise UnsupportedError(why, node=node if node is not None else f)
 
 
-def lambda_of(f: object) -> Lambda | None:
-    """The lambda a call of `f` applies to its arguments: `f` itself, or the lambda of a let (the
-    kernel traversal's "lambda" case; the host code's and the staging's plumbing); else None."""
-    lam = f.f if isinstance(f, n.Let) else f
-    return lam if isinstance(lam, Lambda) else None
-
-
 def lambda_body(f: FunDecl) -> Expr:
     """The body of a "lambda" case: a lambda's, or the lambda's of a let."""
     lam = lambda_of(f)
@@ -544,5 +537,5 @@ class Allocator:
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
            "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
-           "lambda_of", "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
+           "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
            "install_kernel_cases", "Site"]

@@ -24,12 +24,11 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from lift.allocation import lambda_of
 from lift.errors import LiftValueError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import computes
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
-from lift.ir.paths import children, transform_bottom_up, walk, with_children
+from lift.ir.paths import children, lambda_of, transform_bottom_up, walk, with_children
 from lift.ir.registry import MAPS, REDUCES, case, has, is_parallel, register
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun, constant
@@ -62,9 +61,14 @@ def lower(program: Lambda) -> Lambda:
     program = fused
     body = _expr(program.body, nested=False)
     staged = _stages(body)
-    if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
+    if len(kernels(staged)) > 1:
         body = staged
     return dataclasses.replace(program, body=body)
+
+
+def kernels(e: Node) -> list[n.OclKernel]:
+    """The kernel stages of `e` (its `ocl_kernel`s, as `lower` makes them or a program states them)."""
+    return [x for _, x in walk(e) if isinstance(x, n.OclKernel)]
 
 
 # ------------------------------------------------------------------ mapping
@@ -156,7 +160,7 @@ def _fusable(consumer: FunCall, producer: Expr) -> bool:
     if not _parallel(consumer) and not _parallel(producer):
         return True
     c, p = consumer.f, producer.f
-    if isinstance(c, n.ReduceAtomic):  # its array is computed by its own kernel's map (lift.codegen.atomic);
+    if has("fuses_array", c):  # reduce_atomic: its array is computed by its own kernel's map;
         return producer is consumer.args[1]  # its initial value by an earlier kernel
     return (isinstance(c, n.MapGlb) and isinstance(p, n.MapGlb) and c.dim == p.dim
             and len(consumer.args) == 1 and consumer.args[0] is producer)
@@ -231,4 +235,4 @@ def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
         raise LiftValueError("verify_lowered: " + "; ".join(problems))
 
 
-__all__ = ["lower", "is_high_level", "computes", "fused_tuple", "verify_lowered"]
+__all__ = ["lower", "kernels", "is_high_level", "computes", "fused_tuple", "verify_lowered"]

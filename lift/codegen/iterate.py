@@ -27,14 +27,14 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, cast
 
-from lift.allocation import Buffer, iterate_types, iterate_var, lambda_of, largest
+from lift.allocation import Buffer, iterate_types, iterate_var, largest
 from lift.arith import Arith, Cst, Var, to_c
 from lift.codegen.args import Arg
 from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
-from lift.ir.paths import Path, transform_bottom_up, walk
+from lift.ir.paths import Path, lambda_of, transform_bottom_up, walk
 from lift.ir.registry import is_parallel
 from lift.layout import is_layout_fun
 from lift.typecheck import subst_type, type_of
@@ -145,15 +145,26 @@ def top_iterate(e: Node) -> bool:
     f = e.f
     if isinstance(f, n.Iterate):
         return any(is_parallel(x) for _, x in walk(f.f))
-    if isinstance(f, n.OclKernel) and isinstance(f.f, Lambda) and len(e.args) == 1:
-        body = f.f.body
-        return (isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == f.f.params
-                and top_iterate(body))
+    if staged_iterate(e) is not None:
+        return True
     lam = lambda_of(f)
     inner = [lam.body] if lam is not None else []
     if inner or is_layout_fun(f):
         return any(top_iterate(x) for x in (*inner, *e.args))
     return False
+
+
+def staged_iterate(e: Node) -> tuple[n.Param, n.FunCall] | None:
+    """`(q, body)` when `e` is a lowered stage of one top-level iterate (`top_iterate(body)`),
+    `ocl_kernel(q => iterate(k, g) << q) << x`: launched once per iteration; else None."""
+    if not (isinstance(e, n.FunCall) and isinstance(e.f, n.OclKernel) and isinstance(e.f.f, Lambda)
+            and len(e.args) == 1):
+        return None
+    lam = e.f.f
+    body = lam.body
+    if isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == lam.params and top_iterate(body):
+        return lam.params[0], body
+    return None
 
 
 def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None

@@ -41,7 +41,6 @@ from lift.allocation import (
     concrete,
     install_kernel_cases,
     kernel_case,
-    lambda_of,
 )
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
@@ -56,7 +55,7 @@ from lift.codegen.tasks import share_components
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl
-from lift.ir.paths import Path
+from lift.ir.paths import Path, lambda_of
 from lift.ir.registry import is_address, is_loop
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
 from lift.typecheck import infer

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import sys
 
-from lift.allocation import lambda_of
 from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
+from lift.ir.paths import lambda_of
 from lift.types import ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import C_RESERVED, c_literal, c_type
 

@@ -91,6 +91,9 @@ TRAITS = {
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
     "grouped": "a map over work-groups or a work-group's local ids: the kernel has work-groups of a chosen local "
                "size (lift.codegen.generate, lift.codegen.tasks)",
+    "fuses_array": "a reduction computed in one kernel with the map that makes its array, each element combined "
+                   "as it is made (reduce_atomic: lift.codegen.atomic); lift.lower and the mapping's context stage "
+                   "them together",
     "unlowered": "a high-level pattern the default lowering maps to OpenCL (map, reduce: lift.lower); the kernel "
                  "traversal refuses it",
 }
@@ -307,7 +310,7 @@ define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
        kernel="atomic: the map's elements combined into the result with OpenCL atomics",
-       traits=("computes",), emit="atomic")
+       traits=("computes", "fuses_array"), emit="atomic")
 define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
        lower=_KEPT, kernel="layout", layout="combine",
        traits=("reread", "in_args"), emit="layout")
