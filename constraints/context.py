@@ -25,9 +25,9 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import writes_values
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
-from lift.ir.paths import Path, at, walk
-from lift.ir.registry import RewritePoint, case, register, table, with_trait
-from lift.lower import fused_tuple
+from lift.ir.paths import Path, at, lambda_of, walk
+from lift.ir.registry import MAPS, RewritePoint, case, has, register, table, with_trait
+from lift.lower import fused_tuple, kernels
 from lift.typecheck import infer, typed
 from lift.types import ArrayType, ScalarType, TupleType, Type, scalar_count
 
@@ -120,13 +120,6 @@ class Context:
         return list(dict.fromkeys(c for kk, c in self.chains if kk == k))
 
 
-def _let_lambda(f: FunDecl) -> bool:
-    """`let(v => body)`: its body's top-level computations are stages of their own, as
-    `lift.lower` stages them (a let-bound value read by a later computation is complete only
-    when its kernel has finished)."""
-    return isinstance(f, n.Let) and isinstance(f.f, Lambda)
-
-
 def analyse(expr: Node, *, stages: bool = True) -> Context:
     """The contextual facts of `expr` (typechecked first).
 
@@ -136,7 +129,7 @@ def analyse(expr: Node, *, stages: bool = True) -> Context:
     record = typed(expr)
     concrete = _concrete_maps(expr)
     w = _Walker(expr, _labels(expr, concrete), record.types)
-    top = stages and not any(isinstance(x, n.OclKernel) for _, x in walk(expr))
+    top = stages and not kernels(expr)
     if isinstance(expr, Lambda):
         w.lam(expr, (), [Val(p.ptype, frozenset({("global", ())}), _fresh_dims(p.ptype), level=0)
                          for p in expr.params], _Ctx(top=top))
@@ -155,7 +148,7 @@ def _has_userfun(node: Node) -> bool:
 
 
 def _concrete_maps(expr: Node) -> list[Path]:
-    return [p for p, x in walk(expr) if isinstance(x, n.AbstractMap) and _has_userfun(x.f)]
+    return [p for p, x in walk(expr) if isinstance(x, MAPS) and _has_userfun(x.f)]
 
 
 def _labels(expr: Node, concrete: list[Path]) -> dict[Path, str]:
@@ -229,10 +222,13 @@ class _Walker:
         if fused_tuple(e):
             return self.components(e, path, ctx)
         f, args = e.f, e.args
-        whole = isinstance(f, n.ReduceAtomic)  # one kernel with its array argument
+        whole = has("fuses_array", f)  # one kernel with its array argument (reduce_atomic)
         vals = [self.expr(a, path + (i + 1,), ctx) for i, a in enumerate(args[:1] if whole else args)]
         fctx = ctx
-        if not isinstance(f, Lambda) and not _let_lambda(f):  # a let's body: stages too
+        # a lambda's or a let's (`let(v => body)`) body: its top-level computations are stages of their
+        # own, as `lift.lower` stages them (a let-bound value read by a later computation is complete
+        # only when its kernel has finished)
+        if lambda_of(f) is None:
             fctx = replace(ctx, top=False)
             if _has_userfun(e if whole else f):
                 self.stages.append(path)
@@ -308,11 +304,11 @@ class _Walker:
     def _perfect(self, path: Path) -> bool:
         """`path` is the whole function of the enclosing map (directly or as `x => m << x`)."""
         parent = at(self.root, path[:-1])
-        if isinstance(parent, n.AbstractMap):
+        if isinstance(parent, MAPS):
             return True
         if len(path) >= 3 and isinstance(parent, FunCall):
             lam, grand = at(self.root, path[:-2]), at(self.root, path[:-3])
-            return (isinstance(lam, Lambda) and isinstance(grand, n.AbstractMap) and len(lam.params) == 1
+            return (isinstance(lam, Lambda) and isinstance(grand, MAPS) and len(lam.params) == 1
                     and parent.args == (lam.params[0],))
         return False
 
@@ -456,13 +452,17 @@ def _ocl_kernel(w: _Walker, f: n.OclKernel, path: Path, args: Vals, ctx: _Ctx, c
     return w.fun(f.f, path + (0,), args, inner, call)
 
 
-@register(n.Let, n.Iterate, n.Vectorise, stage="context")
+@register(n.Let, n.Vectorise, stage="context")
 def _wrapped(w: _Walker, f: n.Let | n.Iterate | n.Vectorise, path: Path, args: Vals, ctx: _Ctx,
              call: Node) -> Val:
-    if isinstance(f, n.Iterate) and ctx.chain:
-        ctx = replace(ctx, in_iterate=True)
     r = w.fun(f.f, path + (0,), args, ctx, call)
     return replace(r, type=_type(f, args, call))
+
+
+@register(n.Iterate, stage="context")
+def _iterate(w: _Walker, f: n.Iterate, path: Path, args: Vals, ctx: _Ctx, call: Node) -> Val:
+    """Its function, wrapped; in a chain of maps, `in_iterate`."""
+    return _wrapped(w, f, path, args, replace(ctx, in_iterate=True) if ctx.chain else ctx, call)
 
 
 # The layout patterns: values with no memory access of their own.

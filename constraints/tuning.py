@@ -42,6 +42,7 @@ from lift.devices import Device
 from lift.ir import nodes as n
 from lift.ir.nodes import FunCall, Lambda, Node
 from lift.ir.paths import walk
+from lift.ir.registry import case, register
 from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, TupleType, Type, scalar_bytes, scalar_count
 
@@ -95,7 +96,8 @@ def collect_params(expr: Node) -> dict[str, TuningParam]:
     inputs = input_sizes(expr)
     out: dict[str, TuningParam] = {}
     for _, x in walk(expr):
-        for a in _pattern_sizes(x):
+        sizes = case("sizes", x)
+        for a in sizes(x) if sizes is not None else []:
             for v in free_vars(a):
                 if v.name not in inputs:
                     old = out.get(v.name)
@@ -104,15 +106,23 @@ def collect_params(expr: Node) -> dict[str, TuningParam]:
     return out
 
 
-def _pattern_sizes(x: Node) -> list[Arith]:
-    match x:
-        case n.Split(m):
-            return [m]
-        case n.Slide(size, step):
-            return [size, step]
-        case n.Pad(left, right, _):
-            return [left, right]
-    return []
+# The sizes of a pattern a tuning parameter may name (a stage of the registry, `case("sizes", f)`);
+# other patterns name none.
+
+
+@register(n.Split, stage="sizes")
+def _split_sizes(f: n.Split) -> list[Arith]:
+    return [f.n]
+
+
+@register(n.Slide, stage="sizes")
+def _slide_sizes(f: n.Slide) -> list[Arith]:
+    return [f.size, f.step]
+
+
+@register(n.Pad, stage="sizes")
+def _pad_sizes(f: n.Pad) -> list[Arith]:
+    return [f.left, f.right]
 
 
 # ------------------------------------------------------------- algorithmic
@@ -145,21 +155,29 @@ def algorithmic(expr: Node) -> list[Constraint]:
     params = set(collect_params(expr))
     for _, x in walk(expr):
         if isinstance(x, FunCall) and isinstance(x.args[0].type if x.args else None, ArrayType):
-            out.extend(_extra(x, cast(ArrayType, x.args[0].type).size, params))
+            extra = case("algorithmic", x.f)
+            if extra is not None:
+                out.extend(extra(x.f, cast(ArrayType, x.args[0].type).size, _label(x), params))
     return out
 
 
-def _extra(call: FunCall, size: Arith, params: set[str]) -> list[Constraint]:
-    f, lab = call.f, _label(call)
-    match f:
-        case n.Split(m):
-            return [pred_constraint(BOUNDS, Pred("<=", m, size), lab, f"split size {m} <= {size} (4.2)",
-                                    "algorithmic")]
-        case n.Slide(sz, step) if {v.name for v in free_vars(sz) | free_vars(step)} & params:
-            return [pred_constraint(COVERAGE, Pred("==", (size - sz) % step, Cst(0)), lab,
-                                    f"tiling slide({sz}, {step}) covers all {size} elements (4.4)",
-                                    "algorithmic")]
-    return []
+# The constraints a pattern puts on the size of its argument beside its typing conditions (a stage of
+# the registry, `case("algorithmic", f)`: `(f, size, labels, params) -> list[Constraint]`).
+
+
+@register(n.Split, stage="algorithmic")
+def _split_bound(f: n.Split, size: Arith, lab: tuple[str, ...], params: set[str]) -> list[Constraint]:
+    m = f.n
+    return [pred_constraint(BOUNDS, Pred("<=", m, size), lab, f"split size {m} <= {size} (4.2)", "algorithmic")]
+
+
+@register(n.Slide, stage="algorithmic")
+def _slide_coverage(f: n.Slide, size: Arith, lab: tuple[str, ...], params: set[str]) -> list[Constraint]:
+    sz, step = f.size, f.step
+    if not {v.name for v in free_vars(sz) | free_vars(step)} & params:
+        return []
+    return [pred_constraint(COVERAGE, Pred("==", (size - sz) % step, Cst(0)), lab,
+                            f"tiling slide({sz}, {step}) covers all {size} elements (4.4)", "algorithmic")]
 
 
 # ----------------------------------------------------------------- hardware

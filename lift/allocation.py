@@ -38,7 +38,7 @@ from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
-from lift.ir.paths import Path, walk
+from lift.ir.paths import Path, lambda_of, walk
 from lift.ir.registry import REGISTRY, has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
@@ -248,12 +248,11 @@ def check_iterate(f: n.Iterate, node: n.Node) -> None:
 
 
 
-def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None, node: n.Node) -> None:
+def check_atomic(f: n.ReduceAtomic, init: Expr, x: Expr, loops: tuple, dest: str | None, node: n.Node) -> None:
     """`UnsupportedError` unless `reduce_atomic(g, init) << x` can be generated: `g` a built-in
     commutative operator on a 32-bit scalar, `init` a literal or an input of the kernel (the
     result is pre-filled with it by a launch before the kernel), `x` a map's result, and the result the kernel's own (no
     enclosing loop: it is complete only when the kernel ends)."""
-    assert isinstance(f, n.ReduceAtomic)
     g = f.f
     why = None
     t = init.type
@@ -274,9 +273,15 @@ def check_atomic(f: FunDecl, init: Expr, x: Expr, loops: tuple, dest: str | None
 
 
 def _inlinable(a: Expr) -> bool:
+    """A call the C of a user-function argument nests: a user function's (a scalar or a vectorised
+    one: the kernel traversal's "userfun" case), also in private memory (`to_private(uf)`)."""
     return isinstance(a, FunCall) and (
-        isinstance(a.f, n.UserFun | n.Vectorise)
-        or (isinstance(a.f, n.ToPrivate) and isinstance(a.f.f, n.UserFun)))
+        _emits_userfun(a.f) or (is_address(a.f) and fun_space(a.f) == "private" and isinstance(a.f.f, n.UserFun)))
+
+
+def _emits_userfun(f: FunDecl) -> bool:
+    entry = REGISTRY.get(type(f))
+    return entry is not None and entry.emit == "userfun"
 
 
 # ------------------------------------------------------------ the kernel traversal
@@ -323,9 +328,9 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
     """The case of the kernel traversal that handles `f`: "lambda" (a lambda or a let of one),
     "userfun", "layout" (layout patterns and maps of them: views), "map", "reduce", "address"
     (to_global/local/private), "let", "iterate"; an `UnsupportedError` for anything else."""
-    if isinstance(f, n.Let) and isinstance(f.f, Lambda):
+    if lambda_of(f) is not None:
         return "lambda"
-    if isinstance(f, n.AbstractMap) and is_layout_map(f):
+    if is_layout_map(f):
         return "layout"
     entry = REGISTRY.get(type(f))  # live: a family defined after this module's tables counts too
     if entry is not None and entry.emit is not None and isinstance(f, FunDecl):
@@ -337,8 +342,8 @@ def kernel_case(f: FunDecl, node: n.Node | None = None) -> str:
 
 def lambda_body(f: FunDecl) -> Expr:
     """The body of a "lambda" case: a lambda's, or the lambda's of a let."""
-    lam = f.f if isinstance(f, n.Let) else f
-    assert isinstance(lam, Lambda), f"{f} is not a lambda case"
+    lam = lambda_of(f)
+    assert lam is not None, f"{f} is not a lambda case"
     return lam.body
 
 
@@ -417,9 +422,8 @@ class Allocator:
             self.own(key, out, space, loops, node)
         self.apply(f.f, fpath + (0,), args, out, loops, space, node, fpath + (0,))
 
-    def on_let(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+    def on_let(self, f: n.Let, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                dest: str | None, node: n.Node, key: Path) -> None:
-        assert isinstance(f, n.Let)
         self.apply(f.f, fpath + (0,), args, out, loops, dest, node, key)
 
     def own(self, key: Path, t: Type, space: str | None, loops: tuple[Loop, ...], node: n.Node) -> str:
@@ -456,7 +460,8 @@ class Allocator:
         kind = LOOP_KINDS[type(f)]
         if dest is None:
             space = default_space(node) if isinstance(node, FunCall) else None
-            if kind != "seq" and space == "private" and not any(isinstance(x, n.ToPrivate) for _, x in walk(f)):
+            private = any(is_address(x) and SPACES[type(x)] == "private" for _, x in walk(f))
+            if kind != "seq" and space == "private" and not private:
                 space = "global"  # a parallel map of reductions: private accumulators, a shared result
             dest = self.own(key, out, space, loops, node)
         if kind != "seq" and (dest == "private" or (dest == "local" and kind != "lcl")):
@@ -467,9 +472,8 @@ class Allocator:
         self.loops[fpath] = loop
         self.apply(f.f, fpath + (0,), [(None, None)], out.elem, loops + (loop,), dest, f, fpath + (0,))
 
-    def on_reduce(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+    def on_reduce(self, f: n.ReduceSeq, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                   dest: str | None, node: n.Node, key: Path) -> None:
-        assert isinstance(f, n.ReduceSeq)
         g = f.f
         (init, ip), (x, xp) = args
         assert init is not None and ip is not None and x is not None and isinstance(x.type, ArrayType)
@@ -486,7 +490,7 @@ class Allocator:
         none = (None, None)
         self.apply(g, fpath + (0,), [none, none], init.type, loops + (loop,), space, g, fpath + (0,))
 
-    def on_atomic(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+    def on_atomic(self, f: n.ReduceAtomic, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                   dest: str | None, node: n.Node, key: Path) -> None:
         """`reduce_atomic(f, z) << map(g) << xs` (`lift.codegen.atomic`): the map's loop, each element
         computed into private memory of its own (at the map call's path) and combined into the
@@ -503,12 +507,11 @@ class Allocator:
         self.loops[xp + (0,)] = loop
         self.apply(m.f, xp + (0, 0), [(None, None)], x.type.elem, loops + (loop,), "private", m, xp + (0, 0))
 
-    def on_iterate(self, f: FunDecl, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
+    def on_iterate(self, f: n.Iterate, fpath: Path, args: list[Site], out: Type, loops: tuple[Loop, ...],
                    dest: str | None, node: n.Node, key: Path) -> None:
         """`iterate(k, g)`: the first iteration reads the argument, the last writes the destination;
         the others ping-pong between two buffers (`Allocated.pingpong`, by the `iterate`'s path),
         each as big as the largest value it holds. Sizes inside `g` are bounded by the largest input."""
-        assert isinstance(f, n.Iterate)
         (x, xp), = args
         if x is None:
             raise UnsupportedError("iterate needs a named argument here; write (lambda a: iterate(k, g) << a)",

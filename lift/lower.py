@@ -22,24 +22,29 @@ program type is unchanged.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import cast
 
 from lift.errors import LiftValueError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import computes, is_layout_pattern
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
-from lift.ir.paths import children, transform_bottom_up, walk, with_children
-from lift.ir.registry import is_parallel
+from lift.ir.paths import children, lambda_of, transform_bottom_up, walk, with_children
+from lift.ir.registry import MAPS, REDUCES, case, has, is_parallel, register
 from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
 from lift.rules.terms import as_call, as_expr, as_fun, constant
 from lift.typecheck import typecheck
 from lift.types import FunType, types_equal
 
 
+def unlowered(node: Node) -> bool:
+    """Whether `node` is left for the default lowering: a `reduce`, or a `map` that computes (a map
+    of layout patterns is a view); the registry's "unlowered" patterns that compute."""
+    return has("unlowered", node) and computes(node)
+
+
 def is_high_level(expr: Node) -> bool:
     """Whether `expr` has a `reduce`, or a `map` that computes (a map of layout patterns is a view)."""
-    return any(isinstance(node, n.Reduce) or (isinstance(node, n.Map) and computes(node.f))
-               for _, node in walk(expr))
+    return any(unlowered(node) for _, node in walk(expr))
 
 
 def lower(program: Lambda) -> Lambda:
@@ -54,9 +59,14 @@ def lower(program: Lambda) -> Lambda:
     program = fused
     body = _expr(program.body, nested=False)
     staged = _stages(body)
-    if sum(isinstance(x, n.OclKernel) for _, x in walk(staged)) > 1:
+    if len(kernels(staged)) > 1:
         body = staged
     return dataclasses.replace(program, body=body)
+
+
+def kernels(e: Node) -> list[n.OclKernel]:
+    """The kernel stages of `e` (its `ocl_kernel`s, as `lower` makes them or a program states them)."""
+    return [x for _, x in walk(e) if isinstance(x, n.OclKernel)]
 
 
 # ------------------------------------------------------------------ mapping
@@ -70,22 +80,32 @@ def _expr(e: Expr, nested: bool) -> Expr:
 
 
 def _fun(f: FunDecl, nested: bool) -> FunDecl:
-    meta: dict[str, Any] = {"label": f.label, "loc": f.loc}
-    match f:
-        case n.Map(g) if not computes(g):
-            return f  # map(transpose), map(join): a view, not a loop
-        case n.Map(g):
-            return (n.MapSeq if nested else n.MapGlb)(_fun(g, True), **meta)
-        case n.Reduce(g):
-            return n.ReduceSeq(_fun(g, True), **meta)
-        case n.AbstractMap(f=g) | n.AbstractReduce(f=g):
-            return as_fun(with_children(f, (_fun(g, True),)))
-        case Lambda(_, body):
-            return as_fun(with_children(f, (_expr(body, nested),)))
+    """`f` lowered: its class's "lower" case (a map, a reduction, a lambda), else its function
+    lowered (under a map or a reduction of any kind: nested)."""
+    rule = case("lower", f)
+    if rule is not None:
+        return cast(FunDecl, rule(f, nested))
     cs = children(f)
     if cs and isinstance(cs[0], FunDecl):
-        return as_fun(with_children(f, (_fun(cs[0], nested),)))
+        return as_fun(with_children(f, (_fun(cs[0], nested or isinstance(f, (*MAPS, *REDUCES))),)))
     return f
+
+
+@register(n.Map, stage="lower")
+def _lower_map(f: n.Map, nested: bool) -> FunDecl:
+    if not computes(f.f):
+        return f  # map(transpose), map(join): a view, not a loop
+    return (n.MapSeq if nested else n.MapGlb)(_fun(f.f, True), label=f.label, loc=f.loc)
+
+
+@register(n.Reduce, stage="lower")
+def _lower_reduce(f: n.Reduce, nested: bool) -> FunDecl:
+    return n.ReduceSeq(_fun(f.f, True), label=f.label, loc=f.loc)
+
+
+@register(Lambda, stage="lower")
+def _lower_lambda(f: Lambda, nested: bool) -> FunDecl:
+    return as_fun(with_children(f, (_expr(f.body, nested),)))
 
 
 # ------------------------------------------------------------------- stages
@@ -102,7 +122,7 @@ def _parallel(x: Node) -> bool:
 def _plumbing(f: FunDecl) -> bool:
     """Lambdas, lets and layout functions (maps of layout patterns included): they arrange data."""
     return (isinstance(f, (Lambda, n.Let)) or is_layout_pattern(f)
-            or (isinstance(f, n.AbstractMap) and not computes(f.f)))
+            or (isinstance(f, MAPS) and not computes(f.f)))
 
 
 def _is_stage(e: Expr) -> bool:
@@ -118,11 +138,10 @@ def _stages(e: Expr) -> Expr:
     if fused_tuple(e):
         return _kernel(e, components=True)
     f = e.f
-    if isinstance(f, Lambda | n.Let):
-        lam = f if isinstance(f, Lambda) else f.f
-        if isinstance(lam, Lambda):
-            new = dataclasses.replace(lam, body=_stages(lam.body))
-            f = new if isinstance(f, Lambda) else dataclasses.replace(f, f=new)
+    lam = lambda_of(f)  # a lambda's body, or a let's: top level too
+    if lam is not None:
+        new = dataclasses.replace(lam, body=_stages(lam.body))
+        f = new if f is lam else as_fun(with_children(f, (new,)))
     return as_expr(with_children(e, (f, *(_stages(a) for a in e.args))))
 
 
@@ -140,7 +159,7 @@ def _fusable(consumer: FunCall, producer: Expr) -> bool:
     if not _parallel(consumer) and not _parallel(producer):
         return True
     c, p = consumer.f, producer.f
-    if isinstance(c, n.ReduceAtomic):  # its array is computed by its own kernel's map (lift.codegen.atomic);
+    if has("fuses_array", c):  # reduce_atomic: its array is computed by its own kernel's map;
         return producer is consumer.args[1]  # its initial value by an earlier kernel
     return (isinstance(c, n.MapGlb) and isinstance(p, n.MapGlb) and c.dim == p.dim
             and len(consumer.args) == 1 and consumer.args[0] is producer)
@@ -204,8 +223,7 @@ def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
     """The postcondition of `lower`: no `reduce` and no computing `map` is left (a `map` of layout
     patterns is a view and may stay), and the program type is the original's."""
 
-    left = [str(x)[:60] for _, x in walk(program)
-            if isinstance(x, n.Reduce) or (isinstance(x, n.Map) and computes(x.f))]
+    left = [str(x)[:60] for _, x in walk(program) if unlowered(x)]
     problems = [f"{what} is not mapped to OpenCL" for what in left]
     if original is not None:
         before, after = cast(FunType, typecheck(original)), cast(FunType, typecheck(program))
@@ -216,4 +234,4 @@ def verify_lowered(program: Lambda, original: Lambda | None = None) -> None:
         raise LiftValueError("verify_lowered: " + "; ".join(problems))
 
 
-__all__ = ["lower", "is_high_level", "computes", "fused_tuple", "verify_lowered"]
+__all__ = ["lower", "kernels", "is_high_level", "computes", "fused_tuple", "verify_lowered"]

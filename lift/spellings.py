@@ -27,7 +27,22 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from lift.errors import LiftValueError
-from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Node, Param, Reduce, Split, Transpose, UserFun, Zip
+from lift.ir.nodes import (
+    Expr,
+    FunCall,
+    FunDecl,
+    Join,
+    Lambda,
+    Let,
+    Map,
+    Node,
+    Param,
+    Reduce,
+    Split,
+    Transpose,
+    UserFun,
+    Zip,
+)
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.terms import as_expr, bound_ids, call, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of, typecheck
@@ -107,24 +122,38 @@ def _pair(n: Node, salt: int) -> Node | None:
     return Map(user_fun(fn, [TupleType((t, t))], t, name=f"pair_{found[0].kind}{salt % 2}"), **meta(n))
 
 
+def _map_call(e: Node) -> tuple[FunDecl, Expr] | None:
+    """`(g, x)` when `e` is `map(g) << x` (a plain map, not a lowered one); else None."""
+    if isinstance(e, FunCall) and type(e.f) is Map and len(e.args) == 1:
+        return e.f.f, e.args[0]
+    return None
+
+
+def _reduce_call(e: Node) -> tuple[Reduce, Expr, Expr] | None:
+    """`(r, z, xs)` when `e` is `r << (z, xs)`, `r` a plain `reduce(f, z)`; else None."""
+    if isinstance(e, FunCall) and type(e.f) is Reduce and len(e.args) == 2:
+        return e.f, e.args[0], e.args[1]
+    return None
+
+
 def _fused(n: Node, salt: int) -> Node | None:
-    if not (isinstance(n, FunCall) and type(n.f) is Reduce and len(n.args) == 2):
+    red = _reduce_call(n)
+    mapped = _map_call(red[2]) if red is not None else None
+    if red is None or mapped is None:
         return None
-    z, xs = n.args
-    if not (isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1):
-        return None
-    f, g, x = n.f.f, xs.f.f, xs.args[0]
+    (r, z, _), (g, x) = red, mapped
+    f = r.f
 
     acc_t, elem_t = type_of(z), elem(x)
     step = lam([acc_t, elem_t], lambda acc, e: call(f, [acc, call(g, [e])]), ["acc", "x"])
-    return FunCall(Reduce(step, **meta(n.f)), (z, x), **meta(n))
+    return FunCall(Reduce(step, **meta(r)), (z, x), **meta(n))
 
 
 def _zip_order(n: Node, salt: int) -> Node | None:
-    if not (isinstance(n, FunCall) and type(n.f) is Map and len(n.args) == 1):
+    mapped = _map_call(n)
+    if mapped is None or not isinstance(n, FunCall):
         return None
-    found = _pair_op(n.f.f)
-    z = n.args[0]
+    found, z = _pair_op(mapped[0]), mapped[1]
     if found is None or not found[0].commutative or not (isinstance(z, FunCall) and isinstance(z.f, Zip)
                                                         and len(z.args) == 2):
         return None
@@ -132,17 +161,19 @@ def _zip_order(n: Node, salt: int) -> Node | None:
 
 
 def _fission(n: Node, salt: int) -> Node | None:
-    if not (isinstance(n, FunCall) and type(n.f) is Map and len(n.args) == 1):
+    mapped = _map_call(n)
+    if mapped is None or not isinstance(n, FunCall):
         return None
-    f = n.f.f
-    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
-            and type(f.body.f) is Reduce and len(f.body.args) == 2 and f.body.args[1] != f.params[0]
-            and not mentions(f.body.args[0], f.params)):
+    f = mapped[0]
+    if not (isinstance(f, Lambda) and len(f.params) == 1):
+        return None
+    red = _reduce_call(f.body)
+    if red is None or red[2] == f.params[0] or mentions(red[1], f.params):
         return None
 
-    red, e = f.body, f.body.args[1]
-    produce = Lambda(f.params, e)
-    consume = lam([type_of(e)], lambda c: FunCall(red.f, (red.args[0], c), **meta(red)), [f.params[0].name])
+    (r, z, e), params = red, f.params
+    produce = Lambda(params, e)
+    consume = lam([type_of(e)], lambda c: FunCall(r, (z, c), **meta(f.body)), [params[0].name])
     return FunCall(Map(consume, **meta(n.f)), (FunCall(Map(produce), n.args),), **meta(n))
 
 

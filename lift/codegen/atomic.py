@@ -98,7 +98,7 @@ def atomic(kg: KernelGen, f: n.ReduceAtomic, fpath: Path, args: list[Arg], env: 
     xs = kg.arg(Arg(x.type, x, xp + (1,)), env)
     loop = kg.make_loop(m, LOOP_KINDS[type(m)], out_t.size, xp + (0,))
     elem = Arg(x.type.elem, view=Access(xs, loop.var))
-    guard = GROUP_LEADER if isinstance(m, n.MapWrg) else None
+    guard = GROUP_LEADER if loop.kind == "wrg" else None  # a map over work-groups: one work-item each
 
     def body() -> None:
         v = kg.declare(kg.alloc.buffers[xp])

@@ -23,11 +23,12 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import cast
 
+from lift.allocation import body_path
 from lift.arith import C_HELPERS, Arith, Cst
 from lift.barriers import insert_barriers
 from lift.codegen.access import divisibility
 from lift.codegen.c_ast import Decl, Unit, walk_stmts
-from lift.codegen.iterate import host_iterate, top_iterate
+from lift.codegen.iterate import host_iterate, staged_iterate, top_iterate
 from lift.codegen.names import Funs, Names
 from lift.codegen.printer import print_kernel, print_unit
 from lift.codegen.stages import (
@@ -50,9 +51,10 @@ from lift.codegen.width import LONG_HELPERS
 from lift.errors import LiftValueError, UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
-from lift.ir.paths import Path, walk
+from lift.ir.paths import Path, lambda_of, walk
+from lift.ir.registry import has
 from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
-from lift.lower import is_high_level, lower, verify_lowered
+from lift.lower import is_high_level, kernels, lower, verify_lowered
 from lift.plan import BufferSpec, KernelSource
 from lift.typecheck import size_conditions, typecheck
 from lift.types import ArrayType, TupleType, Type, size_names
@@ -148,7 +150,7 @@ class HostTraversal:
         self.program = program
         self.names = names
         self.global_req, self.local_req = global_req, local_req  # one size, or one per kernel
-        self.grouped = any(isinstance(x, n.MapWrg | n.MapLcl) for _, x in walk(program))
+        self.grouped = any(has("grouped", x) for _, x in walk(program))
 
     def steps(self) -> Iterator[HostStep]:
         """Every buffer and kernel job of the program, in order."""
@@ -159,7 +161,7 @@ class HostTraversal:
         out = memory_view(self.names("out"), p.body.type, "global")
         for m in memories(out):
             yield buffer_spec(m, "output")
-        if any(isinstance(x, n.OclKernel) for _, x in walk(p.body)) or top_iterate(p.body):
+        if kernels(p.body) or top_iterate(p.body):
             yield from self.host(p.body, (0,), env, out)
         else:
             yield self.job(self.names(p.label or "lift_kernel"), None, p.body, (0,), env, out)
@@ -177,8 +179,8 @@ class HostTraversal:
                 v = env[e.id]
             case FunCall(n.Iterate(), _) if top_iterate(e):
                 return (yield from host_iterate(self, e, path, env, dest))
-            case FunCall(n.OclKernel(Lambda((q,), FunCall(n.Iterate(), (arg,)) as body)), (x,)) \
-                    if arg == q and top_iterate(body):  # a lowered stage: launches per iteration
+            case FunCall(_, (x,)) if (staged := staged_iterate(e)) is not None:  # launches per iteration
+                q, body = staged
                 env = {**env, q.id: (yield from self.host(x, path + (1,), env, None))}
                 return (yield from host_iterate(self, body, path + (0, 0, 0), env, dest))
             case FunCall(n.OclKernel(g), args):
@@ -189,12 +191,13 @@ class HostTraversal:
                 name = self.names(e.f.label or g.label or "lift_kernel")
                 yield self.job(name, (g, path + (0, 0), tuple(views)), None, path, env, target)
                 return target
-            case FunCall(Lambda(params, body) | n.Let(f=Lambda(params, body)) as f, args):
+            case FunCall(f, args) if (lam := lambda_of(f)) is not None:
                 views = []
                 for k, a in enumerate(args):
                     views.append((yield from self.host(a, path + (k + 1,), env, None)))
-                bpath = path + (0, 0) if isinstance(f, Lambda) else path + (0, 0, 0)
-                return (yield from self.host(body, bpath, {**env, **{q.id: v for q, v in zip(params, views)}}, dest))
+                bpath = body_path(f, path + (0,))
+                env = {**env, **{q.id: v for q, v in zip(lam.params, views)}}
+                return (yield from self.host(lam.body, bpath, env, dest))
             case FunCall(f, args) if is_layout_fun(f):
                 types = [a.type for a in args]
                 dests = arg_dests(f, dest, types) if dest is not None else None

@@ -34,7 +34,7 @@ from lift.codegen.c_ast import Assign, Block, Comment, CRaw, Decl, For
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Lambda, Node, Param
-from lift.ir.paths import Path, transform_bottom_up, walk
+from lift.ir.paths import Path, lambda_of, transform_bottom_up, walk
 from lift.ir.registry import is_parallel
 from lift.layout import is_layout_fun
 from lift.typecheck import subst_type, type_of
@@ -145,15 +145,26 @@ def top_iterate(e: Node) -> bool:
     f = e.f
     if isinstance(f, n.Iterate):
         return any(is_parallel(x) for _, x in walk(f.f))
-    if isinstance(f, n.OclKernel) and isinstance(f.f, Lambda) and len(e.args) == 1:
-        body = f.f.body
-        return (isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == f.f.params
-                and top_iterate(body))
-    lam = f.f if isinstance(f, n.Let) else f
-    inner = [lam.body] if isinstance(lam, Lambda) else []
+    if staged_iterate(e) is not None:
+        return True
+    lam = lambda_of(f)
+    inner = [lam.body] if lam is not None else []
     if inner or is_layout_fun(f):
         return any(top_iterate(x) for x in (*inner, *e.args))
     return False
+
+
+def staged_iterate(e: Node) -> tuple[n.Param, n.FunCall] | None:
+    """`(q, body)` when `e` is a lowered stage of one top-level iterate (`top_iterate(body)`),
+    `ocl_kernel(q => iterate(k, g) << q) << x`: launched once per iteration; else None."""
+    if not (isinstance(e, n.FunCall) and isinstance(e.f, n.OclKernel) and isinstance(e.f.f, Lambda)
+            and len(e.args) == 1):
+        return None
+    lam = e.f.f
+    body = lam.body
+    if isinstance(body, n.FunCall) and isinstance(body.f, n.Iterate) and body.args == lam.params and top_iterate(body):
+        return lam.params[0], body
+    return None
 
 
 def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, View], dest: View | None
@@ -163,8 +174,7 @@ def host_iterate(host: HostTraversal, e: n.FunCall, path: Path, env: dict[int, V
     `g` specialised to that iteration's length; the launches ping-pong between two temporary
     global buffers, the first reads `x` and the last writes the destination. Yields the host
     steps (`lift.codegen.generate.HostTraversal.steps`); returns the view of the result."""
-    it = e.f
-    assert isinstance(it, n.Iterate)
+    it = cast(n.Iterate, e.f)  # a call top_iterate accepts
     (x,) = e.args
     if not isinstance(it.f, Lambda) or it.n == 0:
         raise UnsupportedError("a top-level iterate with a parallel map needs a count >= 1 and a lambda "

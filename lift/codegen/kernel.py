@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lift.allocation import (
     KERNEL_RULES,
@@ -41,7 +41,6 @@ from lift.allocation import (
     concrete,
     install_kernel_cases,
     kernel_case,
-    lambda_body,
 )
 from lift.arith import Arith, Cst, Var, min_, prove_eq, prove_le, to_c
 from lift.barriers import Synchronised, Uniform
@@ -55,8 +54,8 @@ from lift.codegen.names import Funs
 from lift.codegen.tasks import share_components
 from lift.errors import NotSynchronisableError, UnsupportedError
 from lift.ir import nodes as n
-from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
-from lift.ir.paths import Path
+from lift.ir.nodes import Expr, FunCall, FunDecl
+from lift.ir.paths import Path, lambda_of
 from lift.ir.registry import is_address, is_loop
 from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
 from lift.typecheck import infer
@@ -295,7 +294,7 @@ class KernelGen:
             raise UnsupportedError(f"{_short(e)} computes nothing the code generator can read", node=e) from None
 
     def inline_call(self, e: FunCall, path: Path, env: dict[int, View]) -> CExpr:
-        f = e.f.f if isinstance(e.f, n.ToPrivate) else e.f
+        f = e.f.f if is_address(e.f) else e.f  # to_private(uf) (lift.allocation's inlinable calls)
         args = tuple(self.shallow(self.uf_arg(Arg(a.type, a, path + (k + 1,)), env), a.type)
                      for k, a in enumerate(e.args))
         return CCall(self.funs(f), args)
@@ -333,9 +332,9 @@ class KernelGen:
     def on_lambda(self, app: Application) -> View:
         f = app.f
         views = [self.arg(a, app.env) for a in app.args]
-        lam = f.f if isinstance(f, n.Let) else f
-        assert isinstance(lam, Lambda)
-        return self.expr(lambda_body(f), body_path(f, app.fpath),
+        lam = lambda_of(f)
+        assert lam is not None
+        return self.expr(lam.body, body_path(f, app.fpath),
                          {**app.env, **{p.id: v for p, v in zip(lam.params, views)}}, app.dest)
 
     def on_userfun(self, app: Application) -> View:
@@ -349,8 +348,7 @@ class KernelGen:
         return self.layout(app.f, app.args, app.env, app.dest)  # map(transpose), map(join): a view
 
     def on_reduce(self, app: Application) -> View:
-        f = app.f
-        assert isinstance(f, n.ReduceSeq)
+        f = cast(n.ReduceSeq, app.f)  # the "reduce" case (kernel_case)
         return self.reduce(f.f, f, app.fpath, app.args, app.env, app.dest, app.key)
 
     def on_address(self, app: Application) -> View:
@@ -364,18 +362,15 @@ class KernelGen:
         return result
 
     def on_let(self, app: Application) -> View:
-        f = app.f
-        assert isinstance(f, n.Let)
+        f = cast(n.Let, app.f)  # the "let" case (kernel_case)
         return self.apply(f.f, app.fpath + (0,), app.args, app.out, app.env, app.dest, app.node, app.key)
 
     def on_iterate(self, app: Application) -> View:
-        f = app.f
-        assert isinstance(f, n.Iterate)
+        f = cast(n.Iterate, app.f)  # the "iterate" case (kernel_case)
         return iterate(self, f, app.fpath, app.args, app.out, app.env, app.dest, app.own)
 
     def on_atomic(self, app: Application) -> View:
-        f = app.f
-        assert isinstance(f, n.ReduceAtomic)
+        f = cast(n.ReduceAtomic, app.f)  # the "atomic" case (kernel_case)
         return atomic(self, f, app.fpath, app.args, app.env, app.dest)
 
     def on_map(self, app: Application) -> View:

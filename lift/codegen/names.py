@@ -11,6 +11,7 @@ from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import FunDecl
+from lift.ir.paths import lambda_of
 from lift.types import ScalarType, TupleType, Type, VectorType
 from lift.userfun.ctypes import C_RESERVED, c_literal, c_type
 
@@ -107,12 +108,12 @@ class Funs:
             case n.FunCall(n.UserFun() as f, args):
                 fname = self.vectorised(n.Vectorise(f, v.n))
                 return f"{fname}({', '.join(self.lane_expr(a, names, v, lines) for a in args)})"
-            case n.FunCall(n.Lambda(params, body) | n.Let(f=n.Lambda(params, body)), args):
+            case n.FunCall(f, args) if (lam := lambda_of(f)) is not None:  # a lambda, or a let's
                 inner = {**names}
-                for p, a in zip(params, args):
+                for p, a in zip(lam.params, args):
                     inner[p.id] = self.names(p.name or "t")
                     lines.append(f"{_vec_c(p.ptype, v.n)} {inner[p.id]} = {self.lane_expr(a, names, v, lines)};")
-                return self.lane_expr(body, inner, v, lines)
+                return self.lane_expr(lam.body, inner, v, lines)
         raise UnsupportedError(f"vectorise of a lambda supports user-function calls on the lanes, "
                                f"parameters and scalar literals, not {e}", node=v)
 

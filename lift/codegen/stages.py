@@ -39,7 +39,7 @@ from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunDecl, Lambda, Node
 from lift.ir.paths import Path, walk
-from lift.ir.registry import is_parallel
+from lift.ir.registry import has, is_parallel
 from lift.plan import BarrierInfo, BufferSpec, KernelArg, Launch
 from lift.types import ScalarType, Type, VectorType, base_type, scalar_count
 from lift.userfun.ctypes import c_type
@@ -281,8 +281,8 @@ def requested(node: Node, name: str, global_req: SizeReq, local_req: SizeReq, gr
     """The (global, local) sizes of kernel `name`: its entry of a per-kernel request (a dict),
     else one size for the kernels it fits: those with work-groups (map_wrg, map_lcl), or every
     parallel kernel when no kernel of the program (`grouped`) has work-groups."""
-    kinds = {type(x) for _, x in walk(node) if is_parallel(x)}
-    fits = bool(kinds & {n.MapWrg, n.MapLcl}) or (bool(kinds) and not grouped)
+    parallel = [x for _, x in walk(node) if is_parallel(x)]
+    fits = any(has("grouped", x) for x in parallel) or (bool(parallel) and not grouped)
     return _pick(global_req, name, fits), _pick(local_req, name, fits)
 
 

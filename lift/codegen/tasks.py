@@ -29,7 +29,7 @@ from lift.arith import Cst, Var
 from lift.codegen.c_ast import Block, CRaw, For, If
 from lift.ir import nodes as n
 from lift.ir.paths import walk
-from lift.ir.registry import is_parallel
+from lift.ir.registry import has, is_parallel
 from lift.views import View
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def share_components(kg: KernelGen, args: list[Arg], env: dict, dests: list[View
 
 
 def _global_only(x: n.Node | None) -> bool:
-    return x is not None and not any(isinstance(y, n.MapWrg | n.MapLcl) for _, y in walk(x))
+    return x is not None and not any(has("grouped", y) for _, y in walk(x))
 
 
 def _guarded(kg: KernelGen, dims: list[int], why: str, fill) -> None:

@@ -31,7 +31,7 @@ from lift.interpret.twins import call_twin, monoid
 from lift.interpret.values import Zipped, dims_of, dt, pad_axis, slide_axis
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param
-from lift.ir.registry import RewritePoint, case, is_address, register, table
+from lift.ir.registry import MAPS, REDUCES, RewritePoint, case, is_address, register, table
 from lift.types import Int, ScalarType, Type, VectorType, base_type
 
 log = logging.getLogger("lift.interpret")
@@ -81,7 +81,7 @@ class Batched:
                   env: dict[int, Any]) -> Any:
         """A map or reduce call of the element-wise evaluator, on its evaluated arguments."""
         benv = {k: (v, 0) for k, v in env.items()}
-        if isinstance(f, n.AbstractMap):
+        if isinstance(f, MAPS):
             return self.map(f.f, vals[0], benv, ())
         return self.reduce_values(f.f, vals[0], vals[1], [], benv, ())
 
@@ -91,7 +91,7 @@ class Batched:
         # the three kinds of expression (the patterns are the functions: `call`)
         if isinstance(e, FunCall):
             red = unwrap(e.f)
-            if isinstance(red, n.AbstractReduce) and len(e.args) == 2:
+            if isinstance(red, REDUCES) and len(e.args) == 2:
                 return self.reduce(red.f, e.args[0], e.args[1], env, bs)
             return self.call(e.f, [self.eval(a, env, bs) for a in e.args], e, env, bs)
         if isinstance(e, Param):
@@ -137,7 +137,7 @@ class Batched:
         pre: list[FunDecl] = []
         if isinstance(xs_e, FunCall) and len(xs_e.args) == 1:
             mapped = unwrap(xs_e.f)
-            if isinstance(mapped, n.AbstractMap):
+            if isinstance(mapped, MAPS):
                 pre, xs_e = [mapped.f], xs_e.args[0]
         return self.reduce_values(g, init, self.eval(xs_e, env, bs), pre, env, bs)
 

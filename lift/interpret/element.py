@@ -30,7 +30,7 @@ from lift.interpret.values import (
 )
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
-from lift.ir.registry import RewritePoint, case, register, table
+from lift.ir.registry import MAPS, REDUCES, RewritePoint, case, register, table
 from lift.typecheck import unify
 from lift.types import ArrayType, Int, ScalarType, Type, VectorType, base_type
 
@@ -68,7 +68,7 @@ class Element:
         if isinstance(e, FunCall):
             f = e.f
             vals = [self.eval(a, env) for a in e.args]
-            if self.fast is not None and isinstance(f, n.AbstractMap | n.AbstractReduce):
+            if self.fast is not None and isinstance(f, (*MAPS, *REDUCES)):
                 try:
                     return self.fast.at_depth0(e, f, vals, env)
                 except NotBatchable as why:

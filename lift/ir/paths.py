@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 from lift.errors import RewriteError
-from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Let, Node
 
 Path = tuple[int, ...]
 N = TypeVar("N", bound=Node)
@@ -57,6 +57,14 @@ def at(n: Node, path: Path) -> Node:
             raise RewriteError(f"no sub-expression at path {path}", node=n)
         n = cs[i]
     return n
+
+
+def lambda_of(f: object) -> Lambda | None:
+    """The lambda a call of `f` applies to its arguments: `f` itself, or the lambda of a let (the
+    kernel traversal's "lambda" case; the plumbing the staging and the host code pass through);
+    else None."""
+    lam = f.f if isinstance(f, Let) else f
+    return lam if isinstance(lam, Lambda) else None
 
 
 def replace_at(n: N, path: Path, new: Node) -> N:

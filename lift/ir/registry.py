@@ -24,6 +24,12 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
 - "context" (lift.constraints.context, `_Walker.fun`): `(walker, f, path, args, ctx, call) -> Val`;
 - "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
   without one prints as its class name);
+- "lower" (lift.lower, the default lowering): `(f, nested) -> FunDecl`, a high-level map or reduce
+  mapped to OpenCL, a lambda's body lowered (a class without one has its function lowered);
+- "sizes" (lift.constraints.tuning): `(f) -> list[Arith]`, the sizes of `f` a tuning parameter
+  may name (split, slide, pad);
+- "algorithmic" (lift.constraints.tuning): `(f, size, labels, params) -> list[Constraint]`, the
+  constraints `f` puts on the size of its argument (split, slide);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
   one walk); that traversal dispatches on `lift.allocation.kernel_case`, which reads the entry's
   `emit` (the case's name, declared in `define`; `kernel` describes it; `kernel_table()` lists
@@ -54,7 +60,8 @@ from typing import Any, TypeGuard, TypeVar
 
 from lift.ir import nodes as n
 
-STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel")
+STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "lower", "sizes",
+          "algorithmic")
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +89,13 @@ TRAITS = {
               "(constraints.context registers one case for the built-in ones: as_scalar, gather, iota)",
     "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
+    "grouped": "a map over work-groups or a work-group's local ids: the kernel has work-groups of a chosen local "
+               "size (lift.codegen.generate, lift.codegen.tasks)",
+    "fuses_array": "a reduction computed in one kernel with the map that makes its array, each element combined "
+                   "as it is made (reduce_atomic: lift.codegen.atomic); lift.lower and the mapping's context stage "
+                   "them together",
+    "unlowered": "a high-level pattern the default lowering maps to OpenCL (map, reduce: lift.lower); the kernel "
+                 "traversal refuses it",
 }
 
 
@@ -282,20 +296,21 @@ define("userfun", n.UserFun, typecheck="its declared signature",
 define("map", n.Map, typecheck=_MAP_T, interpret=_MAP_I,
        lower="map_glb (outermost) or map_seq; kept when it only rearranges data (a view)",
        kernel=Refused("map " + _LOWER_FIRST),
-       traits=("keeps_order",))
+       traits=("keeps_order", "unlowered"))
 define("map_opencl", n.MapSeq, n.MapGlb, n.MapWrg, n.MapLcl, typecheck=_MAP_T, interpret=_MAP_I, lower=_BODY,
        kernel="map: a loop (sequential, global ids, work-groups or local ids) writing its output memory",
-       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl)}, emit="map")
+       traits=("loop",), some={"parallel": (n.MapGlb, n.MapWrg, n.MapLcl), "grouped": (n.MapWrg, n.MapLcl)},
+       emit="map")
 define("reduce", n.Reduce, typecheck=_RED_T, interpret=_RED_I, lower="reduce_seq",
        kernel=Refused("reduce " + _LOWER_FIRST),
-       traits=("computes",))
+       traits=("computes", "unlowered"))
 define("reduce_seq", n.ReduceSeq, typecheck=_RED_T, interpret=_RED_I, lower=_BODY, kernel="reduce",
        traits=("computes", "realised"), emit="reduce")
 define("reduce_atomic", n.ReduceAtomic, typecheck=_RED_T,
        interpret="left-to-right fold (the kernel's order is not deterministic; f is associative with "
                  "neutral init)", lower=_BODY,
        kernel="atomic: the map's elements combined into the result with OpenCL atomics",
-       traits=("computes",), emit="atomic")
+       traits=("computes", "fuses_array"), emit="atomic")
 define("zip", n.Zip, typecheck="[T1]_n, ..., [Tk]_n -> [(T1, ..., Tk)]_n", interpret="an array of tuples (Zipped)",
        lower=_KEPT, kernel="layout", layout="combine",
        traits=("reread", "in_args"), emit="layout")
