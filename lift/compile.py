@@ -9,13 +9,17 @@
       applied  = choose_open_tuning(...)                     open tuning values chosen and substituted
       mapped_and_linked(applied, ...):                       in order, again with each lesson learnt:
         mapped = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch:
-                   joint_space_of -> joint_space             (constraints/space.py `_build`: typecheck,
-                                                              recompute_layouts, fuse_epilogues,
-                                                              fuse_reduce_maps, analyse, the z3 model)
+                   fused = fused_of(applied, ...)            stages "recomputed" and "fused"
+                                                             (lift.rules.prepare: recompute_layouts,
+                                                             fuse_epilogues, fuse_reduce_maps)
+                   joint_space_of(fused, ...)                the z3 model of `fused` (constraints/:
+                                                             analyse, mapping, tuning, launch; no IR built)
                    taught(space, lessons)                    the lessons learnt so far added
-                   best_mapping(mapping_space(...))          the solver's mapping
-                   Space.realise_traced(choice)              `_named_kernel`, realise_traced (lowering),
-                                                             apply_boundary, substitute_sizes
+                   best_mapping(mapping_space(fused, ...))   the solver's mapping
+                   low = realised(space, choice)             stage "realised" (lift/realise.py): the
+                                                             launch kernel named (named_kernel), maps
+                                                             lowered (realise_traced), kernel boundaries
+                                                             (apply_boundary), tuning values substituted
                    substitute_sizes(low, choices.sizes)
         linked = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
                                                              probed -> synchronised -> emitted ->
@@ -45,7 +49,7 @@ from typing import Any, cast
 from lift.choices import Choices, is_launch
 from lift.codegen import generate
 from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
-from lift.constraints import mapping_space, substitute_sizes
+from lift.constraints import mapping_space
 from lift.constraints.learn import Lesson, learn, taught
 from lift.constraints.model import Z3_LOCK
 from lift.constraints.space import best_mapping
@@ -62,10 +66,11 @@ from lift.ir.nodes import Lambda, Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
 from lift.program import Program
+from lift.realise import realised, substitute_sizes
 from lift.rewrites.choose import choose_open_tuning, complete_points
 from lift.rules.normalise import normalise
 from lift.runtime import CacheDir
-from lift.spaces import Spaces, apply_points, joint_space_of, points_applied, profile_of
+from lift.spaces import Spaces, apply_points, fused_of, joint_space_of, points_applied, profile_of
 from lift.specialise import Specialiser, symbolic_sizes
 from lift.typecheck import typecheck
 from lift.userfun.frozen import warn_changed
@@ -272,8 +277,9 @@ def _learnt(err: NotSynchronisableError, applied: Node, profile: Any, choices: C
     lesson = learn(err, mapped.program, mapped.lowered, dict(mapped.choices.mapping))
     if lesson is None:
         return None
-    joint = joint_space_of(applied, profile, choices, spaces)
-    solver = mapping_space(applied, profile)  # the space `choose_mapping` solves
+    fused = fused_of(applied, choices, spaces)
+    joint = joint_space_of(fused, profile, choices, spaces)
+    solver = mapping_space(fused, profile, rewritten=True)  # the space `choose_mapping` solves
     return lesson if any(lesson.constraint(s) is not None for s in (joint, solver)) else None
 
 
@@ -297,7 +303,8 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
         return Mapped(expr, choices)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
         return Mapped(lower(cast(Lambda, expr)), choices)  # the empty mapping: the default lowering
-    space = taught(joint_space_of(expr, profile, choices, spaces), lessons)
+    fused = fused_of(expr, choices, spaces)  # stages "recomputed" and "fused" (lift.rules.prepare)
+    space = taught(joint_space_of(fused, profile, choices, spaces), lessons)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
     _check_mapping(choices.mapping, maps, expr)
@@ -311,11 +318,11 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
         _check_written(mapping, space.mapping, expr)
         mapping = dict(space.mapping)
     if not mapping and choices.mapping is None and maps:
-        mapping = best_mapping(taught(mapping_space(expr, profile), lessons))
+        mapping = best_mapping(taught(mapping_space(fused, profile, rewritten=True), lessons))
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
                            tuning={k: v for k, v in given.items() if k not in maps})
     joint = {**(mapping if space.mapping is None else {}), **used.tuning, **used.launch}
-    low, lowered = space.realise_traced(joint, vectorise=dict(used.vectorise) or None)
+    low, lowered = realised(space, joint, vectorise=dict(used.vectorise) or None)  # stage "realised"
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
     sized: tuple[SizeArg, SizeArg] = nd or (None, None)

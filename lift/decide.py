@@ -32,20 +32,20 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 from lift.choices import Choices, as_choices, is_launch, joint_fields
-from lift.constraints import substitute_sizes
 from lift.constraints.prefer import complete
 from lift.devices import Device
 from lift.devices.facts import narrow_target
 from lift.errors import LiftError, RewritePointSkipped
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
+from lift.realise import substitute_sizes
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
 from lift.rewrites.block_space import Registers, reduced_group
 from lift.rewrites.chunks import safe_widths
 from lift.rewrites.defaults import default_reduction, with_auto_points
 from lift.rewrites.gpu_tiles import gpu_default, gpu_points
-from lift.spaces import Spaces, joint_space_of, points_applied, profile_of
+from lift.spaces import Spaces, fused_of, joint_space_of, points_applied, profile_of
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType
 from lift.userfun.ctypes import calls_builtin
@@ -197,7 +197,8 @@ def grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spa
     if profile.kind != "cpu":
         return None
     try:
-        space = joint_space_of(points_applied(placed, Choices(points=first), spaces, warn=False), profile,
+        applied = points_applied(placed, Choices(points=first), spaces, warn=False)
+        space = joint_space_of(fused_of(applied, Choices(points=first), spaces), profile,
                                Choices(points=first, sizes={}), spaces)
     except LiftError:
         return None
