@@ -36,7 +36,7 @@ from lift.ir import nodes as n
 from lift.ir.layoutfun import calls_userfun
 from lift.ir.nodes import Expr, FunCall, Lambda, Node, Param
 from lift.ir.paths import transform_bottom_up, walk
-from lift.ir.registry import has
+from lift.ir.registry import case, has, register
 from lift.typecheck import typecheck
 from lift.types import ArrayType
 
@@ -184,22 +184,42 @@ def _keeps(mf: n.Map, value: float) -> bool:
 
 
 def _commute(lay: n.FunDecl, mf: n.Map) -> n.Map | None:
-    """`m2` with `lay << mf << x == m2 << lay << x`, or None."""
-    match lay:
-        case n.Pad(mode=m) if m != "constant":  # a re-indexing: every function commutes with it
-            return mf
-        case n.Pad(value=v) if _keeps(mf, v):
-            return mf
-        case n.Slide() | n.Split():
-            return n.Map(replace(mf, label=None), label=mf.label, loc=mf.loc)
-        case n.Transpose() if isinstance(mf.f, n.Map):
-            return mf
-        case n.Join() if isinstance(mf.f, n.Map):
-            return replace(mf.f, label=mf.label)
-        case n.Map(f=inner) if isinstance(mf.f, n.Map) and _movable(inner):
-            moved = _commute(inner, mf.f)
-            return None if moved is None else n.Map(moved, label=mf.label, loc=mf.loc)
-    return None
+    """`m2` with `lay << mf << x == m2 << lay << x`, or None: the layout's "commute" case."""
+    rule = case("commute", lay)
+    return None if rule is None else rule(lay, mf)
+
+
+@register(n.Pad, stage="commute")
+def _across_pad(lay: n.Pad, mf: n.Map) -> n.Map | None:
+    """A re-indexing pad: every function commutes with it; a constant pad: when `mf` keeps the value."""
+    return mf if lay.mode != "constant" or _keeps(mf, lay.value) else None
+
+
+@register(n.Slide, n.Split, stage="commute")
+def _across_window(lay: n.FunDecl, mf: n.Map) -> n.Map:
+    """One more level: `slide << map(f) == map(map(f)) << slide` (and `split`)."""
+    return n.Map(replace(mf, label=None), label=mf.label, loc=mf.loc)
+
+
+@register(n.Transpose, stage="commute")
+def _across_transpose(lay: n.Transpose, mf: n.Map) -> n.Map | None:
+    """When `mf` maps the elements two levels down."""
+    return mf if isinstance(mf.f, n.Map) else None
+
+
+@register(n.Join, stage="commute")
+def _across_join(lay: n.Join, mf: n.Map) -> n.Map | None:
+    """`join << map(map(f)) == map(f) << join`."""
+    return replace(mf.f, label=mf.label) if isinstance(mf.f, n.Map) else None
+
+
+@register(n.Map, stage="commute")
+def _across_map(lay: n.Map, mf: n.Map) -> n.Map | None:
+    """`map(layout)`, level by level."""
+    if not (isinstance(mf.f, n.Map) and _movable(lay.f)):
+        return None
+    moved = _commute(lay.f, mf.f)
+    return None if moved is None else n.Map(moved, label=mf.label, loc=mf.loc)
 
 
 def _let_map(f: n.FunDecl) -> n.Map | None:
