@@ -166,14 +166,21 @@ def _slide_chain(e: Expr, keep: Callable[[n.FunDecl], bool]) -> tuple[list[FunCa
 
 
 def _movable(f: n.FunDecl) -> bool:
-    return isinstance(f, n.Pad) or _layout(f) or (isinstance(f, n.Map) and _movable(f.f))
+    """Whether an elementwise map moves across `f`: the function under its maps has a "commute"
+    case (`pad` and the layouts with the "commutes" trait)."""
+    return case("commute", _under_maps(f)) is not None
+
+
+def _under_maps(f: n.FunDecl) -> n.FunDecl:
+    """The function `f` applies under its maps (`f` itself when it is no map)."""
+    while isinstance(f, n.Map):
+        f = f.f
+    return f
 
 
 def _keeps(mf: n.Map, value: float) -> bool:
     """Whether the scalar function under the maps of `mf` maps the padding `value` to itself."""
-    f: n.FunDecl = mf
-    while isinstance(f, n.Map):
-        f = f.f
+    f = _under_maps(mf)
     if not (isinstance(f, n.UserFun) and f.arity == 1 and f.py_fn is not None):
         return False
     try:
@@ -233,11 +240,13 @@ def _let_map(f: n.FunDecl) -> n.Map | None:
 
 
 def _layout(f: n.FunDecl) -> bool:
-    return has("commutes", f) or (isinstance(f, n.Map) and _layout(f.f))
+    """Whether `f` is a layout with the "commutes" trait, or a map of one."""
+    return has("commutes", _under_maps(f))
 
 
 def _has_slide(f: n.FunDecl) -> bool:
-    return isinstance(f, n.Slide) or (isinstance(f, n.Map) and _has_slide(f.f))
+    """Whether `f` is a slide, or a map of one."""
+    return isinstance(_under_maps(f), n.Slide)
 
 
 __all__ = ["recompute_layouts", "fuse_into_stencils", "stencil_fused"]
