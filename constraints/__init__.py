@@ -12,7 +12,7 @@ are that module's, also read from here), and the rewriting stages a space is sta
 """
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import Context, MapSite, analyse
 from .launch import ndrange
@@ -20,6 +20,9 @@ from .mapping import CODES, FUSED, GLB, LCL, SEQ, WRG, describe
 from .model import Constraint, Model, Pred
 from .space import Space, choose_mapping, code_of, joint_space, mapping_space, tuning_space
 from .tuning import TuningParam, reduce_ranges, simplify
+
+if TYPE_CHECKING:  # read from lift.realise on use (`__getattr__`), which imports this package's modules
+    from lift.realise import check_vectorisable, realise, substitute_sizes
 
 _REALISE = ("realise", "substitute_sizes", "check_vectorisable")  # lift.realise's, read from here on use
 

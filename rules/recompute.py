@@ -38,7 +38,7 @@ from lift.ir.nodes import Expr, FunCall, Lambda, Node, Param
 from lift.ir.paths import transform_bottom_up, walk
 from lift.ir.registry import case, has, register
 from lift.typecheck import typecheck
-from lift.types import ArrayType
+from lift.types import ArrayType, Type
 
 
 def recompute_layouts(expr: Node) -> Node:
@@ -112,7 +112,7 @@ def stencil_fused(e: Node) -> Expr | None:
     return FunCall(n.Map(_then(mf.f, e.f.f, t.elem), label=e.f.label, loc=e.f.loc), (below,), loc=e.loc)
 
 
-def _then(h: n.FunDecl, g: n.FunDecl, t) -> Lambda:
+def _then(h: n.FunDecl, g: n.FunDecl, t: Type) -> Lambda:
     """`w => g(h(w))` for `w: t`, maps of maps fused level by level (`map(g') << map(h')` ->
     `map(g' << h')`), so that no window-sized temporary is left between them."""
     w = Param(t, "w")
@@ -124,7 +124,7 @@ def _then(h: n.FunDecl, g: n.FunDecl, t) -> Lambda:
     return Lambda((w,), FunCall(g, (FunCall(h, (w,), loc=h.loc),), loc=g.loc), loc=g.loc)
 
 
-def _constant(t) -> bool:
+def _constant(t: Type) -> bool:
 
     while isinstance(t, ArrayType):
         if not isinstance(t.size, Cst) or t.size.value > 64:
