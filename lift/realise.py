@@ -31,7 +31,7 @@ from lift.errors import RewriteError
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node, Param
 from lift.ir.paths import Path, at, replace_at, walk
-from lift.ir.registry import has, is_address
+from lift.ir.registry import MAPS, case, is_address, register, with_trait
 from lift.rules.terms import as_call, constant
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
@@ -165,17 +165,9 @@ class _Lowering:
         return FunCall(kernel, (*leaves, *free), loc=e.loc)
 
     def fun(self, f: FunDecl, path: Path) -> FunDecl:
-        match f:
-            case Lambda(_, body):
-                return dataclasses.replace(f, body=self.expr(body, path + (0,)))
-            case n.AbstractMap():
-                return self.map(f, path)
-            case n.Reduce(g):
-                return n.ReduceSeq(self.fun(g, path + (0,)), label=f.label, loc=f.loc)
-            case _ if has("realised", f):
-                wrapped = cast(Any, f)
-                return dataclasses.replace(wrapped, f=self.fun(wrapped.f, path + (0,)))
-        return f
+        """`f` realised by its "realise" case (below); kept as it is where it has none."""
+        rule = case("realise", f)
+        return f if rule is None else cast(FunDecl, rule(self, f, path))
 
     def map(self, m: n.AbstractMap, path: Path) -> FunDecl:
         site = self.by_path.get(path)
@@ -230,6 +222,33 @@ class _Lowering:
         lam = Lambda((p,), body, label=site.node.label, loc=site.node.loc)
         self.made.append(lam)
         return lam
+
+
+# The "realise" stage: each function class's case (`_Lowering.fun`), registered per class.
+
+
+@register(Lambda, stage="realise")
+def _realise_lambda(low: _Lowering, f: Lambda, path: Path) -> FunDecl:
+    """A lambda: its body realised."""
+    return dataclasses.replace(f, body=low.expr(f.body, path + (0,)))
+
+
+@register(*MAPS, stage="realise")
+def _realise_map(low: _Lowering, f: n.AbstractMap, path: Path) -> FunDecl:
+    """A map: lowered as its map site's code says (a view stays a `map`)."""
+    return low.map(f, path)
+
+
+@register(n.Reduce, stage="realise")
+def _realise_reduce(low: _Lowering, f: n.Reduce, path: Path) -> FunDecl:
+    """A reduce: `reduce_seq` of its function realised."""
+    return n.ReduceSeq(low.fun(f.f, path + (0,)), label=f.label, loc=f.loc)
+
+
+@register(*with_trait("realised"), stage="realise")
+def _realise_wrapped(low: _Lowering, f: Any, path: Path) -> FunDecl:
+    """A pattern the mapping keeps (the "realised" trait): its one function realised."""
+    return cast(FunDecl, dataclasses.replace(f, f=low.fun(f.f, path + (0,))))
 
 
 def _lowered(m: n.AbstractMap, code: int, g: FunDecl) -> n.AbstractMap:

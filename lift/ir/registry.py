@@ -54,7 +54,7 @@ from typing import Any, TypeGuard, TypeVar
 
 from lift.ir import nodes as n
 
-STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "commute")
+STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "commute", "realise")
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
