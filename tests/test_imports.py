@@ -31,7 +31,9 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 #   imports only errors, with devices, so any stage may read it.
 # - arith before types: types carry `Arith` sizes, and arith must not know about types.
 # - lower (the default lowering) sits with constraints: both turn a rewritten program into a
-#   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`.
+#   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`. realise (stage
+#   "realised": the program a chosen mapping gives) sits with them too: it reads a constraint
+#   space's analysis, and `Space.realise` calls it for users.
 # - layout (views of memories and layout functions) sits with views, whose view records it builds.
 # - plan (`KernelSource`, what code generation hands to the runtime) sits with codegen.
 # - program (`KernelSource -> Program`, runs through the runtime) sits with runtime.
@@ -50,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.typecheck", "lift.interpret", "lift.userfun", "lift.gather"),  # gather: every stage's case of one pattern
     ("lift.comprehension",),  # Tensor Comprehensions -> lift.fun programs (IR and user functions only)
     ("lift.rules",),
-    ("lift.constraints", "lift.lower"),
+    ("lift.constraints", "lift.lower", "lift.realise"),
     ("lift.rewrites",),
     ("lift.allocation",),
     ("lift.views", "lift.layout"),
