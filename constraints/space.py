@@ -3,7 +3,11 @@
 A `Space` holds a z3 `Model` and names the variables a choice sets: map labels (Table 5.2
 codes) in a mapping space, tuning parameters in a tuning space, both (plus the thread
 configuration `local_size_d`/`groups_d` when sizes are known) in a joint space. A choice is
-a dict from those names to ints; `realise(choice)` is the program with it applied.
+a dict from those names to ints; `realise(choice)` is the program with it applied (built by
+`lift.realise.realised`, stage "realised": this module states and solves, it builds no IR). A
+space is stated over the program the rewriting stages "recomputed" and "fused" make
+(`lift.rules.prepare.prepared`): run first for a program as written, not again for one
+`lift.compile` passes with `rewritten=True`.
 
 The thread configuration is that of the program's one kernel, or, in a program of several
 `ocl_kernel`s (block_nest's packing kernels before its blocks, a layout copy), that of the kernel
