@@ -3,7 +3,11 @@
 A `Space` holds a z3 `Model` and names the variables a choice sets: map labels (Table 5.2
 codes) in a mapping space, tuning parameters in a tuning space, both (plus the thread
 configuration `local_size_d`/`groups_d` when sizes are known) in a joint space. A choice is
-a dict from those names to ints; `realise(choice)` is the program with it applied.
+a dict from those names to ints; `realise(choice)` is the program with it applied (built by
+`lift.realise.realised`, stage "realised": this module states and solves, it builds no IR). A
+space is stated over the program the rewriting stages "recomputed" and "fused" make
+(`lift.rules.prepare.prepared`): run first for a program as written, not again for one
+`lift.compile` passes with `rewritten=True`.
 
 The thread configuration is that of the program's one kernel, or, in a program of several
 `ocl_kernel`s (block_nest's packing kernels before its blocks, a layout copy), that of the kernel
@@ -31,15 +35,16 @@ from typing import Any
 import z3
 
 from lift import devices
+from lift import realise as realisation  # stage "realised": `Space.realise` for users
 from lift.arith import Arith, Cst, evaluate, free_vars, substitute, to_z3
 from lift.devices import Device
 from lift.errors import DeviceError, LiftTypeError, UnsatisfiableError
 from lift.ir import nodes as n
 from lift.ir.nodes import Node
-from lift.ir.paths import at, replace_at
-from lift.rules.fusion import fuse_epilogues, fuse_reduce_maps
+from lift.ir.paths import at
+from lift.lower import is_high_level
+from lift.rules.prepare import prepared
 from lift.rules.terms import as_call, fun_of
-from lift.typecheck import typecheck
 
 from . import launch as ln
 from . import mapping as mp
@@ -49,8 +54,6 @@ from .context import Context, MapSite, analyse
 from .lexopt import BudgetSpent, lex_optimum
 from .limits import MAPPING_RLIMIT
 from .model import Choice, Constraint, Model, code_in
-from .realise import realise_traced, substitute_sizes
-from .recompute import recompute_layouts
 from .unique import add_unique
 
 
@@ -101,28 +104,22 @@ class Space:
         """Raise `UnsatisfiableError` naming the violated constraints unless `choice` is valid."""
         self.model.check(choice, what="the choice" if choice else "the space")
 
+    def checked(self, choice: Mapping[str, int]) -> dict[str, int]:
+        """`choice` as a dict of ints, checked against the space (`check`)."""
+        choice = _choice(choice)
+        self.check(choice)
+        return choice
+
     def realise(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None) -> Node:
-        """The program with `choice` applied (maps lowered, tuning values substituted)."""
-        return self.realise_traced(choice, vectorise=vectorise)[0]
+        """The program with `choice` applied (maps lowered, tuning values substituted): stage
+        "realised" (`lift.realise.realised`), for users of a space."""
+        return realisation.realised(self, choice, vectorise=vectorise)[0]
 
     def realise_traced(self, choice: Mapping[str, int], *, vectorise: Mapping[str, int] | None = None
                        ) -> tuple[Node, tuple[tuple[Node, str], ...]]:
-        """`realise`, and each map object the lowering made with its map site's label (those that
-        survive as objects in the program are the maps `lift.constraints.learn` can name)."""
-        choice = _choice(choice)
-        self.check(choice)
-        env = dict(self.fixed)
-        env.update({k: int(v) for k, v in choice.items() if k in self.params})
-        codes = self._codes(choice)
-        out = self.expr
-        if self.launch_path is not None and ln.ndrange(choice) is not None:  # sized by name: named
-            out = _named_kernel(out, self.launch_path)
-            for name, path in self._twins(codes):
-                out = _named_kernel(out, path, name)
-        lowered: tuple[tuple[Node, str], ...] = ()
-        if self.lower or vectorise:
-            out, lowered = realise_traced(out, self.context, codes, vectorise, {**(self.sizes or {}), **env})
-        return substitute_sizes(out, env), lowered
+        """`realise`, and each map object the lowering made with its map site's label
+        (`lift.realise.realised`)."""
+        return realisation.realised(self, choice, vectorise=vectorise)
 
     def launch_maps(self) -> list[MapSite]:
         """The maps whose kernel the launch variables size (every map in a one-kernel program)."""
@@ -133,7 +130,7 @@ class Space:
         """(global_size, local_size) when the space has launch variables."""
         return ln.ndrange(choice)
 
-    def _codes(self, choice: Mapping[str, int]) -> dict[str, int]:
+    def codes(self, choice: Mapping[str, int]) -> dict[str, int]:
         """Each map's Table 5.2 code: the fixed mapping of a tuning space, else `choice`'s."""
         return dict(self.mapping) if self.mapping is not None else {k: int(choice[k]) for k in self.context.maps}
 
@@ -143,7 +140,7 @@ class Space:
         return (max((len(m.outer) for m in sites), default=-1),
                 frozenset((len(m.outer), codes[m.label]) for m in sites if codes.get(m.label, 0) >= 10))
 
-    def _twins(self, codes: Mapping[str, int]) -> list[tuple[str, tuple[int, ...]]]:
+    def twins(self, codes: Mapping[str, int]) -> list[tuple[str, tuple[int, ...]]]:
         """(name, ocl_kernel call path) of the kernels shaped like the launch kernel under `codes`."""
         main = next((m.kernel for m in self.launch_maps()), None)
         if main is None or self.launch_path is None:
@@ -152,7 +149,12 @@ class Space:
         if not shape[1]:
             return []
         same = [path for k, path in self.others if self._shape(k, codes) == shape]
-        return [(_kernel_name(self.expr, path, f"{self.launch_kernel}_{i + 1}"), path) for i, path in enumerate(same)]
+        return [(self.kernel_name(path, f"{self.launch_kernel}_{i + 1}"), path) for i, path in enumerate(same)]
+
+    def kernel_name(self, path: tuple[int, ...], default: str | None = None) -> str:
+        """The name of the program's `ocl_kernel` call at `path`: its label, else `default` (else
+        `LAUNCH_KERNEL`)."""
+        return _kernel_name(self.expr, path, default or LAUNCH_KERNEL)
 
     def twin_local_sizes(self, choice: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
         """The work-group sizes of the launch kernel's twins (see the module docstring): by kernel
@@ -161,10 +163,10 @@ class Space:
         nd = ln.ndrange(choice)
         if nd is None:
             return {}
-        codes = self._codes(choice)
+        codes = self.codes(choice)
         env = {**(self.sizes or {}), **self.fixed, **{k: int(v) for k, v in choice.items() if k in self.params}}
         out: dict[str, tuple[int, ...]] = {}
-        for name, path in self._twins(codes):
+        for name, path in self.twins(codes):
             trips: dict[int, int] = {}
             for m in self.context.maps.values():
                 dim = codes[m.label] - 30
@@ -286,17 +288,16 @@ class SpaceSpec:
     fusion_heuristic: bool = False
 
 
-def _space(expr: Node, device: Device | str | None, spec: SpaceSpec) -> Space:
+def _space(expr: Node, device: Device | str | None, spec: SpaceSpec, rewritten: bool) -> Space:
     """The space of `expr` on `device` as `spec` says, built afresh: a space depends on its
-    arguments only (no cache: what a compile gets never depends on what the process built before)."""
-    return _build(expr, _device(device), spec)
+    arguments only (no cache: what a compile gets never depends on what the process built before).
+    The space is stated over the program the rewriting stages make (`lift.rules.prepare.prepared`:
+    recompute_layouts, fuse_epilogues, fuse_reduce_maps), run here unless `rewritten`."""
+    return _build(expr if rewritten else prepared(expr), _device(device), spec)
 
 
 def _build(expr: Node, dev: Device, spec: SpaceSpec) -> Space:
     sizes, tuning, mapping, want_map = spec.sizes, spec.tuning, spec.mapping, spec.want_map
-    typecheck(expr)
-    expr = recompute_layouts(expr)  # a slide of a computed result: the map recomputed per window
-    expr = fuse_reduce_maps(fuse_epilogues(expr))  # elementwise consumers and maps under reduce: fused
     sizes = dict(sizes or {})
     ctx = analyse(expr)
     params, cons, fixed, dropped = _tuning(expr, ctx, dev, sizes, dict(tuning or {}))
@@ -369,17 +370,6 @@ def _kernel_name(expr: Node, path: tuple[int, ...], default: str = LAUNCH_KERNEL
     return kernel.label or fun_of(kernel).label or default
 
 
-def _named_kernel(expr: Node, path: tuple[int, ...], name: str | None = None) -> Node:
-    """`expr` with the `ocl_kernel` call at `path` labelled `name` (default `_kernel_name`: a
-    program launched with launch choices only: the others keep their kernels' names)."""
-
-    call = as_call(at(expr, path))
-    name = name or _kernel_name(expr, path)
-    if call.f.label == name:
-        return expr
-    return replace_at(expr, path, replace(call, f=replace(call.f, label=name)))
-
-
 def code_of(m: n.AbstractMap) -> int:
     """The Table 5.2 code of a map as written (`map` counts as sequential)."""
     if isinstance(m, n.MapLcl):
@@ -392,34 +382,43 @@ def code_of(m: n.AbstractMap) -> int:
 
 
 def tuning_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
-                 mapping: Mapping[str, int] | None = None, launch: bool = False) -> Space:
-    """The tuning parameters of `expr` (4.3) with the mapping as written or as given."""
+                 mapping: Mapping[str, int] | None = None, launch: bool = False, rewritten: bool = False) -> Space:
+    """The tuning parameters of `expr` (4.3) with the mapping as written or as given.
+    `rewritten`: `expr` has been through the rewriting stages the
+    model is stated over already (`lift.compile`'s "recomputed" and "fused"); else they run first
+    (`lift.rules.prepare.prepared`)."""
     return _space(expr, device, SpaceSpec(sizes=sizes, mapping=mapping, want_tune=True,
-                                          launch=launch and sizes is not None))
+                                          launch=launch and sizes is not None), rewritten)
 
 
 def mapping_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
-                  tuning: Mapping[str, int] | None = None, fusion_heuristic: bool = False) -> Space:
-    """One Table 5.2 variable per concrete map of `expr`, constrained as in 5.3."""
+                  tuning: Mapping[str, int] | None = None, fusion_heuristic: bool = False,
+                  rewritten: bool = False) -> Space:
+    """One Table 5.2 variable per concrete map of `expr`, constrained as in 5.3.
+    `rewritten`: `expr` has been through the rewriting stages the
+    model is stated over already (`lift.compile`'s "recomputed" and "fused"); else they run first
+    (`lift.rules.prepare.prepared`)."""
     return _space(expr, device, SpaceSpec(sizes=sizes, tuning=tuning, want_map=True,
-                                          fusion_heuristic=fusion_heuristic))
+                                          fusion_heuristic=fusion_heuristic), rewritten)
 
 
 def joint_space(expr: Node, device: Device | str | None = None, *, sizes: Mapping[str, int] | None = None,
-                fusion_heuristic: bool = False, launch: bool = True, unique: bool = False) -> Space:
+                fusion_heuristic: bool = False, launch: bool = True, unique: bool = False,
+                rewritten: bool = False) -> Space:
     """Mapping, tuning values and (with sizes; `{}` for a program whose sizes are all constants)
     thread configuration, chosen together. A program whose maps are all lowered already (by its
     author, or by rewrite points such as `gpu_tiles`, whose local buffers, barriers and launch
     are built around their `map_wrg`/`map_lcl`) keeps its mapping as written (`Space.mapping`):
     only its tuning values and launch are variables. `unique`: with the uniqueness constraints
     (constraints/unique.py: tile sizes of all-sequential loops fixed, thread dimensions 1 and 2
-    ordered), as `lift.tune` searches it."""
-    from lift.lower import is_high_level
-
+    ordered), as `lift.tune` searches it. `rewritten`: `expr` has been through the rewriting stages the
+    model is stated over already (`lift.compile`'s "recomputed" and "fused"); else they run first
+    (`lift.rules.prepare.prepared`)."""
     if not is_high_level(expr):
-        return tuning_space(expr, device, sizes=sizes, launch=launch)
+        return tuning_space(expr, device, sizes=sizes, launch=launch, rewritten=rewritten)
     plain = _space(expr, device, SpaceSpec(sizes=sizes, want_map=True, want_tune=True,
-                                           launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic))
+                                           launch=launch and sizes is not None, fusion_heuristic=fusion_heuristic),
+                   rewritten)
     return with_uniqueness(plain) if unique else plain
 
 

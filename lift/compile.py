@@ -4,32 +4,40 @@
     normal     = normalise(expr)                           one canonical spelling (lift.rules.normalise)
     decisions  = decide(normal, device, choices, ...)      the policy: what to plan (lift.decide)
     planned    = plan(program, device, choices):           the first decision that plans:
-      wanted   = complete_points(program, choices)           open structural parameters completed
-      applied  = points_applied(program, wanted)             rewrite points applied (apply_all)
-      applied  = choose_open_tuning(...)                     open tuning values chosen and substituted
-      mapped_and_linked(applied, ...):                       in order, again with each lesson learnt:
-        mapped = map_program(applied, profile, choices)      mapping, tuning values, vectorisation, launch:
-                   joint_space_of -> joint_space             (constraints/space.py `_build`: typecheck,
-                                                              recompute_layouts, fuse_epilogues,
-                                                              fuse_reduce_maps, analyse, the z3 model)
-                   taught(space, lessons)                    the lessons learnt so far added
-                   best_mapping(mapping_space(...))          the solver's mapping
-                   Space.realise_traced(choice)              `_named_kernel`, realise_traced (lowering),
-                                                             apply_boundary, substitute_sizes
+      done     = completed(program, profile, choices)        lift.decide: what the choices leave open
+        wanted = complete_points(program, choices)           open structural parameters completed
+        applied = points_applied(program, wanted)            stage "points applied" (apply_all)
+        applied = choose_open_tuning(...)                    open tuning values chosen and substituted
+      learnt(applied, ..., attempt):                         lift.decide: in order, again with each lesson:
+        complete = solver_mapped(applied, ..., lessons)      the solver's mapping (best_mapping of
+                                                             taught(mapping_space(fused, ...), lessons))
+        mapped_and_linked(applied, complete, ...):           the pipeline on complete choices:
+          mapped = map_program(applied, profile, complete)   mapping, tuning values, vectorisation, launch:
+                   fused = fused_of(applied, ...)            stages "recomputed" and "fused"
+                                                             (lift.rules.prepare: recompute_layouts,
+                                                             fuse_epilogues, fuse_reduce_maps)
+                   joint_space_of(fused, ...)                the z3 model of `fused` (constraints/:
+                                                             analyse, mapping, tuning, launch; no IR built)
+                   low = realised(space, choice)             stage "realised" (lift/realise.py): the
+                                                             launch kernel named (named_kernel), maps
+                                                             lowered (realise_traced), kernel boundaries
+                                                             (apply_boundary), tuning values substituted
                    substitute_sizes(low, choices.sizes)
-        linked = link(mapped)                                per kernel (KERNEL_STAGES): allocated ->
+          linked = link(mapped)                              per kernel (KERNEL_STAGES): allocated ->
                                                              probed -> synchronised -> emitted ->
                                                              assembled; then the host plan (KernelSource)
-        lesson = learn(err, ...)                             a NotSynchronisableError of the solver's
-                                                             mapping: a `Lesson` kept by the call
+        lesson = lesson_of(Unsynchronised(err, ...))         a NotSynchronisableError of the solver's
+                                                             mapping (constraints.learn.learn): a
+                                                             `Lesson` kept by the call
     program    = built(planned, device, ...)               the `Program`, built for the device
 
 `choices` is a `lift.Choices` (a plain dict is converted once, at the edge). A high-level program
 without a mapping gets the z3 model's (`lift.constraints.choose_mapping`); when the barrier pass
 cannot synchronise that mapping, the call learns a named constraint (a `Lesson` it keeps and
 passes back in: no space or cache outlives a compile) and the solver chooses again
-(`mapped_and_linked`). There is no fallback to the default lowering (`MappingFallback` is never
-warned). `Program.choices` is the `Choices` actually used, so
+(`lift.decide.learnt`): the pipeline itself (`mapped_and_linked`) runs on complete choices.
+There is no fallback to the default lowering (`MappingFallback` is never warned).
+`Program.choices` is the `Choices` actually used, so
 `compile(expr, choices=prog.choices)` rebuilds the same program. The tuner
 (`lift.explore.evaluate.Evaluator`) proposes `Choices` and runs the same `plan`.
 """
@@ -45,11 +53,19 @@ from typing import Any, cast
 from lift.choices import Choices, is_launch
 from lift.codegen import generate
 from lift.codegen.stages import allocated, assembled, emitted, probed, synchronised
-from lift.constraints import mapping_space, substitute_sizes
-from lift.constraints.learn import Lesson, learn, taught
+from lift.constraints.learn import Lesson
 from lift.constraints.model import Z3_LOCK
-from lift.constraints.space import best_mapping
-from lift.decide import Decision, Lookup, TunedChoices, decide, tuned_lookup
+from lift.decide import (
+    LEARN_ROUNDS,
+    Decision,
+    Lookup,
+    TunedChoices,
+    Unsynchronised,
+    completed,
+    decide,
+    learnt,
+    tuned_lookup,
+)
 from lift.errors import (
     LiftError,
     LiftTypeError,
@@ -62,10 +78,10 @@ from lift.ir.nodes import Lambda, Node
 from lift.lower import is_high_level, lower
 from lift.plan import KernelSource
 from lift.program import Program
-from lift.rewrites.choose import choose_open_tuning, complete_points
+from lift.realise import realised, substitute_sizes
 from lift.rules.normalise import normalise
 from lift.runtime import CacheDir
-from lift.spaces import Spaces, apply_points, joint_space_of, points_applied, profile_of
+from lift.spaces import Spaces, apply_points, fused_of, joint_space_of, points_applied, profile_of
 from lift.specialise import Specialiser, symbolic_sizes
 from lift.typecheck import typecheck
 from lift.userfun.frozen import warn_changed
@@ -180,20 +196,20 @@ def first_built(decisions: Iterable[Decision], device: Any, local_size: SizeArg 
 
 def plan(expr: Node, device: Any, choices: Choices, local_size: SizeArg = None, global_size: SizeArg = None, *,
          spaces: Spaces | None = None, choose_open: bool = True) -> Planned:
-    """The pipeline after the policy: stage "points applied" (structural parameters `choices`
-    leaves open completed from their domains; with `choose_open`, open tuning values chosen by the
-    tuning model and substituted), then stages "mapped" and "linked" (`mapped_and_linked`)."""
+    """The pipeline after the policy, what `choices` leave open decided by it first: stage "points
+    applied" (`lift.decide.completed`: structural parameters completed; with `choose_open`, open
+    tuning values chosen and substituted), then stages "mapped" and "linked" (`mapped_and_linked`)
+    with complete choices, the solver's mapping included (`lift.decide.learnt`: chosen again with
+    each lesson the barrier pass teaches)."""
     profile = profile_of(device)
-    wanted = complete_points(expr, choices)
-    applied = points_applied(expr, wanted, spaces)  # stage "points applied"
-    chosen: dict[str, int] = {}
-    if choose_open and applied is not expr:
-        applied, chosen = choose_open_tuning(expr, applied, dict(wanted.tuning), profile)
-        wanted = wanted.replace(tuning={k: v for k, v in wanted.tuning.items() if k not in chosen})
-    # stages "mapped" and "linked", mapped again while the solver learns from the barrier pass
-    source, used = mapped_and_linked(applied, profile, wanted, local_size, global_size, None if chosen else spaces)
-    done = used.choices.replace(tuning={**used.choices.tuning, **chosen}) if chosen else used.choices
-    return Planned(source, done, used, local_size, global_size)
+    done = completed(expr, profile, choices, spaces, choose_open=choose_open)
+
+    def attempt(complete: Choices, lessons: tuple[Lesson, ...]) -> tuple[KernelSource, Mapped] | Unsynchronised:
+        return mapped_and_linked(done.program, profile, complete, local_size, global_size, done.spaces, lessons)
+
+    source, used = learnt(done.program, profile, done.choices, done.spaces, attempt)
+    final = used.choices.replace(tuning={**used.choices.tuning, **done.chosen}) if done.chosen else used.choices
+    return Planned(source, final, used, local_size, global_size)
 
 
 def built(planned: Planned, device: Any, *, node: Node, origin: str = "", sizes: Mapping[str, int] | None = None,
@@ -239,42 +255,16 @@ def _check_args(expr: Any, choices: Any, local_size: Any, global_size: Any) -> N
 
 
 def mapped_and_linked(applied: Node, profile: Any, choices: Choices, local_size: SizeArg, global_size: SizeArg,
-                   spaces: Spaces | None) -> tuple[KernelSource, Mapped]:
-    """Stages "mapped" and "linked". With the solver's mapping (no mapping in `choices`), a
-    mapping the barrier pass cannot synchronise teaches the model a named constraint
-    (`lift.constraints.learn`: "no barrier placement") and the solver chooses again, at most
-    `LEARN_ROUNDS` times; there is no fallback to another lowering. The lessons are this call's
-    values (`lift.constraints.learn.Lesson`), added to the spaces it builds; no space outlives them."""
-    lessons: tuple[Lesson, ...] = ()
-    for _ in range(LEARN_ROUNDS):
-        mapped = map_program(applied, profile, choices, spaces, lessons=lessons)
-        try:
-            return link(mapped, local_size, global_size), mapped
-        except NotSynchronisableError as err:
-            lesson = _learnt(err, applied, profile, choices, mapped, spaces)
-            if lesson is None:
-                raise
-            lessons = (*lessons, lesson)
+                      spaces: Spaces | None, lessons: tuple[Lesson, ...] = ()
+                      ) -> tuple[KernelSource, Mapped] | Unsynchronised:
+    """Stages "mapped" and "linked" with complete `choices` (`lessons`: those the solver's mapping
+    respects, recorded in `Mapped.lessons`); a mapping the barrier pass cannot synchronise is
+    returned as `lift.decide.Unsynchronised`, for the policy to learn from (`lift.decide.learnt`)."""
     mapped = map_program(applied, profile, choices, spaces, lessons=lessons)
-    return link(mapped, local_size, global_size), mapped
-
-
-LEARN_ROUNDS = 8
-
-
-def _learnt(err: NotSynchronisableError, applied: Node, profile: Any, choices: Choices, mapped: Mapped,
-            spaces: Spaces | None) -> Lesson | None:
-    """The lesson `err` teaches the solver's spaces (only for the solver's own mapping), or None."""
-    if choices.mapping is not None or not is_high_level(applied) or not mapped.choices.mapping:
-        return None
-    if any(k in mapped.choices.mapping for k in choices.tuning):  # a map code given by label: explicit
-        return None
-    lesson = learn(err, mapped.program, mapped.lowered, dict(mapped.choices.mapping))
-    if lesson is None:
-        return None
-    joint = joint_space_of(applied, profile, choices, spaces)
-    solver = mapping_space(applied, profile)  # the space `choose_mapping` solves
-    return lesson if any(lesson.constraint(s) is not None for s in (joint, solver)) else None
+    try:
+        return link(mapped, local_size, global_size), mapped
+    except NotSynchronisableError as err:
+        return Unsynchronised(err, mapped.program, mapped.lowered, dict(mapped.choices.mapping or {}))
 
 
 def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None, *,
@@ -291,13 +281,15 @@ def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None, *,
                 lessons: tuple[Lesson, ...] = ()) -> Mapped:
     """Stage "mapped": maps and reductions given OpenCL forms by `choices` (mapping, tuning values,
-    vectorisation, launch sizes; specialised to `choices.sizes` when given); the solver's mapping
-    respects the constraints `lessons` state (`mapped_and_linked`)."""
+    vectorisation, launch sizes; specialised to `choices.sizes` when given): complete choices, the
+    mapping of a high-level program decided (`lift.decide.solver_mapped`); `lessons` (those the
+    solver's mapping respects) are recorded in `Mapped.lessons`."""
     if choices.sizes is None and not is_high_level(expr):
         return Mapped(expr, choices)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
         return Mapped(lower(cast(Lambda, expr)), choices)  # the empty mapping: the default lowering
-    space = taught(joint_space_of(expr, profile, choices, spaces), lessons)
+    fused = fused_of(expr, choices, spaces)  # stages "recomputed" and "fused" (lift.rules.prepare)
+    space = joint_space_of(fused, profile, choices, spaces)
     maps = space.context.maps
     given = {**(choices.mapping or {}), **choices.tuning}
     _check_mapping(choices.mapping, maps, expr)
@@ -311,11 +303,12 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
         _check_written(mapping, space.mapping, expr)
         mapping = dict(space.mapping)
     if not mapping and choices.mapping is None and maps:
-        mapping = best_mapping(taught(mapping_space(expr, profile), lessons))
+        raise LiftValueError(f"no mapping for the maps {', '.join(sorted(maps))}", node=expr,
+                             hint="plan decides the solver's mapping first (lift.decide.solver_mapped)")
     used = choices.replace(mapping=mapping if maps or choices.mapping is not None else None,
                            tuning={k: v for k, v in given.items() if k not in maps})
     joint = {**(mapping if space.mapping is None else {}), **used.tuning, **used.launch}
-    low, lowered = space.realise_traced(joint, vectorise=dict(used.vectorise) or None)
+    low, lowered = realised(space, joint, vectorise=dict(used.vectorise) or None)  # stage "realised"
     low = substitute_sizes(low, dict(used.sizes or {}))
     nd = space.ndrange(joint) if used.launch else None
     sized: tuple[SizeArg, SizeArg] = nd or (None, None)

@@ -29,23 +29,28 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from lift.choices import Choices, as_choices, is_launch, joint_fields
-from lift.constraints import substitute_sizes
+from lift.constraints import mapping_space
+from lift.constraints.learn import Lesson, learn, taught
 from lift.constraints.prefer import complete
+from lift.constraints.space import best_mapping
 from lift.devices import Device
 from lift.devices.facts import narrow_target
-from lift.errors import LiftError, RewritePointSkipped
+from lift.errors import LiftError, NotSynchronisableError, RewritePointSkipped
 from lift.ir.nodes import Node, UserFun
 from lift.ir.paths import walk
+from lift.lower import is_high_level
+from lift.realise import Lowered, substitute_sizes
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
 from lift.rewrites.block_space import Registers, reduced_group
+from lift.rewrites.choose import choose_open_tuning, complete_points
 from lift.rewrites.chunks import safe_widths
 from lift.rewrites.defaults import default_reduction, with_auto_points
 from lift.rewrites.gpu_tiles import gpu_default, gpu_points
-from lift.spaces import Spaces, joint_space_of, points_applied, profile_of
+from lift.spaces import Spaces, fused_of, joint_space_of, points_applied, profile_of
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType
 from lift.userfun.ctypes import calls_builtin
@@ -197,7 +202,8 @@ def grid_launch(placed: Node, first: dict[str, dict[str, Any]], device: Any, spa
     if profile.kind != "cpu":
         return None
     try:
-        space = joint_space_of(points_applied(placed, Choices(points=first), spaces, warn=False), profile,
+        applied = points_applied(placed, Choices(points=first), spaces, warn=False)
+        space = joint_space_of(fused_of(applied, Choices(points=first), spaces), profile,
                                Choices(points=first, sizes={}), spaces)
     except LiftError:
         return None
@@ -267,5 +273,104 @@ def device_widths(expr: Node, choices: Choices, device: Device) -> Choices:
     return choices.replace(points=out)
 
 
+# ------------------------------------------------------------ what a plan leaves open
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A program's choices with what they left open decided, but for the mapping (`completed`)."""
+
+    program: Node  # the program with its points applied and the open tuning values substituted
+    choices: Choices  # the points' structural parameters completed; the tuning values not substituted
+    chosen: Mapping[str, int]  # the tuning values substituted into `program` (recorded in Program.choices)
+    spaces: Spaces  # where `program`'s rewritten forms and spaces are kept while it is planned
+
+
+def completed(expr: Node, profile: Device, choices: Choices, spaces: Spaces | None = None, *,
+              choose_open: bool = True) -> Completed:
+    """The structural parameters `choices` leave open completed from their domains (`complete_points`),
+    the points applied (stage "points applied", kept in `spaces`) and, with `choose_open`, the open
+    tuning values chosen by the tuning model and substituted (`choose_open_tuning`). The forms and
+    spaces of the program are kept in `spaces`, or (a program whose tuning values were substituted,
+    or no `spaces`) in a dict of this plan's own."""
+    wanted = complete_points(expr, choices)
+    applied = points_applied(expr, wanted, spaces)  # stage "points applied"
+    chosen: dict[str, int] = {}
+    if choose_open and applied is not expr:
+        applied, chosen = choose_open_tuning(expr, applied, dict(wanted.tuning), profile)
+        wanted = wanted.replace(tuning={k: v for k, v in wanted.tuning.items() if k not in chosen})
+    return Completed(applied, wanted, chosen, {} if chosen or spaces is None else spaces)
+
+
+def solver_mapped(applied: Node, profile: Device, choices: Choices, spaces: Spaces,
+                  lessons: tuple[Lesson, ...] = ()) -> Choices:
+    """`choices` with the solver's mapping (`lift.constraints.space.best_mapping`, respecting the
+    constraints `lessons` state) for a high-level program whose maps they give no code (neither a
+    mapping nor codes by label among the tuning values); else `choices` as they are."""
+    if choices.mapping is not None or not is_high_level(applied):
+        return choices
+    fused = fused_of(applied, choices, spaces)  # stages "recomputed" and "fused"
+    solver = taught(mapping_space(fused, profile, rewritten=True), lessons)
+    maps = solver.context.maps
+    if not maps or any(k in maps for k in choices.tuning):
+        return choices
+    return choices.replace(mapping=best_mapping(solver))
+
+
+@dataclass(frozen=True)
+class Unsynchronised:
+    """A mapping the barrier pass could not synchronise: its error, the mapped program, each map
+    object the lowering made with its label, and the mapping."""
+
+    error: NotSynchronisableError
+    program: Node
+    lowered: Lowered
+    mapping: Mapping[str, int]
+
+
+T = TypeVar("T")
+Attempt = Callable[[Choices, tuple[Lesson, ...]], T | Unsynchronised]
+LEARN_ROUNDS = 8
+
+
+def learnt(applied: Node, profile: Device, choices: Choices, spaces: Spaces, attempt: Attempt[T]) -> T:
+    """`attempt(complete, lessons)` (lift.compile: stages "mapped" and "linked") with the solver's
+    mapping (`solver_mapped`) where `choices` give none. A mapping the barrier pass cannot
+    synchronise teaches a named constraint (`lesson_of`: "no barrier placement") and the solver
+    chooses again, at most `LEARN_ROUNDS` times; there is no fallback to another lowering. The
+    lessons are this call's values (`lift.constraints.learn.Lesson`), added to the spaces it
+    builds; no space outlives them."""
+    lessons: tuple[Lesson, ...] = ()
+    for _ in range(LEARN_ROUNDS):
+        got = attempt(solver_mapped(applied, profile, choices, spaces, lessons), lessons)
+        if not isinstance(got, Unsynchronised):
+            return got
+        lesson = lesson_of(got, applied, profile, choices, spaces)
+        if lesson is None:
+            raise got.error
+        lessons = (*lessons, lesson)
+    got = attempt(solver_mapped(applied, profile, choices, spaces, lessons), lessons)
+    if isinstance(got, Unsynchronised):
+        raise got.error
+    return got
+
+
+def lesson_of(failed: Unsynchronised, applied: Node, profile: Device, choices: Choices,
+              spaces: Spaces) -> Lesson | None:
+    """The lesson `failed` teaches the solver's spaces (only for the solver's own mapping), or None."""
+    if choices.mapping is not None or not is_high_level(applied) or not failed.mapping:
+        return None
+    if any(k in failed.mapping for k in choices.tuning):  # a map code given by label: explicit
+        return None
+    lesson = learn(failed.error, failed.program, failed.lowered, dict(failed.mapping))
+    if lesson is None:
+        return None
+    fused = fused_of(applied, choices, spaces)
+    joint = joint_space_of(fused, profile, choices, spaces)
+    solver = mapping_space(fused, profile, rewritten=True)  # the space `solver_mapped` solves
+    return lesson if any(lesson.constraint(s) is not None for s in (joint, solver)) else None
+
+
 __all__ = ["decide", "Decision", "Tuned", "Lookup", "TunedChoices", "register_tuned", "tuned_lookup",
-           "as_given", "tuned_decisions", "default_blocks", "grid_launch", "device_widths"]
+           "as_given", "tuned_decisions", "default_blocks", "grid_launch", "device_widths", "Completed", "completed",
+           "solver_mapped", "Unsynchronised", "learnt", "lesson_of", "LEARN_ROUNDS"]

@@ -2,7 +2,8 @@
 
     spaces: Spaces = {}
     applied = points_applied(expr, choices, spaces)            # stage "points applied", kept
-    space = joint_space_of(applied, profile, choices, spaces)  # its joint mapping/tuning/launch space
+    fused = fused_of(applied, choices, spaces)                 # stages "recomputed" and "fused", kept
+    space = joint_space_of(fused, profile, choices, spaces)    # its joint mapping/tuning/launch space
 
 `lift.decide` (the policy) and `lift.compile` (the pipeline) both read them, and the tuner
 (`lift.explore.evaluate.Evaluator`) shares one `spaces` dict between its candidates, so a
@@ -22,6 +23,7 @@ from lift.ir.nodes import Node
 from lift.ir.paths import walk
 from lift.rewrites import apply_all
 from lift.rewrites.point import RewritePoint
+from lift.rules.prepare import prepared
 
 T = TypeVar("T")
 Spaces = dict[Any, Any]  # one program's rewritten forms and spaces, kept by a caller compiling many choices
@@ -39,14 +41,24 @@ def points_applied(expr: Node, choices: Choices, spaces: Spaces | None = None, *
     return kept(spaces, ("points", points_key(choices)), lambda: apply_points(expr, choices.points, warn=warn))
 
 
-def joint_space_of(applied: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None, *,
+def fused_of(applied: Node, choices: Choices, spaces: Spaces | None = None) -> Node:
+    """Stages "recomputed" and "fused" (`lift.rules.prepare.prepared`: recompute_layouts, then
+    fuse_epilogues and fuse_reduce_maps) of the program `applied` that `choices.points` made: the
+    program its constraint space is stated over; kept in `spaces` (one program's) when given."""
+    return kept(spaces, ("fused", points_key(choices)), lambda: prepared(applied))
+
+
+def joint_space_of(fused: Node, profile: devices.Device, choices: Choices, spaces: Spaces | None = None, *,
                    unique: bool = False) -> Any:
     """The joint mapping/tuning space (with launch variables when `choices.sizes` are known) of the
-    program `applied` that `choices.points` made; kept in `spaces` (one program's) when given.
-    `unique`: the tuner's space, with the uniqueness constraints (lift.constraints.unique)."""
+    program `fused` that `choices.points` made, after the stages "recomputed" and "fused"
+    (`fused_of`); kept in `spaces` (one
+    program's) when given. `unique`: the tuner's space, with the uniqueness constraints
+    (lift.constraints.unique)."""
     key: tuple[str, ...] = ("space", points_key(choices), profile.key, repr(sorted((choices.sizes or {}).items())))
     key = (*key, "unique") if unique else key
-    return kept(spaces, key, lambda: joint_space(applied, profile, sizes=choices.sizes, unique=unique))
+    return kept(spaces, key, lambda: joint_space(fused, profile, sizes=choices.sizes, unique=unique,
+                                                        rewritten=True))
 
 
 def points_key(choices: Choices) -> str:
@@ -79,4 +91,4 @@ def profile_of(device: Any) -> devices.Device:
         return devices.profile("pocl-cpu")
 
 
-__all__ = ["Spaces", "apply_points", "points_applied", "joint_space_of", "points_key", "kept", "profile_of"]
+__all__ = ["Spaces", "apply_points", "points_applied", "fused_of", "joint_space_of", "points_key", "kept", "profile_of"]

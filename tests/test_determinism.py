@@ -72,8 +72,9 @@ def _module_dicts() -> dict[str, int]:
     import importlib
 
     names = ["lift.compile", "lift.decide", "lift.spaces", "lift.rules.normalise",
-             *(f"lift.constraints.{m}" for m in ("space", "realise", "learn", "context", "mapping", "tuning",
-                                                 "model", "launch", "boundary", "unique", "recompute"))]
+             *(f"lift.constraints.{m}" for m in ("space", "learn", "context", "mapping", "tuning",
+                                                 "model", "launch", "boundary", "unique")),
+             "lift.realise", "lift.rules.recompute", "lift.rules.prepare"]
     out = {}
     for name in names:
         mod = importlib.import_module(name)

@@ -31,7 +31,9 @@ PACKAGES = {"lift": "lift", "rules": "lift.rules", "rewrites": "lift.rewrites", 
 #   imports only errors, with devices, so any stage may read it.
 # - arith before types: types carry `Arith` sizes, and arith must not know about types.
 # - lower (the default lowering) sits with constraints: both turn a rewritten program into a
-#   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`.
+#   mapped one, and `lift.compile` falls back from the z3 mapping to `lower`. realise (stage
+#   "realised": the program a chosen mapping gives) sits with them too: it reads a constraint
+#   space's analysis, and `Space.realise` calls it for users.
 # - views (records and index arithmetic) sit low, under the IR, so a pattern's module (lift.gather)
 #   defines its view beside its other cases; layout (views of the IR's memories and layout functions)
 #   sits above allocation.
@@ -53,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lift.typecheck", "lift.interpret", "lift.userfun", "lift.gather"),  # gather: every stage's case of one pattern
     ("lift.comprehension",),  # Tensor Comprehensions -> lift.fun programs (IR and user functions only)
     ("lift.rules",),
-    ("lift.constraints", "lift.lower"),
+    ("lift.constraints", "lift.lower", "lift.realise"),
     ("lift.rewrites",),
     ("lift.allocation",),
     ("lift.layout",),

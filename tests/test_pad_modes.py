@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import lift
 from lift import Array, Float, Int, Size, fun, join_nd, map, map_nd, pad, pad_nd, reduce, slide, slide_nd, zip
 from lift import rewrites as rw
-from lift.constraints.recompute import fuse_into_stencils
 from lift.errors import LiftTypeError
 from lift.interpret import interpret
+from lift.rules.recompute import fuse_into_stencils
 from lift.views import boundary_index
 
 N, M = Size("N"), Size("M")

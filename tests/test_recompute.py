@@ -1,4 +1,4 @@
-"""Fused recomputation (constraints/recompute.py): a slide of a computed array at the result compiles.
+"""Fused recomputation (rules/recompute.py): a slide of a computed array at the result compiles.
 
 Regression tests for issue 14, defects 2 and 3: `slide(2, 1) << map(f) << x` raised
 NotSynchronisableError ("from different work-groups") even for non-overlapping windows, and a
@@ -14,8 +14,8 @@ import pytest
 
 import lift
 from lift import Array, Float, Size, fun, let, map, reduce, slide, user_fun
-from lift.constraints.recompute import recompute_layouts
 from lift.errors import MappingFallback
+from lift.rules.recompute import recompute_layouts
 from lift.testing import assert_same
 
 N = Size("N")

@@ -1,7 +1,7 @@
 """The fusions the seed workloads rely on (issue 17 item 4): normalisations every program gets before
 mapping (`lift.rules.fusion.fuse_epilogues`, next to `fuse_reduce_maps`: an epilogue written as its own
 map runs in the GEMM's kernel, an elementwise chain runs inside the reduction), a producer read by a
-stencil recomputed per window (`lift.constraints.recompute.fuse_into_stencils`, applied on request: it
+stencil recomputed per window (`lift.rules.recompute.fuse_into_stencils`, applied on request: it
 does not pay on the CPU device), MLP layers in one kernel (`lift.rules.map_row_fusion`). Each is
 checked against the interpreter (and numpy), by the solver's mapping and by the default lowering."""
 
@@ -17,10 +17,10 @@ import pytest
 
 import lift
 from lift import Array, Float, Size, fun, map, pad, reduce, slide, user_fun, zip
-from lift.constraints.recompute import fuse_into_stencils
 from lift.errors import MappingFallback
 from lift.lower import lower
 from lift.rules.fusion import fuse_epilogues
+from lift.rules.recompute import fuse_into_stencils
 from lift.testing import assert_same
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

@@ -27,7 +27,7 @@ from lift.compile import compile as lift_compile
 from lift.decide import device_widths
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
 from lift.ir.nodes import Node
-from lift.spaces import joint_space_of, points_applied, profile_of
+from lift.spaces import fused_of, joint_space_of, points_applied, profile_of
 
 from .points import Structural, decode, is_default, key, point
 from .reference import Reference
@@ -115,8 +115,9 @@ class Evaluator:
         """The joint mapping/tuning/launch space of the program rewritten by `structural` (kept in
         the cache `lift.compile` uses for this program), or the `LiftError` that refused it."""
         try:
-            return joint_space_of(self.points_applied(structural), profile_of(self.device),
-                                  Choices(points=structural, sizes=self.sizes), self._spaces, unique=self.unique)
+            choices = Choices(points=structural, sizes=self.sizes)
+            fused = fused_of(self.points_applied(structural), choices, self._spaces)
+            return joint_space_of(fused, profile_of(self.device), choices, self._spaces, unique=self.unique)
         except LiftError as err:
             return err
 

@@ -27,7 +27,7 @@ from typing import Any
 from lift.choices import Choices
 from lift.errors import LiftError
 from lift.ir.nodes import Node
-from lift.spaces import apply_points, joint_space_of, profile_of
+from lift.spaces import apply_points, fused_of, joint_space_of, profile_of
 
 from .database import TuningDB
 from .evaluate import Evaluator, Record
@@ -88,7 +88,7 @@ def valid_at(program: Node, choices: Choices, device: Any, spaces: dict | None =
     z3 joint space of the rewritten program (see the module)."""
     try:
         applied = apply_points(program, choices.points, warn=False)
-        space = joint_space_of(applied, profile_of(device), choices, spaces)
+        space = joint_space_of(fused_of(applied, choices, spaces), profile_of(device), choices, spaces)
     except LiftError:
         return False
     given = joint(choices) if choices.mapping is not None else {**choices.tuning, **choices.launch}

@@ -61,7 +61,7 @@ from typing import Any, TypeGuard, TypeVar
 from lift.ir import nodes as n
 
 STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "lower", "sizes",
-          "algorithmic")
+          "algorithmic", "commute", "realise")
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,14 +74,14 @@ TRAITS = {
                 "map of views computes nothing)",
     "writes": "writes values of its own element by element: a user function or a constant (a map of it writes "
               "memory; lift.ir.layoutfun.writes_values)",
-    "userfun": "applies a scalar user function (constraints.recompute and boundary: a computing producer)",
+    "userfun": "applies a scalar user function (rules.recompute and constraints.boundary: a computing producer)",
     "reread": "a view the normaliser reads twice rather than bind (rules.normalise.is_view: let inlining)",
     "window": "a window of a computed image whose stages the normaliser distributes (slide, pad, transpose)",
-    "commutes": "a layout an elementwise map moves above (constraints.recompute: slide, split, transpose, join)",
+    "commutes": "a layout an elementwise map moves above (rules.recompute: slide, split, transpose, join)",
     "in_args": "its result lies in its arguments' memory (lift.allocation.result_space)",
     "address": "names the address space its function's results are written to",
     "wrapper": "one function `f`, meaning `f`, with a memory or kernel annotation (address spaces, ocl_kernel)",
-    "realised": "kept by the mapping (lift.constraints.realise), its one function `f` realised: reduce_seq, let, "
+    "realised": "kept by the mapping (lift.realise), its one function `f` realised: reduce_seq, let, "
                 "iterate, vectorise, ocl_kernel, the address spaces",
     "keeps_order": "keeps the order of an array's outer elements, so that elements padded at its end can be cut off "
                    "after it (rewrites.layout_points.depaddable: map, join, split, slide)",
