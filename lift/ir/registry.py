@@ -24,6 +24,8 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
 - "context" (lift.constraints.context, `_Walker.fun`): `(walker, f, path, args, ctx, call) -> Val`;
 - "show" (lift.ir.printer): `(printer, f, lab) -> str`, the function in LIFT notation (a class
   without one prints as its class name);
+- "lanes" (lift.rewrites.lanes, `_Lift.go`): `(lift, f, call) -> Expr | str | None`, the call
+  computed on `w` lanes at once (the vectorise point's lifting of a map's element function);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
   one walk); that traversal dispatches on `lift.allocation.kernel_case`, which reads the entry's
   `emit` (the case's name, declared in `define`; `kernel` describes it; `kernel_table()` lists
@@ -54,7 +56,7 @@ from typing import Any, TypeGuard, TypeVar
 
 from lift.ir import nodes as n
 
-STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel")
+STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "lanes")
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +84,8 @@ TRAITS = {
               "(constraints.context registers one case for the built-in ones: as_scalar, gather, iota)",
     "loop": "a lowered map: a loop in the kernel (sequential, global ids, work-groups or local ids)",
     "parallel": "a map over work-items (global ids, work-groups or local ids)",
+    "kernel": "a kernel boundary: its one function `f` is an OpenCL kernel of its own (ocl_kernel; the "
+              "rewrite points place and look for them: rewrites.auto, auto_nest, auto_conv, fission)",
 }
 
 
@@ -348,7 +352,7 @@ define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
        traits=("realised",), emit="userfun")
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
-       traits=("wrapper", "realised"))
+       traits=("wrapper", "realised", "kernel"))
 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
