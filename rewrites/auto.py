@@ -74,7 +74,7 @@ from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
-from .shapes import MAP, REDUCE, ZIP
+from .shapes import IOTA, MAP, REDUCE, ZIP
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
@@ -405,7 +405,7 @@ def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
 
 def _positions(a: Any) -> bool:
     """`iota(n)`: a view with no argument (rewrites/argbest.py reads the positions in the point)."""
-    return isinstance(a, FunCall) and has("layout", a.f) and not a.args
+    return match(IOTA, a) is not None
 
 
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:

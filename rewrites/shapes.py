@@ -3,17 +3,20 @@ with pattern variables, like the rules' left-hand sides): `match(MAP, e)` is `{"
 when `e` is `map(f) << x`, else None.
 
 Each shape names the one pattern a point rewrites as written: `map` (not a lowered map), `reduce`
-(not `reduce_seq`), a zip of any width, `get(i)`, `transpose`. A point that looks for a shape
+(not `reduce_seq`), a zip or tuple of any width, `get(i)`, `transpose`, `iota`. A point that looks for a shape
 `match`es it (or builds its own pattern from these constructors) rather than testing node classes.
 """
 
 from __future__ import annotations
 
-from lift.ir.nodes import FunCall, Get, Map, Reduce, Transpose, Zip
+from lift.ir.nodes import FunCall, Get, Iota, MakeTuple, Map, Reduce, Transpose, Zip
 from lift.rules.match import PVar, call, expr, fun, match
 
 MAP = call(Map(fun("f")), expr("x"))
 """`map(f) << x`: binds `f` and `x`."""
+
+MAP_OF = Map(fun("f"))
+"""`map(f)`, the function (a map nested directly in another): binds `f`."""
 
 REDUCE = call(Reduce(fun("f")), expr("z"), expr("xs"))
 """`reduce(f, z) << xs`: binds `f`, `z` and `xs`."""
@@ -24,11 +27,17 @@ ZIP = FunCall(Zip(PVar("n")), PVar("xs", tuple))
 ZIP2 = call(Zip(PVar("n")), expr("a"), expr("b"))
 """`zip(a, b)`: binds `a` and `b` (and `n`, 2)."""
 
+TUPLE = FunCall(MakeTuple(PVar("n")), PVar("xs", tuple))
+"""`tuple(x1, .., xn)`: binds `n` and `xs`, the tuple of the components."""
+
 GET = call(Get(PVar("i")), expr("x"))
 """`get(i) << x`: binds `i` and `x`."""
 
 TRANSPOSE = call(Transpose(), expr("x"))
 """`transpose << x`: binds `x`."""
+
+IOTA = call(Iota(PVar("n")))
+"""`iota(n)`, the positions 0 .. n-1 (a view with no argument): binds `n`."""
 
 
 def projected(e: object) -> object:
@@ -38,4 +47,4 @@ def projected(e: object) -> object:
     return e
 
 
-__all__ = ["MAP", "REDUCE", "ZIP", "ZIP2", "GET", "TRANSPOSE", "projected"]
+__all__ = ["MAP", "MAP_OF", "REDUCE", "ZIP", "ZIP2", "TUPLE", "GET", "TRANSPOSE", "IOTA", "projected"]
