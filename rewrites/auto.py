@@ -46,7 +46,6 @@ from lift.ir.nodes import (
     FunCall,
     Join,
     Lambda,
-    Map,
     Node,
     Pad,
     Param,
@@ -56,7 +55,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.ir.registry import has
-from lift.rules.match import match
+from lift.rules.match import PVar, call, either, expr, match
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
@@ -74,7 +73,7 @@ from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
-from .shapes import IOTA, MAP, REDUCE, ZIP
+from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
@@ -82,6 +81,9 @@ NEST_MIN_LENGTH = 32  # a nest's rows are reused across the other operand: block
 MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's length
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
+# a stencil's windows, `slide(size, step) << x` or `pad(left, right, value, mode) << x` (kept inside a point)
+_WINDOWS = call(either(Slide(PVar("size"), PVar("step")), Pad(PVar("left"), PVar("right"), PVar("value"),
+                                                            mode=PVar("mode"))), expr("x"))
 
 
 def is_auto(label: str | None) -> bool:
@@ -199,7 +201,7 @@ class PointPlacer:
         if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
             return n
         orig = n
-        if (m := match(MAP, n)) is not None and isinstance(m["f"], Map):
+        if (m := match(MAP, n)) is not None and match(MAP_OF, m["f"]) is not None:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
             n = _flattened(n) or n  # map(row => nest(row)) << x  ->  split << nest(join << x)
@@ -397,8 +399,8 @@ def _expanded(call: FunCall) -> FunCall:
 def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     """`_abstract` with a stencil's `slide` and `pad`s kept inside the point (its rewrite reads
     the windows from the array: rewrites/lanes.py)."""
-    if isinstance(x, FunCall) and isinstance(x.f, (Slide, Pad)) and len(x.args) == 1:
-        ps, data, args = _abstract_layouts(x.args[0])
+    if (window := match(_WINDOWS, x)) is not None:
+        ps, data, args = _abstract_layouts(window["x"])
         return ps, dataclasses.replace(x, args=(data,)), args
     return _abstract(x)
 
