@@ -50,7 +50,7 @@ def vector_selection(f: Any, z: Any, g: Any, x: Any, w: int) -> Found | str:
         return "expects one zipped array to be the positions iota(n), another the key"
     if not (isinstance(t, TupleType) and all(e in (Float, Int) for e in t.elems)):
         return f"the lanes take 32-bit Float and Int components, got {t}"
-    if (init := match(TUPLE, z)) is None or not all(isinstance(a, Literal) for a in init["xs"]):
+    if (z_tuple := match(TUPLE, z)) is None or not all(isinstance(a, Literal) for a in z_tuple["xs"]):
         return f"the initial value {z} is not a tuple of literals"
     vt = _vectors(t, w)
     data = FunCall(Zip(len(x.args)), tuple(FunCall(AsVector(w), (a,)) for a in x.args))

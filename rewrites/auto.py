@@ -55,7 +55,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.ir.registry import has
-from lift.rules.match import PVar, call, either, expr, match
+from lift.rules.match import call, either, expr, match
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
@@ -73,7 +73,7 @@ from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
-from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP
+from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP, var
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
@@ -82,8 +82,8 @@ MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's le
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
 # a stencil's windows, `slide(size, step) << x` or `pad(left, right, value, mode) << x` (kept inside a point)
-_WINDOWS = call(either(Slide(PVar("size"), PVar("step")), Pad(PVar("left"), PVar("right"), PVar("value"),
-                                                            mode=PVar("mode"))), expr("x"))
+_WINDOWS = call(either(Slide(var("size"), var("step")), Pad(var("left"), var("right"), var("value"), mode=var("mode"))),
+                expr("x"))
 
 
 def is_auto(label: str | None) -> bool:
@@ -201,7 +201,7 @@ class PointPlacer:
         if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
             return n
         orig = n
-        if (m := match(MAP, n)) is not None and match(MAP_OF, m["f"]) is not None:
+        if isinstance(n, FunCall) and (m := match(MAP, n)) is not None and match(MAP_OF, m["f"]) is not None:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
             n = _flattened(n) or n  # map(row => nest(row)) << x  ->  split << nest(join << x)
@@ -374,7 +374,7 @@ def _flattened(call: FunCall) -> FunCall | None:
     lam_, x = m["f"], m["x"]
     body = lam_.body
     inner = match(MAP, body)
-    if not (len(lam_.params) == 1 and inner is not None and inner["x"] == lam_.params[0]):
+    if not (isinstance(body, FunCall) and len(lam_.params) == 1 and inner is not None and inner["x"] == lam_.params[0]):
         return None
     if any(isinstance(m, Param) and m.id == lam_.params[0].id for _, m in walk(body.f)):
         return None

@@ -44,7 +44,7 @@ from lift.ir.layoutfun import is_layout_fun
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.ir.registry import MAPS, is_wrapper
-from lift.rules.match import PVar, expr, fun, match
+from lift.rules.match import expr, fun, match
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
@@ -55,9 +55,9 @@ from lift.userfun.facts import sums
 from .memory_points import copy_into
 from .nest import NestBlocks, copied, divides, rows_of
 from .refusal import Refusal, RefusalKind, indivisible
-from .shapes import TRANSPOSE
+from .shapes import TRANSPOSE, var
 
-_ACCUMULATED = FunCall(n.ReduceSeq(fun("f")), (PVar("z", Literal), expr("xs")))  # reduce_seq(f, literal) << xs
+_ACCUMULATED = FunCall(n.ReduceSeq(fun("f")), (var("z", Literal), expr("xs")))  # reduce_seq(f, literal) << xs
 
 COPY_WIDTH = 8  # the copy moves float8 vectors where the element count allows (else 4, 2, 1)
 # seed block shapes of the tuner for this layout (lift/explore/seeds.py tries them before BLOCK_SEEDS):

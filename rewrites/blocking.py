@@ -148,7 +148,7 @@ def _swapped(h: FunDecl, ra: Any) -> bool:
     """Whether `h` is `rb => reduce(f, z) << [map(g) <<] zip(rb, ra)` (the arrays the other way round)."""
     h = eta(h)
     red = match(REDUCE, h.body) if isinstance(h, Lambda) and len(h.params) == 1 else None
-    if red is None:
+    if not isinstance(h, Lambda) or red is None:
         return False
     xs = red["xs"]
     if (mapped := match(MAP, xs)) is not None:

@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.match import PVar, expr, match
+from lift.rules.match import expr, match
 from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
@@ -73,11 +73,11 @@ from lift.userfun.facts import operator, sums
 from .argbest import vector_selection
 from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
-from .shapes import MAP, REDUCE, ZIP
+from .shapes import MAP, REDUCE, ZIP, var
 
 AUTO_WIDTHS = (8, 16, 4, 1)
 COMBINES = ("kernel", "atomic")  # how the partial results are reduced (the first: the default)
-_AS_VECTOR = FunCall(AsVector(PVar("k")), (expr("x"),))  # as_vector(k) << x
+_AS_VECTOR = FunCall(AsVector(var("k")), (expr("x"),))  # as_vector(k) << x
 # float16 `vload16`, `fma` and `mad` abort PoCL 3.0 (shared/notes/pocl-performance.md): width 16
 # only for user functions that call none of these (the codegen loads through pointer casts)
 _UNSAFE_16 = re.compile(r"\b(fma|mad|vload\d+|vstore\d+)\s*\(")

@@ -248,7 +248,8 @@ def simplified(e: Node) -> Node:
     m = match(MAP, e)
     if m is None or not (isinstance(m["f"], Lambda) and len(m["f"].params) == 1):
         return e
-    x, body, arr = m["f"].params[0], m["f"].body, m["x"]
+    arr: Node = m["x"]
+    x, body = m["f"].params[0], m["f"].body
     if body == x:
         return arr
     got, zipped = match(GET, body), match(ZIP, arr)

@@ -50,7 +50,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import walk
 from lift.ir.registry import case, register
-from lift.rules.match import PVar, call, either, expr, fun, match
+from lift.rules.match import call, either, expr, fun, match
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import constant, eta, length
 from lift.rules.vector import VECTOR_SCALARS
@@ -59,12 +59,12 @@ from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 
-from .shapes import ZIP
+from .shapes import ZIP, var
 
 UNROLL = 16  # the longest window reduction unrolled
 
 _MAPPED = call(either(Map(fun("h")), MapSeq(fun("h"))), expr("xs"))  # map(h) << xs, sequential or not
-_SLIDE = call(Slide(PVar("size"), PVar("step")), expr("xs"))  # slide(size, step) << xs
+_SLIDE = call(Slide(var("size"), var("step")), expr("xs"))  # slide(size, step) << xs
 
 
 @functools.cache

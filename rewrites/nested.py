@@ -161,12 +161,12 @@ def map_map_nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
         return f"expects map(ra => map(rb => reduce << map << zip(ra, rb)) << B) << A, got {call}"
     fa = eta(outer["f"])
     inner = match(MAP, fa.body) if isinstance(fa, Lambda) and len(fa.params) == 1 else None
-    if inner is None:
+    if not isinstance(fa, Lambda) or inner is None:
         return "the outer map's body is not map(rb => ..) << B"
     b = inner["x"]
     if mentions(b, fa.params):
         return "B depends on the outer element: the maps are not over independent arrays"
-    return cast(Lambda, fa), outer["x"], inner["f"], b
+    return fa, outer["x"], inner["f"], b
 
 
 def nest_reduction(call: Any) -> tuple[Lambda, Any, FunDecl, Any, Any, Any] | str:

@@ -9,8 +9,16 @@ Each shape names the one pattern a point rewrites as written: `map` (not a lower
 
 from __future__ import annotations
 
+from typing import Any
+
 from lift.ir.nodes import FunCall, Get, Iota, MakeTuple, Map, Reduce, Transpose, Zip
-from lift.rules.match import PVar, call, expr, fun, match
+from lift.rules.match import call, expr, fun, match, pvars
+
+
+def var(name: str, kind: type | tuple[type, ...] = object) -> Any:
+    """A pattern variable for a node's field (typed Any, as `lift.rules.match.pvars`)."""
+    return pvars(name, kind)[0]
+
 
 MAP = call(Map(fun("f")), expr("x"))
 """`map(f) << x`: binds `f` and `x`."""
@@ -21,22 +29,22 @@ MAP_OF = Map(fun("f"))
 REDUCE = call(Reduce(fun("f")), expr("z"), expr("xs"))
 """`reduce(f, z) << xs`: binds `f`, `z` and `xs`."""
 
-ZIP = FunCall(Zip(PVar("n")), PVar("xs", tuple))
+ZIP = FunCall(Zip(var("n")), var("xs", tuple))
 """`zip(x1, .., xn)`: binds `n` and `xs`, the tuple of the zipped arrays."""
 
-ZIP2 = call(Zip(PVar("n")), expr("a"), expr("b"))
+ZIP2 = call(Zip(var("n")), expr("a"), expr("b"))
 """`zip(a, b)`: binds `a` and `b` (and `n`, 2)."""
 
-TUPLE = FunCall(MakeTuple(PVar("n")), PVar("xs", tuple))
+TUPLE = FunCall(MakeTuple(var("n")), var("xs", tuple))
 """`tuple(x1, .., xn)`: binds `n` and `xs`, the tuple of the components."""
 
-GET = call(Get(PVar("i")), expr("x"))
+GET = call(Get(var("i")), expr("x"))
 """`get(i) << x`: binds `i` and `x`."""
 
 TRANSPOSE = call(Transpose(), expr("x"))
 """`transpose << x`: binds `x`."""
 
-IOTA = call(Iota(PVar("n")))
+IOTA = call(Iota(var("n")))
 """`iota(n)`, the positions 0 .. n-1 (a view with no argument): binds `n`."""
 
 
@@ -47,4 +55,4 @@ def projected(e: object) -> object:
     return e
 
 
-__all__ = ["MAP", "MAP_OF", "REDUCE", "ZIP", "ZIP2", "TUPLE", "GET", "TRANSPOSE", "IOTA", "projected"]
+__all__ = ["MAP", "MAP_OF", "REDUCE", "ZIP", "ZIP2", "TUPLE", "GET", "TRANSPOSE", "IOTA", "projected", "var"]
