@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from lift.ir.nodes import AsVector, FunCall, Literal, MakeTuple, Zip
-from lift.rules.match import match
 from lift.rules.terms import eta, lam
 from lift.typecheck import type_of
 from lift.types import Float, Int, ScalarType, TupleType, Type, VectorType
@@ -32,7 +31,7 @@ from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import Selection, selection
 
-from .shapes import IOTA, TUPLE, ZIP
+from .shapes import IOTA, TUPLE, ZIP, match_shape
 
 Found = tuple[Any, ...]  # (data, element type, step, initial value, lane combine)
 
@@ -42,15 +41,15 @@ def vector_selection(f: Any, z: Any, g: Any, x: Any, w: int) -> Found | str:
     sel = selection(eta(f))
     if sel is None or g is not None:
         return f"{f} is no arg-min/arg-max step of the zipped elements"
-    if match(ZIP, x) is None:
+    if match_shape(ZIP, x) is None:
         return "expects the elements zipped with their positions, zip(.., iota(n), ..)"
-    pos = next((i for i, a in enumerate(x.args) if match(IOTA, a) is not None), None)
+    pos = next((i for i, a in enumerate(x.args) if match_shape(IOTA, a) is not None), None)
     t = type_of(z)
     if pos is None or pos == sel.key:
         return "expects one zipped array to be the positions iota(n), another the key"
     if not (isinstance(t, TupleType) and all(e in (Float, Int) for e in t.elems)):
         return f"the lanes take 32-bit Float and Int components, got {t}"
-    if (z_tuple := match(TUPLE, z)) is None or not all(isinstance(a, Literal) for a in z_tuple["xs"]):
+    if (z_tuple := match_shape(TUPLE, z)) is None or not all(isinstance(a, Literal) for a in z_tuple["xs"]):
         return f"the initial value {z} is not a tuple of literals"
     vt = _vectors(t, w)
     data = FunCall(Zip(len(x.args)), tuple(FunCall(AsVector(w), (a,)) for a in x.args))

@@ -64,7 +64,6 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, lam, mentions, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -76,7 +75,7 @@ from lift.userfun.facts import sums
 from .chunks import atomic_ok, reduce_parts
 from .lanes import broadcast
 from .point import Nested, RewritePoint, constructor
-from .shapes import GET, MAP, TRANSPOSE, ZIP
+from .shapes import GET, MAP, TRANSPOSE, ZIP, match_shape
 
 COL_WIDTHS = (16, 8, 4, 1)  # the first that divides N: a cache line of floats per work-item and row
 PARTS = (1, 2, 4, 8, 16, 32, 64)
@@ -97,14 +96,14 @@ def col_parts(call: Any) -> Parts | str:
     map(mult) << zip(xs, y)) << transpose << X`). `g` is None, or `(uf, spec)`: a scalar user
     function and, per argument, -1 for the element, i >= 1 for `get(i) << t` (operand `vs[i-1]`),
     -2 - j for the row's element of `rs[j]`."""
-    m = match(MAP, call)
+    m = match_shape(MAP, call)
     if m is None:
         return "expects map(reduce) << transpose << X"
     vs: tuple[Expr, ...]
     arg, vs = m["x"], ()
-    if (zipped := match(ZIP, arg)) is not None and len(zipped["xs"]) > 1:
+    if (zipped := match_shape(ZIP, arg)) is not None and len(zipped["xs"]) > 1:
         arg, vs = zipped["xs"][0], tuple(zipped["xs"][1:])
-    columns = match(TRANSPOSE, arg)
+    columns = match_shape(TRANSPOSE, arg)
     if columns is None:
         return "expects the columns of an array: map(..) << transpose << X"
     x = columns["x"]
@@ -128,7 +127,7 @@ def col_parts(call: Any) -> Parts | str:
     f, z, g, col = parts
     if not is_monoid(f, z):
         return f"{f} is not a known associative operator with neutral {z}"
-    if match(ZIP, col) is not None and g is not None:
+    if match_shape(ZIP, col) is not None and g is not None:
         return _row_operands(f, z, eta(g), col, whole, q, x, vs)
     if not whole(col):
         return "expects the column reduced whole: xs => reduce(f, z) [<< map(g)] << xs"
@@ -144,7 +143,7 @@ def col_parts(call: Any) -> Parts | str:
     for a in g.body.args:
         if isinstance(a, Param) and a.id == g.params[0].id:
             spec.append(-1)
-        elif vs and (got := match(GET, a)) is not None and got["x"] == q and got["i"] >= 1:
+        elif vs and (got := match_shape(GET, a)) is not None and got["x"] == q and got["i"] >= 1:
             spec.append(got["i"])
         else:
             return f"the element function's arguments must be the element or a column's operand, got {a}"
@@ -172,7 +171,7 @@ def _row_operands(f: Any, z: Any, g: Any, col: Any, whole: Callable[[Any], bool]
         return f"the element function must be a scalar user function, got {g}"
     spec = []
     for a in g.body.args:
-        got = match(GET, a)
+        got = match_shape(GET, a)
         if got is None or got["x"] != g.params[0] or not got["i"] < len(items):
             return f"the element function's arguments must be the zip's components, got {a}"
         spec.append(which[got["i"]])

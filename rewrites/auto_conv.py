@@ -44,7 +44,7 @@ from lift.ir.layoutfun import is_layout_fun
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.ir.registry import MAPS, is_wrapper
-from lift.rules.match import expr, fun, match
+from lift.rules.match import expr, fun
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
@@ -55,7 +55,7 @@ from lift.userfun.facts import sums
 from .memory_points import copy_into
 from .nest import NestBlocks, copied, divides, rows_of
 from .refusal import Refusal, RefusalKind, indivisible
-from .shapes import TRANSPOSE, var
+from .shapes import TRANSPOSE, match_shape, var
 
 _ACCUMULATED = FunCall(n.ReduceSeq(fun("f")), (var("z", Literal), expr("xs")))  # reduce_seq(f, literal) << xs
 
@@ -162,7 +162,7 @@ def split_reduction(body: Expr, length: int) -> Expr:
     reduced dimension) split into chunks of `length`: `reduce_seq((acc, part) => reduce_seq(op, acc)
     << part, value(..)) << split(length) << xs`, the same sequence of steps (any `op`), nested loops."""
     def go(e: Expr) -> Expr:
-        if (m := match(_ACCUMULATED, e)) is not None:
+        if (m := match_shape(_ACCUMULATED, e)) is not None:
             init, xs = m["z"], m["xs"]
             acc = Param(type_of(init), "acc")
             part = Param(ArrayType(cast(Any, type_of(xs)).elem, Cst(length)), "part")
@@ -217,7 +217,7 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     cols = substitute(b, {m.id: q for m, q in zip(b_inputs, qs)})
     bm, bn, w = sizes
     if along == "output" and w > 1:
-        if (columns := match(TRANSPOSE, cols)) is not None and isinstance(columns["x"], Param):
+        if (columns := match_shape(TRANSPOSE, cols)) is not None and isinstance(columns["x"], Param):
             tx, px, arg = columns["x"], columns["x"], None
         else:  # B's columns copied transposed, in a kernel of its own (reads its inputs)
             moved = copied(FunCall(n.Transpose(), (b,)))

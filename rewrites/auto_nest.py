@@ -80,7 +80,6 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, UserFun, node
 from lift.ir.paths import walk
 from lift.ir.registry import has
-from lift.rules.match import match
 from lift.rules.terms import substitute
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType
@@ -107,7 +106,7 @@ from .nest import (
 from .packing import pack_a, pack_b
 from .point import Nested, RewritePoint, constructor
 from .refusal import Refusal, RefusalKind, indivisible
-from .shapes import TRANSPOSE, ZIP
+from .shapes import TRANSPOSE, ZIP, match_shape
 
 
 @node
@@ -143,7 +142,7 @@ class BlockNest(RewritePoint):
         if split is None:
             return Refusal("the epilogue reads the rows of a computed operand: it cannot be split from the product")
         rows = cast(Any, split).args[0]
-        product = rows.args[1] if match(ZIP, rows) is not None else rows
+        product = rows.args[1] if match_shape(ZIP, rows) is not None else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
         if isinstance(blocked, Refusal):
             return blocked
@@ -243,7 +242,7 @@ class BlockNest(RewritePoint):
         bm, bn, w = nest.sizes
         if w == 1:
             return Refusal("along='output' needs a width above 1")
-        columns = match(TRANSPOSE, b)
+        columns = match_shape(TRANSPOSE, b)
         transposed = columns is not None
         x = columns["x"] if columns is not None else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):

@@ -18,14 +18,13 @@ from typing import Any
 
 from lift.devices import Device
 from lift.ir.nodes import Lambda, Param
-from lift.rules.match import match
 from lift.userfun.facts import sums
 
 from .auto_conv import chunk_lengths, offered
 from .epilogue import Fusable, fusable
 from .nest import known_size, nest_parts, rows_of
 from .point import RewritePoint
-from .shapes import TRANSPOSE
+from .shapes import TRANSPOSE, match_shape
 
 LAYOUTS = ("copy", "keep", "gather", "pad")  # "pad": rewrites/auto_conv.py
 # first values: the default choice (4 x 2 blocks of float8 along the output, packed); the blocks of
@@ -169,7 +168,7 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
 
     widths = fits(regs.widths, ka) if sums(f) else (1,)  # lane sums: an addition only
     kernels = getattr(point, "kernel", None) is not False  # False: a point inside a map
-    transposed = [match(TRANSPOSE, x) for x in (a, b)]  # A's, B's columns: transpose << X
+    transposed = [match_shape(TRANSPOSE, x) for x in (a, b)]  # A's, B's columns: transpose << X
     strided = kernels and any(t is not None for t in transposed)
     views = kernels and any(not isinstance(x, Param) and not (t is not None and isinstance(t["x"], Param))
                             for x, t in zip((a, b), transposed))

@@ -31,7 +31,6 @@ from lift.arith import Arith, as_arith, prove_divides
 from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, UserFun, node
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import call as apply_fun
 from lift.rules.terms import eta, lam, mentions
@@ -44,7 +43,7 @@ from lift.userfun.facts import pair_call, sums
 from .chunks import lane_sum
 from .nested import map_map_nest, zip_reduction
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP, REDUCE, ZIP
+from .shapes import MAP, REDUCE, ZIP, match_shape
 
 # domains ordered by preference: 2 x 4 accumulators of 8 lanes fill half of a 16-register vector
 # file (AVX2) and leave the rest to the loaded operands (4 x 4 spilled: ~1.5x slower on the conv)
@@ -95,7 +94,7 @@ class RegisterBlock(RewritePoint):
             return red
         r_call, _ = red
         f, z, xs = r_call.f.f, r_call.args[0], r_call.args[1]
-        g = mapped["f"] if (mapped := match(MAP, xs)) is not None else None
+        g = mapped["f"] if (mapped := match_shape(MAP, xs)) is not None else None
         if not isinstance(z, Literal) or not is_monoid(f, z):
             return f"{f} is not a known associative operator with the constant neutral {z}"
         elems = fa.params + cast(Any, eta(h)).params
@@ -147,13 +146,13 @@ def update(f: FunDecl, g: UserFun, w: int, acc: Any, x: Any, y: Any) -> Any:
 def _swapped(h: FunDecl, ra: Any) -> bool:
     """Whether `h` is `rb => reduce(f, z) << [map(g) <<] zip(rb, ra)` (the arrays the other way round)."""
     h = eta(h)
-    red = match(REDUCE, h.body) if isinstance(h, Lambda) and len(h.params) == 1 else None
+    red = match_shape(REDUCE, h.body) if isinstance(h, Lambda) and len(h.params) == 1 else None
     if not isinstance(h, Lambda) or red is None:
         return False
     xs = red["xs"]
-    if (mapped := match(MAP, xs)) is not None:
+    if (mapped := match_shape(MAP, xs)) is not None:
         xs = mapped["x"]
-    zipped = match(ZIP, xs)
+    zipped = match_shape(ZIP, xs)
     return zipped is not None and zipped["xs"] == (h.params[0], ra)
 
 

@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.match import expr, match
+from lift.rules.match import expr
 from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
@@ -73,7 +73,7 @@ from lift.userfun.facts import operator, sums
 from .argbest import vector_selection
 from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
-from .shapes import MAP, REDUCE, ZIP, var
+from .shapes import MAP, REDUCE, ZIP, match_shape, var
 
 AUTO_WIDTHS = (8, 16, 4, 1)
 COMBINES = ("kernel", "atomic")  # how the partial results are reduced (the first: the default)
@@ -91,11 +91,11 @@ def safe_widths(funs: Any) -> tuple[int, ...]:
 
 def reduce_parts(call: Any) -> tuple[FunDecl, Any, FunDecl | None, Any] | None:
     """`(f, z, g, x)` for `reduce(f, z) << map(g) << x` (`g` None without the map), or None."""
-    red = match(REDUCE, call)
+    red = match_shape(REDUCE, call)
     if red is None:
         return None
     f, z, xs = red["f"], red["z"], red["xs"]
-    if (mapped := match(MAP, xs)) is not None:
+    if (mapped := match_shape(MAP, xs)) is not None:
         return f, z, mapped["f"], mapped["x"]
     return f, z, None, xs
 
@@ -248,7 +248,7 @@ def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tup
     m = _whole(n, block)
 
     def each(a: Any, left: Any, right: Any) -> Any:
-        if (zipped := match(ZIP, a)) is not None:
+        if (zipped := match_shape(ZIP, a)) is not None:
             return FunCall(a.f, tuple(each(b, left, right) for b in zipped["xs"]))
         return FunCall(Pad(left, right, z.value if isinstance(z, Literal) else 0), (a,))
 
@@ -276,12 +276,12 @@ def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any
         return f"the chunks may not divide the length {total} and padding with {z} is not neutral for {g}"
 
     def pad(a: Any) -> Any:
-        if (vectors := match(_AS_VECTOR, a)) is not None:  # pad the scalars, then view as vectors
+        if (vectors := match_shape(_AS_VECTOR, a)) is not None:  # pad the scalars, then view as vectors
             n = length(vectors["x"])
             return FunCall(a.f, (FunCall(Pad(Cst(0), _rest(n, block * vectors["k"]), z.value), (vectors["x"],)),))
         return FunCall(Pad(Cst(0), _rest(length(a), block), z.value), (a,))
 
-    if (zipped := match(ZIP, data)) is not None:
+    if (zipped := match_shape(ZIP, data)) is not None:
         return FunCall(data.f, tuple(pad(a) for a in zipped["xs"]))
     return pad(data)
 

@@ -21,13 +21,12 @@ from typing import Any, cast
 
 from lift.ir.nodes import Expr, FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
-from lift.rules.match import match
 from lift.rules.normalise import is_view
 from lift.rules.terms import bound_ids, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of
 from lift.types import ScalarType
 
-from .shapes import GET, MAP, REDUCE, ZIP, ZIP2, projected
+from .shapes import GET, MAP, REDUCE, ZIP, ZIP2, match_shape, projected
 
 
 def split_epilogue(call: Node) -> Node | None:
@@ -43,11 +42,11 @@ def _nest(call: Node) -> tuple[Param, Param, Expr, Expr, Expr, FunCall, Expr, Ex
     """`(p, q, body, X, Y, reduce call, rows, cols)` of `map(p => map(q => body) << Y) << X` whose
     body computes one product of a row `u(p)` and a column `v(q)` (rows and cols: the arrays of
     those, `cols` free of `p`), or why not."""
-    m = match(MAP, call)
+    m = match_shape(MAP, call)
     if m is None:
         return "not a map"
     outer, x = m["f"], m["x"]
-    m = match(MAP, outer.body) if isinstance(outer, Lambda) and len(outer.params) == 1 else None
+    m = match_shape(MAP, outer.body) if isinstance(outer, Lambda) and len(outer.params) == 1 else None
     if m is None:
         return "not a map of maps"
     p, inner, y = outer.params[0], m["f"], m["x"]
@@ -67,14 +66,14 @@ def _nest(call: Node) -> tuple[Param, Param, Expr, Expr, Expr, FunCall, Expr, Ex
 def _the_product(body: Node, p: Param, q: Param) -> tuple[FunCall, Any, Any] | None:
     """`(reduce call, u, v)`: the one reduction of `body` over `zip(u, v)`, `u` of `p` only and `v`
     of `q` only (or the other way round, as `(.., v, u)` swapped back), when `body` is not it."""
-    reds = [m for _, m in walk(body) if match(REDUCE, m) is not None]
+    reds = [m for _, m in walk(body) if match_shape(REDUCE, m) is not None]
     if len(reds) != 1 or reds[0] is body:
         return None
     red = cast(FunCall, reds[0])
     xs = red.args[1]
-    if (mapped := match(MAP, xs)) is not None:
+    if (mapped := match_shape(MAP, xs)) is not None:
         xs = mapped["x"]
-    zipped = match(ZIP2, xs)
+    zipped = match_shape(ZIP2, xs)
     if zipped is None:
         return None
     u, v = zipped["a"], zipped["b"]
@@ -99,7 +98,7 @@ def _operand(xs: Expr, p: Param, u: Expr) -> Expr | None:
     """The array of `u`'s values as `p` ranges over `xs`: a zip's component itself, else a map."""
     if u == p:
         return xs
-    got, zipped = match(GET, u), match(ZIP, xs)
+    got, zipped = match_shape(GET, u), match_shape(ZIP, xs)
     if got is not None and got["x"] == p and zipped is not None:
         return cast(Expr, zipped["xs"][got["i"]])
     return FunCall(Map(Lambda((p,), u)), (xs,))
@@ -108,7 +107,7 @@ def _operand(xs: Expr, p: Param, u: Expr) -> Expr | None:
 def _product(red: FunCall, rows: Expr, cols: Expr) -> FunCall:
     """`map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << cols) << rows`."""
     xs = red.args[1]
-    mapped = match(MAP, xs) is not None
+    mapped = match_shape(MAP, xs) is not None
 
     def dot(r: Param, c: Param) -> Expr:
         pair = FunCall(Zip(2), (r, c))
@@ -245,14 +244,14 @@ def simplified(e: Node) -> Node:
     """`e` with `map(x => get(i) << x) << zip(a0, ..)` read as `ai` and `map(x => x) << a` as `a`,
     inside lambdas too (what an epilogue's reads of zipped inputs reduce to)."""
     e = with_children(e, tuple(simplified(c) for c in children(e)))
-    m = match(MAP, e)
+    m = match_shape(MAP, e)
     if m is None or not (isinstance(m["f"], Lambda) and len(m["f"].params) == 1):
         return e
     arr: Node = m["x"]
     x, body = m["f"].params[0], m["f"].body
     if body == x:
         return arr
-    got, zipped = match(GET, body), match(ZIP, arr)
+    got, zipped = match_shape(GET, body), match_shape(ZIP, arr)
     if got is not None and got["x"] == x and zipped is not None:
         return cast(Node, zipped["xs"][got["i"]])
     return e

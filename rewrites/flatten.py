@@ -12,22 +12,21 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 from lift.ir.nodes import FunCall, FunDecl, Join, Map, Split, node
-from lift.rules.match import match
 from lift.rules.terms import eta
 from lift.types import ArrayType
 
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP, MAP_OF
+from .shapes import MAP, MAP_OF, match_shape
 
 
 def _nest(call: Any) -> tuple[list[FunDecl], Any] | None:
     """The functions of a nest of directly nested maps `map(map(...(f)))` and the argument."""
-    m = match(MAP, call)
+    m = match_shape(MAP, call)
     if m is None:
         return None
     fs: list[FunDecl] = [call.f]
     g = eta(m["f"])
-    while (inner := match(MAP_OF, g)) is not None:
+    while (inner := match_shape(MAP_OF, g)) is not None:
         fs.append(g)
         g = eta(inner["f"])
     return fs, m["x"]

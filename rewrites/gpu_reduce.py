@@ -28,7 +28,6 @@ from typing import Any, ClassVar, cast
 from lift.arith import Cst
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Literal, MapWrg, Param, ReduceAtomic, Split, node
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import substitute
 from lift.typecheck import type_of
@@ -38,7 +37,7 @@ from lift.userfun.builtins import id as copy
 from .auto import PREFIX
 from .chunks import atomic_ok, reduce_parts
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP
+from .shapes import MAP, match_shape
 
 LOCALS = (256, 128, 64, 32)  # work-items per group (powers of two: the tree halves)
 CHUNKS = (64, 32, 16, 8, 4, 2, 1, 128, 256, 512, 1024)  # elements per work-item
@@ -127,7 +126,7 @@ class GpuRows(RewritePoint):
 def row_parts(call: Any) -> tuple[Param, Any, tuple[Any, Any, Any, Any], int] | str:
     """`(row, rows, (f, z, g, x), row length)` of `map(row => reduce(f, z) [<< map(g)] << x) << rows`
     with `f` a monoid with constant neutral z and a constant row length, or why not."""
-    m = match(MAP, call)
+    m = match_shape(MAP, call)
     if m is None or not (isinstance(m["f"], Lambda) and len(m["f"].params) == 1):
         return f"expects map(row => reduce(f, z) << ..) << rows, got {call}"
     parts = reduce_parts(m["f"].body)

@@ -48,7 +48,6 @@ from lift.ir import nodes as nd
 from lift.ir import patterns as p
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, UserFun, node
 from lift.ir.paths import at, replace_at, walk
-from lift.rules.match import match
 from lift.rules.terms import eta
 from lift.typecheck import type_of
 from lift.types import ArrayType
@@ -62,7 +61,7 @@ from .chunks import reduce_parts
 from .gpu_reduce import GpuReduce, GpuRows, reduce_point, row_parts
 from .nest import divides, nest_parts, rows_of
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP_OF, TRANSPOSE
+from .shapes import MAP_OF, TRANSPOSE, match_shape
 
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
 K_TILES = (16, 8, 32, 4)  # the k-tile: one k step of both tiles in local memory
@@ -151,7 +150,7 @@ def _side(x: Any, t: int, tk: int) -> tuple[Any, Any, Any]:
     (X: [[T]M]K, B of `A x B` not given transposed), the tiles are taken from X and copied as X's
     [[T]t]tk blocks (rows along M: consecutive work-items read consecutive addresses) and read
     transposed from local memory, instead of copying strided columns."""
-    if (columns := match(TRANSPOSE, x)) is not None:
+    if (columns := match_shape(TRANSPOSE, x)) is not None:
         return (p.transpose << p.map(p.split(t)) << columns["x"], lambda xs: p.split(tk) << xs,
                 lambda local: p.transpose << local)
     return p.split(t) << x, lambda xs: p.transpose << p.map(p.split(tk)) << xs, lambda local: local
@@ -288,7 +287,7 @@ def _batched(expr: Any, path: tuple[int, ...]) -> Any:
     """`expr` with the one `map` enclosing the point at `path` (a batch: batched matmul) made
     `map_wrg(2)`, the third dimension of work-groups; unchanged without one. With two enclosing
     maps the batch stays high-level (the mapping solver's)."""
-    maps = [path[:k] for k in range(len(path)) if match(MAP_OF, at(expr, path[:k])) is not None]
+    maps = [path[:k] for k in range(len(path)) if match_shape(MAP_OF, at(expr, path[:k])) is not None]
     if len(maps) != 1:
         return expr
     m = at(expr, maps[0])

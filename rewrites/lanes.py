@@ -50,7 +50,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import walk
 from lift.ir.registry import case, register
-from lift.rules.match import call, either, expr, fun, match
+from lift.rules.match import call, either, expr, fun
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import constant, eta, length
 from lift.rules.vector import VECTOR_SCALARS
@@ -59,7 +59,7 @@ from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 
-from .shapes import ZIP, var
+from .shapes import ZIP, match_shape, var
 
 UNROLL = 16  # the longest window reduction unrolled
 
@@ -115,7 +115,7 @@ class _Lift:
         lifted with its element read once and broadcast where its lanes need it."""
         z, xs = args
         h = None
-        if (m := match(_MAPPED, xs)) is not None:
+        if (m := match_shape(_MAPPED, xs)) is not None:
             h, xs = m["h"], m["xs"]
         if self.lanewise(xs):
             return "a reduction over an array that depends on the element"
@@ -145,7 +145,7 @@ class _Lift:
         """`reduce(f, z) [<< map(h)] << window`, unrolled in the sequential order."""
         z, xs = args
         h = None
-        if (m := match(_MAPPED, xs)) is not None:
+        if (m := match_shape(_MAPPED, xs)) is not None:
             h, xs = eta(m["h"]), m["xs"]
         if not _is(xs, self.elem):
             return "a reduction of something other than the window"
@@ -216,13 +216,13 @@ def lifted_map(call: FunCall, w: int) -> Any:
     if not isinstance(xt, ArrayType):
         return f"map over {xt}"
     elem = g.params[0]
-    if match(_SLIDE, x) is not None:
+    if match_shape(_SLIDE, x) is not None:
         return _lifted_windows(call, g, cast(FunCall, x), w)
     et = xt.elem
     if et in VECTOR_SCALARS:
         vt: Any = VectorType(et, w)
         data: Any = FunCall(AsVector(w), (x,))
-    elif isinstance(et, TupleType) and (zipped := match(ZIP, x)) is not None and \
+    elif isinstance(et, TupleType) and (zipped := match_shape(ZIP, x)) is not None and \
             all(t in VECTOR_SCALARS for t in et.elems):
         vt = TupleType(tuple(VectorType(cast(ScalarType, t), w) for t in et.elems))
         data = FunCall(cast(FunCall, x).f, tuple(FunCall(AsVector(w), (a,)) for a in zipped["xs"]))
@@ -262,7 +262,7 @@ __all__ = ["lifted_map", "broadcast", "UNROLL"]
 
 def zip_userfun(f: FunDecl, x: Any) -> tuple[UserFun, tuple[Any, ...]] | None:
     """`(uf, arrays)` when `f` is `q => uf(get(0, q), .., get(k-1, q))` and `x` zips `arrays`."""
-    if match(ZIP, x) is None:
+    if match_shape(ZIP, x) is None:
         return None
     if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
         return None

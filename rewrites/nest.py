@@ -19,7 +19,6 @@ from lift.ir import nodes as n
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, UserFun
 from lift.ir.paths import walk
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, free_ids, lam, substitute
 from lift.rules.vector import VECTOR_SCALARS
@@ -33,7 +32,7 @@ from lift.userfun.facts import operator
 from .blocking import update
 from .chunks import lane_sum, zip_fun
 from .nested import nest_reduction
-from .shapes import TRANSPOSE
+from .shapes import TRANSPOSE, match_shape
 
 
 def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
@@ -84,7 +83,7 @@ def divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
 
 def copied(x: Any) -> Any:
     """`transpose << y` materialised in its own kernel (contiguous rows), else `x` itself."""
-    columns = match(TRANSPOSE, x)
+    columns = match_shape(TRANSPOSE, x)
     if columns is None:
         return x
     inner = array_of(type_of(columns["x"]))

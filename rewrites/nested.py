@@ -36,7 +36,6 @@ from lift.ir import nodes as n
 from lift.ir import patterns as p
 from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, node
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import call as apply_fun
 from lift.rules.terms import eta, lam, mentions, substitute
@@ -45,7 +44,7 @@ from lift.types import ArrayType, TupleType
 
 from .memory_points import PrivatiseAccumulator
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var
-from .shapes import MAP, REDUCE, ZIP, ZIP2
+from .shapes import MAP, REDUCE, ZIP, ZIP2, match_shape
 
 
 def _elementwise(op: FunDecl) -> FunDecl | None:
@@ -53,8 +52,8 @@ def _elementwise(op: FunDecl) -> FunDecl | None:
     op = eta(op)
     if not (isinstance(op, Lambda) and len(op.params) == 2 and isinstance(op.body, FunCall)):
         return None
-    m = match(MAP, op.body)
-    zipped = match(ZIP, m["x"]) if m is not None else None
+    m = match_shape(MAP, op.body)
+    zipped = match_shape(ZIP, m["x"]) if m is not None else None
     if m is None or zipped is None or zipped["xs"] != op.params:
         return None
     return None if mentions(m["f"], op.params) else cast(FunDecl, m["f"])
@@ -89,7 +88,7 @@ class InterchangeReduceND(RewritePoint):
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        if match(REDUCE, call) is None:
+        if match_shape(REDUCE, call) is None:
             return f"expects reduce(g, init) << xs, got {call}"
         rank = params.get("rank") or self.rank or 2
         dim = params.get("new_reduce_dim") or self.new_reduce_dim or rank - 1
@@ -156,11 +155,11 @@ def _blocks(call: Any, f: FunDecl, init: Any, xs: Any, factor: Any, dim: int, ne
 
 def map_map_nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
     """`(outer lambda, A, inner function, B)` for `map(ra => map(h) << B) << A`, or why not."""
-    outer = match(MAP, call)
+    outer = match_shape(MAP, call)
     if outer is None:
         return f"expects map(ra => map(rb => reduce << map << zip(ra, rb)) << B) << A, got {call}"
     fa = eta(outer["f"])
-    inner = match(MAP, fa.body) if isinstance(fa, Lambda) and len(fa.params) == 1 else None
+    inner = match_shape(MAP, fa.body) if isinstance(fa, Lambda) and len(fa.params) == 1 else None
     if not isinstance(fa, Lambda) or inner is None:
         return "the outer map's body is not map(rb => ..) << B"
     b = inner["x"]
@@ -188,13 +187,13 @@ def zip_reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
     if not (isinstance(h, Lambda) and len(h.params) == 1):
         return "the inner map's function is not rb => reduce(..) << .."
     red = h.body
-    m = match(REDUCE, red)
+    m = match_shape(REDUCE, red)
     if m is None:
         return f"the inner function is not a reduce, got {red}"
     xs = m["xs"]
-    if (mapped := match(MAP, xs)) is not None:
+    if (mapped := match_shape(MAP, xs)) is not None:
         xs = mapped["x"]
-    zipped = match(ZIP2, xs)
+    zipped = match_shape(ZIP2, xs)
     if zipped is None or zipped["a"] != ra or zipped["b"] != h.params[0]:
         return "the reduction's input is not [map(g) <<] zip(ra, rb)"
     return red, xs

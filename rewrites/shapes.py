@@ -1,18 +1,20 @@
 """The call shapes the rewrite points look for, as patterns of `lift.rules.match` (IR constructors
-with pattern variables, like the rules' left-hand sides): `match(MAP, e)` is `{"f": f, "x": x}`
-when `e` is `map(f) << x`, else None.
+with pattern variables, like the rules' left-hand sides): `match_shape(MAP, e)` is
+`{"f": f, "x": x}` when `e` is `map(f) << x`, else None.
 
 Each shape names the one pattern a point rewrites as written: `map` (not a lowered map), `reduce`
-(not `reduce_seq`), a zip or tuple of any width, `get(i)`, `transpose`, `iota`. A point that looks for a shape
-`match`es it (or builds its own pattern from these constructors) rather than testing node classes.
+(not `reduce_seq`), a zip or tuple of any width, `get(i)`, `transpose`, `iota`. A point that looks
+for a shape matches it with `match_shape` (or a pattern of its own built from these constructors)
+rather than testing node classes; what a point asks of a node class beside its shape (a kernel, a
+map of any kind) it asks the registry (`lift.ir.registry`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lift.ir.nodes import FunCall, Get, Iota, MakeTuple, Map, Reduce, Transpose, Zip
-from lift.rules.match import call, expr, fun, match, pvars
+from lift.ir.nodes import FunCall, Get, Iota, Lambda, MakeTuple, Map, Reduce, Transpose, Zip
+from lift.rules.match import Bindings, call, expr, fun, match, pvars
 
 
 def var(name: str, kind: type | tuple[type, ...] = object) -> Any:
@@ -48,11 +50,21 @@ IOTA = call(Iota(var("n")))
 """`iota(n)`, the positions 0 .. n-1 (a view with no argument): binds `n`."""
 
 
+def match_shape(shape: Any, e: object) -> Bindings | None:
+    """The bindings of `shape` (one of the call shapes here, or one built the same way) in `e`, or None.
+    Stricter than `match`, which reads a lambda in a call's function place eta-reduced: a call of a
+    lambda (`(r => map(f) << r) << x`) is not the shape's call."""
+    if isinstance(e, FunCall) and isinstance(e.f, Lambda):
+        return None
+    return match(shape, e)
+
+
 def projected(e: object) -> object:
     """`e` with its `get(i) << ..` projections taken off (`x` for `get(1) << get(0) << x`)."""
-    while (m := match(GET, e)) is not None:
+    while (m := match_shape(GET, e)) is not None:
         e = m["x"]
     return e
 
 
-__all__ = ["MAP", "MAP_OF", "REDUCE", "ZIP", "ZIP2", "TUPLE", "GET", "TRANSPOSE", "IOTA", "projected", "var"]
+__all__ = ["MAP", "MAP_OF", "REDUCE", "ZIP", "ZIP2", "TUPLE", "GET", "TRANSPOSE", "IOTA", "match_shape", "projected",
+           "var"]

@@ -23,19 +23,18 @@ from lift.ir.build import elaborate
 from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Split, Transpose, node
 from lift.rules import map_fusion, partial_reduce, partial_reduce_split_join
 from lift.rules import split_join as split_join_rule
-from lift.rules.match import match
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import eta, mentions, substitute
 from lift.types import ArrayType
 
 from .memory_points import copy_into
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var, via_rule
-from .shapes import MAP, REDUCE
+from .shapes import MAP, REDUCE, match_shape
 
 
 def map_call(call: Any) -> tuple[FunDecl, Any] | str:
     """`(f, x)` for `map(f) << x`, or why `call` is not one."""
-    if (m := match(MAP, call)) is not None:
+    if (m := match_shape(MAP, call)) is not None:
         return m["f"], m["x"]
     return f"expects map(f) << x, got {call}"
 
@@ -71,7 +70,7 @@ class SplitReduce(RewritePoint):
     kind: ClassVar[str] = "split_reduce"
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        red = match(REDUCE, call)
+        red = match_shape(REDUCE, call)
         if red is None:
             return f"expects reduce(f, z) << x, got {call}"
         f, z, xs = red["f"], red["z"], red["xs"]
@@ -80,7 +79,7 @@ class SplitReduce(RewritePoint):
             return f"{f} is not a known associative operator with neutral {z}; give final="
         size = size_param(self.size, params, self.label or "T")
         assoc = final is not None
-        if match(MAP, xs) is not None:
+        if match_shape(MAP, xs) is not None:
             tiled: Any = dataclasses.replace(call, args=(z, via_rule(split_join_rule, xs, n=size)))
             tiled = via_rule(partial_reduce_split_join, tiled, associative=assoc)
             out = dataclasses.replace(tiled, args=(z, via_rule(map_fusion, tiled.args[1])))

@@ -30,14 +30,13 @@ from lift.ir.nodes import (
 from lift.ir.paths import walk
 from lift.ir.registry import REDUCES
 from lift.rules import vectorise as vectorise_rule
-from lift.rules.match import match
 from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.types import ArrayType, TupleType, VectorType
 
 from .lanes import lifted_map, zip_userfun
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP
+from .shapes import MAP, match_shape
 
 
 @node
@@ -55,7 +54,7 @@ class VectorisePoint(RewritePoint):
         w = int(params.get("width") or self.width or 8)
         if w not in WIDTHS:
             return f"width {w} is not one of {WIDTHS}"
-        m = match(MAP, call)
+        m = match_shape(MAP, call)
         if m is None:
             return f"expects map(f) << x, got {call}"
         f, x = m["f"], m["x"]
