@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard, cast
 
 from lift.errors import LiftError, RewriteError, RewritePointSkipped
-from lift.ir.nodes import AbstractMap, AbstractReduce, Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
+from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param
 from lift.ir.paths import children, walk, with_children
+from lift.ir.registry import MAPS, REDUCES
 from lift.rules.rule import same_type
 from lift.rules.terms import as_expr, as_fun
 from lift.rules.terms import call as beta_call
@@ -115,12 +116,12 @@ class _Applier:
                     return self.fun(f.f, types)
                 ps = tuple(Param(t, "x") for t in types)
                 return Lambda(ps, self.point(f, ps, None), label=f.label, loc=f.loc)
-            case AbstractMap(f=g):
-                inner = [types[0].elem] if types and isinstance(types[0], ArrayType) else None
-                return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(g, inner)))
-            case AbstractReduce(f=g):
-                inner = [types[0], types[1].elem] if types and isinstance(types[1], ArrayType) else None
-                return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(g, inner)))
+        if isinstance(f, MAPS):  # its function applied to each element
+            inner = [types[0].elem] if types and isinstance(types[0], ArrayType) else None
+            return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(f.f, inner)))
+        if isinstance(f, REDUCES):  # its function applied to the accumulator and each element
+            inner = [types[0], types[1].elem] if types and isinstance(types[1], ArrayType) else None
+            return cast(FunDecl, dataclasses.replace(cast(Any, f), f=self.fun(f.f, inner)))
         inner = getattr(f, "f", None)
         if isinstance(inner, FunDecl):
             same = types if getattr(f, "arity", 1) == inner.arity else None

@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from lift.ir.nodes import AsVector, FunCall, Iota, Literal, MakeTuple, Zip
+from lift.ir.nodes import AsVector, FunCall, Literal, MakeTuple, Zip
 from lift.rules.terms import eta, lam
 from lift.typecheck import type_of
 from lift.types import Float, Int, ScalarType, TupleType, Type, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import Selection, selection
+
+from .shapes import IOTA, TUPLE, ZIP, match_shape
 
 Found = tuple[Any, ...]  # (data, element type, step, initial value, lane combine)
 
@@ -39,15 +41,15 @@ def vector_selection(f: Any, z: Any, g: Any, x: Any, w: int) -> Found | str:
     sel = selection(eta(f))
     if sel is None or g is not None:
         return f"{f} is no arg-min/arg-max step of the zipped elements"
-    if not (isinstance(x, FunCall) and isinstance(x.f, Zip)):
+    if match_shape(ZIP, x) is None:
         return "expects the elements zipped with their positions, zip(.., iota(n), ..)"
-    pos = next((i for i, a in enumerate(x.args) if isinstance(a, FunCall) and isinstance(a.f, Iota)), None)
+    pos = next((i for i, a in enumerate(x.args) if match_shape(IOTA, a) is not None), None)
     t = type_of(z)
     if pos is None or pos == sel.key:
         return "expects one zipped array to be the positions iota(n), another the key"
     if not (isinstance(t, TupleType) and all(e in (Float, Int) for e in t.elems)):
         return f"the lanes take 32-bit Float and Int components, got {t}"
-    if not (isinstance(z, FunCall) and isinstance(z.f, MakeTuple) and all(isinstance(a, Literal) for a in z.args)):
+    if (z_tuple := match_shape(TUPLE, z)) is None or not all(isinstance(a, Literal) for a in z_tuple["xs"]):
         return f"the initial value {z} is not a tuple of literals"
     vt = _vectors(t, w)
     data = FunCall(Zip(len(x.args)), tuple(FunCall(AsVector(w), (a,)) for a in x.args))

@@ -44,21 +44,18 @@ from lift.errors import LiftError
 from lift.ir.nodes import (
     Expr,
     FunCall,
-    Iota,
     Join,
     Lambda,
-    Map,
     Node,
-    OclKernel,
     Pad,
     Param,
-    Reduce,
     Slide,
     Split,
     UserFun,
-    Zip,
 )
 from lift.ir.paths import children, replace_at, walk, with_children
+from lift.ir.registry import has
+from lift.rules.match import call, either, expr
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
@@ -76,6 +73,7 @@ from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
+from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP, match_shape, var
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written
@@ -83,6 +81,9 @@ NEST_MIN_LENGTH = 32  # a nest's rows are reused across the other operand: block
 MAP_WIDTHS = (8, 16, 4)  # the first: the default seed; 4 must divide a map's length
 PAD_BLOCK = 1024  # lengths that are not a multiple of it get the tail step first
 PREFIX = "auto_"
+# a stencil's windows, `slide(size, step) << x` or `pad(left, right, value, mode) << x` (kept inside a point)
+_WINDOWS = call(either(Slide(var("size"), var("step")), Pad(var("left"), var("right"), var("value"), mode=var("mode"))),
+                expr("x"))
 
 
 def is_auto(label: str | None) -> bool:
@@ -200,7 +201,8 @@ class PointPlacer:
         if isinstance(n, FunCall) and isinstance(n.f, RewritePoint):
             return n
         orig = n
-        if isinstance(n, FunCall) and type(n.f) is Map and isinstance(n.f.f, Map) and len(n.args) == 1:
+        m = match_shape(MAP, n) if isinstance(n, FunCall) else None
+        if isinstance(n, FunCall) and m is not None and match_shape(MAP_OF, m["f"]) is not None:
             n = _expanded(n)  # map(map(g)) << x  ->  map(row => map(g) << row) << x: a nest may be inside
         if isinstance(n, FunCall):
             n = _flattened(n) or n  # map(row => nest(row)) << x  ->  split << nest(join << x)
@@ -285,10 +287,10 @@ class PointPlacer:
         not (a nest over a reduction it would recompute per block)."""
         made: dict[int, Node] = {}
         for x in operands:
-            if is_view(x) or not any(isinstance(m, FunCall) and type(m.f) is Reduce for _, m in walk(x)):
+            if is_view(x) or not any(match_shape(REDUCE, m) is not None for _, m in walk(x)):
                 continue  # read in place (a view, or element-wise work the nest's kernels recompute)
             placed = self.go(x)
-            if not any(isinstance(m, OclKernel) or _fused_kernel(m) for _, m in walk(placed)):
+            if not any(has("kernel", m) or _fused_kernel(m) for _, m in walk(placed)):
                 return None, {}
             q = Param(type_of(x), "layer")
             path = next((pth for pth, m in walk(call) if m is x), None)
@@ -342,7 +344,7 @@ class PointPlacer:
         return out
 
     def map(self, call: FunCall) -> Node | None:
-        if not (type(call.f) is Map and len(call.args) == 1) or not self.long(call.args[0]):
+        if match_shape(MAP, call) is None or not self.long(call.args[0]):
             return None
         n = self.length(call.args[0])
         if n is not None and n % MAP_WIDTHS[-1]:
@@ -367,12 +369,13 @@ def _fused_kernel(m: Node) -> bool:
 def _flattened(call: FunCall) -> FunCall | None:
     """`split(n) << map(f) << join << x` for `map(row => map(f) << row) << x` when `map(f)` is a
     map-map-reduce nest over the rows (its outer maps flattened into one), else None."""
-    if not (type(call.f) is Map and len(call.args) == 1 and isinstance(call.f.f, Lambda)):
+    m = match_shape(MAP, call)
+    if m is None or not isinstance(m["f"], Lambda):
         return None
-    lam_, x = call.f.f, call.args[0]
+    lam_, x = m["f"], m["x"]
     body = lam_.body
-    if not (len(lam_.params) == 1 and isinstance(body, FunCall) and type(body.f) is Map
-            and body.args == lam_.params):
+    inner = match_shape(MAP, body)
+    if not (isinstance(body, FunCall) and len(lam_.params) == 1 and inner is not None and inner["x"] == lam_.params[0]):
         return None
     if any(isinstance(m, Param) and m.id == lam_.params[0].id for _, m in walk(body.f)):
         return None
@@ -397,21 +400,21 @@ def _expanded(call: FunCall) -> FunCall:
 def _abstract_layouts(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     """`_abstract` with a stencil's `slide` and `pad`s kept inside the point (its rewrite reads
     the windows from the array: rewrites/lanes.py)."""
-    if isinstance(x, FunCall) and isinstance(x.f, (Slide, Pad)) and len(x.args) == 1:
-        ps, data, args = _abstract_layouts(x.args[0])
+    if (window := match_shape(_WINDOWS, x)) is not None:
+        ps, data, args = _abstract_layouts(window["x"])
         return ps, dataclasses.replace(x, args=(data,)), args
     return _abstract(x)
 
 
 def _positions(a: Any) -> bool:
     """`iota(n)`: a view with no argument (rewrites/argbest.py reads the positions in the point)."""
-    return isinstance(a, FunCall) and isinstance(a.f, Iota) and not a.args
+    return match_shape(IOTA, a) is not None
 
 
 def _abstract(x: Any) -> tuple[tuple[Param, ...], Any, tuple[Any, ...]]:
     """`(params, data, args)`: `x` as a function of its arrays, the zip kept inside the point
     (a point's rewrite sees its body applied to parameters, so a zip must be in the body)."""
-    if isinstance(x, FunCall) and isinstance(x.f, Zip):  # positions (`iota`, no buffer) stay inside too
+    if match_shape(ZIP, x) is not None:  # positions (`iota`, no buffer) stay inside too
         inner = {i: Param(type_of(a), f"xs{i}") for i, a in enumerate(x.args) if not _positions(a)}
         body = tuple(inner.get(i, a) for i, a in enumerate(x.args))
         return tuple(inner.values()), dataclasses.replace(x, args=body), tuple(x.args[i] for i in inner)

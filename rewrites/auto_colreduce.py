@@ -75,6 +75,7 @@ from lift.userfun.facts import sums
 from .chunks import atomic_ok, reduce_parts
 from .lanes import broadcast
 from .point import Nested, RewritePoint, constructor
+from .shapes import GET, MAP, TRANSPOSE, ZIP, match_shape
 
 COL_WIDTHS = (16, 8, 4, 1)  # the first that divides N: a cache line of floats per work-item and row
 PARTS = (1, 2, 4, 8, 16, 32, 64)
@@ -95,21 +96,23 @@ def col_parts(call: Any) -> Parts | str:
     map(mult) << zip(xs, y)) << transpose << X`). `g` is None, or `(uf, spec)`: a scalar user
     function and, per argument, -1 for the element, i >= 1 for `get(i) << t` (operand `vs[i-1]`),
     -2 - j for the row's element of `rs[j]`."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+    m = match_shape(MAP, call)
+    if m is None:
         return "expects map(reduce) << transpose << X"
     vs: tuple[Expr, ...]
-    arg, vs = call.args[0], ()
-    if isinstance(arg, FunCall) and isinstance(arg.f, Zip) and len(arg.args) > 1:
-        arg, vs = arg.args[0], tuple(cast(FunCall, arg).args[1:])
-    if not (isinstance(arg, FunCall) and isinstance(arg.f, Transpose) and len(arg.args) == 1):
+    arg, vs = m["x"], ()
+    if (zipped := match_shape(ZIP, arg)) is not None and len(zipped["xs"]) > 1:
+        arg, vs = zipped["xs"][0], tuple(zipped["xs"][1:])
+    columns = match_shape(TRANSPOSE, arg)
+    if columns is None:
         return "expects the columns of an array: map(..) << transpose << X"
-    x = arg.args[0]
+    x = columns["x"]
     t = type_of(x)
     if not (isinstance(t, ArrayType) and isinstance(t.elem, ArrayType) and t.elem.elem in VECTOR_SCALARS):
         return f"expects X an array of rows of scalars, got {t}"
     if any(type_of(v) != ArrayType(t.elem.elem, t.elem.size) for v in vs):
         return "expects every zipped operand to hold one scalar per column"
-    fm = eta(call.f.f)
+    fm = eta(m["f"])
     if not (isinstance(fm, Lambda) and len(fm.params) == 1):
         return "expects map(xs => reduce(f, z) << xs)"
     q = fm.params[0]
@@ -124,7 +127,7 @@ def col_parts(call: Any) -> Parts | str:
     f, z, g, col = parts
     if not is_monoid(f, z):
         return f"{f} is not a known associative operator with neutral {z}"
-    if isinstance(col, FunCall) and isinstance(col.f, Zip) and g is not None:
+    if match_shape(ZIP, col) is not None and g is not None:
         return _row_operands(f, z, eta(g), col, whole, q, x, vs)
     if not whole(col):
         return "expects the column reduced whole: xs => reduce(f, z) [<< map(g)] << xs"
@@ -140,8 +143,8 @@ def col_parts(call: Any) -> Parts | str:
     for a in g.body.args:
         if isinstance(a, Param) and a.id == g.params[0].id:
             spec.append(-1)
-        elif vs and isinstance(a, FunCall) and isinstance(a.f, Get) and a.args == (q,) and a.f.i >= 1:
-            spec.append(a.f.i)
+        elif vs and (got := match_shape(GET, a)) is not None and got["x"] == q and got["i"] >= 1:
+            spec.append(got["i"])
         else:
             return f"the element function's arguments must be the element or a column's operand, got {a}"
     return f, z, (g.body.f, tuple(spec)), x, vs, ()
@@ -168,9 +171,10 @@ def _row_operands(f: Any, z: Any, g: Any, col: Any, whole: Callable[[Any], bool]
         return f"the element function must be a scalar user function, got {g}"
     spec = []
     for a in g.body.args:
-        if not (isinstance(a, FunCall) and isinstance(a.f, Get) and a.args == (g.params[0],) and a.f.i < len(items)):
+        got = match_shape(GET, a)
+        if got is None or got["x"] != g.params[0] or not got["i"] < len(items):
             return f"the element function's arguments must be the zip's components, got {a}"
-        spec.append(which[a.f.i])
+        spec.append(which[got["i"]])
     return f, z, (g.body.f, tuple(spec)), x, vs, rows
 
 

@@ -43,6 +43,8 @@ from lift.ir.alpha import substitute
 from lift.ir.layoutfun import is_layout_fun
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
+from lift.ir.registry import MAPS, is_wrapper
+from lift.rules.match import expr, fun
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
@@ -53,6 +55,9 @@ from lift.userfun.facts import sums
 from .memory_points import copy_into
 from .nest import NestBlocks, copied, divides, rows_of
 from .refusal import Refusal, RefusalKind, indivisible
+from .shapes import TRANSPOSE, match_shape, var
+
+_ACCUMULATED = FunCall(n.ReduceSeq(fun("f")), (var("z", Literal), expr("xs")))  # reduce_seq(f, literal) << xs
 
 COPY_WIDTH = 8  # the copy moves float8 vectors where the element count allows (else 4, 2, 1)
 # seed block shapes of the tuner for this layout (lift/explore/seeds.py tries them before BLOCK_SEEDS):
@@ -157,11 +162,11 @@ def split_reduction(body: Expr, length: int) -> Expr:
     reduced dimension) split into chunks of `length`: `reduce_seq((acc, part) => reduce_seq(op, acc)
     << part, value(..)) << split(length) << xs`, the same sequence of steps (any `op`), nested loops."""
     def go(e: Expr) -> Expr:
-        if isinstance(e, FunCall) and isinstance(e.f, n.ReduceSeq) and isinstance(e.args[0], Literal):
-            init, xs = e.args
+        if (m := match_shape(_ACCUMULATED, e)) is not None:
+            init, xs = m["z"], m["xs"]
             acc = Param(type_of(init), "acc")
             part = Param(ArrayType(cast(Any, type_of(xs)).elem, Cst(length)), "part")
-            inner = FunCall(n.ReduceSeq(e.f.f), (acc, part))
+            inner = FunCall(n.ReduceSeq(m["f"]), (acc, part))
             return FunCall(n.ReduceSeq(Lambda((acc, part), inner)), (init, FunCall(n.Split(Cst(length)), (xs,))),
                            loc=e.loc)
         if isinstance(e, FunCall):
@@ -171,7 +176,7 @@ def split_reduction(body: Expr, length: int) -> Expr:
     def go_fun(f: Any) -> Any:
         if isinstance(f, Lambda):
             return dataclasses.replace(f, body=go(f.body))
-        if isinstance(f, (n.AbstractMap, n.OclKernel, n.ToGlobal)):
+        if isinstance(f, MAPS) or is_wrapper(f):  # one function `f`: a map's, or under an annotation
             return dataclasses.replace(f, f=go_fun(f.f))
         return f
 
@@ -212,8 +217,8 @@ def padded_blocks(point: Any, call: Any, parts: tuple[Any, ...], sizes: tuple[in
     cols = substitute(b, {m.id: q for m, q in zip(b_inputs, qs)})
     bm, bn, w = sizes
     if along == "output" and w > 1:
-        if isinstance(cols, FunCall) and isinstance(cols.f, n.Transpose) and isinstance(cols.args[0], Param):
-            tx, px, arg = cols.args[0], cols.args[0], None
+        if (columns := match_shape(TRANSPOSE, cols)) is not None and isinstance(columns["x"], Param):
+            tx, px, arg = columns["x"], columns["x"], None
         else:  # B's columns copied transposed, in a kernel of its own (reads its inputs)
             moved = copied(FunCall(n.Transpose(), (b,)))
             px, arg = Param(type_of(moved), "tx"), moved

@@ -79,6 +79,7 @@ from lift.arith import Cst
 from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, UserFun, node
 from lift.ir.paths import walk
+from lift.ir.registry import has
 from lift.rules.terms import substitute
 from lift.typecheck import type_of
 from lift.types import ArrayType, TupleType
@@ -105,6 +106,7 @@ from .nest import (
 from .packing import pack_a, pack_b
 from .point import Nested, RewritePoint, constructor
 from .refusal import Refusal, RefusalKind, indivisible
+from .shapes import TRANSPOSE, ZIP, match_shape
 
 
 @node
@@ -140,11 +142,11 @@ class BlockNest(RewritePoint):
         if split is None:
             return Refusal("the epilogue reads the rows of a computed operand: it cannot be split from the product")
         rows = cast(Any, split).args[0]
-        product = rows.args[1] if isinstance(rows, FunCall) and isinstance(rows.f, n.Zip) else rows
+        product = rows.args[1] if match_shape(ZIP, rows) is not None else rows
         blocked = self.rewrite(product, {k: v for k, v in params.items() if k != "epilogue"}, nested, stored=True)
         if isinstance(blocked, Refusal):
             return blocked
-        if self.kernel is not False and not any(isinstance(x, n.OclKernel) for _, x in walk(blocked)):
+        if self.kernel is not False and not any(has("kernel", x) for _, x in walk(blocked)):
             blocked = own_kernel(blocked)  # the reduced form reads its inputs in place: a kernel of its own
         rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
         out = FunCall(cast(FunCall, split).f, (rows,), label=split.label, loc=split.loc)
@@ -213,7 +215,7 @@ class BlockNest(RewritePoint):
             if tail == "pad":
                 return out
             if epi is not None and self.kernel is not False and not isinstance(out, Refusal) and not (
-                    isinstance(out, FunCall) and isinstance(out.f, n.OclKernel)):
+                    isinstance(out, FunCall) and has("kernel", out.f)):
                 out = own_kernel(out)  # the epilogue's result is read from memory by what follows
             if not isinstance(out, Refusal) or out.kind is RefusalKind.INDIVISIBLE or epi is not None:
                 return out
@@ -240,8 +242,9 @@ class BlockNest(RewritePoint):
         bm, bn, w = nest.sizes
         if w == 1:
             return Refusal("along='output' needs a width above 1")
-        transposed = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
-        x = b.args[0] if transposed else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
+        columns = match_shape(TRANSPOSE, b)
+        transposed = columns is not None
+        x = columns["x"] if columns is not None else FunCall(n.Transpose(), (b,))  # X: [[U]N]K
         if not transposed and "b" not in pack and (layout == "keep" or self.kernel is False):
             return Refusal("along='output' reads B's columns: B must be transpose << X, or copied (layout 'copy')")
         n_out = array_of(array_of(type_of(x)).elem).size

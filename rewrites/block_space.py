@@ -17,14 +17,14 @@ from fractions import Fraction
 from typing import Any
 
 from lift.devices import Device
-from lift.ir import nodes as n
-from lift.ir.nodes import FunCall, Lambda, Param
+from lift.ir.nodes import Lambda, Param
 from lift.userfun.facts import sums
 
 from .auto_conv import chunk_lengths, offered
 from .epilogue import Fusable, fusable
 from .nest import known_size, nest_parts, rows_of
 from .point import RewritePoint
+from .shapes import TRANSPOSE, match_shape
 
 LAYOUTS = ("copy", "keep", "gather", "pad")  # "pad": rewrites/auto_conv.py
 # first values: the default choice (4 x 2 blocks of float8 along the output, packed); the blocks of
@@ -168,9 +168,10 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
 
     widths = fits(regs.widths, ka) if sums(f) else (1,)  # lane sums: an addition only
     kernels = getattr(point, "kernel", None) is not False  # False: a point inside a map
-    strided = kernels and any(isinstance(x, FunCall) and isinstance(x.f, n.Transpose) for x in (a, b))
-    views = kernels and any(not isinstance(x, Param) and not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)
-                                                           and isinstance(x.args[0], Param)) for x in (a, b))
+    transposed = [match_shape(TRANSPOSE, x) for x in (a, b)]  # A's, B's columns: transpose << X
+    strided = kernels and any(t is not None for t in transposed)
+    views = kernels and any(not isinstance(x, Param) and not (t is not None and isinstance(t["x"], Param))
+                            for x, t in zip((a, b), transposed))
     layouts = tuple(x for x in LAYOUTS if x == "keep" or (x == "copy" and strided) or (x == "gather" and views)
                     or (x == "pad" and kernels and offered(a)))
     out: dict[str, tuple[Any, ...]] = {"rows": fits(ROWS, m), "cols": fits(COLS, nn), "width": widths,
@@ -179,7 +180,7 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
     first = first_block(out["rows"], out["cols"], v, regs=regs)
     cols = out["cols"][0] if first is None else first[1]
     along_out = tuple(w for w in regs.widths if w > 1 and v is not None and v % (cols * w) == 0)
-    b_columns = isinstance(b, FunCall) and isinstance(b.f, n.Transpose)
+    b_columns = transposed[1] is not None
     if (b_columns or kernels) and along_out:
         out["along"] = ALONG  # vectors along the output too (B's columns contiguous, or copied so)
         if first is not None:  # the block that fills the vector registers best comes first
@@ -189,7 +190,7 @@ def space(point: RewritePoint, sizes: Mapping[str, int], regs: Registers = AVX2)
         out["layout"] = tuple(x for x in LAYOUTS if (x != "gather" or views) and (x != "pad" or offered(a))) \
             if kernels else ("keep",)
         out["pack"] = PACKS if kernels else ("none",)  # panels copied by kernels of their own
-        if kernels and isinstance(a, FunCall) and isinstance(a.f, n.Transpose):
+        if kernels and transposed[0] is not None:
             # A's rows are the given array's columns: a block's rows would stride a cache line per
             # k; A packed too (A^T B 2048^3 on PoCL 3.0-rc2/znver3, loaded 2-core machine,
             # interleaved: 317-400 ms against 587-761 with B's panels only; 1024^3 26-32 vs 33-38)

@@ -43,6 +43,7 @@ from lift.userfun.facts import pair_call, sums
 from .chunks import lane_sum
 from .nested import map_map_nest, zip_reduction
 from .point import Nested, RewritePoint, constructor
+from .shapes import MAP, REDUCE, ZIP, match_shape
 
 # domains ordered by preference: 2 x 4 accumulators of 8 lanes fill half of a 16-register vector
 # file (AVX2) and leave the rest to the loaded operands (4 x 4 spilled: ~1.5x slower on the conv)
@@ -93,7 +94,7 @@ class RegisterBlock(RewritePoint):
             return red
         r_call, _ = red
         f, z, xs = r_call.f.f, r_call.args[0], r_call.args[1]
-        g = xs.f.f if type(xs.f) is n.Map else None
+        g = mapped["f"] if (mapped := match_shape(MAP, xs)) is not None else None
         if not isinstance(z, Literal) or not is_monoid(f, z):
             return f"{f} is not a known associative operator with the constant neutral {z}"
         elems = fa.params + cast(Any, eta(h)).params
@@ -145,13 +146,14 @@ def update(f: FunDecl, g: UserFun, w: int, acc: Any, x: Any, y: Any) -> Any:
 def _swapped(h: FunDecl, ra: Any) -> bool:
     """Whether `h` is `rb => reduce(f, z) << [map(g) <<] zip(rb, ra)` (the arrays the other way round)."""
     h = eta(h)
-    if not (isinstance(h, Lambda) and len(h.params) == 1 and isinstance(h.body, FunCall)
-            and type(h.body.f) is n.Reduce and len(h.body.args) == 2):
+    red = match_shape(REDUCE, h.body) if isinstance(h, Lambda) and len(h.params) == 1 else None
+    if not isinstance(h, Lambda) or red is None:
         return False
-    xs = h.body.args[1]
-    if isinstance(xs, FunCall) and type(xs.f) is n.Map and len(xs.args) == 1:
-        xs = xs.args[0]
-    return isinstance(xs, FunCall) and isinstance(xs.f, n.Zip) and xs.args == (h.params[0], ra)
+    xs = red["xs"]
+    if (mapped := match_shape(MAP, xs)) is not None:
+        xs = mapped["x"]
+    zipped = match_shape(ZIP, xs)
+    return zipped is not None and zipped["xs"] == (h.params[0], ra)
 
 
 def _blocked(a: Any, b: Any, f: FunDecl, z: Literal, g: FunDecl | None, ra: int, rb: int, w: int,

@@ -59,6 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
+from lift.rules.match import expr
 from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
@@ -72,9 +73,11 @@ from lift.userfun.facts import operator, sums
 from .argbest import vector_selection
 from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
+from .shapes import MAP, REDUCE, ZIP, match_shape, var
 
 AUTO_WIDTHS = (8, 16, 4, 1)
 COMBINES = ("kernel", "atomic")  # how the partial results are reduced (the first: the default)
+_AS_VECTOR = FunCall(AsVector(var("k")), (expr("x"),))  # as_vector(k) << x
 # float16 `vload16`, `fma` and `mad` abort PoCL 3.0 (shared/notes/pocl-performance.md): width 16
 # only for user functions that call none of these (the codegen loads through pointer casts)
 _UNSAFE_16 = re.compile(r"\b(fma|mad|vload\d+|vstore\d+)\s*\(")
@@ -88,11 +91,12 @@ def safe_widths(funs: Any) -> tuple[int, ...]:
 
 def reduce_parts(call: Any) -> tuple[FunDecl, Any, FunDecl | None, Any] | None:
     """`(f, z, g, x)` for `reduce(f, z) << map(g) << x` (`g` None without the map), or None."""
-    if not (isinstance(call, FunCall) and type(call.f) is Reduce and len(call.args) == 2):
+    red = match_shape(REDUCE, call)
+    if red is None:
         return None
-    f, z, xs = call.f.f, call.args[0], call.args[1]
-    if isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1:
-        return f, z, xs.f.f, xs.args[0]
+    f, z, xs = red["f"], red["z"], red["xs"]
+    if (mapped := match_shape(MAP, xs)) is not None:
+        return f, z, mapped["f"], mapped["x"]
     return f, z, None, xs
 
 
@@ -244,8 +248,8 @@ def _tail_step(x: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None) -> tup
     m = _whole(n, block)
 
     def each(a: Any, left: Any, right: Any) -> Any:
-        if isinstance(a, FunCall) and isinstance(a.f, Zip):
-            return FunCall(a.f, tuple(each(b, left, right) for b in a.args))
+        if (zipped := match_shape(ZIP, a)) is not None:
+            return FunCall(a.f, tuple(each(b, left, right) for b in zipped["xs"]))
         return FunCall(Pad(left, right, z.value if isinstance(z, Literal) else 0), (a,))
 
     rest: Any = each(x, -m, Cst(0))
@@ -272,13 +276,13 @@ def _padded(data: Any, block: Any, f: FunDecl, z: Any, g: FunDecl | None, x: Any
         return f"the chunks may not divide the length {total} and padding with {z} is not neutral for {g}"
 
     def pad(a: Any) -> Any:
-        if isinstance(a, FunCall) and isinstance(a.f, AsVector):  # pad the scalars, then view as vectors
-            n = length(a.args[0])
-            return FunCall(a.f, (FunCall(Pad(Cst(0), _rest(n, block * a.f.n), z.value), (a.args[0],)),))
+        if (vectors := match_shape(_AS_VECTOR, a)) is not None:  # pad the scalars, then view as vectors
+            n = length(vectors["x"])
+            return FunCall(a.f, (FunCall(Pad(Cst(0), _rest(n, block * vectors["k"]), z.value), (vectors["x"],)),))
         return FunCall(Pad(Cst(0), _rest(length(a), block), z.value), (a,))
 
-    if isinstance(data, FunCall) and isinstance(data.f, Zip):
-        return FunCall(data.f, tuple(pad(a) for a in data.args))
+    if (zipped := match_shape(ZIP, data)) is not None:
+        return FunCall(data.f, tuple(pad(a) for a in zipped["xs"]))
     return pad(data)
 
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from lift.choices import Choices
-from lift.ir.nodes import FunCall, Get, Lambda, Node
+from lift.ir.nodes import FunCall, Lambda, Node
 from lift.rules.reduce import folds_in_order, is_monoid
 
 from .apply import points
 from .argbest import vector_selection
 from .auto import PointPlacer, auto_points, is_auto
 from .chunks import ReduceChunks, atomic_ok, reduce_parts
+from .shapes import GET, match_shape
 
 DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per work-item is fastest)
 # An arg-min over positions (rewrites/argbest.py): a cache line of lanes (comparisons and selects,
@@ -45,8 +46,8 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
         return None
     pointed = auto_points(expr, {})
     body = pointed.body if isinstance(pointed, Lambda) else None
-    if isinstance(body, FunCall) and isinstance(body.f, Get) and len(body.args) == 1:
-        body = body.args[0]  # a component of a tuple-valued reduction (an arg-min's index)
+    if (got := match_shape(GET, body)) is not None:
+        body = got["x"]  # a component of a tuple-valued reduction (an arg-min's index)
     if not (isinstance(body, FunCall) and isinstance(body.f, ReduceChunks) and isinstance(body.f.f, Lambda)):
         return None
     parts = reduce_parts(body.f.f.body)

@@ -19,12 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from lift.ir.nodes import Expr, FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, Reduce, UserFun, Zip
+from lift.ir.nodes import Expr, FunCall, Get, Lambda, Literal, Map, Node, OclKernel, Param, UserFun, Zip
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.rules.normalise import is_view
 from lift.rules.terms import bound_ids, elem, lam, mentions, meta, substitute
 from lift.typecheck import type_of
 from lift.types import ScalarType
+
+from .shapes import GET, MAP, REDUCE, ZIP, ZIP2, match_shape, projected
 
 
 def split_epilogue(call: Node) -> Node | None:
@@ -40,13 +42,14 @@ def _nest(call: Node) -> tuple[Param, Param, Expr, Expr, Expr, FunCall, Expr, Ex
     """`(p, q, body, X, Y, reduce call, rows, cols)` of `map(p => map(q => body) << Y) << X` whose
     body computes one product of a row `u(p)` and a column `v(q)` (rows and cols: the arrays of
     those, `cols` free of `p`), or why not."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+    m = match_shape(MAP, call)
+    if m is None:
         return "not a map"
-    outer, x = call.f.f, call.args[0]
-    if not (isinstance(outer, Lambda) and len(outer.params) == 1 and isinstance(outer.body, FunCall)
-            and type(outer.body.f) is Map and len(outer.body.args) == 1):
+    outer, x = m["f"], m["x"]
+    m = match_shape(MAP, outer.body) if isinstance(outer, Lambda) and len(outer.params) == 1 else None
+    if m is None:
         return "not a map of maps"
-    p, inner, y = outer.params[0], outer.body.f.f, outer.body.args[0]
+    p, inner, y = outer.params[0], m["f"], m["x"]
     if not (isinstance(inner, Lambda) and len(inner.params) == 1):
         return "the inner map's function is not a lambda"
     q, body = inner.params[0], inner.body
@@ -63,16 +66,17 @@ def _nest(call: Node) -> tuple[Param, Param, Expr, Expr, Expr, FunCall, Expr, Ex
 def _the_product(body: Node, p: Param, q: Param) -> tuple[FunCall, Any, Any] | None:
     """`(reduce call, u, v)`: the one reduction of `body` over `zip(u, v)`, `u` of `p` only and `v`
     of `q` only (or the other way round, as `(.., v, u)` swapped back), when `body` is not it."""
-    reds = [m for _, m in walk(body) if isinstance(m, FunCall) and type(m.f) is Reduce and len(m.args) == 2]
+    reds = [m for _, m in walk(body) if match_shape(REDUCE, m) is not None]
     if len(reds) != 1 or reds[0] is body:
         return None
-    red = reds[0]
+    red = cast(FunCall, reds[0])
     xs = red.args[1]
-    if isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1:
-        xs = xs.args[0]
-    if not (isinstance(xs, FunCall) and isinstance(xs.f, Zip) and len(xs.args) == 2):
+    if (mapped := match_shape(MAP, xs)) is not None:
+        xs = mapped["x"]
+    zipped = match_shape(ZIP2, xs)
+    if zipped is None:
         return None
-    u, v = xs.args
+    u, v = zipped["a"], zipped["b"]
     if mentions(red.f, [p, q]) or mentions(red.args[0], [p, q]):
         return None
     if _only(u, p, q) and _only(v, q, p):
@@ -87,25 +91,23 @@ def _only(e: Node, keep: Param, other: Param) -> bool:
 
 def _projection(e: Node, p: Param) -> bool:
     """`p` or `get(i) << .. << p`."""
-    while isinstance(e, FunCall) and isinstance(e.f, Get) and len(e.args) == 1:
-        e = e.args[0]
-    return e == p
+    return projected(e) == p
 
 
 def _operand(xs: Expr, p: Param, u: Expr) -> Expr | None:
     """The array of `u`'s values as `p` ranges over `xs`: a zip's component itself, else a map."""
     if u == p:
         return xs
-    if (isinstance(u, FunCall) and isinstance(u.f, Get) and u.args == (p,) and isinstance(xs, FunCall)
-            and isinstance(xs.f, Zip)):
-        return xs.args[u.f.i]
+    got, zipped = match_shape(GET, u), match_shape(ZIP, xs)
+    if got is not None and got["x"] == p and zipped is not None:
+        return cast(Expr, zipped["xs"][got["i"]])
     return FunCall(Map(Lambda((p,), u)), (xs,))
 
 
 def _product(red: FunCall, rows: Expr, cols: Expr) -> FunCall:
     """`map(r => map(c => reduce(f, z) << map(g) << zip(r, c)) << cols) << rows`."""
     xs = red.args[1]
-    mapped = isinstance(xs, FunCall) and type(xs.f) is Map and len(xs.args) == 1
+    mapped = match_shape(MAP, xs) is not None
 
     def dot(r: Param, c: Param) -> Expr:
         pair = FunCall(Zip(2), (r, c))
@@ -242,13 +244,14 @@ def simplified(e: Node) -> Node:
     """`e` with `map(x => get(i) << x) << zip(a0, ..)` read as `ai` and `map(x => x) << a` as `a`,
     inside lambdas too (what an epilogue's reads of zipped inputs reduce to)."""
     e = with_children(e, tuple(simplified(c) for c in children(e)))
-    if not (isinstance(e, FunCall) and type(e.f) is Map and len(e.args) == 1 and isinstance(e.f.f, Lambda)
-            and len(e.f.f.params) == 1):
+    m = match_shape(MAP, e)
+    if m is None or not (isinstance(m["f"], Lambda) and len(m["f"].params) == 1):
         return e
-    x, body, arr = e.f.f.params[0], e.f.f.body, e.args[0]
+    arr: Node = m["x"]
+    x, body = m["f"].params[0], m["f"].body
     if body == x:
         return arr
-    if (isinstance(body, FunCall) and isinstance(body.f, Get) and body.args == (x,) and isinstance(arr, FunCall)
-            and isinstance(arr.f, Zip)):
-        return arr.args[body.f.i]
+    got, zipped = match_shape(GET, body), match_shape(ZIP, arr)
+    if got is not None and got["x"] == x and zipped is not None:
+        return cast(Node, zipped["xs"][got["i"]])
     return e

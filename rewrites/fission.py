@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 from lift.ir.layoutfun import computes
-from lift.ir.nodes import Expr, FunCall, FunDecl, Literal, OclKernel, node
+from lift.ir.nodes import Expr, FunCall, FunDecl, Literal, node
+from lift.ir.registry import has
 from lift.rules import ocl_kernel_intro
 
 from .point import Nested, RewritePoint, constructor
@@ -26,7 +27,7 @@ class Fission(RewritePoint):
     kind: ClassVar[str] = "fission"
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        if not isinstance(call, FunCall) or isinstance(call.f, OclKernel):
+        if not isinstance(call, FunCall) or has("kernel", call.f):
             return f"expects f << g << x, got {call}"
         inner = [i for i, a in enumerate(call.args) if isinstance(a, FunCall) and computes(a)]
         if len(inner) != 1 or not computes(call.f):

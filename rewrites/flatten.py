@@ -16,18 +16,20 @@ from lift.rules.terms import eta
 from lift.types import ArrayType
 
 from .point import Nested, RewritePoint, constructor
+from .shapes import MAP, MAP_OF, match_shape
 
 
 def _nest(call: Any) -> tuple[list[FunDecl], Any] | None:
     """The functions of a nest of directly nested maps `map(map(...(f)))` and the argument."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+    m = match_shape(MAP, call)
+    if m is None:
         return None
     fs: list[FunDecl] = [call.f]
-    g = eta(call.f.f)
-    while type(g) is Map:
+    g = eta(m["f"])
+    while (inner := match_shape(MAP_OF, g)) is not None:
         fs.append(g)
-        g = eta(g.f)
-    return fs, call.args[0]
+        g = eta(inner["f"])
+    return fs, m["x"]
 
 
 @node

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, cast
 
 from lift.arith import Cst
 from lift.ir import patterns as p
-from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Literal, Map, MapWrg, Param, ReduceAtomic, Split, node
+from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Literal, MapWrg, Param, ReduceAtomic, Split, node
 from lift.rules.reduce import is_monoid
 from lift.rules.terms import substitute
 from lift.typecheck import type_of
@@ -37,6 +37,7 @@ from lift.userfun.builtins import id as copy
 from .auto import PREFIX
 from .chunks import atomic_ok, reduce_parts
 from .point import Nested, RewritePoint, constructor
+from .shapes import MAP, match_shape
 
 LOCALS = (256, 128, 64, 32)  # work-items per group (powers of two: the tree halves)
 CHUNKS = (64, 32, 16, 8, 4, 2, 1, 128, 256, 512, 1024)  # elements per work-item
@@ -125,10 +126,10 @@ class GpuRows(RewritePoint):
 def row_parts(call: Any) -> tuple[Param, Any, tuple[Any, Any, Any, Any], int] | str:
     """`(row, rows, (f, z, g, x), row length)` of `map(row => reduce(f, z) [<< map(g)] << x) << rows`
     with `f` a monoid with constant neutral z and a constant row length, or why not."""
-    if not (isinstance(call, FunCall) and type(call.f) is Map and isinstance(call.f.f, Lambda)
-            and len(call.f.f.params) == 1 and len(call.args) == 1):
+    m = match_shape(MAP, call)
+    if m is None or not (isinstance(m["f"], Lambda) and len(m["f"].params) == 1):
         return f"expects map(row => reduce(f, z) << ..) << rows, got {call}"
-    parts = reduce_parts(call.f.f.body)
+    parts = reduce_parts(m["f"].body)
     if parts is None or not (isinstance(parts[1], Literal) and is_monoid(parts[0], parts[1])):
         return "the rows are not reduced by an associative operator with a constant neutral element"
     n = getattr(type_of(parts[3]), "size", None)

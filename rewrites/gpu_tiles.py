@@ -46,7 +46,7 @@ from lift.arith import Cst, evaluate
 from lift.constraints.gpu_tiles import ReduceSpace, TileSpace
 from lift.ir import nodes as nd
 from lift.ir import patterns as p
-from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, Transpose, UserFun, node
+from lift.ir.nodes import FunCall, FunDecl, Lambda, Literal, UserFun, node
 from lift.ir.paths import at, replace_at, walk
 from lift.rules.terms import eta
 from lift.typecheck import type_of
@@ -61,6 +61,7 @@ from .chunks import reduce_parts
 from .gpu_reduce import GpuReduce, GpuRows, reduce_point, row_parts
 from .nest import divides, nest_parts, rows_of
 from .point import Nested, RewritePoint, constructor
+from .shapes import MAP_OF, TRANSPOSE, match_shape
 
 TILES = (64, 32, 16, 128, 8)  # a work-group's tile of the output, each dimension
 K_TILES = (16, 8, 32, 4)  # the k-tile: one k step of both tiles in local memory
@@ -149,8 +150,8 @@ def _side(x: Any, t: int, tk: int) -> tuple[Any, Any, Any]:
     (X: [[T]M]K, B of `A x B` not given transposed), the tiles are taken from X and copied as X's
     [[T]t]tk blocks (rows along M: consecutive work-items read consecutive addresses) and read
     transposed from local memory, instead of copying strided columns."""
-    if isinstance(x, FunCall) and isinstance(x.f, Transpose):
-        return (p.transpose << p.map(p.split(t)) << x.args[0], lambda xs: p.split(tk) << xs,
+    if (columns := match_shape(TRANSPOSE, x)) is not None:
+        return (p.transpose << p.map(p.split(t)) << columns["x"], lambda xs: p.split(tk) << xs,
                 lambda local: p.transpose << local)
     return p.split(t) << x, lambda xs: p.transpose << p.map(p.split(tk)) << xs, lambda local: local
 
@@ -286,7 +287,7 @@ def _batched(expr: Any, path: tuple[int, ...]) -> Any:
     """`expr` with the one `map` enclosing the point at `path` (a batch: batched matmul) made
     `map_wrg(2)`, the third dimension of work-groups; unchanged without one. With two enclosing
     maps the batch stays high-level (the mapping solver's)."""
-    maps = [path[:k] for k in range(len(path)) if type(at(expr, path[:k])) is nd.Map]
+    maps = [path[:k] for k in range(len(path)) if match_shape(MAP_OF, at(expr, path[:k])) is not None]
     if len(maps) != 1:
         return expr
     m = at(expr, maps[0])

@@ -47,9 +47,10 @@ from lift.ir.nodes import (
     Transpose,
     UserFun,
     Vectorise,
-    Zip,
 )
 from lift.ir.paths import walk
+from lift.ir.registry import case, register
+from lift.rules.match import call, either, expr, fun
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import constant, eta, length
 from lift.rules.vector import VECTOR_SCALARS
@@ -58,7 +59,12 @@ from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 
+from .shapes import ZIP, match_shape, var
+
 UNROLL = 16  # the longest window reduction unrolled
+
+_MAPPED = call(either(Map(fun("h")), MapSeq(fun("h"))), expr("xs"))  # map(h) << xs, sequential or not
+_SLIDE = call(Slide(var("size"), var("step")), expr("xs"))  # slide(size, step) << xs
 
 
 @functools.cache
@@ -99,19 +105,9 @@ class _Lift:
         if not self.lanewise(e) and not constant(e) and type_of(e) in VECTOR_SCALARS:
             return FunCall(broadcast(type_of(e), self.w), (e,))  # the same in every lane: read once
         f = eta(e.f)
-        if isinstance(f, UserFun):
-            if not (_scalars(f.out_type) and all(_scalars(t) for t in f.in_types)):
-                return f"{f.name} is not a function of scalars"
-            return self.call(Vectorise(f, self.w), e.args)
-        if isinstance(f, Get | MakeTuple):
-            return self.call(f, e.args)
-        if isinstance(f, At) and self.window and _is(e.args[0], self.elem):
-            return FunCall(At(f.index), (self.vec,))
-        if isinstance(f, (Reduce, ReduceSeq)) and self.window:
-            return self.reduction(f, e.args)
-        if isinstance(f, (Reduce, ReduceSeq)):
-            return self.outside(f, e.args)
-        return f"{e.f} cannot be computed lane-wise"
+        lanes = case("lanes", f)
+        out = lanes(self, f, e) if lanes is not None else None
+        return f"{e.f} cannot be computed lane-wise" if out is None else out
 
     def outside(self, red: Any, args: tuple[Any, ...]) -> Any:
         """`reduce(f, z) [<< map(h)] << xs` over an array `xs` that is the same in every lane (MRI-Q:
@@ -119,9 +115,8 @@ class _Lift:
         lifted with its element read once and broadcast where its lanes need it."""
         z, xs = args
         h = None
-        if isinstance(xs, FunCall) and isinstance(xs.f, Map | MapSeq) and type(xs.f) in (Map, MapSeq) \
-                and len(xs.args) == 1:
-            h, xs = xs.f.f, xs.args[0]
+        if (m := match_shape(_MAPPED, xs)) is not None:
+            h, xs = m["h"], m["xs"]
         if self.lanewise(xs):
             return "a reduction over an array that depends on the element"
         f = eta(red.f)
@@ -150,8 +145,8 @@ class _Lift:
         """`reduce(f, z) [<< map(h)] << window`, unrolled in the sequential order."""
         z, xs = args
         h = None
-        if isinstance(xs, FunCall) and type(xs.f) in (Map, MapSeq) and len(xs.args) == 1:
-            h, xs = eta(cast(Any, xs.f).f), xs.args[0]
+        if (m := match_shape(_MAPPED, xs)) is not None:
+            h, xs = eta(m["h"]), m["xs"]
         if not _is(xs, self.elem):
             return "a reduction of something other than the window"
         n = length(self.vec)
@@ -175,6 +170,32 @@ class _Lift:
         return acc
 
 
+# The lane-wise forms of the element function's calls (`_Lift.go` dispatches on the function;
+# None: not computed lane-wise), registered as the "lanes" stage's cases.
+@register(UserFun, stage="lanes")
+def _userfun_lanes(lift: _Lift, f: UserFun, e: FunCall) -> Any:
+    if not (_scalars(f.out_type) and all(_scalars(t) for t in f.in_types)):
+        return f"{f.name} is not a function of scalars"
+    return lift.call(Vectorise(f, lift.w), e.args)
+
+
+@register(Get, MakeTuple, stage="lanes")
+def _tuple_lanes(lift: _Lift, f: FunDecl, e: FunCall) -> Any:
+    return lift.call(f, e.args)  # a tuple's lanes are its components' lanes
+
+
+@register(At, stage="lanes")
+def _at_lanes(lift: _Lift, f: At, e: FunCall) -> Any:
+    if lift.window and _is(e.args[0], lift.elem):
+        return FunCall(At(f.index), (lift.vec,))
+    return None
+
+
+@register(Reduce, ReduceSeq, stage="lanes")
+def _reduce_lanes(lift: _Lift, f: FunDecl, e: FunCall) -> Any:
+    return lift.reduction(f, e.args) if lift.window else lift.outside(f, e.args)
+
+
 def _scalars(t: Any) -> bool:
     """A scalar a vector holds, or a tuple of such scalars."""
     return t in VECTOR_SCALARS or (isinstance(t, TupleType) and bool(t.elems) and all(x in VECTOR_SCALARS
@@ -195,16 +216,16 @@ def lifted_map(call: FunCall, w: int) -> Any:
     if not isinstance(xt, ArrayType):
         return f"map over {xt}"
     elem = g.params[0]
-    if isinstance(x, FunCall) and isinstance(x.f, Slide):
-        return _lifted_windows(call, g, x, w)
+    if match_shape(_SLIDE, x) is not None:
+        return _lifted_windows(call, g, cast(FunCall, x), w)
     et = xt.elem
     if et in VECTOR_SCALARS:
         vt: Any = VectorType(et, w)
         data: Any = FunCall(AsVector(w), (x,))
-    elif isinstance(et, TupleType) and isinstance(x, FunCall) and type(x.f).__name__ == "Zip" and \
+    elif isinstance(et, TupleType) and (zipped := match_shape(ZIP, x)) is not None and \
             all(t in VECTOR_SCALARS for t in et.elems):
         vt = TupleType(tuple(VectorType(cast(ScalarType, t), w) for t in et.elems))
-        data = FunCall(x.f, tuple(FunCall(AsVector(w), (a,)) for a in x.args))
+        data = FunCall(cast(FunCall, x).f, tuple(FunCall(AsVector(w), (a,)) for a in zipped["xs"]))
     else:
         return f"elements of type {et} are not scalars or a zip of scalars"
     return _rebuilt(call, g, elem, Param(vt, elem.name), data, w, window=False)
@@ -241,7 +262,7 @@ __all__ = ["lifted_map", "broadcast", "UNROLL"]
 
 def zip_userfun(f: FunDecl, x: Any) -> tuple[UserFun, tuple[Any, ...]] | None:
     """`(uf, arrays)` when `f` is `q => uf(get(0, q), .., get(k-1, q))` and `x` zips `arrays`."""
-    if not (isinstance(x, FunCall) and isinstance(x.f, Zip)):
+    if match_shape(ZIP, x) is None:
         return None
     if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
         return None

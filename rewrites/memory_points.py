@@ -23,13 +23,14 @@ from typing import Any, ClassVar
 
 from lift.arith import prove_divides
 from lift.ir import patterns as p
-from lift.ir.nodes import FunCall, FunDecl, Reduce, node
+from lift.ir.nodes import FunCall, FunDecl, node
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
 from lift.types import ArrayType, ScalarType
 from lift.userfun.builtins import id as copy
 
 from .point import Nested, RewritePoint, constructor
+from .shapes import REDUCE, match_shape
 
 MEMS = ("global", "local", "private")
 COPY_WIDTHS = (8, 4, 2, 1)  # upper bounds: a copy of N elements uses the widest dividing N
@@ -100,7 +101,7 @@ class PrivatiseAccumulator(RewritePoint):
         return {} if self.result_mem is not None else {"result_mem": MEMS}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        if not (isinstance(call, FunCall) and type(call.f) is Reduce and len(call.args) == 2):
+        if match_shape(REDUCE, call) is None:
             return f"expects reduce(g, init) << x, got {call}"
         mem = params.get("result_mem") or self.result_mem or "global"
         if mem not in MEMS:

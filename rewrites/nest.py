@@ -32,6 +32,7 @@ from lift.userfun.facts import operator
 from .blocking import update
 from .chunks import lane_sum, zip_fun
 from .nested import nest_reduction
+from .shapes import TRANSPOSE, match_shape
 
 
 def nest_parts(call: Any) -> tuple[Lambda, Any, Any, Any, Any, Any] | str:
@@ -82,15 +83,16 @@ def divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
 
 def copied(x: Any) -> Any:
     """`transpose << y` materialised in its own kernel (contiguous rows), else `x` itself."""
-    if not (isinstance(x, FunCall) and isinstance(x.f, n.Transpose)):
+    columns = match_shape(TRANSPOSE, x)
+    if columns is None:
         return x
-    inner = array_of(type_of(x.args[0]))
+    inner = array_of(type_of(columns["x"]))
     q = Param(inner, "t")
     cols = inner.size  # the length of a row of the transposed array
     flat = FunCall(n.Join(), (FunCall(n.Transpose(), (q,)),))
     ident = elaborate(copy, [array_of(inner.elem).elem])
     body = FunCall(n.Split(cols), (FunCall(n.Map(n.ToGlobal(ident)), (flat,)),))
-    return FunCall(n.OclKernel(Lambda((q,), body)), (x.args[0],))
+    return FunCall(n.OclKernel(Lambda((q,), body)), (columns["x"],))
 
 
 def gathered(x: Any) -> Any:

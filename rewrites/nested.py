@@ -44,6 +44,7 @@ from lift.types import ArrayType, TupleType
 
 from .memory_points import PrivatiseAccumulator
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var
+from .shapes import MAP, REDUCE, ZIP, ZIP2, match_shape
 
 
 def _elementwise(op: FunDecl) -> FunDecl | None:
@@ -51,11 +52,11 @@ def _elementwise(op: FunDecl) -> FunDecl | None:
     op = eta(op)
     if not (isinstance(op, Lambda) and len(op.params) == 2 and isinstance(op.body, FunCall)):
         return None
-    b = op.body
-    if not (type(b.f) is n.Map and len(b.args) == 1 and isinstance(b.args[0], FunCall)
-            and isinstance(b.args[0].f, n.Zip) and b.args[0].args == op.params):
+    m = match_shape(MAP, op.body)
+    zipped = match_shape(ZIP, m["x"]) if m is not None else None
+    if m is None or zipped is None or zipped["xs"] != op.params:
         return None
-    return None if mentions(b.f.f, op.params) else b.f.f
+    return None if mentions(m["f"], op.params) else cast(FunDecl, m["f"])
 
 
 def _pairwise(f: FunDecl, a: Any, e: Any) -> Any:
@@ -87,7 +88,7 @@ class InterchangeReduceND(RewritePoint):
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        if not (isinstance(call, FunCall) and type(call.f) is n.Reduce and len(call.args) == 2):
+        if match_shape(REDUCE, call) is None:
             return f"expects reduce(g, init) << xs, got {call}"
         rank = params.get("rank") or self.rank or 2
         dim = params.get("new_reduce_dim") or self.new_reduce_dim or rank - 1
@@ -154,16 +155,17 @@ def _blocks(call: Any, f: FunDecl, init: Any, xs: Any, factor: Any, dim: int, ne
 
 def map_map_nest(call: Any) -> tuple[Lambda, Any, FunDecl, Any] | str:
     """`(outer lambda, A, inner function, B)` for `map(ra => map(h) << B) << A`, or why not."""
-    if not (isinstance(call, FunCall) and type(call.f) is n.Map and len(call.args) == 1):
+    outer = match_shape(MAP, call)
+    if outer is None:
         return f"expects map(ra => map(rb => reduce << map << zip(ra, rb)) << B) << A, got {call}"
-    fa = eta(call.f.f)
-    if not (isinstance(fa, Lambda) and len(fa.params) == 1 and isinstance(fa.body, FunCall)
-            and type(fa.body.f) is n.Map and len(fa.body.args) == 1):
+    fa = eta(outer["f"])
+    inner = match_shape(MAP, fa.body) if isinstance(fa, Lambda) and len(fa.params) == 1 else None
+    if not isinstance(fa, Lambda) or inner is None:
         return "the outer map's body is not map(rb => ..) << B"
-    b = fa.body.args[0]
+    b = inner["x"]
     if mentions(b, fa.params):
         return "B depends on the outer element: the maps are not over independent arrays"
-    return fa, call.args[0], fa.body.f.f, b
+    return fa, outer["x"], inner["f"], b
 
 
 def nest_reduction(call: Any) -> tuple[Lambda, Any, FunDecl, Any, Any, Any] | str:
@@ -185,13 +187,14 @@ def zip_reduction(h: FunDecl, ra: Param) -> tuple[Any, Any] | str:
     if not (isinstance(h, Lambda) and len(h.params) == 1):
         return "the inner map's function is not rb => reduce(..) << .."
     red = h.body
-    if not (isinstance(red, FunCall) and type(red.f) is n.Reduce and len(red.args) == 2):
+    m = match_shape(REDUCE, red)
+    if m is None:
         return f"the inner function is not a reduce, got {red}"
-    xs = red.args[1]
-    if isinstance(xs, FunCall) and type(xs.f) is n.Map and len(xs.args) == 1:
-        xs = xs.args[0]
-    if not (isinstance(xs, FunCall) and isinstance(xs.f, n.Zip) and len(xs.args) == 2
-            and xs.args[0] == ra and xs.args[1] == h.params[0]):
+    xs = m["xs"]
+    if (mapped := match_shape(MAP, xs)) is not None:
+        xs = mapped["x"]
+    zipped = match_shape(ZIP2, xs)
+    if zipped is None or zipped["a"] != ra or zipped["b"] != h.params[0]:
         return "the reduction's input is not [map(g) <<] zip(ra, rb)"
     return red, xs
 

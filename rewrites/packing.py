@@ -26,6 +26,7 @@ from lift.typecheck import type_of
 from lift.types import ArrayType
 
 from .memory_points import copy_into
+from .shapes import TRANSPOSE, match_shape
 
 COPY_WIDTH = 8  # vectors of the copy (the widest of 8, 4, 2 dividing the element count is used)
 
@@ -60,9 +61,9 @@ def pack_b(x: Any, cols: int, pad: int = 0) -> Any:
     of `cols` scalars (whole cache lines for 16 floats). Run in the panels' order instead, each
     step of k reads the next row of X, N scalars away: on PoCL/AVX2 at 1024^3 that copy took
     0.7-1.2 ms, the one in X's order 0.36 ms (a plain 4 MiB copy: 0.35 ms)."""
-    if isinstance(x, FunCall) and isinstance(x.f, n.Transpose):
+    if (columns := match_shape(TRANSPOSE, x)) is not None:
         assert not pad, "pack_b pads the rows of an X given as rows"
-        return _kernel(x.args[0], lambda q: _panels_of_rows(q, cols), "pt")
+        return _kernel(columns["x"], lambda q: _panels_of_rows(q, cols), "pt")
     xt = type_of(x)
     assert isinstance(xt, ArrayType)  # X : [[U]N]K
     row = Param(xt.elem, "row")

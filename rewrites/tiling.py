@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 from lift.ir.build import elaborate
-from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Reduce, Split, Transpose, node
+from lift.ir.nodes import FunCall, FunDecl, Join, Lambda, Let, Map, Param, Split, Transpose, node
 from lift.rules import map_fusion, partial_reduce, partial_reduce_split_join
 from lift.rules import split_join as split_join_rule
 from lift.rules.reduce import is_monoid
@@ -29,12 +29,13 @@ from lift.types import ArrayType
 
 from .memory_points import copy_into
 from .point import Nested, RewritePoint, constructor, size_param, tuning_var, via_rule
+from .shapes import MAP, REDUCE, match_shape
 
 
 def map_call(call: Any) -> tuple[FunDecl, Any] | str:
     """`(f, x)` for `map(f) << x`, or why `call` is not one."""
-    if isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1:
-        return call.f.f, call.args[0]
+    if (m := match_shape(MAP, call)) is not None:
+        return m["f"], m["x"]
     return f"expects map(f) << x, got {call}"
 
 
@@ -69,15 +70,16 @@ class SplitReduce(RewritePoint):
     kind: ClassVar[str] = "split_reduce"
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
-        if not (isinstance(call, FunCall) and type(call.f) is Reduce):
+        red = match_shape(REDUCE, call)
+        if red is None:
             return f"expects reduce(f, z) << x, got {call}"
-        f, z, xs = call.f.f, call.args[0], call.args[1]
+        f, z, xs = red["f"], red["z"], red["xs"]
         final = params.get("final", self.final)
         if final is None and not is_monoid(f, z):
             return f"{f} is not a known associative operator with neutral {z}; give final="
         size = size_param(self.size, params, self.label or "T")
         assoc = final is not None
-        if isinstance(xs, FunCall) and type(xs.f) is Map:
+        if match_shape(MAP, xs) is not None:
             tiled: Any = dataclasses.replace(call, args=(z, via_rule(split_join_rule, xs, n=size)))
             tiled = via_rule(partial_reduce_split_join, tiled, associative=assoc)
             out = dataclasses.replace(tiled, args=(z, via_rule(map_fusion, tiled.args[1])))

@@ -24,12 +24,11 @@ from lift.ir.nodes import (
     Lambda,
     Map,
     Param,
-    Reduce,
-    ReduceSeq,
     Vectorise,
     node,
 )
 from lift.ir.paths import walk
+from lift.ir.registry import REDUCES
 from lift.rules import vectorise as vectorise_rule
 from lift.rules.terms import eta
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
@@ -37,6 +36,7 @@ from lift.types import ArrayType, TupleType, VectorType
 
 from .lanes import lifted_map, zip_userfun
 from .point import Nested, RewritePoint, constructor
+from .shapes import MAP, match_shape
 
 
 @node
@@ -54,9 +54,10 @@ class VectorisePoint(RewritePoint):
         w = int(params.get("width") or self.width or 8)
         if w not in WIDTHS:
             return f"width {w} is not one of {WIDTHS}"
-        if not (isinstance(call, FunCall) and type(call.f) is Map and len(call.args) == 1):
+        m = match_shape(MAP, call)
+        if m is None:
             return f"expects map(f) << x, got {call}"
-        f, x = call.f.f, call.args[0]
+        f, x = m["f"], m["x"]
         zipped = zip_userfun(f, x)
         if zipped is None and _reduces(f):  # `vectorise(lambda)` cannot hold a reduction: lifted lane-wise
             lifted = lifted_map(call, w)
@@ -82,7 +83,7 @@ class VectorisePoint(RewritePoint):
 def _reduces(f: FunDecl) -> bool:
     """Whether the element function `f` reduces an array (the code generator's `vectorise` of a
     lambda computes user-function calls only: rewrites/lanes.py lifts reductions)."""
-    return isinstance(f, Lambda) and any(isinstance(m, Reduce | ReduceSeq) for _, m in walk(f))
+    return isinstance(f, Lambda) and any(isinstance(m, REDUCES) for _, m in walk(f))
 
 
 def _tuple_of(vecs: tuple[Any, ...]) -> Any:

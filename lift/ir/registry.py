@@ -30,6 +30,12 @@ The stages and the signatures of their cases (`f` the function node, `node` the 
   may name (split, slide, pad);
 - "algorithmic" (lift.constraints.tuning): `(f, size, labels, params) -> list[Constraint]`, the
   constraints `f` puts on the size of its argument (split, slide);
+- "commute" (lift.rules.recompute): `(lay, mf) -> Map | None`, how an elementwise map `mf`
+  moves across the layout `lay` (`lay << mf << x == m2 << lay << x`), None where it does not;
+- "realise" (lift.realise, the lowering of a chosen mapping): `(lowering, f, path) -> FunDecl`, a
+  lambda, map or reduce realised with the mapping's choices;
+- "lanes" (lift.rewrites.lanes, `_Lift.go`): `(lift, f, call) -> Expr | str | None`, the call
+  computed on `w` lanes at once (the vectorise point's lifting of a map's element function);
 - "kernel": the slot for the kernel traversal's case (memory allocation and code generation in
   one walk); that traversal dispatches on `lift.allocation.kernel_case`, which reads the entry's
   `emit` (the case's name, declared in `define`; `kernel` describes it; `kernel_table()` lists
@@ -61,7 +67,7 @@ from typing import Any, TypeGuard, TypeVar
 from lift.ir import nodes as n
 
 STAGES = ("typecheck", "interpret", "batched", "view", "dest", "context", "show", "kernel", "lower", "sizes",
-          "algorithmic", "commute", "realise")
+          "algorithmic", "commute", "realise", "lanes")
 LAYOUT_KINDS = ("reshape", "combine", "select")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,6 +102,8 @@ TRAITS = {
                    "them together",
     "unlowered": "a high-level pattern the default lowering maps to OpenCL (map, reduce: lift.lower); the kernel "
                  "traversal refuses it",
+    "kernel": "a kernel boundary: its one function `f` is an OpenCL kernel of its own (ocl_kernel; the "
+              "rewrite points place and look for them: rewrites.auto, auto_nest, auto_conv, fission)",
 }
 
 
@@ -360,7 +368,7 @@ define("vectorise", n.Vectorise, typecheck="S<k>... -> f(S)<k>, f scalar",
        traits=("realised",), emit="userfun")
 define("ocl_kernel", n.OclKernel, typecheck=_WRAPPED, interpret="its function", lower=_BODY,
        kernel=Refused("an ocl_kernel inside a kernel: kernels are not nested; only the top level may hold them"),
-       traits=("wrapper", "realised"))
+       traits=("wrapper", "realised", "kernel"))
 
 TRANSPARENT = Entry("rewrite point", (), "typed as its body", "means its body", "kept, its body lowered",
                     Refused("a rewrite point is applied (lift.compile's points stage) before kernels"))
