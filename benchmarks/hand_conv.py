@@ -109,8 +109,8 @@ def numpy_im2col_gemm(inp: np.ndarray, wts: np.ndarray) -> np.ndarray:
 def plain(inp: np.ndarray, wts: np.ndarray) -> Any:
     """Listing 4.1 written plainly (examples/conv.py), its sizes fixed to the arguments': what
     `lift.compile` does with it by default (the automatic `block_nest` point, rewrites/auto.py)."""
-    from lift.constraints.realise import substitute_sizes
     from lift.interpret import bind_sizes
+    from lift.realise import substitute_sizes
 
     prog = conv.listing_4_1()
     return substitute_sizes(prog, bind_sizes([p.ptype for p in prog.params], (inp, wts), prog))

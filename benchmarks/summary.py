@@ -195,8 +195,8 @@ def contenders(k: Kernel, budget: float) -> dict[str, tuple[Any, str, str]]:
 def _fixed(k: Kernel) -> Any:
     """The program with its sizes fixed to the arguments' (the default automatic points of
     `lift.compile` need constant sizes: rewrites.auto.default_points)."""
-    from lift.constraints.realise import substitute_sizes
     from lift.interpret import bind_sizes
+    from lift.realise import substitute_sizes
 
     return substitute_sizes(k.program, bind_sizes([p.ptype for p in k.program.params], k.args, k.program))
 

@@ -11,21 +11,20 @@ one work-item, which copies its own writes). With the boundary, the computation 
 `ocl_kernel(map_glb(map_seq(id))) << pad(l, r, v) << ocl_kernel(map_glb(f)) << x`, which reads
 the temporary through the layouts (a view) after the first kernel has finished.
 
-`result_chain(expr)` finds the chain; `add_boundary` states the constraint; `apply_boundary`
-realises it in a lowered program.
+`result_chain(expr)` finds the chain; `add_boundary` states the constraint; `lift.realise`'s
+`apply_boundary` realises it in a lowered program (this package builds no IR).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import z3
 
 from lift.ir import nodes as n
 from lift.ir.layoutfun import calls_userfun, is_layout_pattern
-from lift.ir.nodes import Expr, FunCall, Lambda, Node
+from lift.ir.nodes import FunCall, Lambda, Node
 from lift.ir.registry import IN_PLACE
 from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
@@ -68,35 +67,6 @@ def needs_boundary(ctx: Context, choice: Mapping[str, int], chain: int) -> bool:
     return bool(chain) and (len(ctx.stages) > 1 or any(int(choice[m]) >= 10 for m in ctx.maps))
 
 
-def apply_boundary(low: Node, chain: int, stage: Any) -> Node:
-    """`low` (a lowered program) with its result's computation and copy in two kernels; `stage`
-    wraps a call as an `ocl_kernel` (`lift.constraints.realise`)."""
-    assert isinstance(low, Lambda)
-    layouts: list[FunCall] = []
-    cur = low.body
-    for _ in range(chain):
-        assert isinstance(cur, FunCall)
-        layouts.append(cur)
-        cur = cur.args[0]
-    inner: Expr = cur if isinstance(cast(FunCall, cur).f, n.OclKernel) else stage(cur)
-    for c in reversed(layouts):
-        inner = dataclasses.replace(c, args=(inner,))
-    p = n.Param(low.body.type, "r")
-    copy = n.OclKernel(Lambda((p,), FunCall(_copy_fun(low.body.type, 0), (p,))), label="copy", loc=low.body.loc)
-    return dataclasses.replace(low, body=FunCall(copy, (inner,), loc=low.body.loc))
-
-
-def _copy_fun(t: Type, depth: int) -> Any:
-    # imported here, not with the constraints: importing lift.userfun.builtins earlier changes the
-    # order of fresh ids, and with it a z3 tie-break (tc-gconv's mapping in the golden corpus)
-    from lift.userfun.builtins import id as identity
-
-    if isinstance(t, ArrayType):
-        g = _copy_fun(t.elem, depth + 1)
-        return n.MapGlb(g, 0, label="copy") if depth == 0 else n.MapSeq(g)
-    return identity.specialise(t)
-
-
 def _copyable(t: Type) -> bool:
     while isinstance(t, ArrayType):
         t = t.elem
@@ -113,4 +83,4 @@ def _in_place(f: n.FunDecl) -> bool:
     return isinstance(f, IN_PLACE) or (isinstance(f, n.Map) and _in_place(f.f))
 
 
-__all__ = ["BOUNDARY", "result_chain", "add_boundary", "needs_boundary", "apply_boundary"]
+__all__ = ["BOUNDARY", "result_chain", "add_boundary", "needs_boundary"]

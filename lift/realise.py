@@ -3,7 +3,7 @@
 The constraint spaces (`lift.constraints`) state and solve what may be chosen; this module
 builds the program a choice gives, in order (`realised`): the launch kernel and its twins
 named (`named_kernel`, when launch variables size it), the maps lowered (`realise_traced`), the
-"kernel boundary" taken (`lift.constraints.boundary.apply_boundary`, where the model says so),
+"kernel boundary" taken (`apply_boundary`, where the model's constraint says so),
 the tuning values substituted (`substitute_sizes`). `Space.realise` is `realised` for users.
 
 Each concrete map becomes `map_seq`, `map_lcl(d)`, `map_wrg(d)` or `map_glb(d)` (keeping
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from lift.arith import Arith, Cst, prove_divides, substitute
-from lift.constraints.boundary import apply_boundary, needs_boundary, result_chain
+from lift.constraints.boundary import needs_boundary, result_chain
 from lift.constraints.context import Context, MapSite
 from lift.constraints.launch import ndrange
 from lift.constraints.mapping import FUSED, SEQ, describe
@@ -402,5 +402,35 @@ def label_of(expr: Node, path: Path) -> str | None:
     return at(expr, path).label
 
 
-__all__ = ["realised", "named_kernel", "realise", "realise_traced", "check_vectorisable", "substitute_sizes",
-           "label_of", "Lowered"]
+
+def apply_boundary(low: Node, chain: int, stage: Any) -> Node:
+    """`low` (a lowered program) with its result's computation and copy in two kernels; `stage`
+    wraps a call as an `ocl_kernel`."""
+    assert isinstance(low, Lambda)
+    layouts: list[FunCall] = []
+    cur = low.body
+    for _ in range(chain):
+        assert isinstance(cur, FunCall)
+        layouts.append(cur)
+        cur = cur.args[0]
+    inner: Expr = cur if isinstance(cast(FunCall, cur).f, n.OclKernel) else stage(cur)
+    for c in reversed(layouts):
+        inner = dataclasses.replace(c, args=(inner,))
+    p = n.Param(low.body.type, "r")
+    copy = n.OclKernel(Lambda((p,), FunCall(_copy_fun(low.body.type, 0), (p,))), label="copy", loc=low.body.loc)
+    return dataclasses.replace(low, body=FunCall(copy, (inner,), loc=low.body.loc))
+
+
+def _copy_fun(t: Type, depth: int) -> Any:
+    # imported here, not with the constraints: importing lift.userfun.builtins earlier changes the
+    # order of fresh ids, and with it a z3 tie-break (tc-gconv's mapping in the golden corpus)
+    from lift.userfun.builtins import id as identity
+
+    if isinstance(t, ArrayType):
+        g = _copy_fun(t.elem, depth + 1)
+        return n.MapGlb(g, 0, label="copy") if depth == 0 else n.MapSeq(g)
+    return identity.specialise(t)
+
+
+__all__ = ["realised", "named_kernel", "realise", "realise_traced", "apply_boundary", "check_vectorisable",
+           "substitute_sizes", "label_of", "Lowered"]

@@ -40,12 +40,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lift.constraints import substitute_sizes
 from lift.constraints.model import Z3_LOCK
 from lift.decide import Decision, Lookup, tuned_decisions
 from lift.decide import default_blocks as default_block_decisions
 from lift.ir.nodes import Lambda
 from lift.program import Program
+from lift.realise import substitute_sizes
 from lift.rewrites.auto import default_points
 from lift.types import size_names
 

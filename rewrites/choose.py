@@ -25,9 +25,9 @@ from typing import Any
 
 from lift.arith import free_vars
 from lift.constraints import tuning_space
-from lift.constraints.realise import substitute_sizes
 from lift.constraints.tuning import collect_params, input_sizes
 from lift.ir.nodes import Node
+from lift.realise import substitute_sizes
 
 from .apply import apply_all, points
 

@@ -10,8 +10,8 @@ The elementwise producer `map(f)` that the stencil `map(g)` reads through its la
 pad, split, transpose, join and maps of them) is recomputed per window inside the stencil's
 map, into private memory when the window has a constant size, so no temporary array and no
 second kernel are needed; a `pad` is crossed only when `f(v) == v`
-(`lift.constraints.recompute.stencil_fused`). Whether it pays depends on the device (on the CPU
-device the temporary is often cheaper: see lift/constraints/recompute.py), so it is a point: its
+(`lift.rules.recompute.stencil_fused`). Whether it pays depends on the device (on the CPU
+device the temporary is often cheaper: see rules/recompute.py), so it is a point: its
 `skip` is the tuner's choice. No other structural or tuning parameters.
 """
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from lift.constraints.recompute import stencil_fused
 from lift.ir.alpha import substitute
 from lift.ir.nodes import FunCall, FunDecl, Lambda, node
 from lift.ir.paths import transform_bottom_up
+from lift.rules.recompute import stencil_fused
 
 from .point import Nested, RewritePoint, constructor
 

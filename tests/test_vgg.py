@@ -14,8 +14,8 @@ import conv  # noqa: E402
 import vgg  # noqa: E402
 
 from lift.codegen import generate  # noqa: E402
-from lift.constraints.realise import substitute_sizes  # noqa: E402
 from lift.lower import lower  # noqa: E402
+from lift.realise import substitute_sizes  # noqa: E402
 
 LAYERS = [layer.index for layer in vgg.LAYERS]
 
