@@ -169,7 +169,10 @@ def _memo(e: Expr) -> tuple[Type, tuple[SizeCondition, ...]]:
     if not isinstance(e, FunCall):
         raise LiftTypeError(f"not an expression: {e!r}")
     conds: list[SizeCondition] = []
-    got = (infer(e.f, [type_of(a) for a in e.args], e, conds), tuple(conds))
+    ts: list[Type] = []
+    for a in e.args:  # `type_of`, written out: one Python frame per nested call
+        ts.append(a.ptype if isinstance(a, Param) else a.ltype if isinstance(a, Literal) else _memo(a)[0])
+    got = (infer(e.f, ts, e, conds), tuple(conds))
     set_memo(e, got)
     return got
 

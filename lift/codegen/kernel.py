@@ -295,9 +295,15 @@ class KernelGen:
 
     def inline_call(self, e: FunCall, path: Path, env: dict[int, View]) -> CExpr:
         f = e.f.f if is_address(e.f) else e.f  # to_private(uf) (lift.allocation's inlinable calls)
-        args = tuple(self.shallow(self.uf_arg(Arg(a.type, a, path + (k + 1,)), env), a.type)
-                     for k, a in enumerate(e.args))
-        return CCall(self.funs(f), args)
+        args: list[CExpr] = []
+        for k, a in enumerate(e.args):  # `uf_arg`, written out: one Python frame per nested call
+            at_k = path + (k + 1,)
+            if at_k in self.alloc.inline:
+                c = self.inline_call(cast(FunCall, a), at_k, env)
+            else:
+                c = self.read(self.arg(Arg(a.type, a, at_k), env))
+            args.append(self.shallow(c, a.type))
+        return CCall(self.funs(f), tuple(args))
 
     def shallow(self, c: CExpr, t: Type) -> CExpr:
         """`c`, or a private variable declared with it when its calls nest `CALL_DEPTH` deep
