@@ -55,7 +55,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import children, replace_at, walk, with_children
 from lift.ir.registry import has
-from lift.rules.match import call, either, expr
+from lift.rules.match import call, either, expr, var
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
 from lift.rules.terms import free_ids, substitute
@@ -73,7 +73,7 @@ from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
-from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP, match_shape, var
+from .shapes import IOTA, MAP, MAP_OF, REDUCE, ZIP, match_shape
 from .vectorise import VectorisePoint
 
 MIN_LENGTH = 256  # shorter reductions and maps are left as written

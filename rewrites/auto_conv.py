@@ -44,7 +44,7 @@ from lift.ir.layoutfun import is_layout_fun
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param
 from lift.ir.paths import walk
 from lift.ir.registry import MAPS, is_wrapper
-from lift.rules.match import expr, fun
+from lift.rules.match import expr, fun, var
 from lift.rules.terms import free_ids
 from lift.rules.vector import VECTOR_SCALARS
 from lift.typecheck import type_of
@@ -55,7 +55,7 @@ from lift.userfun.facts import sums
 from .memory_points import copy_into
 from .nest import NestBlocks, copied, divides, rows_of
 from .refusal import Refusal, RefusalKind, indivisible
-from .shapes import TRANSPOSE, match_shape, var
+from .shapes import TRANSPOSE, match_shape
 
 _ACCUMULATED = FunCall(n.ReduceSeq(fun("f")), (var("z", Literal), expr("xs")))  # reduce_seq(f, literal) << xs
 

@@ -59,7 +59,7 @@ from lift.ir.nodes import (
     Zip,
     node,
 )
-from lift.rules.match import expr
+from lift.rules.match import expr, var
 from lift.rules.reduce import folds_in_order, is_monoid
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
@@ -73,7 +73,7 @@ from lift.userfun.facts import operator, sums
 from .argbest import vector_selection
 from .lanes import zip_userfun
 from .point import Nested, RewritePoint, constructor, size_param
-from .shapes import MAP, REDUCE, ZIP, match_shape, var
+from .shapes import MAP, REDUCE, ZIP, match_shape
 
 AUTO_WIDTHS = (8, 16, 4, 1)
 COMBINES = ("kernel", "atomic")  # how the partial results are reduced (the first: the default)

@@ -50,7 +50,7 @@ from lift.ir.nodes import (
 )
 from lift.ir.paths import walk
 from lift.ir.registry import case, register
-from lift.rules.match import call, either, expr, fun
+from lift.rules.match import call, either, expr, fun, var
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import constant, eta, length
 from lift.rules.vector import VECTOR_SCALARS
@@ -59,7 +59,7 @@ from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 
-from .shapes import ZIP, match_shape, var
+from .shapes import ZIP, match_shape
 
 UNROLL = 16  # the longest window reduction unrolled
 

@@ -14,13 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from lift.ir.nodes import FunCall, Get, Iota, Lambda, MakeTuple, Map, Reduce, Transpose, Zip
-from lift.rules.match import Bindings, call, expr, fun, match, pvars
-
-
-def var(name: str, kind: type | tuple[type, ...] = object) -> Any:
-    """A pattern variable for a node's field (typed Any, as `lift.rules.match.pvars`)."""
-    return pvars(name, kind)[0]
-
+from lift.rules.match import Bindings, call, expr, fun, match, var
 
 MAP = call(Map(fun("f")), expr("x"))
 """`map(f) << x`: binds `f` and `x`."""
