@@ -6,7 +6,11 @@ writes them, each against numpy: kernel time and call time, medians.
 Not a test: it prints one table. Every program is compiled with the default `lift.compile` and
 checked against its numpy reference first. Kernel time is the median of `Program.time` (summed
 kernel event times, transfers excluded); call time the median wall time of `Program.__call__`
-(arguments in, result out); numpy time the median wall time of the numpy reference. The ratios
+(arguments in, result out); numpy time the median wall time of the numpy reference. Each round
+sleeps 0.4 s (numpy's BLAS threads stop spinning), then times the kernel, the call and numpy in
+turn, each warm: one untimed run, then the median of three (timed once after an idle pause, a
+call pays for waking PoCL's worker threads, 0.5-0.8 ms on a 2-core VM, and numpy for waking
+its BLAS threads). The ratios
 are numpy's time over liftcl's (above 1: liftcl is faster).
 
 The programs (examples/lift_suite/: `cgo17`, `stencils`, each with its numpy reference): CGO 2017's
@@ -100,6 +104,7 @@ def make(index: int, large: bool) -> Case:
 
 
 SETTLE = 0.4  # seconds for numpy's BLAS threads to stop spinning before a kernel is timed
+BURST = 3  # timed runs of each contender per round, after one untimed (their median is the round's)
 
 
 def _checked(got: Any, want: Any, case: Case) -> tuple[bool, float]:
@@ -119,6 +124,13 @@ def _call_once(prog: Any, args: tuple) -> float:
     return time.perf_counter() - start
 
 
+def _burst(once: Callable[[], float]) -> float:
+    """The median of `BURST` timings of `once`, after one untimed run: a contender timed warm,
+    as a loop of calls runs it (PoCL's worker threads and numpy's BLAS threads awake)."""
+    once()
+    return statistics.median(once() for _ in range(BURST))
+
+
 def _numpy_once(case: Case) -> float:
     start = time.perf_counter()
     case.numpy(*case.inputs)
@@ -126,8 +138,9 @@ def _numpy_once(case: Case) -> float:
 
 
 def run(case: Case, repeat: int) -> str:
-    """One row: compile, check against numpy, then `repeat` rounds of (kernel, call, numpy), each
-    timing taken after numpy's BLAS threads have settled; medians."""
+    """One row: compile, check against numpy, then `repeat` rounds of (kernel, call, numpy): each
+    round waits for numpy's BLAS threads to settle, then times each contender warm (`_burst`);
+    medians of the rounds."""
     want = case.numpy(*case.inputs)
     start = time.perf_counter()
     try:
@@ -138,9 +151,9 @@ def run(case: Case, repeat: int) -> str:
         prog.time(*case.inputs, repeat=1)
         for _ in range(repeat):
             time.sleep(SETTLE)
-            kernels += prog.time(*case.inputs, repeat=1)
-            calls.append(_call_once(prog, case.inputs))
-            refs.append(_numpy_once(case))
+            kernels.append(statistics.median(prog.time(*case.inputs, repeat=BURST)))
+            calls.append(_burst(lambda: _call_once(prog, case.inputs)))
+            refs.append(_burst(lambda: _numpy_once(case)))
     except Exception as e:  # noqa: BLE001 - the table reports every failure and goes on
         return f"{case.name:28s} {case.size:18s} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
     kernel, call, ref = (statistics.median(v) for v in (kernels, calls, refs))
