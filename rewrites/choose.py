@@ -105,6 +105,9 @@ def _middle(space: Any, cands: list[dict[str, int]], names: list[str]) -> dict[s
             if space.is_valid({**chosen, k: values[i]}):
                 chosen[k] = values[i]
                 break
+        else:  # no sampled value goes with those chosen: the middle sample, a valid whole
+            ordered = sorted(cands, key=lambda c: tuple(c.get(n, 1) for n in names))
+            return dict(ordered[len(ordered) // 2])
     return chosen
 
 

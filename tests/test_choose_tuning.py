@@ -67,3 +67,19 @@ def test_the_middle_of_each_variable_is_valid_and_central(seed: int) -> None:
     assert got["t0"] == 8, got  # the middle of t0's values 1..32
     assert Grid().is_valid(got)
     assert got["t1"] == 4, got  # t1's middle, 8, does not go with t0 = 8: the nearest smaller value
+
+
+def test_a_middle_that_extends_to_no_sampled_value_falls_back_to_a_valid_sample() -> None:
+    from lift.rewrites.choose import _middle
+
+    names = ["t0", "t1", "t2"]
+    sampled = ((1, 1, 1), (4, 4, 4), (16, 1, 1), (64, 64, 64), (1, 16, 64))
+    cands = [{"t0": t[0], "t1": t[1], "t2": t[2]} for t in sampled]
+    solutions = [tuple(c.values()) for c in cands] + [(16, 16, 3)]  # one the samples do not show
+
+    class Listed:
+        def is_valid(self, c: dict[str, int]) -> bool:
+            return any(all(c[k] == s[i] for i, k in enumerate(names) if k in c) for s in solutions)
+
+    got = _middle(Listed(), cands, names)  # t0 = 16, t1 = 16 extend only to t2 = 3
+    assert got == {"t0": 4, "t1": 4, "t2": 4}, got  # the middle sample
