@@ -95,14 +95,15 @@ def _middle(space: Any, cands: list[dict[str, int]], names: list[str]) -> dict[s
     a solution with those chosen before). With one variable, the median sample, as before; with
     several, sorting the samples by their tuple gave the first variable its middle and the others
     whatever that sample had (GESUMMV 2048^2: the second dot product got chunks of 256 vectors,
-    one accumulator chain per row, where the first got 16; 0.91 ms against 0.61 ms with 16 for
-    both, numpy 0.73 ms; Zen 4, PoCL 3.0, interleaved medians)."""
+    one accumulator chain per row, where the first got 16. Zen 4, PoCL 3.0, interleaved medians:
+    0.91 ms against 0.61 ms with 16 for both on a quiet machine; 5-8% when the VM's neighbours
+    contend for memory bandwidth, in three spellings of the program)."""
     chosen: dict[str, int] = {}
     for k in names:
         values = sorted({c[k] for c in cands if k in c})
         mid = len(values) // 2
         for i in sorted(range(len(values)), key=lambda i: (abs(i - mid), i)):
-            if space.is_valid({**chosen, k: values[i]}):
+            if not chosen or space.is_valid({**chosen, k: values[i]}):  # the first: a sample's, valid
                 chosen[k] = values[i]
                 break
         else:  # no sampled value goes with those chosen: the middle sample, a valid whole
