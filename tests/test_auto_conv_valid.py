@@ -20,7 +20,9 @@ from lift.arith import evaluate
 from lift.ir.nodes import OclKernel
 from lift.ir.paths import walk
 from lift.rewrites.auto_conv import window_source
+from lift.rewrites.block_space import Registers
 from lift.rewrites.nest import nest_parts
+from lift.spaces import profile_of
 from programs import apply_choice
 
 H, W, C, M = Size("H"), Size("W"), Size("C"), Size("M")
@@ -106,7 +108,8 @@ def _kernel_sources(source: str) -> list[str]:
 @pytest.mark.device
 @pytest.mark.parametrize("stride", [1, 2])
 def test_a_valid_conv_gets_the_register_blocks_by_default(stride: int) -> None:
-    """`lift.compile` of a valid 3x3 conv with constant sizes: the blocks (float8 accumulators),
+    """`lift.compile` of a valid 3x3 conv with constant sizes: the blocks (accumulators of the
+    device's native vector width: float8 on AVX2, float16 on AVX-512),
     windows read in place from the input (no copy of it, no im2col buffer), the reduction in whole
     window rows (no division in the inner loop), the interpreter's result."""
     h, c, m = 10, 32, 32  # a reduction of 288 (default points need 256)
@@ -120,7 +123,9 @@ def test_a_valid_conv_gets_the_register_blocks_by_default(stride: int) -> None:
     o = (h - 3) // stride + 1
     assert h * h * c not in temps and o * o * 9 * c not in temps, temps  # no copy of the input, no im2col
     main = _kernel_sources(prog.source)[-1]
-    assert "float8 acc" in main
+    width = point.get("width")
+    assert width == Registers.of(profile_of(prog.device)).lanes, (width, prog.device)  # the device's vectors
+    assert f"float{width} acc" in main
     loop = re.search(rf"for \(int (\w+) = 0; \w+ < {3 * c};", main)  # the loop over a window row
     assert loop is not None, main
     var, body = loop.group(1), main[loop.end():]

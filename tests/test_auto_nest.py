@@ -19,6 +19,7 @@ from lift.arith import evaluate
 from lift.ir.paths import walk
 from lift.rewrites import block_space as an
 from lift.rewrites.auto import default_points
+from lift.spaces import profile_of
 from programs import apply_choice
 
 M, N, K = Size("M"), Size("N"), Size("K")
@@ -230,7 +231,9 @@ def test_the_default_compile_of_a_constant_size_matmul_uses_register_blocks() ->
     a, b = _arrays(prog, {}, 4)
     compiled = lift.compile(prog)
     assert compiled.choices.points["auto_b0"]["along"] == "output" and not compiled.choices.points["auto_b0"]["skip"]
-    assert _panels(compiled, {}) and "bcast8_float" in compiled.source
+    width = compiled.choices.points["auto_b0"]["width"]
+    assert width == an.Registers.of(profile_of(compiled.device)).lanes, (width, compiled.device)  # native vectors
+    assert _panels(compiled, {}) and f"bcast{width}_float" in compiled.source
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     assert lift.compile(prog, choices=compiled.choices).source == compiled.source
     assert "auto_b0" not in lift.compile(matmul()).choices.points  # symbolic sizes: no default blocks
@@ -252,7 +255,9 @@ def test_the_default_blocks_launch_in_groups_one_column_block_wide_on_a_cpu() ->
     launch = compiled.choices.launch
     assert (launch["local_size_0"], launch["local_size_1"]) == (1, 64), launch
     (main,) = [nd for nd in compiled.ndrange if nd.kernel == "lift_main"]
-    assert tuple(int(evaluate(g, {})) for g in main.global_size) == (256 // 16, 256 // 4)  # a work-item per block
+    block = compiled.choices.points["auto_b0"]  # 4 x 2 float8 on AVX2, 4 x 4 float16 on AVX-512
+    per_block = (256 // (block["cols"] * block["width"]), 256 // block["rows"])
+    assert tuple(int(evaluate(g, {})) for g in main.global_size) == per_block  # a work-item per block
     assert tuple(int(evaluate(s, {})) for s in main.local_size) == (1, 64)
     a, b = _arrays(prog, {}, 7)
     np.testing.assert_allclose(compiled(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
