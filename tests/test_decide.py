@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import lift
-from lift import Array, Float, Size, fun, map, reduce, transpose, zip
+from lift import Array, Float, Size, fun, map, reduce, transpose, user_fun, zip
 from lift.choices import Choices
 from lift.compile import built, first_built, plan
 from lift.decide import Decision, Tuned, decide, register_tuned, tuned_lookup
+from lift.devices import profile
 from lift.rules.normalise import normalise
+from lift.spaces import profile_of
 from lift.testing import assert_same
 
 N = Size("N")
@@ -177,3 +179,53 @@ def test_a_map_calling_builtins_gets_8_lanes_where_pocl_targets_a_cpu_without_av
 
     assert width(prog, znver3) == 8 and width(prog, avx512) == 16 and width(prog, base) == 16
     assert width(plain, znver3) == 16  # plain arithmetic at 16 lanes builds there
+
+
+# ------------------------------------------------------------------ a nested reduction's chunks: the device's vectors
+
+
+@user_fun
+def _times(a: Float, b: Float) -> Float:
+    return a * b
+
+
+def _row_dots(spelling: str, rows: int = 256, n: int = 2048):
+    """Matrix-vector products as a user may write them: LIFT's dot (`mult` over a zip), a user
+    function of the pair, and GESUMMV's two products of each row pair in one map."""
+    sq, vec = Array(Array(Float, n), rows), Array(Float, n)
+    if spelling == "dot":
+        return fun([sq, vec], lambda a, x: map(lambda r: reduce(lift.add, 0.0) << map(lift.mult) << zip(r, x)) << a)
+    if spelling == "user function":
+        return fun([sq, vec], lambda a, x: map(
+            lambda r: reduce(lift.add, 0.0) << map(lambda p: _times(p[0], p[1])) << zip(r, x)) << a)
+    return fun([sq, sq, vec], lambda a, b, x: map(lambda rs: lift.add(
+        reduce(lift.add, 0.0) << map(lift.mult) << zip(rs[0], x),
+        reduce(lift.add, 0.0) << map(lift.mult) << zip(rs[1], x))) << zip(a, b))
+
+
+@pytest.mark.parametrize("spelling", ["dot", "user function", "two products"])
+@pytest.mark.parametrize("device, lanes", [("cpu-avx512", 16), ("cpu-avx2", 8)])
+def test_a_nested_reductions_chunks_fill_the_devices_vectors(spelling: str, device: str, lanes: int) -> None:
+    """The default chunks of each row's reduction (`reduce_chunks` points placed by default) are
+    vectors as wide as the device's (lift.decide._chunk_width), compiled offline per profile."""
+    prog = lift.compile(_row_dots(spelling), device=profile(device))
+    widths = [c["width"] for lab, c in prog.choices.points.items() if lab.startswith("auto_r") and not c.get("skip")]
+    assert widths and set(widths) == {lanes}, prog.choices
+    assert f"float{lanes} acc" in prog.source
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("spelling", ["dot", "user function", "two products"])
+def test_a_nested_reductions_default_chunks_run_on_the_device(spelling: str) -> None:
+    """On the device at hand: its vector width (16 on AVX-512 targets, 8 on AVX2) and the
+    interpreter's result."""
+    expr = _row_dots(spelling, rows=64)
+    prog = lift.compile(expr)
+    lanes = profile_of(prog.device).vector_bits // 32
+    widths = {c["width"] for lab, c in prog.choices.points.items() if lab.startswith("auto_r") and not c.get("skip")}
+    if profile_of(prog.device).kind == "cpu" and lanes in (4, 8, 16):
+        assert widths == {lanes}, prog.choices
+    rng = np.random.default_rng(3)
+    args = [rng.random((64, 2048), dtype=np.float32) - 0.5 for _ in range(2 if spelling == "two products" else 1)]
+    args.append(rng.random(2048, dtype=np.float32) - 0.5)
+    assert_same(prog(*args), lift.interpret(expr, *args), rtol=1e-4, atol=1e-4)
