@@ -174,13 +174,19 @@ def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
     placed = default_points(expr)
     if placed is expr:
         return
-    space = auto_space(placed, regs=Registers.of(profile_of(device)))  # blocks for the device's registers
+    regs = Registers.of(profile_of(device))
+    space = auto_space(placed, regs=regs)  # blocks for the device's registers
     first = {lab: {k: v[0] for k, v in doms.items() if k != "skip"} for lab, doms in space.items()}
     for lab, p in points(placed).items():
         if isinstance(p, VectorisePoint) and lab in first:
             first[lab] = _map_width(first[lab], space[lab]["width"], _elem_bytes(p), device, _calls_builtins(p))
-        elif isinstance(p, ReduceChunks) and "width" in space.get(lab, {}):
-            first[lab] = _chunk_width(first[lab], space[lab]["width"], device)
+        elif isinstance(p, ReduceChunks) and regs.lanes in space.get(lab, {}).get("width", ()):
+            # a row's chunks fill the device's vectors, as the blocks do (16 lanes on AVX-512; the
+            # offered widths leave out 16 where a user function cannot run 16 wide: `safe_widths`).
+            # GEMV 2048^2 on a Xeon (family 6 model 207, PoCL 3.0 target icelake-client), kernel
+            # medians of 7 interleaved rounds: 8 lanes x 16 per step 0.477 ms, 16 x 16 0.295 ms;
+            # numpy 0.301 ms
+            first[lab] = {**first[lab], "width": regs.lanes}
     if all(c.get("skip") for c in first.values()):
         return
     kept: Spaces = {}  # the grid launch's rewriting and joint space, reused by its plan
@@ -232,18 +238,6 @@ def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int,
     if builtins and narrow_target(dev.version):
         fit = [w for w in fit if w <= 8]
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
-
-
-def _chunk_width(chosen: dict[str, Any], widths: tuple[int, ...], device: Any) -> dict[str, Any]:
-    """A default `reduce_chunks` point's width on `device`: on a CPU whose kernel compiler emits
-    vectors of known width (`Device.vector_bits`), as many 32-bit lanes as fill one vector where
-    the point offers that width (16 on AVX-512, 8 on AVX2), else its first width. The offered
-    widths leave out 16 where a user function cannot run 16 wide (`safe_widths`). GEMV 2048^2 on
-    a Xeon (family 6 model 207, PoCL 3.0 target icelake-client), kernel medians of 7 interleaved
-    rounds: 8 lanes x 16 per step 0.477 ms, 16 x 16 0.295 ms; numpy 0.301 ms."""
-    dev = profile_of(device)
-    lanes = dev.vector_bits // 32 if dev.kind == "cpu" and dev.vector_bits else 0
-    return {**chosen, "width": lanes} if lanes in widths else chosen
 
 
 def _calls_builtins(point: VectorisePoint) -> bool:

@@ -207,7 +207,8 @@ def _row_dots(spelling: str, rows: int = 256, n: int = 2048):
 @pytest.mark.parametrize("device, lanes", [("cpu-avx512", 16), ("cpu-avx2", 8)])
 def test_a_nested_reductions_chunks_fill_the_devices_vectors(spelling: str, device: str, lanes: int) -> None:
     """The default chunks of each row's reduction (`reduce_chunks` points placed by default) are
-    vectors as wide as the device's (lift.decide._chunk_width), compiled offline per profile."""
+    vectors as wide as the device's (`Registers.of(device).lanes`, as the register blocks), compiled
+    offline per profile."""
     prog = lift.compile(_row_dots(spelling), device=profile(device))
     widths = [c["width"] for lab, c in prog.choices.points.items() if lab.startswith("auto_r") and not c.get("skip")]
     assert widths and set(widths) == {lanes}, prog.choices
