@@ -8,9 +8,10 @@ checked against its numpy reference first. Kernel time is the median of `Program
 kernel event times, transfers excluded); call time the median wall time of `Program.__call__`
 (arguments in, result out); numpy time the median wall time of the numpy reference. Each round
 sleeps 0.4 s (numpy's BLAS threads stop spinning), then times the kernel, the call and numpy in
-turn, each warm: one untimed run, then the median of three (timed once after an idle pause, a
-call pays for waking PoCL's worker threads, 0.5-0.8 ms on a 2-core VM, and numpy for waking
-its BLAS threads). The ratios
+turn, each warm: untimed runs for 3 ms, then the median of three (timed once after an idle pause,
+a call pays for waking PoCL's worker threads, 0.5-0.8 ms on a 2-core VM, and numpy for waking
+its BLAS threads; and the VM's first 2-3 runs of anything after the pause are 1.5-2x slow).
+Kernels are timed one run at a time (`Program.time`), as calls run. The ratios
 are numpy's time over liftcl's (above 1: liftcl is faster).
 
 The programs (examples/lift_suite/: `cgo17`, `stencils`, each with its numpy reference): CGO 2017's
@@ -104,7 +105,8 @@ def make(index: int, large: bool) -> Case:
 
 
 SETTLE = 0.4  # seconds for numpy's BLAS threads to stop spinning before a kernel is timed
-BURST = 3  # timed runs of each contender per round, after one untimed (their median is the round's)
+BURST = 3  # timed runs of each contender per round, after `WARM` (their median is the round's)
+WARM = 0.003  # seconds of untimed runs before each contender's timed ones
 
 
 def _checked(got: Any, want: Any, case: Case) -> tuple[bool, float]:
@@ -124,10 +126,19 @@ def _call_once(prog: Any, args: tuple) -> float:
     return time.perf_counter() - start
 
 
-def _burst(once: Callable[[], float]) -> float:
-    """The median of `BURST` timings of `once`, after one untimed run: a contender timed warm,
-    as a loop of calls runs it (PoCL's worker threads and numpy's BLAS threads awake)."""
+def _warm(once: Callable[[], Any]) -> None:
+    """Run `once` untimed for at least `WARM` seconds (at least once): after the settling pause the
+    VM's first 2-3 runs of anything are 1.5-2x slow (GEMV 2048^2: kernel 0.81, 0.42, 0.38 ms...)."""
+    start = time.perf_counter()
     once()
+    while time.perf_counter() - start < WARM:
+        once()
+
+
+def _burst(once: Callable[[], float]) -> float:
+    """The median of `BURST` timings of `once`, warmed first (`_warm`): a contender timed warm,
+    as a loop of calls runs it (PoCL's worker threads and numpy's BLAS threads awake)."""
+    _warm(once)
     return statistics.median(once() for _ in range(BURST))
 
 
@@ -151,6 +162,7 @@ def run(case: Case, repeat: int) -> str:
         prog.time(*case.inputs, repeat=1)
         for _ in range(repeat):
             time.sleep(SETTLE)
+            _warm(lambda: prog.time(*case.inputs, repeat=1))
             kernels.append(statistics.median(prog.time(*case.inputs, repeat=BURST)))
             calls.append(_burst(lambda: _call_once(prog, case.inputs)))
             refs.append(_burst(lambda: _numpy_once(case)))

@@ -219,6 +219,31 @@ def test_time_returns_positive_seconds(scale: Program) -> None:
 
 
 @pytest.mark.device
+def test_time_runs_each_launch_alone(scale: Program, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timed run is enqueued only once the run before it has finished: PoCL stamps a kernel
+    queued behind another with part of that one's time (GEMV 2048^2 timed 1.5-2x slower)."""
+    import pyopencl as cl
+
+    from lift import runtime
+
+    events: list[cl.Event] = []
+    busy: list[int] = []
+
+    def enqueue(*args: object, **kw: object) -> cl.Event:
+        busy.append(sum(e.command_execution_status != cl.command_execution_status.COMPLETE for e in events))
+        events.append(real(*args, **kw))
+        return events[-1]
+
+    real = runtime.enqueue
+    monkeypatch.setattr(runtime, "enqueue", enqueue)
+    monkeypatch.setattr(runtime, "launch",
+                        lambda dc, k, g, lo, a, last, wait_for=None: enqueue(dc, k, g, lo, a, wait_for))
+    times = scale.time(np.ones(1 << 20, np.float32), repeat=4)
+    assert len(times) == 4 and len(events) == 5  # the warm-up, then the timed runs
+    assert busy == [0] * 5
+
+
+@pytest.mark.device
 def test_bad_work_group_is_a_device_error(cache: Path) -> None:
     plan = sum_plan()
     launches = (Launch("partial", plan.launches[0].args, (c(500),), (c(64),)), plan.launches[1])
