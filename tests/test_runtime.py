@@ -11,11 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lift.arith import as_arith as c
 from lift.errors import DeviceError, LiftTypeError
 from lift.plan import BufferSpec, KernelArg, KernelSource, Launch
-from lift.program import Program
+from lift.program import Program, spread
 from lift.runtime import MAGIC, default_cache_dir, read_entry, write_entry
 from lift.types import Array, Float, Int, Size, Tuple, Vector
 
@@ -241,6 +243,32 @@ def test_time_runs_each_launch_alone(scale: Program, monkeypatch: pytest.MonkeyP
     times = scale.time(np.ones(1 << 20, np.float32), repeat=4)
     assert len(times) == 4 and len(events) == 5  # the warm-up, then the timed runs
     assert busy == [0] * 5
+
+
+@given(st.lists(st.integers(1, 64), min_size=1, max_size=3), st.integers(1, 64), st.integers(1, 8192))
+def test_spread_makes_a_group_per_compute_unit(gsize: list[int], units: int, most: int) -> None:
+    local = spread(tuple(gsize), units, most)
+    total = int(np.prod(gsize))
+    if local is None:
+        assert total > most or total < 2 or units < 2
+        return
+    assert len(local) == len(gsize) and all(g % s == 0 for g, s in zip(gsize, local))
+    groups = int(np.prod([g // s for g, s in zip(gsize, local)]))
+    assert groups >= min(units, total) and int(np.prod(local)) <= most
+
+
+@pytest.mark.device
+def test_a_small_range_is_spread_over_the_compute_units(scale: Program) -> None:
+    """A launch of few work-items whose plan leaves the local size free runs as at least one
+    work-group per compute unit on a CPU (the driver would give it one group: one core)."""
+    x = np.arange(48, dtype=np.float32)
+    np.testing.assert_array_equal(scale(x), 2 * x)
+    dev = scale.device
+    ((_, gsize, lsize, _),) = scale._shapes[scale._signature((x,))[1]].launches
+    if dev.kind != "cpu" or dev.compute_units < 2:
+        assert lsize is None
+        return
+    assert lsize is not None and int(np.prod([g // s for g, s in zip(gsize, lsize)])) >= dev.compute_units
 
 
 @pytest.mark.device
