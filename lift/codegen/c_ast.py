@@ -89,6 +89,15 @@ class CCond(CExpr):
 
 
 @dataclass(frozen=True, slots=True)
+class CBin(CExpr):
+    """`(left op right)`, an arithmetic operator on two values (vectors: lane by lane)."""
+
+    op: str
+    left: CExpr
+    right: CExpr
+
+
+@dataclass(frozen=True, slots=True)
 class CCompound(CExpr):
     """A struct literal `(T){a, b}` or a vector literal `(float4)(a, b, c, d)`."""
 
@@ -259,7 +268,7 @@ def walk_stmts(s: CStmt):
 
 __all__ = [
     "CExpr", "CRaw", "CVar", "CInt", "CIndex", "CVecLoad", "CMember", "CLane", "CCall", "CCond",
-    "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "StreamStore", "For", "If", "Barrier", "Comment",
-    "AtomicCombine",
+    "CBin", "CCompound", "CStmt", "Block", "Decl", "Assign", "VecStore", "StreamStore", "For", "If", "Barrier",
+    "Comment", "AtomicCombine",
     "KParam", "KernelDef", "Unit", "walk_stmts", "UNROLL", "unrolled",
 ]

@@ -11,6 +11,7 @@ from lift.codegen.c_ast import (
     AtomicCombine,
     Barrier,
     Block,
+    CBin,
     CCall,
     CCompound,
     CCond,
@@ -159,6 +160,8 @@ def expr(e: CExpr, names: Mapping[str, str] | None = None) -> str:
             return f"{fn}(" + ", ".join(expr(a) for a in args) + ")"
         case CCond(conds, then, orelse):
             return f"(({_conds(conds)}) ? {expr(then)} : {expr(orelse)})"
+        case CBin(op, left, right):
+            return f"({expr(left)} {op} {expr(right)})"
         case CCompound(ctype, parts, vector):
             inner = ", ".join(expr(p) for p in parts)
             return f"({ctype})({inner})" if vector else f"({ctype}){{{inner}}}"

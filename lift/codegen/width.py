@@ -23,6 +23,7 @@ from lift.arith import C_HELPERS, Arith, Cst, FloorDiv, Max, Min, Mod, Prod, Sum
 from lift.codegen.c_ast import (
     Assign,
     AtomicCombine,
+    CBin,
     CCall,
     CCompound,
     CCond,
@@ -160,6 +161,9 @@ def _expr_quantities(e: CExpr) -> Iterator[Arith]:
         case CCall(_, args) | CCompound(_, args, _):
             for a in args:
                 yield from _expr_quantities(a)
+        case CBin(_, left, right):
+            yield from _expr_quantities(left)
+            yield from _expr_quantities(right)
         case CCond(conds, then, orelse):
             for c, _, hi in conds:
                 yield c
