@@ -688,7 +688,8 @@ class Program:
             k = kernels[kernel]
             if shape.small:  # set only the arguments that changed since this thread's last launch of it
                 events.append(runtime.launch(lane.dc, k, gsize, lsize, values, lane.args, wait_for))
-            else:
+            else:  # sets every argument: what `lane.args` remembered for this kernel is stale
+                lane.args.pop(id(k), None)
                 events.append(runtime.enqueue(lane.dc, k, gsize, lsize, values, wait_for))
             wait_for = None
         return events

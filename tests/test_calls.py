@@ -95,6 +95,18 @@ def test_calls_equal_the_interpreter(progs, mode: str, name: str, n: int) -> Non
     assert_same(want, prog(*args))  # the shape's host plan, reused
 
 
+@pytest.mark.parametrize("name", ["axpy", "dot", "stencil", "pair"])
+def test_small_and_large_shapes_take_turns_on_one_kernel(mode: str, name: str) -> None:
+    """A small shape's calls set only the kernel arguments that changed since this thread's last
+    launch; a large shape's call in between sets them all, so the small one's next call must not
+    trust what it set before (the large call's size left in place: wrong sums, reads past the array)."""
+    prog = _prog({}, name, mode)
+    for n in (100, 100, 1 << 20, 100, 1 << 17, 37, 100):
+        x, y = _data(n, 1), _data(n, 2)
+        args = (x, y) if name in ("axpy", "dot") else (x,)
+        assert_same(lift.interpret(prog.node, *args), prog(*args))
+
+
 @pytest.mark.parametrize("name", ["axpy", "dot", "stencil"])
 def test_unaligned_strided_readonly_and_zero_stride_inputs(progs, mode: str, name: str) -> None:
     prog = _prog(progs, name, mode)
