@@ -33,6 +33,7 @@ specialises the program once under a lock (`lift.specialise`).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -79,6 +80,7 @@ class _Lane:
     relaxed: dict[str, Any] | None = None  # the kernels of the any-alignment variant, once used
     small: dict[tuple, Any] = field(default_factory=dict)  # buffers of small arguments, kept (`_in_place`)
     args: dict[int, list[Any]] = field(default_factory=dict)  # per kernel object, its arguments last set
+    large: dict[str, tuple] = field(default_factory=dict)  # per input, the last large argument's buffer (`_in_place`)
 
 
 class Program:
@@ -559,7 +561,7 @@ class Program:
                 held.append(x)
             elif zero:
                 address = x.__array_interface__["data"][0]
-                bufs[name] = self._in_place(lane, x, address, nbytes)
+                bufs[name] = self._in_place(lane, name, x, address, nbytes)
                 if need > x.itemsize and address % need:
                     misaligned = True
                 held.append(x)
@@ -573,14 +575,27 @@ class Program:
             bufs[name] = mem
         return bufs, held, waits, misaligned
 
-    def _in_place(self, lane: _Lane, x: np.ndarray, address: int, nbytes: int) -> Any:
-        """A buffer that is the argument `x` (at `address`): for a small array, the one made for
-        the same memory by a recent call, if any (PoCL's first launch on a new buffer costs as much
-        as a small kernel); a copy for a scalar. A kept buffer holds its array alive, so memory at
-        that address and of that length is that array's (or a view of it) while the buffer is kept:
-        at most `SMALL_KEPT` of `SMALL_BYTES` per thread and program."""
+    def _in_place(self, lane: _Lane, name: str, x: np.ndarray, address: int, nbytes: int) -> Any:
+        """A buffer that is the argument `x` (at `address`) for the input `name`: for a small
+        array, the one made for the same memory by a recent call, if any (PoCL's first launch on a
+        new buffer costs as much as a small kernel); a copy for a scalar. A kept small buffer holds
+        its array alive, so memory at that address and of that length is that array's (or a view
+        of it) while the buffer is kept: at most `SMALL_KEPT` of `SMALL_BYTES` per thread and
+        program. A large array is not held: its buffer (on the memory, not on the array) is kept
+        with a weak reference to the array and used again while that same array, still at that
+        address, is passed for the same input (making, first using and releasing a buffer cost a
+        call 20-25 us on PoCL)."""
         if nbytes > SMALL_BYTES:
-            return runtime.host_buffer(lane.dc, x, write=False)
+            last = lane.large.get(name)
+            if last is not None and last[0]() is x and last[1] == address and last[2] == nbytes:
+                return last[3]
+            try:
+                ref = weakref.ref(x)
+            except TypeError:  # an array type without weak references: a buffer for this call
+                return runtime.host_buffer(lane.dc, x, write=False)
+            buf = runtime.host_buffer_at(lane.dc, address, nbytes)
+            lane.large[name] = (ref, address, nbytes, buf)
+            return buf
         key: tuple = (address, nbytes)
         if x.ndim == 0:  # a number, often made anew for each call: a copy of it, kept by value
             key = (x.dtype.char, x.tobytes())

@@ -14,6 +14,7 @@ and an entry owned by another user is never loaded.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
@@ -333,6 +334,19 @@ def host_buffer(dc: DeviceContext, host: np.ndarray, *, write: bool) -> Any:
         return cl.Buffer(dc.context, flags, hostbuf=host)
     except cl.Error as e:
         raise DeviceError(f"cannot use a host array of {host.nbytes} bytes in place: {e}") from e
+
+
+def host_buffer_at(dc: DeviceContext, address: int, nbytes: int) -> Any:
+    """A read-only buffer that is the `nbytes` of host memory at `address` (a zero-copy device),
+    not holding the memory's owner alive: the caller uses it only while the owner lives."""
+    cl = _cl()
+    flags = _READ_IN_PLACE
+    if flags is None:
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+    try:
+        return cl.Buffer(dc.context, flags, hostbuf=(ctypes.c_char * nbytes).from_address(address))
+    except cl.Error as e:
+        raise DeviceError(f"cannot use a host array of {nbytes} bytes in place: {e}") from e
 
 
 def small_buffer(dc: DeviceContext, host: np.ndarray) -> Any:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,25 @@ def test_small_and_large_shapes_take_turns_on_one_kernel(mode: str, name: str) -
         x, y = _data(n, 1), _data(n, 2)
         args = (x, y) if name in ("axpy", "dot") else (x,)
         assert_same(lift.interpret(prog.node, *args), prog(*args))
+
+
+def test_a_large_argument_is_read_anew_and_not_held() -> None:
+    """A large argument's buffer is kept for the next call with the same array: that call reads
+    what the array holds then; the program does not keep the array alive; and an array made at the
+    freed one's address is read, not the old buffer's idea of it."""
+    prog = lift.compile(_dot())
+    n = 1 << 18  # 1 MiB per argument: above the size whose arrays are held (SMALL_BYTES)
+    x, y = _data(n, 1), _data(n, 2)
+    assert_same(lift.interpret(prog.node, x, y), prog(x, y))
+    x *= -3.0  # the same array, changed in place
+    assert_same(lift.interpret(prog.node, x, y), prog(x, y))
+    gone = weakref.ref(x)
+    del x
+    assert gone() is None, "the program holds a large argument alive"
+    for seed in range(3, 6):  # new arrays, often at the address just freed
+        x = _data(n, seed)
+        assert_same(lift.interpret(prog.node, x, y), prog(x, y))
+        del x
 
 
 @pytest.mark.parametrize("name", ["axpy", "dot", "stencil"])
