@@ -337,16 +337,10 @@ def host_buffer(dc: DeviceContext, host: np.ndarray, *, write: bool) -> Any:
 
 
 def host_buffer_at(dc: DeviceContext, address: int, nbytes: int) -> Any:
-    """A read-only buffer that is the `nbytes` of host memory at `address` (a zero-copy device),
-    not holding the memory's owner alive: the caller uses it only while the owner lives."""
-    cl = _cl()
-    flags = _READ_IN_PLACE
-    if flags is None:
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
-    try:
-        return cl.Buffer(dc.context, flags, hostbuf=(ctypes.c_char * nbytes).from_address(address))
-    except cl.Error as e:
-        raise DeviceError(f"cannot use a host array of {nbytes} bytes in place: {e}") from e
+    """`host_buffer` (read-only) on the `nbytes` of host memory at `address`, not holding the
+    memory's owner alive: the caller uses it only while the owner lives."""
+    memory: Any = (ctypes.c_char * nbytes).from_address(address)
+    return host_buffer(dc, np.frombuffer(memory, np.uint8), write=False)
 
 
 def small_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
