@@ -114,6 +114,8 @@ class Mapped:
     # the mapping lowered, with its map's label (`lift.constraints.learn` names a barrier error's loops by it)
     lessons: tuple[Lesson, ...] = field(default=(), compare=False)  # what the solver's mapping respects
     # (learnt from the barrier pass by `mapped_and_linked`, in order)
+    tails: bool = False  # for a CPU: one-work-item kernels run by the last group of the kernel before
+    # (`lift.codegen.tails`)
 
 
 @dataclass(frozen=True)
@@ -275,7 +277,8 @@ def link(mapped: Mapped, local_size: SizeArg = None, global_size: SizeArg = None
     call's sizes pass its 32-bit limits)."""
     return generate(mapped.program, stages=(allocated, probed, synchronised, emitted, assembled),
                     local_size=local_size if local_size is not None else mapped.local_size,
-                    global_size=global_size if global_size is not None else mapped.global_size, wide=wide)
+                    global_size=global_size if global_size is not None else mapped.global_size, wide=wide,
+                    tails=mapped.tails)
 
 
 def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | None = None, *,
@@ -284,10 +287,11 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     vectorisation, launch sizes; specialised to `choices.sizes` when given): complete choices, the
     mapping of a high-level program decided (`lift.decide.solver_mapped`); `lessons` (those the
     solver's mapping respects) are recorded in `Mapped.lessons`."""
+    tails = getattr(profile, "kind", None) == "cpu"
     if choices.sizes is None and not is_high_level(expr):
-        return Mapped(expr, choices)
+        return Mapped(expr, choices, tails=tails)
     if choices.mapping is not None and not choices.mapping and is_high_level(expr):
-        return Mapped(lower(cast(Lambda, expr)), choices)  # the empty mapping: the default lowering
+        return Mapped(lower(cast(Lambda, expr)), choices, tails=tails)  # the empty mapping: the default lowering
     fused = fused_of(expr, choices, spaces)  # stages "recomputed" and "fused" (lift.rules.prepare)
     space = joint_space_of(fused, profile, choices, spaces)
     maps = space.context.maps
@@ -314,7 +318,7 @@ def map_program(expr: Node, profile: Any, choices: Choices, spaces: Spaces | Non
     sized: tuple[SizeArg, SizeArg] = nd or (None, None)
     if nd is not None and space.launch_kernel is not None:  # one kernel of several: sized by name, its twins too
         sized = ({space.launch_kernel: nd[0]}, {space.launch_kernel: nd[1], **space.twin_local_sizes(joint)})
-    return Mapped(low, used, sized[0], sized[1], lowered=lowered, lessons=lessons)
+    return Mapped(low, used, sized[0], sized[1], lowered=lowered, lessons=lessons, tails=tails)
 
 
 def _check_mapping(mapping: Mapping[str, int] | None, maps: Mapping[str, Any], expr: Node) -> None:

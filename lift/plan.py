@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from lift.arith import Arith
 from lift.types import ScalarType, Type
 
+COUNTER_ROLE = "counter"
+
 
 @dataclass(frozen=True, slots=True)
 class BufferSpec:
     """A buffer of `count` scalars of `scalar` type.
 
     `role`: "input" (program argument `param`, flattened row-major), "output" (part of the
-    result, reshaped to `type` on the host), or "temp" (between kernels). `space` is
+    result, reshaped to `type` on the host), "temp" (between kernels) or "counter" (a temp
+    the runtime allocates zeroed, which the kernels leave zero: `lift.codegen.tails`). `space` is
     "global" for host-allocated buffers or "local" for a `cl.LocalMemory` kernel argument.
     """
 

@@ -49,7 +49,7 @@ from lift.errors import DeviceError, LiftTypeError, LiftValueError
 from lift.gather import check_indices, index_inputs
 from lift.interpret import arguments, check_conditions, leaf_shape, leaves
 from lift.ir.nodes import Lambda, Node
-from lift.plan import BarrierInfo, KernelSource, Launch
+from lift.plan import COUNTER_ROLE, BarrierInfo, KernelSource, Launch
 from lift.typecheck import size_conditions
 from lift.types import ArrayType, ScalarType, TupleType, Type, base_type
 
@@ -154,9 +154,16 @@ class Program:
         if lane is None or lane.built is not built:
             assert self._dc is not None and built is not None, "an offline program has no lanes (its calls raise first)"
             dc = runtime.for_thread(self._dc)
-            lane = _Lane(dc, built, runtime.kernels(built, self.plan.kernels), runtime.BufferPool(dc))
+            zeroed = frozenset(b.name for b in self.plan.buffers if b.role == COUNTER_ROLE)
+            kernels = runtime.kernels(built, self.plan.kernels, self._scalars())
+            lane = _Lane(dc, built, kernels, runtime.BufferPool(dc, zeroed))
             self._local.lane = lane
         return lane
+
+    def _scalars(self) -> dict[str, tuple[str | None, ...]]:
+        """Per kernel, the C type of each scalar (size) argument, None for the others."""
+        return {launch.kernel: tuple(a.ctype if a.kind == "size" else None for a in launch.args)
+                for launch in self.plan.launches}
 
     def _relaxed_kernels(self, lane: _Lane) -> dict[str, Any]:
         """The calling thread's kernels of the program's any-alignment variant (built once)."""
@@ -167,7 +174,7 @@ class Program:
                     inputs = [b.name for b in self.plan.buffers if b.role == "input"]
                     self._relaxed_built = runtime.build(lane.dc, unaligned_variant(self.plan.source, inputs),
                                                         options=options, cache_dir=cache_dir)
-            lane.relaxed = runtime.kernels(self._relaxed_built, self.plan.kernels)
+            lane.relaxed = runtime.kernels(self._relaxed_built, self.plan.kernels, self._scalars())
         return lane.relaxed
 
     # ------------------------------------------------------------- description
@@ -353,7 +360,7 @@ class Program:
         last, lane.last = lane.last, target
         if isinstance(last, Program) and last is not target and last._dc is not None:
             held = last._lane()
-            held.pool = runtime.BufferPool(held.dc)
+            held.pool = runtime.BufferPool(held.dc, held.pool.zeroed)
 
     def _require_device(self) -> None:
         if self.offline is not None:
@@ -468,7 +475,7 @@ class Program:
             nbytes = evaluate(b.count, sizes) * b.scalar.dtype.itemsize
             if b.space == "local":
                 locals_.append((b.name, runtime.local_memory(nbytes)))
-            elif b.role == "temp":
+            elif b.role in ("temp", COUNTER_ROLE):
                 temps.append((b.name, nbytes))
                 total += nbytes
             elif b.role == "output":
@@ -548,7 +555,7 @@ class Program:
         waits: list[Any] = []
         staged = [k for k, x in enumerate(leaves) if type(x) is not np.ndarray or not (
             x.flags.carray or x.flags.c_contiguous and (x.flags.aligned or not zero))
-            or zero and not self._relaxable and x.__array_interface__["data"][0] % dc.align]
+            or zero and not self._relaxable and runtime.address(x) % dc.align]
         if staged:
             leaves = self._staged(dc, shape, leaves, staged)
         misaligned = False
@@ -560,7 +567,7 @@ class Program:
                     waits.append(x.event)
                 held.append(x)
             elif zero:
-                address = x.__array_interface__["data"][0]
+                address = runtime.address(x)
                 bufs[name] = self._in_place(lane, name, x, address, nbytes)
                 if need > x.itemsize and address % need:
                     misaligned = True
@@ -673,14 +680,14 @@ class Program:
         events = self._launched(lane, shape, bufs, waits, misaligned)
         if keep:
             if sync:
-                runtime.finish(dc)
+                self._wait(dc, shape, events)
             last = None if sync or not events else events[-1]
             kept = tuple(held) if last is not None else ()
             results = [DeviceArray(dc, bufs[name], shp, dtype, host=h, event=last, held=kept)
                        for (name, dtype, shp, _), h in zip(shape.outputs, hosts)]
             return _assembled(shape.layout, results, keep=True), events
         if zero:
-            runtime.finish(dc)
+            self._wait(dc, shape, events)
         else:
             for (name, _, _, _), host in zip(shape.outputs, cast(list[np.ndarray], hosts)):
                 runtime.download(dc, host.reshape(-1), bufs[name])
@@ -690,6 +697,13 @@ class Program:
             if not inplace:
                 np.copyto(target, host)
         return _assembled(shape.layout, targets, keep=True), events
+
+    @staticmethod
+    def _wait(dc: runtime.DeviceContext, shape: _Shape, events: list[Any]) -> None:
+        """Wait for the call's kernels: polling first when this shape's last wait was short
+        (`runtime.wait`), and remembering how long this one took."""
+        spin = runtime.SPIN_S if shape.waited[0] <= runtime.SPIN_S else 0.0
+        shape.waited[0] = runtime.wait(dc, events[-1] if events else None, spin)
 
     def _launched(self, lane: _Lane, shape: _Shape, bufs: dict[str, Any], waits: list[Any],
                   misaligned: bool = False) -> list[Any]:
@@ -781,7 +795,8 @@ class _Shape:
     runs them (this or a specialised one), the sizes, per input leaf (buffer, dtype, bytes), the
     temporaries (buffer, bytes), the local memories, per output (buffer, dtype, numpy shape, bytes),
     the launches (kernel, global size, local size, arguments: buffer names or size values), how
-    the outputs make the result, and the bytes the results and temporaries take."""
+    the outputs make the result, the bytes the results and temporaries take, and how long the
+    last call waited for its kernels (`Program._wait`)."""
 
     program: Program
     sizes: dict[str, int]
@@ -793,6 +808,7 @@ class _Shape:
     layout: Any
     fixed_bytes: int
     small: bool  # every argument and result at most SMALL_BYTES: kernel arguments set only when changed
+    waited: list[float] = field(default_factory=lambda: [0.0])  # seconds the last call waited for its kernels
 
 
 MAX_SHAPES = 64  # host plans remembered per program (all forgotten when a 65th shape comes)

@@ -21,6 +21,7 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -273,24 +274,37 @@ def build_error(device: Device, source: str, log: str) -> DeviceError:
     return err
 
 
-def kernels(built: Built, names: tuple[str, ...]) -> dict[str, Any]:
-    """The cl.Kernel objects of `built`, by name."""
+_SCALAR_DTYPES = {"int": np.int32, "long": np.int64}
+
+
+def kernels(built: Built, names: tuple[str, ...], scalars: Mapping[str, tuple[str | None, ...]] | None = None
+            ) -> dict[str, Any]:
+    """The cl.Kernel objects of `built`, by name; `scalars`: per kernel, each argument's C type
+    where it is a scalar ("int", "long"), else None. Declared, pyopencl packs a scalar argument
+    in well under a microsecond; undeclared, it finds out how by trying the argument kinds in
+    turn, which took 9 us for one `int` (pyopencl 2026.1), a third of a launch."""
     cl = _cl()
     try:
-        return {name: cl.Kernel(built.program, name) for name in names}
+        out = {name: cl.Kernel(built.program, name) for name in names}
     except cl.Error as e:
         raise DeviceError(f"the built program lacks a kernel of {names}: {e}") from e
+    for name, kinds in (scalars or {}).items():
+        if name in out:
+            out[name].set_scalar_arg_dtypes([None if c is None else _SCALAR_DTYPES[c] for c in kinds])
+    return out
 
 
 # ------------------------------------------------------------------------- buffers
 
 
 class BufferPool:
-    """Device buffers by name, reused across calls while their byte size is unchanged."""
+    """Device buffers by name, reused across calls while their byte size is unchanged; those
+    named in `zeroed` (the counters of `lift.codegen.tails`) start as zeros."""
 
-    def __init__(self, dc: DeviceContext) -> None:
+    def __init__(self, dc: DeviceContext, zeroed: frozenset[str] = frozenset()) -> None:
         self._dc = dc
         self._buffers: dict[str, tuple[int, Any]] = {}
+        self.zeroed = zeroed
 
     def get(self, name: str, nbytes: int) -> Any:
         """The buffer `name` of `nbytes` bytes; reallocated only when the size changes."""
@@ -303,7 +317,11 @@ class BufferPool:
                               f"{self._dc.device.max_alloc_bytes} in one buffer")
         cl = _cl()
         try:
-            buf = cl.Buffer(self._dc.context, cl.mem_flags.READ_WRITE, nbytes)
+            if name in self.zeroed:
+                buf = cl.Buffer(self._dc.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                hostbuf=np.zeros(nbytes, np.uint8))
+            else:
+                buf = cl.Buffer(self._dc.context, cl.mem_flags.READ_WRITE, nbytes)
         except cl.Error as e:
             raise DeviceError(f"cannot allocate {nbytes} bytes for buffer {name}: {e}") from e
         self._buffers[name] = (nbytes, buf)
@@ -349,9 +367,38 @@ def small_buffer(dc: DeviceContext, host: np.ndarray) -> Any:
     return cl.Buffer(dc.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
 
 
+def _data_offset() -> int | None:
+    """Where an ndarray object holds its data pointer (the `data` field of numpy's
+    PyArrayObject_fields, after the object header): the byte offset at which probe arrays of
+    several kinds (views at an offset, transposed, read-only, other dtypes) all hold the address
+    their `__array_interface__` gives; None where no offset agrees (`address` then reads that)."""
+    base = np.arange(64, dtype=np.float64)
+    probes = [np.zeros(5, np.float32), base[3:], base.reshape(8, 8).T, np.arange(7, dtype=np.int8)[1::2],
+              np.frombuffer(bytes(range(16)), np.uint8)[4:]]
+    want = [p.__array_interface__["data"][0] for p in probes]
+    for offset in range(8, 72, 8):
+        if all(ctypes.c_void_p.from_address(id(p) + offset).value == w for p, w in zip(probes, want)):
+            return offset
+    return None
+
+
+_DATA_OFFSET = _data_offset()
+_POINTER_AT = ctypes.c_void_p.from_address
+
+
+def address(a: np.ndarray) -> int:
+    """The address of `a`'s first element (`a` a numpy array, of any subclass): read from the
+    array object where `_data_offset` found its data pointer, in about 0.4 us; reading
+    `__array_interface__` builds a dict and takes 3 us (12 us at a call's pace, when the kernels
+    between calls have evicted the interpreter's caches)."""
+    if _DATA_OFFSET is None:
+        return a.__array_interface__["data"][0]
+    return _POINTER_AT(id(a) + _DATA_OFFSET).value or 0
+
+
 def aligned(a: np.ndarray, align: int) -> bool:
     """Whether `a` is C-contiguous and starts at a multiple of `align` bytes."""
-    return a.flags.c_contiguous and a.__array_interface__["data"][0] % align == 0
+    return a.flags.c_contiguous and address(a) % align == 0
 
 
 def aligned_empty(shape: Any, dtype: np.dtype, align: int = 128) -> np.ndarray:
@@ -499,7 +546,8 @@ def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
     """Launch `kernel` over the ND-range (after the events `wait_for`); returns its event."""
     cl = _cl()
     try:
-        return kernel(dc.queue, global_size, local_size, *args, wait_for=wait_for)
+        kernel.set_args(*args)
+        return cl.enqueue_nd_range_kernel(dc.queue, kernel, global_size, local_size, wait_for=wait_for)
     except cl.Error as e:
         raise DeviceError(f"launching kernel {kernel.function_name} over global {global_size}, "
                           f"local {local_size} failed: {e}") from e
@@ -507,18 +555,14 @@ def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
 
 def launch(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
            args: list[Any], last: dict[int, list[Any]], wait_for: list[Any] | None = None) -> Any:
-    """`enqueue`, setting only the arguments that differ (by identity) from those `last` holds for
-    `kernel` (the calling thread's: a kernel object keeps its arguments between launches, and
-    `last` keeps them alive); returns the event."""
+    """`enqueue`, setting the arguments only when one differs (by identity) from those `last`
+    holds for `kernel` (the calling thread's: a kernel object keeps its arguments between
+    launches, and `last` keeps them alive); returns the event."""
     cl = _cl()
     held = last.get(id(kernel))
     try:
-        if held is None or len(held) != len(args):
-            kernel.set_args(*args)
-        else:
-            for i, (a, b) in enumerate(zip(args, held)):
-                if a is not b:
-                    kernel.set_arg(i, a)
+        if held is None or len(held) != len(args) or any(a is not b for a, b in zip(args, held)):
+            kernel.set_args(*args)  # all of them: a microsecond once the scalars are declared (`kernels`)
         last[id(kernel)] = args
         return cl.enqueue_nd_range_kernel(dc.queue, kernel, global_size, local_size, wait_for=wait_for)
     except cl.Error as e:
@@ -530,6 +574,32 @@ def launch(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_s
 def finish(dc: DeviceContext) -> None:
     """Wait for everything enqueued on the device."""
     dc.queue.finish()
+
+
+SPIN_S = float(os.environ.get("LIFTCL_SPIN_US", "200")) * 1e-6  # see `wait`
+
+
+def wait(dc: DeviceContext, last: Any | None, spin_s: float) -> float:
+    """Wait for everything enqueued on the device, `last` being the event of the last command
+    (None: `finish`); returns the seconds it took. With `spin_s` > 0 the calling thread first
+    polls `last` for up to that long (50 ns a poll), and only then sleeps in `finish`. A thread
+    asleep in `finish` wakes some tens of microseconds after a short kernel ends (a CPU
+    runtime signals it from its worker thread; on a VM a sleeping virtual CPU wakes slowly), so
+    polling cut calls with short kernels by a third (PoCL 3.0 on a 2-vCPU Xeon: dot of 2^10
+    58 -> 36 us, arg-min of 2^16 80 -> 41 us). `Program` polls for the shapes whose last call's
+    wait took at most `SPIN_S` (`LIFTCL_SPIN_US` microseconds, default 200; 0 never polls):
+    polling through a long kernel would take a core from the runtime's workers."""
+    start = time.perf_counter()
+    if last is not None and spin_s > 0:
+        status, info = last.get_info, _cl().event_info.COMMAND_EXECUTION_STATUS
+        while True:
+            done = status(info)
+            if done == 0:  # CL_COMPLETE
+                return time.perf_counter() - start
+            if done < 0 or time.perf_counter() - start > spin_s:
+                break  # failed (finish reports it) or long: sleep until the queue is done
+    dc.queue.finish()
+    return time.perf_counter() - start
 
 
 def seconds(events: list[Any]) -> float:

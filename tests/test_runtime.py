@@ -454,3 +454,30 @@ def test_build_error_cites_the_source_line_of_pocl_and_nvidia_logs(where: str) -
     err = build_error(profile("nvidia"), source, f"{where}:3:19: error: use of undeclared identifier 'undefined_name'")
     assert "offending source lines" in str(err) and "   3 |   out[i] = 2.0f * undefined_name;" in str(err)
     assert "undeclared identifier" in str(err).splitlines()[0]
+
+
+@given(st.integers(0, 40), st.integers(1, 3), st.sampled_from(["f4", "f8", "i1", "i4", "u2"]), st.booleans(),
+       st.booleans())
+def test_the_address_of_an_array_is_its_first_element(start: int, step: int, dtype: str, transposed: bool,
+                                                       frozen: bool) -> None:
+    """`runtime.address` reads the data pointer from the array object; it must be what numpy's
+    `__array_interface__` says for views at any offset and stride, of any dtype, read-only or not."""
+    from lift import runtime
+
+    base = np.arange(96).astype(dtype)
+    a = base[start::step]
+    if transposed:
+        a = base.reshape(8, 12).T[start % 12:]
+    if frozen:
+        a.flags.writeable = False
+    assert runtime.address(a) == a.__array_interface__["data"][0]
+    b = np.frombuffer(a.tobytes(), a.dtype)  # on bytes numpy does not own
+    assert runtime.address(b) == b.__array_interface__["data"][0]
+
+
+def test_the_data_pointer_was_found_in_the_array_object() -> None:
+    """On CPython with numpy 1.x and 2.x the pointer follows the object header (16 bytes); if no
+    offset were found, `address` would fall back to `__array_interface__` (correct, slower)."""
+    from lift import runtime
+
+    assert runtime._DATA_OFFSET == 16

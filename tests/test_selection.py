@@ -150,7 +150,9 @@ def test_compiled_by_default_in_parallel_chunks(which: str, nan: bool) -> None:
     compiled = lift.compile(prog)
     lab = next(k for k in compiled.choices.points if k.startswith("auto_r"))
     chosen = compiled.choices.points[lab]
-    assert chosen["combine"] == "kernel" and chosen["width"] == 16 and len(compiled.kernels) == 2, compiled.choices
+    assert chosen["combine"] == "kernel" and chosen["width"] == 16, compiled.choices
+    # the combining kernel runs at the end of the chunks' one, by its last work-item (lift.codegen.tails)
+    assert len(compiled.kernels) == (1 if compiled.device.kind == "cpu" else 2)
     x = _data(n, 3, nan)
     got = compiled(x)
     assert got == lift.interpret(prog, x)

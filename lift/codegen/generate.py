@@ -46,6 +46,7 @@ from lift.codegen.stages import (
 )
 from lift.codegen.stream import MACRO as STREAM_MACRO
 from lift.codegen.stream import uses_stream
+from lift.codegen.tails import folded_tails
 from lift.codegen.verify import verify_generated
 from lift.codegen.width import LONG_HELPERS
 from lift.errors import LiftValueError, UnsupportedError
@@ -73,7 +74,7 @@ class Generated:
 
 
 def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
-             stages: tuple[Callable, ...] = KERNEL_STAGES, wide: bool = False) -> KernelSource:
+             stages: tuple[Callable, ...] = KERNEL_STAGES, wide: bool = False, tails: bool = False) -> KernelSource:
     """The OpenCL program and host plan for `program` (a lowered or high-level `fun`).
 
     Example: `generate(fun([Array(Float, N)], lambda x: map_glb(id) << x)).source` is one
@@ -84,16 +85,20 @@ def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg 
     their default ND-range. A dict gives sizes per kernel, keyed by kernel name (an
     `ocl_kernel`'s label): `local_size={"partial": 64}`. `wide`: 64-bit indices in every kernel
     whose indices the symbolic ranges cannot bound (`lift.codegen.width`; `Program` asks for it
-    when a call's sizes pass the 32-bit limits)."""
-    return build(program, local_size=local_size, global_size=global_size, stages=stages, wide=wide).source
+    when a call's sizes pass the 32-bit limits). `tails`: a one-work-item kernel after a kernel
+    of constant ND-range runs at that kernel's end, by its last work-group (`lift.codegen.tails`;
+    `lift.compile` asks for it on CPU devices)."""
+    return build(program, local_size=local_size, global_size=global_size, stages=stages, wide=wide,
+                 tails=tails).source
 
 
 def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = None,
           barrier_pass: BarrierPass = insert_barriers, verify: bool = False,
-          stages: tuple[Callable, ...] = KERNEL_STAGES, wide: bool = False) -> Generated:
+          stages: tuple[Callable, ...] = KERNEL_STAGES, wide: bool = False, tails: bool = False) -> Generated:
     """Like `generate`, keeping the C AST; `barrier_pass` (a `lift.barriers` entry point) places
     barriers; with `verify`, every stage's checker runs on its output (`verify_lowered`,
-    `verify_allocated` per kernel, `verify_generated`); `stages`: what each kernel goes through."""
+    `verify_allocated` per kernel, `verify_generated`); `stages`: what each kernel goes through;
+    `tails`: as in `generate`."""
     if not isinstance(program, Lambda):
         raise UnsupportedError("code generation needs a program made with lift.fun", node=program)
     typecheck(program)  # the type errors of a direct caller's program, before anything else
@@ -118,6 +123,9 @@ def build(program: Node, *, local_size: SizeArg = None, global_size: SizeArg = N
         buffers.extend(done.buffers)
         kernels.extend(done.kernels)
     kernels = folded_fills(kernels)
+    if tails:
+        kernels, counters = folded_tails(kernels, names)
+        buffers.extend(counters)
     check_requests(kernels, global_req, local_req)
     gen = link(ctx, buffers, kernels)
     if verify:

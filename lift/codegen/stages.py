@@ -347,20 +347,21 @@ def folded_fills(kernels: list[Kernel]) -> list[Kernel]:
     out: list[Kernel] = []
     for k in kernels:
         prev = out[-1] if out else None
-        if k.fill and prev is not None and _single_item(prev) and _agree(prev.kdef, k.kdef):
+        if k.fill and prev is not None and single_item(prev) and agree(prev.kdef, k.kdef):
             out[-1] = _appended(prev, k)
         else:
             out.append(k)
     return out
 
 
-def _single_item(k: Kernel) -> bool:
+def single_item(k: Kernel) -> bool:
+    """The kernel runs on one work-item."""
     one = (Cst(1),)
     return all(g == Cst(1) for g in k.launch.global_size) and all(
         s == Cst(1) for s in k.launch.local_size or one)
 
 
-def _agree(a: KernelDef, b: KernelDef) -> bool:
+def agree(a: KernelDef, b: KernelDef) -> bool:
     """The two kernels index alike and declare every parameter they share alike (one C type)."""
     theirs = {p.name: (p.ctype, p.qual) for p in b.params}
     return a.index_type == b.index_type and all(theirs.get(p.name, (p.ctype, p.qual)) == (p.ctype, p.qual)
@@ -421,4 +422,4 @@ def _short(x: Node) -> str:
 __all__ = ["KernelJob", "KernelContext", "AllocatedKernel", "ProbedKernel", "SynchronisedKernel", "EmittedKernel",
            "Kernel", "AssembledKernel", "KERNEL_STAGES", "run_stages", "allocated", "probed", "synchronised",
            "emitted", "assembled", "kernel_body", "out_type", "requested", "local_request", "ndrange", "buffer_spec",
-           "SizeReq", "Sizes"]
+           "SizeReq", "Sizes", "folded_fills", "single_item", "agree"]
