@@ -27,7 +27,9 @@ need a vector form of `f`), `vectors` (the most that divide N first), `parts` (1
 N/(W K) is below `FILL` work-items), `combine`. Measured (col_sums 8192x768, Zen 3 2 vCPU PoCL
 3.0, loaded machine, medians of 5 interleaved): the `map(reduce)` of one strided column per
 work-item 190 ms; (width, parts, vectors) (16, 2, 8) 1.36 ms, (16, 8, 8) 1.48, (16, 1, 8) 1.52,
-(16, 1, 4) 1.90, (16, 1, 1) 3.15, (8, 1, 1) 13.9; numpy `x.sum(0)` 1.94 ms.
+(16, 1, 4) 1.90, (16, 1, 1) 3.15, (8, 1, 1) 13.9; numpy `x.sum(0)` 1.94 ms. On a Xeon (icelake-client,
+2 vCPUs, PoCL 3.0, quiet) more parts won by more: 8192x768 (16, 4, 8) 0.78 ms, (16, 64, 8) 0.55, numpy
+1.20; hence `FILL`, the work-items the parts make up to.
 Placed by `rewrites.auto` (`place`) over constant sizes, for `lift.compile` by default and for
 the tuner (`space`).
 """
@@ -81,7 +83,10 @@ COL_WIDTHS = (16, 8, 4, 1)  # the first that divides N: a cache line of floats p
 PARTS = (1, 2, 4, 8, 16, 32, 64)
 COMBINES = ("kernel", "atomic")  # "atomic": refused by the code generator today (the module)
 VECTORS = (1, 2, 4, 8)  # vectors (of `width` columns) per work-item: one accumulator each
-FILL = 64  # fewer column vectors than this leave a device idle: the reduced dimension is split too
+FILL = 512  # fewer work-items than this (column vectors x parts) leave a CPU's cores underused: the
+# reduced dimension is split too (Xeon icelake-client, 2 vCPUs, PoCL 3.0, kernel medians: 2048x2048
+# parts 4 (64 work-items) 528 us, 32 (512) 389; 512x8192 parts 1 (64) 544, 8 (512) 416; 8192x768
+# parts 4 (24) 780, 64 (384) 554)
 
 
 Parts = tuple[Any, ...]  # (f, z, g, X, vs, rs): see col_parts
