@@ -135,7 +135,7 @@ def decide(expr: Node, device: Any, choices: Choices | Mapping[str, Any] | None 
             tiled = gpu_default(expr, profile)
             if tiled is not None:
                 yield replace(as_given(tiled[0], device, as_choices(tiled[1])), fallible=True)
-    default = default_reduction(expr) if choices is None and spaces is None else None
+    default = default_reduction(expr, profile.kind) if choices is None and spaces is None else None
     if default is None and plain:
         yield from default_blocks(expr, device)
     if default is not None:  # a full reduction: parallel chunks, atomic combine (lift/rewrites/defaults.py)

@@ -5,8 +5,9 @@ program whose body is `reduce(f, z) [<< map(g)] << x`, `f` a built-in commutativ
 (`add`, `mult`, `max_`, `min_`) on 32-bit Float or Int, as the automatic `reduce_chunks` point
 with: chunks of `DEFAULT_CHUNK` scalars per work-item (vectors of 8 where `f` is `add` and `g` a
 scalar function), the atomic combine, and the tail step for the elements the chunks do not cover
-(so any length works, and a short array is all tail: one work-item, as before). Without this,
-the default is one work-item looping over the whole array.
+(so any length works, and a short array is all tail: one work-item, as before); on a CPU, where
+the chunks cover a known length, the partials combined in order instead (`default_reduction`).
+Without this, the default is one work-item looping over the whole array.
 
     prog = lift.compile(fun([Array(Float, N)], lambda x: reduce(add, 0.0) << x))
     prog.choices   # auto_r0:combine=atomic,pad=False,skip=False,tail=True,width=8 ... T_auto_r0=256
@@ -37,11 +38,16 @@ DEFAULT_CHUNK = 2048  # scalars per work-item (PoCL: a long contiguous chunk per
 SELECTION_WIDTH, SELECTION_CHUNK = 16, 4096
 
 
-def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
+def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choices] | None:
     """`(program with automatic points, choices)` for a program whose result is a full reduction
     (or a component of one) that the atomic combine supports, or an arg-min/arg-max step
     (`lift.userfun.facts.selection`) whose chunks the chunk size divides (their partials folded in
-    order by a second kernel), or None (see the module docstring)."""
+    order by a second kernel), or None (see the module docstring). On a CPU (`kind` "cpu") a
+    reduction whose chunks cover the array combines its partials in order too: the combine then
+    runs at the end of the chunks' kernel (`lift.codegen.tails`), one launch where the atomic
+    combine takes two (its initial value's fill), with no contended atomics, and the same result
+    every run (dot of 2^16 floats, Xeon icelake-client PoCL 3.0: kernel 21.7 -> 11.6 us, call 72 ->
+    51 us)."""
     if not isinstance(expr, Lambda) or points(expr):
         return None
     pointed = auto_points(expr, {})
@@ -69,6 +75,8 @@ def default_reduction(expr: Node) -> tuple[Node, Choices] | None:
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0
+    if combine == "atomic" and not tail and kind == "cpu":
+        combine = "kernel"
     if tail and combine == "kernel":
         return None  # an arg-min's chunks in order: no tail step folded first
     chosen: dict[Any, dict[str, Any]] = {lab: {"skip": True} for lab in points(pointed)}

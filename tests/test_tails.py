@@ -127,3 +127,23 @@ def test_a_gpu_profile_keeps_its_two_launches() -> None:
     gpu = lift.compile(argmin(), device=lift.devices.profile("nvidia"))
     assert _counters(cpu) and len(cpu.plan.launches) == 1
     assert len(gpu.plan.launches) == 2 and not _counters(gpu) and "lift_done" not in gpu.source
+
+
+def test_a_sum_the_chunks_cover_is_one_launch_on_a_cpu_and_the_same_every_run() -> None:
+    """A full reduction with an atomic combine on a GPU combines its partials in order on a CPU
+    (rewrites/defaults.py): one launch with its tail, and no atomics, so the same bits each run."""
+    n = 1 << 16
+    dot = fun([Array(Float, n), Array(Float, n)], lambda x, y: reduce(lift.add, 0.0) << lift.map(lift.mult)
+              << lift.zip(x, y))
+    k = lift.compile(dot)
+    lab = next(x for x in k.choices.points if x.startswith("auto_r"))
+    assert k.choices.points[lab]["combine"] == "kernel" and len(k.plan.launches) == 1 and _counters(k)
+    assert "atomic_cmpxchg" not in k.source
+    x, y = RNG.random(n, dtype=np.float32), RNG.random(n, dtype=np.float32)
+    runs = {float(k(x, y)) for _ in range(8)}
+    assert len(runs) == 1
+    np.testing.assert_allclose(runs.pop(), np.dot(x.astype(np.float64), y), rtol=1e-5)
+    gpu = lift.compile(dot, device=lift.devices.profile("nvidia"))
+    assert "lift_done" not in gpu.source
+    odd = fun([Array(Float, n + 8)], lambda v: reduce(lift.add, 0.0) << v)  # a tail step: atomic as before
+    assert lift.compile(odd).choices.points[lab]["combine"] == "atomic"
