@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import re
 import tempfile
@@ -576,7 +577,18 @@ def finish(dc: DeviceContext) -> None:
     dc.queue.finish()
 
 
-SPIN_S = float(os.environ.get("LIFTCL_SPIN_US", "200")) * 1e-6  # see `wait`
+def _spin_seconds() -> float:
+    """`LIFTCL_SPIN_US` in seconds (see `wait`; 0: never poll), else 200 us: a value that is not a
+    finite number is ignored, a negative one is 0."""
+    text = os.environ.get("LIFTCL_SPIN_US", "")
+    try:
+        value = float(text) if text.strip() else 200.0
+    except ValueError:
+        value = 200.0
+    return max(value, 0.0) * 1e-6 if math.isfinite(value) else 200e-6
+
+
+SPIN_S = _spin_seconds()
 
 
 def wait(dc: DeviceContext, last: Any | None, spin_s: float) -> float:

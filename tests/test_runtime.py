@@ -481,3 +481,14 @@ def test_the_data_pointer_was_found_in_the_array_object() -> None:
     from lift import runtime
 
     assert runtime._DATA_OFFSET == 16
+
+
+@pytest.mark.parametrize("text,want", [("", 200e-6), ("50", 50e-6), ("0", 0.0), ("-3", 0.0), ("abc", 200e-6),
+                                       ("nan", 200e-6), ("inf", 200e-6)])
+def test_the_polling_time_is_read_from_the_environment_or_left_at_its_default(
+        text: str, want: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`LIFTCL_SPIN_US` (docs/devices.md): a bad value must not stop `import lift`."""
+    from lift import runtime
+
+    monkeypatch.setenv("LIFTCL_SPIN_US", text)
+    assert runtime._spin_seconds() == pytest.approx(want)
