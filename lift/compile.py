@@ -114,7 +114,7 @@ class Mapped:
     # the mapping lowered, with its map's label (`lift.constraints.learn` names a barrier error's loops by it)
     lessons: tuple[Lesson, ...] = field(default=(), compare=False)  # what the solver's mapping respects
     # (learnt from the barrier pass by `mapped_and_linked`, in order)
-    tails: bool = False  # for a CPU: one-work-item kernels run by the last group of the kernel before
+    tails: bool = False  # for a CPU: one-work-item kernels run by the last work-item of the kernel before
     # (`lift.codegen.tails`)
 
 

@@ -86,7 +86,7 @@ def generate(program: Node, *, local_size: SizeArg = None, global_size: SizeArg 
     `ocl_kernel`'s label): `local_size={"partial": 64}`. `wide`: 64-bit indices in every kernel
     whose indices the symbolic ranges cannot bound (`lift.codegen.width`; `Program` asks for it
     when a call's sizes pass the 32-bit limits). `tails`: a one-work-item kernel after a kernel
-    of constant ND-range runs at that kernel's end, by its last work-group (`lift.codegen.tails`;
+    of constant ND-range runs at that kernel's end, by its last work-item (`lift.codegen.tails`;
     `lift.compile` asks for it on CPU devices)."""
     return build(program, local_size=local_size, global_size=global_size, stages=stages, wide=wide,
                  tails=tails).source

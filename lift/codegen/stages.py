@@ -368,22 +368,32 @@ def agree(a: KernelDef, b: KernelDef) -> bool:
                                                 for p in a.params)
 
 
-def _appended(first: Kernel, fill: Kernel) -> Kernel:
-    """`first` then `fill`'s statements, in one kernel with both kernels' parameters."""
+def merged(first: Kernel, then: Kernel, *extra: tuple[KParam, KernelArg]) -> Kernel:
+    """One kernel (not a fill) that runs `first`'s statements (in a block of their own) and leaves
+    `then`'s for the caller to place: `first`'s name, comment, launch range and barriers, the parameters of
+    both (a shared one once, const where both only read it; buffers first) and the `extra` ones,
+    with their launch arguments in that order, and the index limits of both."""
     params: dict[str, KParam] = {}
     args: dict[str, KernelArg] = {}
-    for kdef, launch in ((first.kdef, first.launch), (fill.kdef, fill.launch)):
-        for p, a in zip(kdef.params, launch.args):
-            held = params.get(p.name)
-            params[p.name] = p if held is None else KParam(p.ctype, p.name, p.qual, held.const and p.const)
-            args.setdefault(p.name, a)
+    pairs = [*zip(first.kdef.params, first.launch.args, strict=True),
+             *zip(then.kdef.params, then.launch.args, strict=True), *extra]
+    for p, a in pairs:
+        held = params.get(p.name)
+        params[p.name] = p if held is None else KParam(p.ctype, p.name, p.qual, held.const and p.const)
+        args.setdefault(p.name, a)
     order = [name for name, p in params.items() if p.qual] + [name for name, p in params.items() if not p.qual]
-    body = Block([Block(list(first.kdef.body.stmts)), *fill.kdef.body.stmts])
-    kdef = KernelDef(first.kdef.name, [params[x] for x in order], body, first.kdef.comment,
-                     first.kdef.index_type)
+    kdef = KernelDef(first.kdef.name, [params[x] for x in order], Block([Block(list(first.kdef.body.stmts))]),
+                     first.kdef.comment, first.kdef.index_type)
     launch = Launch(first.launch.kernel, tuple(args[x] for x in order), first.launch.global_size,
                     first.launch.local_size)
-    return Kernel(kdef, launch, first.barriers, tuple(dict.fromkeys((*first.limits, *fill.limits))))
+    return Kernel(kdef, launch, first.barriers, tuple(dict.fromkeys((*first.limits, *then.limits))))
+
+
+def _appended(first: Kernel, fill: Kernel) -> Kernel:
+    """`first` then `fill`'s statements, in one kernel with both kernels' parameters."""
+    out = merged(first, fill)
+    out.kdef.body.stmts.extend(fill.kdef.body.stmts)
+    return out
 
 
 def _index_width(kdef: KernelDef, args: tuple[KernelArg, ...], extents: tuple[Arith, ...], sizes: tuple[str, ...],
@@ -422,4 +432,4 @@ def _short(x: Node) -> str:
 __all__ = ["KernelJob", "KernelContext", "AllocatedKernel", "ProbedKernel", "SynchronisedKernel", "EmittedKernel",
            "Kernel", "AssembledKernel", "KERNEL_STAGES", "run_stages", "allocated", "probed", "synchronised",
            "emitted", "assembled", "kernel_body", "out_type", "requested", "local_request", "ndrange", "buffer_spec",
-           "SizeReq", "Sizes", "folded_fills", "single_item", "agree"]
+           "SizeReq", "Sizes", "folded_fills", "single_item", "agree", "merged"]

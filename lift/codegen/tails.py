@@ -35,15 +35,16 @@ function (inside the first kernel those would name the last work-item).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 from typing import cast
 
 from lift.arith import Cst
-from lift.codegen.c_ast import Assign, Barrier, Block, CIndex, CInt, CRaw, Decl, If, KernelDef, KParam, walk_stmts
+from lift.codegen.c_ast import Assign, Barrier, Block, CIndex, CInt, CRaw, Decl, If, KParam, walk_stmts
 from lift.codegen.names import Names
 from lift.codegen.printer import print_kernel
-from lift.codegen.stages import Kernel, agree, single_item
-from lift.plan import COUNTER_ROLE, BufferSpec, KernelArg, Launch
+from lift.codegen.stages import Kernel, agree, merged, single_item
+from lift.plan import COUNTER_ROLE, BufferSpec, KernelArg
 from lift.types import Int
 
 _WORK_ITEM_FUNCTIONS = ("get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size",
@@ -89,28 +90,14 @@ def _tail(k: Kernel) -> bool:
 
 def _folded(first: Kernel, tail: Kernel, counter: str) -> Kernel:
     """`first`, then `tail`'s statements run by the last of `first`'s work-items to finish."""
-    params: dict[str, KParam] = {}
-    args: dict[str, KernelArg] = {}
-    for kdef, launch in ((first.kdef, first.launch), (tail.kdef, tail.launch)):
-        for p, a in zip(kdef.params, launch.args, strict=True):
-            held = params.get(p.name)
-            params[p.name] = p if held is None else KParam(p.ctype, p.name, p.qual, held.const and p.const)
-            args.setdefault(p.name, a)
-    params[counter] = KParam("int", counter, "global")
-    args[counter] = KernelArg("buffer", counter)
-    order = [name for name, p in params.items() if p.qual] + [name for name, p in params.items() if not p.qual]
+    out = merged(first, tail, (KParam("int", counter, "global"), KernelArg("buffer", counter)))
     items = " * ".join(f"get_global_size({d})" for d in range(3))
     last = CRaw(f"atomic_inc({counter}) + 1 == (int)({items})")
-    body = Block([
-        Block(list(first.kdef.body.stmts)),
+    out.kdef.body.stmts.append(
         If(last, Block([Assign(CIndex(counter, Cst(0)), CInt(Cst(0)), "zero for the next launch"),
                         *tail.kdef.body.stmts]),
-           f"the last work-item to finish runs {tail.kdef.name}"),
-    ])
-    kdef = KernelDef(first.kdef.name, [params[x] for x in order], body, first.kdef.comment, first.kdef.index_type)
-    launch = Launch(first.launch.kernel, tuple(args[x] for x in order), first.launch.global_size,
-                    first.launch.local_size)
-    return Kernel(kdef, launch, first.barriers, tuple(dict.fromkeys((*first.limits, *tail.limits))), first.fill)
+           f"the last work-item to finish runs {tail.kdef.name}"))
+    return replace(out, fill=first.fill)
 
 
 __all__ = ["folded_tails"]
