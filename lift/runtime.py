@@ -544,14 +544,9 @@ def download(dc: DeviceContext, host: np.ndarray, buf: Any) -> None:
 
 def enqueue(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...],
             local_size: tuple[int, ...] | None, args: list[Any], wait_for: list[Any] | None = None) -> Any:
-    """Launch `kernel` over the ND-range (after the events `wait_for`); returns its event."""
-    cl = _cl()
-    try:
-        kernel.set_args(*args)
-        return cl.enqueue_nd_range_kernel(dc.queue, kernel, global_size, local_size, wait_for=wait_for)
-    except cl.Error as e:
-        raise DeviceError(f"launching kernel {kernel.function_name} over global {global_size}, "
-                          f"local {local_size} failed: {e}") from e
+    """Launch `kernel` over the ND-range (after the events `wait_for`), setting every argument;
+    returns its event."""
+    return _enqueued(dc, kernel, global_size, local_size, args, {}, wait_for)
 
 
 def launch(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
@@ -559,6 +554,11 @@ def launch(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_s
     """`enqueue`, setting the arguments only when one differs (by identity) from those `last`
     holds for `kernel` (the calling thread's: a kernel object keeps its arguments between
     launches, and `last` keeps them alive); returns the event."""
+    return _enqueued(dc, kernel, global_size, local_size, args, last, wait_for)
+
+
+def _enqueued(dc: DeviceContext, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+              args: list[Any], last: dict[int, list[Any]], wait_for: list[Any] | None) -> Any:
     cl = _cl()
     held = last.get(id(kernel))
     try:
