@@ -6,7 +6,9 @@ memory of their own (intermediates: arguments of a computation, reduce accumulat
 which address space, and how big it is:
 
 * the space is the nearest `to_global` / `to_local` / `to_private` on the value's result
-  spine; without one, a scalar, vector or tuple is private and an array is global;
+  spine; without one, a scalar, vector or tuple is private and an array is global, except the
+  result of a sequential map of a constant size of at most `PRIVATE_SCALARS` scalars, which one
+  work-item makes and reads (a nested reduction's chunk partials): private (`small_private`);
 * the size is the value's size times the trip counts of the enclosing loops that may run
   at once while the buffer is live, the multiplier rules of 4.4.2: global memory is
   multiplied by every enclosing loop, local memory by the enclosing `map_lcl` and sequential
@@ -178,6 +180,20 @@ def acc_space(t: Type, f: FunDecl) -> str:
     work-item, else global memory."""
     parallel = any(is_parallel(x) for _, x in walk(f))
     return "private" if isinstance(scalar_count(t), Cst) and not parallel else "global"
+
+
+PRIVATE_SCALARS = 64  # the most scalars of a sequential map's result kept in private memory by default
+
+
+def small_private(t: Type, f: FunDecl) -> bool:
+    """Whether a sequential map's result of type `t`, with no address-space wrapper, goes to
+    private memory rather than global: its size is a constant of at most `PRIVATE_SCALARS`
+    scalars and no parallel loop inside the map's function `f` writes it. Such a result is made
+    and read by one work-item (a nested reduction's chunk partials): in global memory each
+    work-item wrote and read back its own slice (GEMV's 8 partials per row, `tmp[8*gl + i]`)."""
+    count = scalar_count(t)
+    return (isinstance(count, Cst) and count.value <= PRIVATE_SCALARS
+            and not any(is_parallel(x) for _, x in walk(f)))
 
 
 def verify_allocated(alloc: Allocated) -> None:
@@ -463,6 +479,8 @@ class Allocator:
             private = any(is_address(x) and SPACES[type(x)] == "private" for _, x in walk(f))
             if kind != "seq" and space == "private" and not private:
                 space = "global"  # a parallel map of reductions: private accumulators, a shared result
+            elif kind == "seq" and space == "global" and result_space(node) is None and small_private(out, f):
+                space = "private"  # a few values one work-item makes and reads: registers, not a round trip
             dest = self.own(key, out, space, loops, node)
         if kind != "seq" and (dest == "private" or (dest == "local" and kind != "lcl")):
             raise UnsupportedError(f"{type(f).__name__} cannot write {dest} memory: other work-items "
@@ -536,6 +554,7 @@ class Allocator:
 
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
-           "acc_space", "default_space", "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
+           "acc_space", "default_space", "small_private", "PRIVATE_SCALARS",
+           "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
            "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
            "install_kernel_cases", "Site"]

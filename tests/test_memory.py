@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import lift
@@ -90,3 +91,54 @@ def test_parallel_map_cannot_write_private_memory():
                lambda a: map_wrg(lambda r: map_lcl(lift.id) << lift.to_private(map_lcl(lift.id)) << r) << a)
     with pytest.raises(UnsupportedError, match="cannot write private"):
         _alloc(prog)
+
+
+def _chunked_row_sums(width: int, chunk: int):
+    """Each row summed in chunks of `chunk` by a sequential map, then the chunk sums: the map's
+    result has `width // chunk` values and no address-space wrapper (a user function of each
+    chunk's sum, as `lane_sum` of a vectorised chunk: a map of bare reductions is private already,
+    its reductions' accumulators name the space)."""
+    f = f_()
+    return fun([Array(Array(Float, width), N)], lambda a: map_glb(
+        lambda r: reduce_seq(lift.add, 0.0) << map_seq(lambda c: f(reduce_seq(lift.add, 0.0) << c))
+        << lift.split(chunk) << r) << a)
+
+
+def test_a_small_sequential_intermediate_defaults_to_private():
+    (buf,) = _alloc(_chunked_row_sums(32, 4)).buffers.values()
+    assert buf.space == "private" and buf.count == Cst(8) and buf.loops == ()
+
+
+def test_a_sequential_intermediate_stays_global_when_large_named_or_written_in_parallel():
+    from lift.allocation import PRIVATE_SCALARS
+    width = 4 * (PRIVATE_SCALARS + 1)
+    (buf,) = _alloc(_chunked_row_sums(width, 4)).buffers.values()
+    assert buf.space == "global" and buf.count == N * (PRIVATE_SCALARS + 1)
+    f = f_()
+    named = fun([Array(Array(Float, 32), N)], lambda a: map_glb(
+        lambda r: reduce_seq(lift.add, 0.0) << to_global(map_seq(lambda c: f(reduce_seq(lift.add, 0.0) << c)))
+        << lift.split(4) << r) << a)
+    (buf,) = _alloc(named).buffers.values()
+    assert buf.space == "global"
+    parallel = fun([Array(Array(Array(Float, 4), 4), N)], lambda a: map_wrg(
+        lambda m: map_lcl(lambda r: reduce_seq(lift.add, 0.0) << r) << map_seq(map_lcl(f_())) << m) << a)
+    spaces = {b.space for b in _alloc(parallel).buffers.values()}
+    assert "private" not in spaces
+
+
+@pytest.mark.parametrize("spelling", ["dot", "squares"])
+def test_chunk_partials_of_a_row_reduction_compile_to_private_memory(spelling):
+    n = 256
+    mat = Array(Array(Float, n), 64)
+    if spelling == "dot":
+        prog = fun([mat, Array(Float, n)], lambda a, x: lift.map(
+            lambda r: lift.reduce(lift.add, 0.0) << lift.map(lift.mult) << lift.zip(r, x)) << a)
+    else:
+        square = lift.user_fun(lambda v: v * v, [Float], Float, name="square")
+        prog = fun([mat, Array(Float, n)], lambda a, x: lift.map(
+            lambda r: lift.reduce(lift.add, 0.0) << lift.map(square) << r) << a)
+    rng = np.random.default_rng(3)
+    args = (rng.random((64, n), dtype=np.float32) - 0.5, rng.random(n, dtype=np.float32) - 0.5)
+    k = lift.compile(prog)
+    np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
+    assert "global float* restrict tmp" not in k.source  # the partials live in the work-item
