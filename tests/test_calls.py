@@ -149,9 +149,10 @@ def test_unaligned_strided_readonly_and_zero_stride_inputs(progs, mode: str, nam
         assert_same(want, prog(*args)), what
 
 
-def test_results_do_not_change_with_later_calls_or_inputs(progs, mode: str) -> None:
+@pytest.mark.parametrize("n", [2048, 256])  # 256: a result small enough to be copied out of a kept array
+def test_results_do_not_change_with_later_calls_or_inputs(progs, mode: str, n: int) -> None:
     prog = _prog(progs, "axpy", mode)
-    x, y = _data(2048, 5), _data(2048, 6)
+    x, y = _data(n, 5), _data(n, 6)
     first = prog(x, y)
     kept = first.copy()
     second = prog(y, x)  # same shape: the same host plan
@@ -165,6 +166,31 @@ def test_results_do_not_change_with_later_calls_or_inputs(progs, mode: str) -> N
         prog(y, y)  # memory freed by dropped results is reused, never a live one
     np.testing.assert_array_equal(view, kept[10:20])
     assert first_owned(second)
+
+
+def test_small_results_are_the_callers_own_arrays_on_every_thread() -> None:
+    """Results of at most COPIED_BYTES are written to arrays a thread keeps and returned as copies:
+    each call's result is its own, on any thread, scalar or array, and keeps its values."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lift.program import COPIED_BYTES
+    dot, axpy = lift.compile(_dot()), lift.compile(_axpy())
+    n = COPIED_BYTES // 4  # axpy's result just fits
+    xs = [_data(n, s) for s in range(8)]
+
+    def run(k: int) -> list:
+        return [(dot(xs[k], xs[(k + 1) % 8]), axpy(xs[k], xs[(k + 2) % 8])) for _ in range(20)]
+
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(run, range(8)))
+    for k, results in enumerate(runs):
+        want_dot = lift.interpret(dot.node, xs[k], xs[(k + 1) % 8])
+        want_axpy = lift.interpret(axpy.node, xs[k], xs[(k + 2) % 8])
+        for d, a in results:
+            assert_same(want_dot, d)
+            assert_same(want_axpy, a)
+            assert first_owned(a) and a.base is None
+    assert len({id(a) for results in runs for _, a in results}) == 8 * 20
 
 
 def first_owned(a: np.ndarray) -> bool:
