@@ -479,7 +479,8 @@ class Allocator:
             private = any(is_address(x) and SPACES[type(x)] == "private" for _, x in walk(f))
             if kind != "seq" and space == "private" and not private:
                 space = "global"  # a parallel map of reductions: private accumulators, a shared result
-            elif kind == "seq" and space == "global" and result_space(node) is None and small_private(out, f):
+            elif (kind == "seq" and space == "global" and isinstance(node, FunCall) and result_space(node) is None
+                  and small_private(out, f)):
                 space = "private"  # a few values one work-item makes and reads: registers, not a round trip
             dest = self.own(key, out, space, loops, node)
         if kind != "seq" and (dest == "private" or (dest == "local" and kind != "lcl")):

@@ -670,8 +670,8 @@ class Program:
             if copied:  # the thread's kept array, copied out once the kernels are done
                 kept = lane.results.get(name)
                 if kept is None or kept[0].shape != shp or kept[0].dtype != dtype:
-                    host = runtime.HOST.empty(shp, dtype, nbytes)
-                    kept = lane.results[name] = (host, runtime.result_buffer(dc, host))
+                    fresh = runtime.HOST.empty(shp, dtype, nbytes)
+                    kept = lane.results[name] = (fresh, runtime.result_buffer(dc, fresh))
                 hosts.append(kept[0])
                 bufs[name] = kept[1]
                 continue

@@ -38,7 +38,7 @@ from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType
 if TYPE_CHECKING:
     from lift.constraints.space import Space
 
-_ARITH_FIELDS = {n.Split: ("n",), n.Slide: ("size", "step"), n.Pad: ("left", "right"), n.At: ("index",)}
+_ARITH_FIELDS = {n.Split: ("n",), n.Slide: ("size", "step"), n.Pad: ("left", "right"), n.At: ("index",), n.Iota: ("n",)}
 
 
 Lowered = tuple[tuple[Node, str], ...]  # each map object the lowering made, with its map site's label

@@ -44,6 +44,7 @@ from lift.errors import LiftError
 from lift.ir.nodes import (
     Expr,
     FunCall,
+    Get,
     Join,
     Lambda,
     Node,
@@ -217,7 +218,9 @@ class PointPlacer:
             placed = self.product(n, top)
             if placed is not None:
                 return placed
-        inner = top and isinstance(n, Lambda)  # the program's body is top level
+        # the program's body is top level, and so is the value a component of it is taken from (an
+        # arg-min's `get(0) << reduce`: its reduction has its own default, rewrites/defaults.py)
+        inner = top and (isinstance(n, Lambda) or isinstance(n, FunCall) and isinstance(n.f, Get))
         return with_children(n, tuple(self.go(c, top=inner) for c in children(n)))
 
     def reduce(self, call: FunCall) -> Node | None:

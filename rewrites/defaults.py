@@ -72,6 +72,8 @@ def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choice
     if combine == "kernel" and not isinstance(vector_selection(f, z, g, x, SELECTION_WIDTH), str):
         # an arg-min over positions: lanes combined by position (rewrites/argbest.py)
         w, chunk = SELECTION_WIDTH, SELECTION_CHUNK // SELECTION_WIDTH
+    if n is not None and n <= chunk * w:
+        return None  # one chunk: a kernel of one work-item and a combine of one partial; as written
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0

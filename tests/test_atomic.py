@@ -222,7 +222,7 @@ def test_no_default_chunking_where_it_does_not_apply() -> None:
     assert "atomic" not in lift.compile(rows).source  # nested reductions keep their form
 
 
-@pytest.mark.parametrize("n", [2048, 4096, 2176, 6000])
+@pytest.mark.parametrize("n", [4096, 2176, 6000])
 def test_the_default_of_a_concrete_length_has_a_tail_only_where_the_chunks_leave_one(n: int) -> None:
     """Regression (found by the fuzzer): for a concrete length the chunks divide, the default's tail
     step was an empty array (`pad(-n, 0)`), which the type checker refused."""
@@ -231,4 +231,16 @@ def test_the_default_of_a_concrete_length_has_a_tail_only_where_the_chunks_leave
     assert prog.choices.points["auto_r0"]["tail"] == (n % 2048 != 0)
     assert lift.compile(total, choices=prog.choices).source == prog.source
     x = _data(Float, n, seed=3)
+    _close(prog(x), float(x.astype(np.float64).sum()), x)
+
+
+def test_a_concrete_length_of_one_chunk_is_reduced_as_written() -> None:
+    """2048 floats are one chunk of the default (2048 scalars a work-item): a chunks kernel of one
+    work-item and a combine of one partial would be two launches for nothing, so the reduction
+    compiles as written, one kernel."""
+    total = fun([Array(Float, 2048)], lambda a: reduce(lift.add, 0.0) << a)
+    prog = lift.compile(total)
+    assert not any(not c.get("skip") for c in prog.choices.points.values())
+    assert len(prog.ndrange) == 1 and "atomic" not in prog.source
+    x = _data(Float, 2048, seed=3)
     _close(prog(x), float(x.astype(np.float64).sum()), x)

@@ -157,3 +157,34 @@ def test_vectorised_indices_are_one_broadcast_plus_a_constant_vector(name: str) 
     w = int(steps[0])
     assert f"(int{w})(0, {', '.join(str(k) for k in range(1, w))})" in compiled.source
     assert not re.search(r"\(int\d+\)\([^()]*gl[^()]*, [^()]*gl", compiled.source)  # no packed lanes
+
+
+def test_fixing_the_sizes_fixes_iotas_length() -> None:
+    """`substitute_sizes` (what specialising and tuning at a call's sizes start from) replaces the
+    length of an `iota` as it does a split's or a pad's: the program with N fixed type-checks to
+    the same array lengths everywhere."""
+    from lift.arith import Cst
+    from lift.realise import substitute_sizes
+    from lift.typecheck import typecheck
+    n = lift.Size("N")
+    prog = fun([Array(Float, n)], lambda x: lift.get(0) << (reduce(nearest, (-1, 3.0e38)) << zip(iota(n), x)))
+    fixed = substitute_sizes(prog, {"N": 1024})
+    assert [x.n for _, x in walk(fixed) if isinstance(x, Iota)] == [Cst(1024)]
+    typecheck(fixed)
+
+
+@pytest.mark.device
+def test_an_arg_min_over_a_symbolic_length_specialises_to_parallel_chunks() -> None:
+    """With `Size("N")` the arg-min's chunks cannot be known to divide the array, so the generic
+    program folds in one work-item; a call at a length they divide runs the chunked program
+    (`lift.specialise`), at a length they do not the generic one; both equal numpy's argmin."""
+    n = lift.Size("N")
+    prog = fun([Array(Float, n)], lambda x: lift.get(0) << (reduce(nearest, (-1, 3.0e38)) << zip(iota(n), x)))
+    k = lift.compile(prog)
+    rng = np.random.default_rng(11)
+    for length, parallel in ((1 << 16, True), ((1 << 16) - 5, False), (4096, False)):  # 4096: one chunk
+        x = rng.random(length, dtype=np.float32)
+        assert int(k(x)) == int(np.argmin(x))
+        runs = k.specialised(x)
+        wide = any(builtins.max(int(g) for g in r.global_size) > 1 for r in runs.ndrange)
+        assert wide == parallel, (length, runs.ndrange, k.specialisations[-1])

@@ -317,3 +317,35 @@ def test_row_reductions_are_chunked_by_default() -> None:
     rng = np.random.default_rng(64)
     special = prog.specialised(rng.random((64, 1024), dtype=np.float32), rng.random(1024, dtype=np.float32))
     assert not special.choices.points["auto_r0"]["skip"]
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("spelling", ["dot", "sum of user squares"])
+def test_a_full_reduction_specialises_when_its_length_is_known(spelling: str) -> None:
+    """A top-level reduction over `Size("N")`: at a length its chunks cover, the specialised
+    program has no tail step and (on a CPU) combines its partials in order in the chunks' kernel,
+    one launch where the generic program's atomic combine takes two; at a length they do not
+    cover, the generic program runs (the default is the same). Every result is the interpreter's."""
+    from lift.rewrites.defaults import DEFAULT_CHUNK
+    if spelling == "dot":
+        expr = fun([Array(Float, N), Array(Float, N)],
+                   lambda x, y: reduce(lift.add, 0.0) << map(lift.mult) << zip(x, y))
+    else:
+        sq = lift.user_fun(lambda v: v * v, [Float], Float, name="sq")
+        expr = fun([Array(Float, N), Array(Float, N)], lambda x, y: reduce(lift.add, 0.0) << map(sq) << x)
+    prog = lift.compile(expr)
+    rng = np.random.default_rng(5)
+    n = 16 * DEFAULT_CHUNK
+    x, y = rng.random(n, dtype=np.float32) - 0.5, rng.random(n, dtype=np.float32) - 0.5
+    assert_same(lift.interpret(expr, x, y), prog(x, y))
+    special = prog.specialised(x, y)
+    assert special is not prog and "length known" in prog.specialisations[-1].reason
+    (chunks,) = [c for c in special.choices.points.values() if not c.get("skip")]
+    assert chunks["tail"] is False
+    generic = dict(prog.choices.points)
+    if prog.device is not None and prog.device.kind == "cpu":
+        assert chunks["combine"] == "kernel" and len(special.ndrange) == 1
+        assert any(c.get("combine") == "atomic" for c in generic.values()) and len(prog.ndrange) == 2
+    x, y = x[:n - 3].copy(), y[:n - 3].copy()  # a length the chunks do not cover
+    assert_same(lift.interpret(expr, x, y), prog(x, y))
+    assert prog.specialised(x, y) is prog and "nothing to specialise" in prog.specialisations[-1].reason
