@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lift.arith import Arith, Cst, Var, max_, prove_le
 from lift.errors import LiftValueError, UnsupportedError
@@ -191,9 +191,7 @@ def small_private(t: Type, f: FunDecl) -> bool:
     scalars and no parallel loop inside the map's function `f` writes it. Such a result is made
     and read by one work-item (a nested reduction's chunk partials): in global memory each
     work-item wrote and read back its own slice (GEMV's 8 partials per row, `tmp[8*gl + i]`)."""
-    count = scalar_count(t)
-    return (isinstance(count, Cst) and count.value <= PRIVATE_SCALARS
-            and not any(is_parallel(x) for _, x in walk(f)))
+    return acc_space(t, f) == "private" and cast(Cst, scalar_count(t)).value <= PRIVATE_SCALARS
 
 
 def verify_allocated(alloc: Allocated) -> None:

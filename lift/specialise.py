@@ -172,9 +172,7 @@ class Specialiser:
                                      for d in decide(fixed, self.device, None, plain=True, specialise=False))
                 if reduced is None:
                     return None, "the default reduction does not compile for these sizes; generic"
-                shown = ", ".join(f"{k} {v}" for c in reduced.choices.points.values() if not c.get("skip")
-                                  for k, v in sorted(c.items()) if k != "skip")
-                return reduced, f"the full reduction's default with its length known ({shown})"
+                return reduced, f"the full reduction's default with its length known: {_applied(reduced)}"
             placed = default_points(fixed)
             if placed is fixed:
                 return None, "nothing to specialise: no tuned choice and no default point for these sizes; generic"
@@ -184,9 +182,13 @@ class Specialiser:
             return None, f"specialisation failed ({type(err).__name__}: {_first_line(err)}); generic"
         if blocked is None:
             return None, "the default points do not compile for these sizes; generic"
-        shown = "; ".join(f"{lab} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'skip')})"
-                          for lab, c in sorted(blocked.choices.points.items()) if not c.get("skip"))
-        return blocked, f"default points {shown or '(all skipped)'} with these sizes fixed"
+        return blocked, f"default points {_applied(blocked) or '(all skipped)'} with these sizes fixed"
+
+
+def _applied(program: Program) -> str:
+    """The points `program` applied, with their parameters: "auto_r0 (combine kernel, width 8)"."""
+    return "; ".join(f"{lab} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'skip')})"
+                     for lab, c in sorted(program.choices.points.items()) if not c.get("skip"))
 
 
 def _reduction_gains(expr: Lambda, fixed: Any, device: Any) -> bool | None:

@@ -65,15 +65,14 @@ def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choice
         return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
     n = PointPlacer({}).length(x)
-    if n is not None and n < DEFAULT_CHUNK:
-        return None  # a known short array: one work-item is as good
     w = 8 if 8 in PointPlacer({}).widths(f, g, x) else 1
     chunk = DEFAULT_CHUNK // w
     if combine == "kernel" and not isinstance(vector_selection(f, z, g, x, SELECTION_WIDTH), str):
         # an arg-min over positions: lanes combined by position (rewrites/argbest.py)
         w, chunk = SELECTION_WIDTH, SELECTION_CHUNK // SELECTION_WIDTH
     if n is not None and n <= chunk * w:
-        return None  # one chunk: a kernel of one work-item and a combine of one partial; as written
+        return None  # a known array of at most one chunk: one work-item as written is as good (a chunks
+        # kernel of one work-item and a combine of one partial would be two launches)
     # the tail step only where the chunks may not cover the array: a tail of a length the chunks
     # divide would be an empty array (`pad(-n, 0)`), which the type checker rightly refuses
     tail = n is None or n % (chunk * w) != 0
