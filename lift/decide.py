@@ -45,6 +45,7 @@ from lift.lower import is_high_level
 from lift.realise import Lowered, substitute_sizes
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
+from lift.rewrites.auto_colfold import ColFold
 from lift.rewrites.block_space import Registers, reduced_group
 from lift.rewrites.choose import choose_open_tuning, complete_points
 from lift.rewrites.chunks import ReduceChunks, safe_widths
@@ -187,6 +188,11 @@ def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
             # medians of 7 interleaved rounds: 8 lanes x 16 per step 0.477 ms, 16 x 16 0.295 ms;
             # numpy 0.301 ms
             first[lab] = {**first[lab], "width": regs.lanes}
+        elif isinstance(p, ColFold) and lab in first:
+            # one accumulator of a whole row per work-item, kept in cache: a CPU's few cores
+            # (rewrites/auto_colfold.py); elsewhere the two passes as written
+            first[lab] = _fold_width(first[lab], space[lab].get("width", ()), regs.lanes) \
+                if profile_of(device).kind == "cpu" else {"skip": True}
     if all(c.get("skip") for c in first.values()):
         return
     kept: Spaces = {}  # the grid launch's rewriting and joint space, reused by its plan
@@ -238,6 +244,11 @@ def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int,
     if builtins and narrow_target(dev.version):
         fit = [w for w in fit if w <= 8]
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
+
+
+def _fold_width(chosen: dict[str, Any], widths: tuple[int, ...], lanes: int) -> dict[str, Any]:
+    """A default `col_fold` point's choice: the device's vector lanes where the point offers them."""
+    return {**chosen, "width": lanes} if lanes in widths else chosen
 
 
 def _calls_builtins(point: VectorisePoint) -> bool:

@@ -10,12 +10,13 @@ A point means its body until `apply_all` rewrites it (Algorithm 4, top-down). Fa
 `split_join` (`tile`), `split_reduce` (`tile_reduce`), `ab_tile`, `flatten`, `vectorise`, `fission`,
 `reduce_chunks`, `materialise`, `optimise_data_layout`, `interchange_maps`, `interchange_reduce_nd`,
 `privatise_accumulator`, `pad_extra_nd`, `tile_nested_map_reduce`, `register_block`,
-`recompute_producer`, `block_nest`, `col_reduce`;
+`recompute_producer`, `block_nest`, `col_reduce`, `col_fold`;
 `auto_points` places points at a program's natural places (for `lift.tune`).
 """
 
 from .apply import apply_all, is_point, label_points, point_params, points, skipped, structural_space
 from .auto import auto_points, auto_space, is_auto
+from .auto_colfold import ColFold, col_fold
 from .auto_colreduce import ColReduce, col_reduce
 from .auto_nest import BlockNest, block_nest
 from .blocking import RegisterBlock, register_block
@@ -40,7 +41,7 @@ from .vectorise import VectorisePoint, vectorise
 FAMILIES: tuple[type, ...] = (SplitJoin, SplitReduce, ABTile, Flatten, VectorisePoint, Fission, ReduceChunks,
                               Materialise, OptimiseDataLayout, InterchangeMaps, InterchangeReduceND,
                               PrivatiseAccumulator, PadExtraND, TileNestedMapReduce, RegisterBlock,
-                              RecomputeProducer, BlockNest, ColReduce)
+                              RecomputeProducer, BlockNest, ColReduce, ColFold)
 
 __all__ = [
     "apply_all", "points", "structural_space", "label_points", "point_params", "is_point", "skipped",
@@ -53,4 +54,5 @@ __all__ = [
     "InterchangeReduceND", "PrivatiseAccumulator", "PadExtraND", "TileNestedMapReduce",
     "register_block", "RegisterBlock",
     "recompute_producer", "RecomputeProducer", "block_nest", "BlockNest", "col_reduce", "ColReduce",
+    "col_fold", "ColFold",
 ]

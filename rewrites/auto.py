@@ -47,6 +47,7 @@ from lift.ir.nodes import (
     Get,
     Join,
     Lambda,
+    Let,
     Node,
     Pad,
     Param,
@@ -64,7 +65,9 @@ from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
 from lift.userfun.facts import sums
 
-from .auto_colreduce import ColReduce
+from .auto_colfold import ColFold, fold_parts
+from .auto_colfold import space as fold_space
+from .auto_colreduce import ColReduce, col_parts
 from .auto_colreduce import place as place_cols
 from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest
@@ -139,6 +142,8 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None, *,
             continue
         if isinstance(n, ColReduce):
             out[lab] = {"skip": (False, True), **cols_space(n, sizes)}
+        elif isinstance(n, ColFold):
+            out[lab] = {"skip": (False, True), **fold_space(n, sizes)}
         elif isinstance(n, BlockNest):
             out[lab] = {"skip": (False, True), **nest_space(n, sizes or {}, regs)}
         else:
@@ -211,8 +216,9 @@ class PointPlacer:
             out = self.go(n, top)
             return out if any(isinstance(x, RewritePoint) for _, x in walk(out)) else orig
         if isinstance(n, FunCall):
-            placed = self.nest(n) or self.cols(n) or (self.map(n) if top else self.reduce(n)) if self.defaults \
-                else self.nest(n) or self.cols(n) or self.reduce(n) or (self.map(n) if top else None)
+            placed = self.fold(n) or self.nest(n) or self.cols(n) or (self.map(n) if top else self.reduce(n)) \
+                if self.defaults else \
+                self.fold(n) or self.nest(n) or self.cols(n) or self.reduce(n) or (self.map(n) if top else None)
             if placed is not None:
                 return placed
             placed = self.product(n, top)
@@ -319,6 +325,33 @@ class PointPlacer:
         out = dataclasses.replace(cast(Any, split), args=(rows,))
         return as_kernel(out) if any(b.kernel is not False for b in blocks) else out
 
+    def fold(self, call: FunCall) -> Node | None:
+        """A `col_fold` point around a column reduction weighted by a row function of the same
+        array (`auto_f`, rewrites/auto_colfold.py), over known sizes. The row function's value is
+        bound once (`let`) when it was written inside the columns' function, and the body's own
+        points (`col_reduce`, the row function's `reduce_chunks`) are placed inside the point for
+        when it is skipped."""
+        found = fold_parts(call)
+        if isinstance(found, str):
+            return None
+        x, columns = found[3], found[5]
+        if self.length(x) is None or self.length(FunCall(Join(), (x,))) is None or not self.long(FunCall(Join(), (x,))):
+            return None
+        let = call if isinstance(call.f, Let) else _bound(cast(FunCall, columns))
+        lab = self.label("f")
+        inner = with_children(let, tuple(self.go(c) for c in children(let)))
+        found_ps: dict[int, Param] = {}
+        free = free_ids(inner)
+        for _, m in walk(inner):
+            if isinstance(m, Param) and m.id in free:
+                found_ps.setdefault(m.id, m)
+        outer = sorted(found_ps.values(), key=lambda q: q.id)
+        ps = tuple(Param(q.ptype, f"xs{i}") for i, q in enumerate(outer))
+        body = substitute(inner, {q.id: p for q, p in zip(outer, ps)})
+        known = tuple(sorted((k, int(v)) for k, v in self.sizes.items())) or None
+        point = ColFold(Lambda(ps, body), known=known, label=lab, loc=call.loc)
+        return FunCall(point, tuple(outer), loc=call.loc)
+
     def cols(self, call: FunCall) -> Node | None:
         """A `col_reduce` point around a reduction of every column (`auto_c`, rewrites/auto_colreduce.py)."""
         placed = place_cols(call, lambda: self.label("c"), self.long, self.sizes)
@@ -360,6 +393,15 @@ class PointPlacer:
             return None  # a shape the vectorise point does not handle
         point = VectorisePoint(Lambda(ps, body), label=self.label("v"), loc=call.loc)
         return FunCall(point, tuple(cast(Expr, self.go(a)) for a in args), loc=call.loc)
+
+
+def _bound(columns: FunCall) -> FunCall:
+    """`let(t => columns') << v` for a column reduction whose row operand `v` (the same for every
+    column: `col_parts` checked that it does not mention the column) is written inside it."""
+    value = cast(Any, col_parts(columns))[5][0]
+    path = next(pth for pth, m in walk(columns) if m is value)
+    t = Param(type_of(value), "t")
+    return FunCall(Let(Lambda((t,), replace_at(columns, path, t))), (value,), loc=columns.loc)
 
 
 def _fused_kernel(m: Node) -> bool:

@@ -220,14 +220,14 @@ class ColReduce(RewritePoint):
         elem = _array(_array(type_of(x)).elem).elem
         vt = elem if w == 1 else VectorType(_scalar(elem), w)
         op = f if w == 1 else Vectorise(eta(f), w)
-        sums_of = _ColumnSums(f, z, g, vs, w, k, elem, vt, op, call.f.label, call.f.loc)
+        sums_of = ColumnSums(f, z, g, vs, w, k, elem, vt, op, call.f.label, call.f.loc)
         if p == 1:
             return _reductions(sums_of, x, rs)
         return _in_parts(sums_of, call, (x, rs), Cst(_rows(_array(type_of(x)).size, known) // p), p, combine)
 
 
 @dataclass(frozen=True)
-class _ColumnSums:
+class ColumnSums:
     """What the column reductions of one `col_reduce` are built from: the reduction `f` with
     neutral `z`, the element function `g` (`(user function, argument spec)` as `col_parts` gives
     it; None: the element itself), the column operands `vs`, `w` lanes per vector and `k` vectors
@@ -287,7 +287,7 @@ def _refused(f: Any, z: Any, xt: ArrayType, wpk: tuple[int, int, int], combine: 
     return None
 
 
-def _applied(c: _ColumnSums, e: Any, operand: Callable[[int], Any], row: Callable[[int], Any]) -> Any:
+def element_value(c: ColumnSums, e: Any, operand: Callable[[int], Any], row: Callable[[int], Any]) -> Any:
     """`g` of the element `e`: column operand i (`operand(i)`), row operand j (`row(j)`,
     broadcast into the lanes)."""
     if c.g is None:
@@ -310,12 +310,12 @@ def _with_rows(column: Any, rops: tuple[Any, ...]) -> Any:
     return FunCall(Zip(1 + len(rops)), (column, *rops)) if rops else column
 
 
-def _reductions(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+def _reductions(c: ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
     """[[T]N]R -> [T]N: the column reductions of `rows` (`k` > 1: `_grouped`, else `_columns`)."""
     return _grouped(c, rows, rops) if c.k > 1 else _columns(c, rows, rops)
 
 
-def _columns(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+def _columns(c: ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
     """[[T]N]R -> [T]N: the column reductions of `rows`, one vector of columns per work-item."""
     w = c.w
     cols_ = FunCall(Transpose(), (rows if w == 1 else FunCall(Map(AsVector(w)), (rows,)),))
@@ -326,7 +326,7 @@ def _columns(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
 
     def step(acc: Any, e: Any) -> Any:
         x_ = FunCall(Get(0), (e,)) if rops else e
-        v = _applied(c, x_, lambda i: FunCall(Get(i), (cs,)), lambda j: FunCall(Get(1 + j), (e,)))
+        v = element_value(c, x_, lambda i: FunCall(Get(i), (cs,)), lambda j: FunCall(Get(1 + j), (e,)))
         return FunCall(c.op, (acc, v))
 
     init = refresh(c.z) if w == 1 else Literal(c.z.value, c.vt)
@@ -336,7 +336,7 @@ def _columns(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
     return sums_ if w == 1 else FunCall(AsScalar(), (sums_,))
 
 
-def _grouped(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
+def _grouped(c: ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
     """`_columns` with `k` vectors of `w` columns per work-item (k accumulators)."""
     w, k, vt = c.w, c.k, c.vt
     vec_rows = rows if w == 1 else FunCall(Map(AsVector(w)), (rows,))
@@ -349,7 +349,7 @@ def _grouped(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
 
     def step(acc: Any, e: Any) -> Any:
         def one(pq: Any) -> Any:  # (acc, element, operands..) of one vector
-            v = _applied(c, FunCall(Get(1), (pq,)), lambda i: FunCall(Get(1 + i), (pq,)),
+            v = element_value(c, FunCall(Get(1), (pq,)), lambda i: FunCall(Get(1 + i), (pq,)),
                          lambda j: FunCall(Get(1 + j), (e,)))
             return FunCall(c.op, (FunCall(Get(0), (pq,)), v))
 
@@ -365,7 +365,7 @@ def _grouped(c: _ColumnSums, rows: Any, rops: tuple[Any, ...]) -> Any:
     return sums_ if w == 1 else FunCall(AsScalar(), (sums_,))
 
 
-def _in_parts(c: _ColumnSums, call: Any, xs: tuple[Any, tuple[Any, ...]], rows_p: Cst, p: int,
+def _in_parts(c: ColumnSums, call: Any, xs: tuple[Any, tuple[Any, ...]], rows_p: Cst, p: int,
               combine: str) -> Any:
     """The column reductions of `xs` (the rows and their row operands) in `p` parts of `rows_p`
     rows, the parts' partial results combined by a reduction (`combine` "atomic": `reduce_atomic`)."""

@@ -1,0 +1,242 @@
+"""Column reductions weighted by a function of each row: the `col_fold` rewrite point (one pass over X).
+
+A column reduction whose per-row operand is itself computed from the rows of the same array,
+
+    let(t => map(col => reduce(f, z) << map(g) << zip(col, t)) << transpose << X) << (map(h) << X)
+
+(ATAX's `A^T (A x)`: `h` the dot product of a row with x, `g` the product; least-squares gradients
+`A^T (A x - b)` and power-iteration steps have the same shape), reads X twice when it is compiled
+as written: once by rows for `t`, once by columns for the reductions (two kernels, `col_reduce`'s
+vectors down the rows for the second). `col_fold` reads it once: each of `parts` work-items walks
+its share of the rows, computes `h(row)` and folds the row into an accumulator of every column at
+once, `width` lanes per vector:
+
+    parts P, width W:  combine << map(part => as_scalar << reduce_seq((acc, row) =>
+                           let(ti => map_seq(vectorise(f, W)(acc_j, vectorise(g, W)(row_j, <ti>W)))
+                               << zip(acc, as_vector(W) << row)) << h(row), <z>[N/W]) << part) << split(M/P) << X
+
+`combine` adds the P partial rows lane-wise (`map(reduce_seq(vectorise(f, W))) << transpose`, a
+short kernel). The same point takes the spelling with `map(h) << X` written inside the columns'
+function (`zip(col, map(h) << X)`): it is the same value for every column, so the placer binds
+it once (`let`) first, and the point is skipped the program still reads it once.
+
+Each work-item's accumulator holds a whole row (N scalars, in global memory, cached: 8 KiB at
+N = 2048), so the point suits a CPU, whose few cores each keep theirs in cache; `lift.compile`
+applies it by default on a CPU only (`lift.decide.default_blocks`). Measured (ATAX 2048^2, Xeon
+family 6 model 207, 2 vCPUs, PoCL 3.0-rc2 icelake-client, kernel medians of 11 interleaved rounds):
+written as two passes 760-816 us, the fold with 8 parts of 256 rows 491-548 us; numpy's `A.T @ (A @ x)`
+700-760 us by call.
+
+The nested points of `h` (its reduction's `reduce_chunks`, a vectorised dot product) and of the
+columns (`col_reduce`, for when the point is skipped) are placed inside the point's body and
+rewritten after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
+
+from lift.arith import Cst, evaluate
+from lift.ir.build import elaborate
+from lift.ir.nodes import (
+    AsScalar,
+    AsVector,
+    Expr,
+    FunCall,
+    FunDecl,
+    Get,
+    Join,
+    Lambda,
+    Let,
+    Literal,
+    Map,
+    MapSeq,
+    Param,
+    ReduceSeq,
+    Split,
+    ToGlobal,
+    Transpose,
+    Vectorise,
+    Zip,
+    node,
+)
+from lift.rules.terms import call as beta_call
+from lift.rules.terms import eta, lam
+from lift.rules.vector import VECTOR_SCALARS, WIDTHS
+from lift.typecheck import type_of
+from lift.types import ArrayType, ScalarType, TupleType, VectorType
+from lift.userfun.builtins import id as copy
+from lift.userfun.facts import sums
+
+from .auto_colreduce import ColReduce, ColumnSums, col_parts, element_value
+from .point import Nested, RewritePoint, constructor
+from .shapes import MAP, match_shape
+
+FOLD_WIDTHS = (16, 8, 4, 1)  # lanes of the accumulator's vectors: the first that divides N
+FOLD_PARTS = (8, 16, 4, 32, 2, 64, 1)  # work-items, each folding M/P rows: 8 first (the module's figures)
+
+
+Found = tuple[Any, Any, Any, Any, FunDecl, Expr]  # (f, z, g, X, h, columns): see fold_parts
+
+
+def _seen(e: Any) -> Any:
+    """`e` with a `col_reduce` point around it replaced by its body (the point's placer put it there
+    for when `col_fold` is skipped)."""
+    if isinstance(e, FunCall) and isinstance(e.f, ColReduce):
+        return beta_call(e.f.f, e.args)
+    return e
+
+
+def fold_parts(call: Any) -> Found | str:
+    """`(f, z, g, X, h, columns)` for a column reduction of X weighted by a row function of X: the
+    let form `let(t => columns) << (map(h) << X)`, `columns` a `col_parts` reduction of X whose one
+    row operand is `t`, or the inline form, `columns` with `map(h) << X` itself as the row operand
+    (`columns` is then returned as found). `g` is `col_parts`' element function, or why not."""
+    bound = call.f.f if isinstance(call, FunCall) and isinstance(call.f, Let) else None
+    if isinstance(bound, Lambda) and len(bound.params) == 1 and len(call.args) == 1:
+        t, value, columns = bound.params[0], call.args[0], _seen(bound.body)
+        found = col_parts(columns)
+        if isinstance(found, str):
+            return found
+        rs = found[5]
+        if not (len(rs) == 1 and isinstance(rs[0], Param) and rs[0].id == t.id):
+            return "expects the bound value to be the columns' one row operand"
+    else:
+        columns = _seen(call)
+        found = col_parts(columns)
+        if isinstance(found, str):
+            return found
+        rs = found[5]
+        if len(rs) != 1:
+            return "expects one row operand: map(h) << X"
+        value = rs[0]
+    f, z, g, x, vs, _ = found
+    if vs:
+        return "expects no column operands"
+    if g is None or not any(i <= -2 for i in g[1]):
+        return "expects the element function to read the row operand"
+    rows = match_shape(MAP, value)
+    if rows is None or rows["x"] != x:
+        return "expects the row operand to be map(h) << X over the columns' own array X"
+    xt = cast(ArrayType, type_of(x))
+    if type_of(value) != ArrayType(cast(ArrayType, xt.elem).elem, xt.size):
+        return "expects h to give one scalar of the array's type per row"
+    return f, z, g, x, rows["f"], columns
+
+
+@node
+class ColFold(RewritePoint):
+    """`col_fold(let(t => map(col => reduce(f, z) << map(g) << zip(col, t)) << transpose << X) << (map(h)
+    << X))`: the rows folded into `parts` partial column results, `width` lanes per vector, in one
+    pass over X (the module)."""
+
+    f: FunDecl
+    width: Any = None
+    parts: Any = None
+    known: Any = None  # ((size name, value), ..): the input sizes it was placed for
+    kind: ClassVar[str] = "col_fold"
+
+    def structural(self) -> dict[str, tuple[Any, ...]]:
+        doms = {"width": FOLD_WIDTHS, "parts": FOLD_PARTS}
+        return {k: v for k, v in doms.items() if getattr(self, k) is None}
+
+    def fixed(self) -> dict[str, Any]:
+        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
+
+    def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
+        """`call` as one pass over X (the module), or why not."""
+        found = fold_parts(call)
+        if isinstance(found, str):
+            return found
+        f, z, g, x, h, _ = found
+        w, p = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts"))
+        known = dict(self.known or ())
+        xt = cast(ArrayType, type_of(x))
+        m, n = _value(xt.size, known), _value(cast(ArrayType, xt.elem).size, known)
+        elem = cast(ArrayType, xt.elem).elem
+        if m is None or n is None:
+            return "expects constant (or known) sizes"
+        if w > 1 and (w not in WIDTHS or not sums(f) or elem not in VECTOR_SCALARS):
+            return f"width {w} needs the reduction to be add (lane-wise) over scalars, got {f}"
+        if n % w:
+            return f"width {w} does not divide the {n} columns"
+        if p < 1 or m % p:
+            return f"parts {p} does not divide the {m} rows"
+        vt = elem if w == 1 else VectorType(cast(ScalarType, elem), w)
+        op = f if w == 1 else Vectorise(eta(f), w)
+        sums_of = ColumnSums(f, z, g, (), w, 1, elem, vt, op, call.f.label if isinstance(call, FunCall) else None,
+                              call.loc)
+        partials = _partials(sums_of, x, h, m // p, n)
+        return _combined(sums_of, partials, p, call.loc)
+
+
+def _partials(c: ColumnSums, x: Any, h: FunDecl, rows_p: int, n: int) -> Expr:
+    """[[T]N]M -> [[T]N]P: each part's rows folded into a row of column results."""
+    w, vt = c.w, c.vt
+    split = FunCall(Split(Cst(rows_p)), (x,))
+    row_t = cast(ArrayType, type_of(x)).elem
+    acc_t = ArrayType(vt, Cst(n // w))
+
+    def step(acc: Any, row: Any) -> Any:
+        ti = Param(c.elem, "ti")
+        lanes = row if w == 1 else FunCall(AsVector(w), (row,))
+
+        def one(pq: Any) -> Any:  # (accumulated vector, the row's vector)
+            v = element_value(c, FunCall(Get(1), (pq,)), lambda i: pq, lambda j: ti)
+            return FunCall(c.op, (FunCall(Get(0), (pq,)), v))
+
+        update = FunCall(MapSeq(lam([TupleType((vt, vt))], one, ["pq"])), (FunCall(Zip(2), (acc, lanes)),))
+        return FunCall(Let(Lambda((ti,), update)), (FunCall(h, (row,)),))
+
+    fold = lam([acc_t, row_t], step, ["acc", "row"])
+    part = Param(cast(ArrayType, type_of(split)).elem, "part")
+    acc = FunCall(ReduceSeq(fold), (Literal(c.z.value, acc_t), part))
+    ident = elaborate(copy, [c.elem])
+    out: Expr = FunCall(ToGlobal(MapSeq(ident if w == 1 else Vectorise(ident, w))), (acc,))
+    if w > 1:
+        out = FunCall(AsScalar(), (out,))
+    return FunCall(Map(Lambda((part,), out), label=c.label, loc=c.loc), (split,))
+
+
+def _combined(c: ColumnSums, partials: Expr, p: int, loc: Any) -> Expr:
+    """[[T]N]P -> [T]N: the parts' partial results reduced lane-wise (one part: its row)."""
+    if p == 1:
+        return FunCall(Join(), (partials,), loc=loc)
+    w, vt = c.w, c.vt
+    lanes = partials if w == 1 else FunCall(Map(AsVector(w)), (partials,))
+    cols = FunCall(Transpose(), (lanes,))
+    ps = Param(ArrayType(vt, Cst(p)), "ps")
+    init = Literal(c.z.value, vt)
+    sums_ = FunCall(Map(Lambda((ps,), FunCall(ReduceSeq(c.op), (init, ps))), loc=loc), (cols,), loc=loc)
+    return sums_ if w == 1 else FunCall(AsScalar(), (sums_,), loc=loc)
+
+
+def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
+    try:
+        return int(evaluate(size, dict(known or {})))
+    except Exception:  # noqa: BLE001 - symbolic
+        return None
+
+
+def space(point: ColFold, sizes: Mapping[str, int] | None = None) -> dict[str, tuple[Any, ...]]:
+    """The structural choices of an automatic `col_fold` point (its sizes known): the widths that
+    divide N (add only, beyond 1), the parts that divide M (`FOLD_PARTS`' order)."""
+    body = point.f.body if isinstance(point.f, Lambda) else None
+    found = fold_parts(body)
+    if isinstance(found, str):
+        return {}
+    f, x = found[0], found[3]
+    known = {**dict(point.known or ()), **dict(sizes or {})}
+    xt = cast(ArrayType, type_of(x))
+    m, n = _value(xt.size, known), _value(cast(ArrayType, xt.elem).size, known)
+    if m is None or n is None:
+        return {}
+    widths = tuple(w for w in FOLD_WIDTHS if n % w == 0 and (w == 1 or sums(f))) or (1,)
+    parts = tuple(q for q in FOLD_PARTS if m % q == 0) or (1,)
+    return {"width": widths, "parts": parts}
+
+
+col_fold = constructor(ColFold, "col_fold")
+
+__all__ = ["ColFold", "col_fold", "fold_parts", "space", "FOLD_WIDTHS", "FOLD_PARTS"]

@@ -1,0 +1,169 @@
+"""The `col_fold` point (rewrites/auto_colfold.py, issue 41): a column reduction weighted by a row
+function of the same array (ATAX's `A^T (A x)`) is folded in one pass over the array, each
+work-item accumulating whole rows. Placed by default over known sizes (on a CPU it applies);
+every choice preserves the interpreter's result, and so does skipping it."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lift
+from lift import Array, Float, fun, let, map, reduce, transpose, user_fun, zip
+from lift import rewrites as rw
+from lift.arith import Cst
+from lift.ir.nodes import FunCall, Transpose
+from lift.ir.paths import walk
+from lift.rewrites.auto import default_points
+from lift.rewrites.auto_colfold import FOLD_PARTS, ColFold
+from lift.rewrites.auto_colreduce import ColReduce
+from lift.rewrites.chunks import ReduceChunks
+from lift.typecheck import type_of
+
+
+@user_fun
+def sq(x: Float) -> Float:
+    return x * x
+
+
+@user_fun
+def scaled(e: Float, t: Float) -> Float:
+    return e * t * 0.5
+
+
+def _dot(a, b):
+    return reduce(lift.add, 0.0) << map(lift.mult) << zip(a, b)
+
+
+def atax(m: int, n: int, spelling: str = "let"):
+    """`A^T (A x)` of an [m][n] matrix, written three ways: the value bound by `let` (LIFT's
+    ATAX), written inside the columns' function, and with the product zipped the other way."""
+    t = [Array(Array(Float, n), m), Array(Float, n)]
+    if spelling == "let":
+        return fun(t, lambda a, x: let(lambda tmp: map(lambda col: _dot(tmp, col)) << transpose << a)
+                   << (map(lambda r: _dot(r, x)) << a))
+    if spelling == "inline":
+        return fun(t, lambda a, x: map(lambda col: _dot(col, map(lambda r: _dot(r, x)) << a)) << transpose << a)
+    return fun(t, lambda a, x: let(lambda tmp: map(lambda col: _dot(col, tmp)) << transpose << a)
+               << (map(lambda r: _dot(x, r)) << a))
+
+
+def weighted(m: int, n: int, op: str):
+    """Column reductions (`op`: "add" or "max") of `scaled(e, t_row)`, `t_row` the sum of squares
+    (a user function) or the maximum of the row: another `f`, `g` and `h` than ATAX's."""
+    f, z = (lift.add, 0.0) if op == "add" else (lift.max_, -np.inf)
+
+    def row(r):
+        return reduce(lift.add, 0.0) << map(sq) << r if op == "add" else reduce(lift.max_, -np.inf) << r
+    return fun([Array(Array(Float, n), m)], lambda a: let(
+        lambda t: map(lambda col: reduce(f, z) << map(lambda p: scaled(p[0], p[1])) << zip(col, t)) << transpose << a)
+        << (map(row) << a))
+
+
+def _inputs(m: int, n: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return rng.random((m, n), dtype=np.float32) - 0.5, rng.random(n, dtype=np.float32) - 0.5
+
+
+def _folds(prog) -> dict[str, ColFold]:
+    return {lab: p for lab, p in rw.points(prog).items() if isinstance(p, ColFold)}
+
+
+@pytest.mark.parametrize("spelling", ["let", "inline", "swapped"])
+def test_every_spelling_of_atax_gets_the_point_with_its_fallback_points_inside(spelling: str) -> None:
+    placed = default_points(atax(512, 256, spelling))
+    folds = _folds(placed)
+    assert len(folds) == 1, rw.points(placed)
+    kinds = {type(p) for p in rw.points(placed).values()}
+    assert {ColReduce, ReduceChunks} <= kinds  # the two passes' points, for when the fold is skipped
+    lab = next(iter(folds))
+    space = rw.auto_space(placed)[lab]
+    assert space["width"][0] == 16 and space["parts"][0] == FOLD_PARTS[0]
+
+
+def test_other_column_reductions_get_no_col_fold() -> None:
+    m, n = 512, 256
+    given_vector = fun([Array(Array(Float, n), m), Array(Float, m)],
+                       lambda a, y: map(lambda col: _dot(col, y)) << transpose << a)  # X^T y: y is an input
+    other_rows = fun([Array(Array(Float, n), m), Array(Array(Float, n), m), Array(Float, n)],
+                     lambda a, b, x: map(lambda col: _dot(col, map(lambda r: _dot(r, x)) << b)) << transpose << a)
+    sym = fun([Array(Array(Float, lift.Size("N")), lift.Size("M")), Array(Float, lift.Size("N"))],
+              lambda a, x: map(lambda col: _dot(col, map(lambda r: _dot(r, x)) << a)) << transpose << a)
+    for prog in (given_vector, other_rows, sym):
+        assert not _folds(default_points(prog)), prog
+
+
+def _choose(placed, fold: str, choice: dict) -> tuple:
+    """`placed` with `choice` at the fold and the nested points skipped (their tuning values open)."""
+    others = {lab: {"skip": True} for lab in rw.points(placed) if lab != fold}
+    outcomes: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = rw.apply_all(placed, {fold: choice, **others}, outcomes=outcomes)
+    return out, next(o for o in outcomes if o.label == fold)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_choice_preserves_the_interpreters_result(data) -> None:
+    m = data.draw(st.sampled_from([4, 8, 12, 32]))
+    n = data.draw(st.sampled_from([4, 8, 16, 48]))
+    which = data.draw(st.sampled_from(["let", "inline", "swapped", "add", "max"]))
+    prog = atax(m, n, which) if which in ("let", "inline", "swapped") else weighted(m, n, which)
+    placed = rw.auto_points(prog, {}, min_length=1)
+    folds = _folds(placed)
+    assert len(folds) == 1
+    lab = next(iter(folds))
+    choice = {"width": data.draw(st.sampled_from([1, 4, 8, 16])), "parts": data.draw(st.sampled_from([1, 2, 4, 8]))}
+    out, outcome = _choose(placed, lab, choice)
+    assert outcome.applied or "does not divide" in outcome.reason or "needs the reduction to be add" in outcome.reason
+    a, x = _inputs(m, n, 1)
+    args = (a, x) if which in ("let", "inline", "swapped") else (a,)
+    want = lift.interpret(prog, *args)
+    np.testing.assert_allclose(lift.interpret(out, *args), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_fold_reads_the_array_once_and_matches_the_interpreter() -> None:
+    placed = rw.auto_points(atax(16, 32), {}, min_length=1)
+    lab = next(iter(_folds(placed)))
+    out, outcome = _choose(placed, lab, {"width": 16, "parts": 4})
+    assert outcome.applied
+    by_columns = [type_of(n.args[0]) for _, n in walk(out) if isinstance(n, FunCall) and isinstance(n.f, Transpose)]
+    assert by_columns and all(t.size == Cst(4) for t in by_columns)  # only the 4 partial rows, never the 16 rows
+    a, x = _inputs(16, 32)
+    np.testing.assert_allclose(lift.interpret(out, a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("spelling", ["let", "inline", "swapped"])
+def test_compile_folds_atax_on_a_cpu_and_matches_numpy(spelling: str) -> None:
+    m, n = 256, 128
+    prog = lift.compile(atax(m, n, spelling))
+    assert "auto_f0:parts=8,skip=False,width=" in str(prog.choices), prog.choices
+    assert len(prog.kernels) == 2  # the fold and the combine of its 8 partial rows
+    a, x = _inputs(m, n)
+    np.testing.assert_allclose(prog(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)
+
+
+def test_other_operators_compile_folded_and_match_the_interpreter() -> None:
+    for op in ("add", "max"):
+        prog = weighted(64, 32, op)
+        compiled = lift.compile(prog)
+        assert "skip=False" in str(compiled.choices).split("auto_f0:")[1].split()[0]
+        a, _ = _inputs(64, 32, 3)
+        np.testing.assert_allclose(compiled(a), lift.interpret(prog, a), rtol=1e-4, atol=1e-4)
+
+
+def test_a_gpu_keeps_the_two_passes() -> None:
+    from lift.decide import default_blocks
+    gpu = lift.devices.profile("nvidia")
+    cpu = lift.devices.profile("pocl-cpu")
+    prog = lift.rules.normalise.normalise(atax(512, 256))
+    on_gpu = [d.choices.points for d in default_blocks(prog, gpu)]
+    on_cpu = [d.choices.points for d in default_blocks(prog, cpu)]
+    fold = next(iter(_folds(default_points(prog))))
+    assert on_gpu and all(c[fold].get("skip") for c in on_gpu)
+    assert on_cpu and not any(c[fold].get("skip") for c in on_cpu)
