@@ -15,17 +15,23 @@ once, `width` lanes per vector:
                            let(ti => map_seq(vectorise(f, W)(acc_j, vectorise(g, W)(row_j, <ti>W)))
                                << zip(acc, as_vector(W) << row)) << h(row), <z>[N/W]) << part) << split(M/P) << X
 
-`combine` adds the P partial rows lane-wise (`map(reduce_seq(vectorise(f, W))) << transpose`, a
-short kernel). The same point takes the spelling with `map(h) << X` written inside the columns'
-function (`zip(col, map(h) << X)`): it is the same value for every column, so the placer binds
-it once (`let`) first, and the point is skipped the program still reads it once.
+`combine` adds the P partial rows lane-wise in one sequential reduction, `reduce_seq((acc, prow) =>
+map_seq(vectorise(f, W)) << zip(acc, prow))`: a kernel of one work-item, which on a CPU the last
+work-item of the fold runs at its end (`lift.codegen.tails`), so the whole point is one launch.
 
-Each work-item's accumulator holds a whole row (N scalars, in global memory, cached: 8 KiB at
-N = 2048), so the point suits a CPU, whose few cores each keep theirs in cache; `lift.compile`
+The same point takes the spelling with `map(h) << X` written inside the columns' function
+(`zip(col, map(h) << X)`): it is the same value for every column, so the placer binds it once
+(`let`) first, and where the point is skipped the program still computes it once.
+
+Each work-item's accumulator holds a whole row (N scalars in private memory, 8 KiB at N = 2048,
+which PoCL keeps on the work-item's stack, in cache), so the point suits a CPU, whose few cores
+each keep theirs in cache; `lift.compile`
 applies it by default on a CPU only (`lift.decide.default_blocks`). Measured (ATAX 2048^2, Xeon
 family 6 model 207, 2 vCPUs, PoCL 3.0-rc2 icelake-client, kernel medians of 11 interleaved rounds):
-written as two passes 760-816 us, the fold with 8 parts of 256 rows 491-548 us; numpy's `A.T @ (A @ x)`
-700-760 us by call.
+written as two passes 760-816 us, the fold with 8 parts of 256 rows 491-556 us; numpy's `A.T @ (A @ x)`
+650-770 us by call, the fold's call 620 us (its combine a kernel of its own: 610-690 us). Folding k rows
+a step (each accumulator read and written once per k rows) was slower: 8 parts, k = 1, 2, 4, 8: 484,
+516, 535, 569 us (15 interleaved rounds); so one row a step.
 
 The nested points of `h` (its reduction's `reduce_chunks`, a vectorised dot product) and of the
 columns (`col_reduce`, for when the point is skipped) are placed inside the point's body and
@@ -56,7 +62,6 @@ from lift.ir.nodes import (
     ReduceSeq,
     Split,
     ToGlobal,
-    Transpose,
     Vectorise,
     Zip,
     node,
@@ -200,16 +205,22 @@ def _partials(c: ColumnSums, x: Any, h: FunDecl, rows_p: int, n: int) -> Expr:
 
 
 def _combined(c: ColumnSums, partials: Expr, p: int, loc: Any) -> Expr:
-    """[[T]N]P -> [T]N: the parts' partial results reduced lane-wise (one part: its row)."""
+    """[[T]N]P -> [T]N: the parts' partial rows added into one, lane-wise, by one sequential
+    reduction (a kernel of one work-item, which a CPU runs at the end of the fold's kernel:
+    `lift.codegen.tails`); one part: its row."""
     if p == 1:
         return FunCall(Join(), (partials,), loc=loc)
     w, vt = c.w, c.vt
     lanes = partials if w == 1 else FunCall(Map(AsVector(w)), (partials,))
-    cols = FunCall(Transpose(), (lanes,))
-    ps = Param(ArrayType(vt, Cst(p)), "ps")
-    init = Literal(c.z.value, vt)
-    sums_ = FunCall(Map(Lambda((ps,), FunCall(ReduceSeq(c.op), (init, ps))), loc=loc), (cols,), loc=loc)
-    return sums_ if w == 1 else FunCall(AsScalar(), (sums_,), loc=loc)
+    acc_t = cast(ArrayType, type_of(lanes)).elem
+
+    def add(acc: Any, row: Any) -> Any:
+        pair = lam([TupleType((vt, vt))], lambda pq: FunCall(c.op, (FunCall(Get(0), (pq,)), FunCall(Get(1), (pq,)))),
+                   ["pq"])
+        return FunCall(MapSeq(pair), (FunCall(Zip(2), (acc, row)),))
+
+    total = FunCall(ReduceSeq(lam([acc_t, acc_t], add, ["acc", "row"])), (Literal(c.z.value, acc_t), lanes), loc=loc)
+    return total if w == 1 else FunCall(AsScalar(), (total,), loc=loc)
 
 
 def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
