@@ -334,7 +334,7 @@ class PointPlacer:
         found = fold_parts(call)
         if isinstance(found, str):
             return None
-        x, columns = found[3], found[5]
+        x, columns = found.x, found.columns
         if self.length(x) is None or self.length(FunCall(Join(), (x,))) is None or not self.long(FunCall(Join(), (x,))):
             return None
         let = call if isinstance(call.f, Let) else _bound(cast(FunCall, columns))

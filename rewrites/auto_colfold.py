@@ -41,6 +41,7 @@ rewritten after it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from lift.arith import Cst, evaluate
@@ -76,13 +77,27 @@ from lift.userfun.facts import sums
 
 from .auto_colreduce import ColReduce, ColumnSums, col_parts, element_value
 from .point import Nested, RewritePoint, constructor
-from .shapes import MAP, match_shape
+from .shapes import MAP, ZIP, match_shape
 
 FOLD_WIDTHS = (16, 8, 4, 1)  # lanes of the accumulator's vectors: the first that divides N
 FOLD_PARTS = (8, 16, 4, 32, 2, 64, 1)  # work-items, each folding M/P rows: 8 first (the module's figures)
 
 
-Found = tuple[Any, Any, Any, Any, FunDecl, Expr]  # (f, z, g, X, h, columns): see fold_parts
+@dataclass(frozen=True)
+class FoldParts:
+    """What `fold_parts` found: the reduction `f` with neutral `z`, the element function `g`
+    (`col_parts`' `(user function, argument spec)`), the array `X`, the row function `h` and what it
+    maps over (`data`: X, or X zipped with per-row operands, X at `at`), and the column reduction
+    as written (`columns`)."""
+
+    f: Any
+    z: Any
+    g: tuple[Any, tuple[int, ...]]
+    x: Expr
+    h: FunDecl
+    data: Expr
+    at: int | None
+    columns: Expr
 
 
 def _seen(e: Any) -> Any:
@@ -93,11 +108,11 @@ def _seen(e: Any) -> Any:
     return e
 
 
-def fold_parts(call: Any) -> Found | str:
-    """`(f, z, g, X, h, columns)` for a column reduction of X weighted by a row function of X: the
-    let form `let(t => columns) << (map(h) << X)`, `columns` a `col_parts` reduction of X whose one
-    row operand is `t`, or the inline form, `columns` with `map(h) << X` itself as the row operand
-    (`columns` is then returned as found). `g` is `col_parts`' element function, or why not."""
+def fold_parts(call: Any) -> FoldParts | str:
+    """The parts of a column reduction of X weighted by a row function of X: the let form
+    `let(t => columns) << (map(h) << X)`, `columns` a `col_parts` reduction of X whose one row
+    operand is `t`, or the inline form, `columns` with `map(h) << X` itself as the row operand;
+    `h` may read per-row operands too (`map(h) << zip(X, b)`: least squares' `A x - b`). Or why not."""
     bound = call.f.f if isinstance(call, FunCall) and isinstance(call.f, Let) else None
     if isinstance(bound, Lambda) and len(bound.params) == 1 and len(call.args) == 1:
         t, value, columns = bound.params[0], call.args[0], _seen(bound.body)
@@ -122,12 +137,20 @@ def fold_parts(call: Any) -> Found | str:
     if g is None or not any(i <= -2 for i in g[1]):
         return "expects the element function to read the row operand"
     rows = match_shape(MAP, value)
-    if rows is None or rows["x"] != x:
-        return "expects the row operand to be map(h) << X over the columns' own array X"
     xt = cast(ArrayType, type_of(x))
+    zipped = match_shape(ZIP, rows["x"]) if rows is not None else None
+    at = None
+    if zipped is not None:
+        found_at = [i for i, a in enumerate(zipped["xs"]) if a == x]
+        at = found_at[0] if len(found_at) == 1 else None
+        if at is None or any(cast(ArrayType, type_of(a)).size != xt.size for a in zipped["xs"]):
+            return "expects map(h) << zip(X, per-row operands) with X zipped once"
+    elif rows is None or rows["x"] != x:
+        return "expects the row operand to be map(h) << X over the columns' own array X"
     if type_of(value) != ArrayType(cast(ArrayType, xt.elem).elem, xt.size):
         return "expects h to give one scalar of the array's type per row"
-    return f, z, g, x, rows["f"], columns
+    assert rows is not None and g is not None  # checked above
+    return FoldParts(f, z, g, x, rows["f"], rows["x"], at, columns)
 
 
 @node
@@ -154,7 +177,7 @@ class ColFold(RewritePoint):
         found = fold_parts(call)
         if isinstance(found, str):
             return found
-        f, z, g, x, h, _ = found
+        f, z, g, x = found.f, found.z, found.g, found.x
         w, p = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts"))
         known = dict(self.known or ())
         xt = cast(ArrayType, type_of(x))
@@ -172,19 +195,20 @@ class ColFold(RewritePoint):
         op = f if w == 1 else Vectorise(eta(f), w)
         sums_of = ColumnSums(f, z, g, (), w, 1, elem, vt, op, call.f.label if isinstance(call, FunCall) else None,
                               call.loc)
-        partials = _partials(sums_of, x, h, m // p, n)
+        partials = _partials(sums_of, found, m // p, n)
         return _combined(sums_of, partials, p, call.loc)
 
 
-def _partials(c: ColumnSums, x: Any, h: FunDecl, rows_p: int, n: int) -> Expr:
+def _partials(c: ColumnSums, fp: FoldParts, rows_p: int, n: int) -> Expr:
     """[[T]N]M -> [[T]N]P: each part's rows folded into a row of column results."""
     w, vt = c.w, c.vt
-    split = FunCall(Split(Cst(rows_p)), (x,))
-    row_t = cast(ArrayType, type_of(x)).elem
+    split = FunCall(Split(Cst(rows_p)), (fp.data,))
+    elem_t = cast(ArrayType, type_of(fp.data)).elem
     acc_t = ArrayType(vt, Cst(n // w))
 
-    def step(acc: Any, row: Any) -> Any:
+    def step(acc: Any, e: Any) -> Any:
         ti = Param(c.elem, "ti")
+        row = e if fp.at is None else FunCall(Get(fp.at), (e,))
         lanes = row if w == 1 else FunCall(AsVector(w), (row,))
 
         def one(pq: Any) -> Any:  # (accumulated vector, the row's vector)
@@ -192,9 +216,9 @@ def _partials(c: ColumnSums, x: Any, h: FunDecl, rows_p: int, n: int) -> Expr:
             return FunCall(c.op, (FunCall(Get(0), (pq,)), v))
 
         update = FunCall(MapSeq(lam([TupleType((vt, vt))], one, ["pq"])), (FunCall(Zip(2), (acc, lanes)),))
-        return FunCall(Let(Lambda((ti,), update)), (FunCall(h, (row,)),))
+        return FunCall(Let(Lambda((ti,), update)), (FunCall(fp.h, (e,)),))
 
-    fold = lam([acc_t, row_t], step, ["acc", "row"])
+    fold = lam([acc_t, elem_t], step, ["acc", "row" if fp.at is None else "e"])
     part = Param(cast(ArrayType, type_of(split)).elem, "part")
     acc = FunCall(ReduceSeq(fold), (Literal(c.z.value, acc_t), part))
     ident = elaborate(copy, [c.elem])
@@ -237,7 +261,7 @@ def space(point: ColFold, sizes: Mapping[str, int] | None = None) -> dict[str, t
     found = fold_parts(body)
     if isinstance(found, str):
         return {}
-    f, x = found[0], found[3]
+    f, x = found.f, found.x
     known = {**dict(point.known or ()), **dict(sizes or {})}
     xt = cast(ArrayType, type_of(x))
     m, n = _value(xt.size, known), _value(cast(ArrayType, xt.elem).size, known)
@@ -250,4 +274,4 @@ def space(point: ColFold, sizes: Mapping[str, int] | None = None) -> dict[str, t
 
 col_fold = constructor(ColFold, "col_fold")
 
-__all__ = ["ColFold", "col_fold", "fold_parts", "space", "FOLD_WIDTHS", "FOLD_PARTS"]
+__all__ = ["ColFold", "FoldParts", "col_fold", "fold_parts", "space", "FOLD_WIDTHS", "FOLD_PARTS"]

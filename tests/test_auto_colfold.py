@@ -52,6 +52,19 @@ def atax(m: int, n: int, spelling: str = "let"):
                << (map(lambda r: _dot(x, r)) << a))
 
 
+@user_fun
+def minus(a: Float, b: Float) -> Float:
+    return a - b
+
+
+def lsq(m: int, n: int):
+    """The least-squares gradient `A^T (A x - b)`: the row function reads a per-row operand, b."""
+    def residuals(a, x, b):
+        return map(lambda e: minus(_dot(e[0], x), e[1])) << zip(a, b)
+    return fun([Array(Array(Float, n), m), Array(Float, n), Array(Float, m)], lambda a, x, b: let(
+        lambda r: map(lambda col: _dot(col, r)) << transpose << a) << residuals(a, x, b))
+
+
 def weighted(m: int, n: int, op: str):
     """Column reductions (`op`: "add" or "max") of `scaled(e, t_row)`, `t_row` the sum of squares
     (a user function) or the maximum of the row: another `f`, `g` and `h` than ATAX's."""
@@ -112,8 +125,9 @@ def _choose(placed, fold: str, choice: dict) -> tuple:
 def test_every_choice_preserves_the_interpreters_result(data) -> None:
     m = data.draw(st.sampled_from([4, 8, 12, 32]))
     n = data.draw(st.sampled_from([4, 8, 16, 48]))
-    which = data.draw(st.sampled_from(["let", "inline", "swapped", "add", "max"]))
-    prog = atax(m, n, which) if which in ("let", "inline", "swapped") else weighted(m, n, which)
+    which = data.draw(st.sampled_from(["let", "inline", "swapped", "add", "max", "lsq"]))
+    prog = atax(m, n, which) if which in ("let", "inline", "swapped") else lsq(m, n) if which == "lsq" \
+        else weighted(m, n, which)
     placed = rw.auto_points(prog, {}, min_length=1)
     folds = _folds(placed)
     assert len(folds) == 1
@@ -122,7 +136,7 @@ def test_every_choice_preserves_the_interpreters_result(data) -> None:
     out, outcome = _choose(placed, lab, choice)
     assert outcome.applied or "does not divide" in outcome.reason or "needs the reduction to be add" in outcome.reason
     a, x = _inputs(m, n, 1)
-    args = (a, x) if which in ("let", "inline", "swapped") else (a,)
+    args = (a, x) if which in ("let", "inline", "swapped") else (a, x, _inputs(n, m, 2)[1]) if which == "lsq" else (a,)
     want = lift.interpret(prog, *args)
     np.testing.assert_allclose(lift.interpret(out, *args), want, rtol=1e-4, atol=1e-4)
 
@@ -147,6 +161,15 @@ def test_compile_folds_atax_on_a_cpu_and_matches_numpy(spelling: str) -> None:
     assert len(prog.kernels) == 1  # the combine of the 8 partial rows runs at the end of the fold's kernel
     a, x = _inputs(m, n)
     np.testing.assert_allclose(prog(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)
+
+
+def test_least_squares_gradient_compiles_folded_and_matches_numpy() -> None:
+    m, n = 512, 256
+    prog = lift.compile(lsq(m, n))
+    assert "skip=False" in str(prog.choices).split("auto_f0:")[1].split()[0], prog.choices
+    a, x = _inputs(m, n)
+    b = _inputs(n, m, 5)[1]
+    np.testing.assert_allclose(prog(a, x, b), a.T @ (a @ x - b), rtol=1e-4, atol=1e-3)
 
 
 def test_other_operators_compile_folded_and_match_the_interpreter() -> None:
