@@ -5,7 +5,8 @@ project compiles by default, where the policy of `lift.compile` (database, defau
 register blocks and grid launch, automatic points, widths, specialisation, GPU tiles) decides the
 code: each seed workload of the papers (`benchmarks/seed_programs.py`) generic and specialised to its
 tiny and reduced sizes, each Tensor Comprehensions example (`examples/tc/`) at small sizes, the
-VGG-16 layers at the small scale, and the examples' high-level programs for the offline GPU profiles.
+VGG-16 layers at the small scale, LIFT's benchmark suite (`examples/lift_suite/`) at LIFT's small
+sizes, and the examples' high-level programs for the offline GPU profiles.
 Every program is compiled for an offline profile (so the z3 mapping does not depend on the attached
 device) with a fresh cache folder (no tuning database). A compile that raises is pinned too: its
 error class and message are the golden text.
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "golden" / "corpus.json"  # {case: its OpenCL source}, one file
 UPDATE = f"python tests/{Path(__file__).name} --update"
 
-for extra in ("examples", "benchmarks"):
+for extra in ("benchmarks", "examples"):  # examples first: its `lift_suite` package, not the benchmark script
     if str(ROOT / extra) not in sys.path:
         sys.path.insert(0, str(ROOT / extra))
 
@@ -94,6 +95,13 @@ def _vgg_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
             for name, (prog, _) in programs("small").items()}
 
 
+def _suite_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    from lift_suite import entries, make
+
+    return {f"suite-{slug(name)}": (functools.partial(lambda i: make(i, False).program, i), "pocl-cpu", None)
+            for i, (name, _) in enumerate(entries(False))}
+
+
 def _gpu_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
     out: dict[str, tuple[Callable[[], Any], str, Any]] = {}
     for example in ("dot", "gemv", "matmul", "conv", "stencil2d", "axpy"):
@@ -109,7 +117,7 @@ def _gpu_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
 
 @functools.cache
 def cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
-    return {**_seed_cases(), **_tc_cases(), **_vgg_cases(), **_gpu_cases()}
+    return {**_seed_cases(), **_tc_cases(), **_vgg_cases(), **_suite_cases(), **_gpu_cases()}
 
 
 # Cases whose code can differ on a heavily loaded machine (a non-strict expected failure there).
