@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.util
 import re
 import sys
 from collections.abc import Callable
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "golden" / "corpus.json"  # {case: its OpenCL source}, one file
 UPDATE = f"python tests/{Path(__file__).name} --update"
 
-for extra in ("benchmarks", "examples"):  # examples first: its `lift_suite` package, not the benchmark script
+for extra in ("examples", "benchmarks"):
     if str(ROOT / extra) not in sys.path:
         sys.path.insert(0, str(ROOT / extra))
 
@@ -95,11 +96,25 @@ def _vgg_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
             for name, (prog, _) in programs("small").items()}
 
 
-def _suite_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
-    from lift_suite import entries, make
+def _suite_package() -> Any:
+    """examples/lift_suite, loaded under a name of its own: `lift_suite` may be the benchmark script
+    of that name (benchmarks/lift_suite.py), which other test modules' paths put first."""
+    name = "lift_suite_programs"
+    if name not in sys.modules:
+        folder = ROOT / "examples" / "lift_suite"
+        spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
-    return {f"suite-{slug(name)}": (functools.partial(lambda i: make(i, False).program, i), "pocl-cpu", None)
-            for i, (name, _) in enumerate(entries(False))}
+
+def _suite_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
+    suite = _suite_package()
+    return {f"suite-{slug(name)}": (functools.partial(lambda i: suite.make(i, False).program, i), "pocl-cpu", None)
+            for i, (name, _) in enumerate(suite.entries(False))}
 
 
 def _gpu_cases() -> dict[str, tuple[Callable[[], Any], str, Any]]:
