@@ -174,12 +174,20 @@ def default_space(e: Expr) -> str:
     return result_space(e) or ("global" if isinstance(e.type, ArrayType) else "private")
 
 
+PRIVATE_ACC_SCALARS = 16384  # the most scalars of an accumulator kept in private memory by default
+
+
 def acc_space(t: Type, f: FunDecl) -> str:
     """Where a reduction without an address-space wrapper on its `init` accumulates: private
-    memory (registers) when the accumulator has a constant size and `f` updates it within one
-    work-item, else global memory."""
+    memory (registers) when the accumulator has a constant size of at most `PRIVATE_ACC_SCALARS`
+    scalars and `f` updates it within one work-item, else global memory. A CPU runtime puts a
+    private array on its worker thread's stack: PoCL 3.0 ran `col_fold`'s accumulator of a whole
+    row at 65536 floats (256 KiB) and crashed (SIGSEGV) at 262144 (1 MiB); in global memory each
+    work-item's accumulator is its own slice, as fast where it stays in cache."""
     parallel = any(is_parallel(x) for _, x in walk(f))
-    return "private" if isinstance(scalar_count(t), Cst) and not parallel else "global"
+    count = scalar_count(t)
+    small = isinstance(count, Cst) and count.value <= PRIVATE_ACC_SCALARS
+    return "private" if small and not parallel else "global"
 
 
 PRIVATE_SCALARS = 64  # the most scalars of a sequential map's result kept in private memory by default
@@ -553,7 +561,7 @@ class Allocator:
 
 __all__ = ["iterate_var", "iterate_types", "largest", "check_iterate",
            "Loop", "Buffer", "Allocated", "allocate", "verify_allocated", "multiplied", "concrete", "result_space",
-           "acc_space", "default_space", "small_private", "PRIVATE_SCALARS",
+           "acc_space", "default_space", "small_private", "PRIVATE_SCALARS", "PRIVATE_ACC_SCALARS",
            "LOOP_KINDS", "SPACES", "KERNEL_CASES", "KERNEL_REFUSED", "kernel_case",
            "lambda_body", "body_path", "check_atomic", "Allocator", "KernelCase", "KERNEL_RULES",
            "install_kernel_cases", "Site"]

@@ -191,3 +191,13 @@ def test_a_gpu_keeps_the_two_passes() -> None:
     fold = next(iter(_folds(default_points(prog))))
     assert on_gpu and all(c[fold].get("skip") for c in on_gpu)
     assert on_cpu and not any(c[fold].get("skip") for c in on_cpu)
+
+
+def test_a_row_wider_than_the_private_limit_accumulates_in_global_memory() -> None:
+    from lift.allocation import PRIVATE_ACC_SCALARS
+    m, n = 16, 2 * PRIVATE_ACC_SCALARS  # each work-item's accumulator: its own slice of a global buffer
+    prog = lift.compile(atax(m, n))
+    assert "skip=False" in str(prog.choices).split("auto_f0:")[1].split()[0]
+    assert f"acc[{n // 16}]" not in prog.source and f"acc[{n // 8}]" not in prog.source
+    a, x = _inputs(m, n)
+    np.testing.assert_allclose(prog(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)

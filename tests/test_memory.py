@@ -142,3 +142,24 @@ def test_chunk_partials_of_a_row_reduction_compile_to_private_memory(spelling):
     k = lift.compile(prog)
     np.testing.assert_allclose(k(*args), lift.interpret(prog, *args), rtol=1e-4, atol=1e-4)
     assert "global float* restrict tmp" not in k.source  # the partials live in the work-item
+
+
+def _row_folds(width: int):
+    """Column sums as a fold of the rows into an accumulator of `width` scalars, per part of 4 rows."""
+    add = lift.user_fun(lambda a, b: a + b, [Float, Float], Float, name="plus")
+    return fun([Array(Array(Float, width), 8)], lambda x: map_glb(
+        lambda part: to_global(map_seq(lambda v: v)) << reduce_seq(
+            lambda acc, row: map_seq(lambda p: add(p[0], p[1])) << lift.zip(acc, row),
+            lift.value(0.0, Array(Float, width))) << part) << lift.split(4) << x)
+
+
+def test_an_accumulator_larger_than_the_private_limit_goes_to_global_memory():
+    from lift.allocation import PRIVATE_ACC_SCALARS
+    (small,) = _alloc(_row_folds(PRIVATE_ACC_SCALARS)).accs.values()
+    assert small.space == "private"
+    (large,) = _alloc(_row_folds(2 * PRIVATE_ACC_SCALARS)).accs.values()
+    assert large.space == "global"  # one slice per work-item (PoCL ran out of stack at 1 MiB private)
+    prog = _row_folds(2 * PRIVATE_ACC_SCALARS)
+    x = np.random.default_rng(5).random((8, 2 * PRIVATE_ACC_SCALARS), dtype=np.float32)
+    got = lift.compile(prog)(x)
+    np.testing.assert_allclose(got, np.stack([x[:4].sum(0), x[4:].sum(0)]), rtol=1e-5, atol=1e-5)
