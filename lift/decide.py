@@ -45,7 +45,7 @@ from lift.lower import is_high_level
 from lift.realise import Lowered, substitute_sizes
 from lift.rewrites import VectorisePoint, is_auto, points
 from lift.rewrites.auto import auto_space, default_points
-from lift.rewrites.auto_colfold import ColFold
+from lift.rewrites.auto_colfold import ColFold, default_parts
 from lift.rewrites.block_space import Registers, reduced_group
 from lift.rewrites.choose import choose_open_tuning, complete_points
 from lift.rewrites.chunks import ReduceChunks, safe_widths
@@ -191,8 +191,7 @@ def default_blocks(expr: Node, device: Any) -> Iterator[Decision]:
         elif isinstance(p, ColFold) and lab in first:
             # one accumulator of a whole row per work-item, kept in cache: a CPU's few cores
             # (rewrites/auto_colfold.py); elsewhere the two passes as written
-            first[lab] = _fold_width(first[lab], space[lab].get("width", ()), regs.lanes) \
-                if profile_of(device).kind == "cpu" else {"skip": True}
+            first[lab] = _fold_choice(first[lab], space[lab], regs.lanes, profile_of(device))
     if all(c.get("skip") for c in first.values()):
         return
     kept: Spaces = {}  # the grid launch's rewriting and joint space, reused by its plan
@@ -246,9 +245,15 @@ def _map_width(chosen: dict[str, Any], widths: tuple[int, ...], elem_bytes: int,
     return {**chosen, "width": max(fit)} if fit else {"skip": True}
 
 
-def _fold_width(chosen: dict[str, Any], widths: tuple[int, ...], lanes: int) -> dict[str, Any]:
-    """A default `col_fold` point's choice: the device's vector lanes where the point offers them."""
-    return {**chosen, "width": lanes} if lanes in widths else chosen
+def _fold_choice(chosen: dict[str, Any], offered: Mapping[str, tuple[Any, ...]], lanes: int,
+                 device: Device) -> dict[str, Any]:
+    """A default `col_fold` point's choice on `device`: on a CPU the device's vector lanes where
+    offered and parts for its compute units (`auto_colfold.default_parts`); skipped on other
+    devices, and where the rows split in no more than one part."""
+    parts = default_parts(offered.get("parts", ()), device.compute_units or 1)
+    if device.kind != "cpu" or parts is None:
+        return {"skip": True}
+    return {**chosen, "parts": parts, **({"width": lanes} if lanes in offered.get("width", ()) else {})}
 
 
 def _calls_builtins(point: VectorisePoint) -> bool:

@@ -338,8 +338,12 @@ class PointPlacer:
         if self.length(x) is None or self.length(FunCall(Join(), (x,))) is None or not self.long(FunCall(Join(), (x,))):
             return None
         let = call if isinstance(call.f, Let) else _bound(cast(FunCall, columns))
+        count = self.count
         lab = self.label("f")
         inner = with_children(let, tuple(self.go(c) for c in children(let)))
+        if isinstance(fold_parts(inner), str):  # X computed, and its two copies given different points
+            self.count = count
+            return None
         found_ps: dict[int, Param] = {}
         free = free_ids(inner)
         for _, m in walk(inner):

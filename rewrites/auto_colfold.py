@@ -23,10 +23,11 @@ The same point takes the spelling with `map(h) << X` written inside the columns'
 (`zip(col, map(h) << X)`): it is the same value for every column, so the placer binds it once
 (`let`) first, and where the point is skipped the program still computes it once.
 
-Each work-item's accumulator holds a whole row (N scalars in private memory, 8 KiB at N = 2048,
-which PoCL keeps on the work-item's stack, in cache), so the point suits a CPU, whose few cores
-each keep theirs in cache; `lift.compile`
-applies it by default on a CPU only (`lift.decide.default_blocks`). Measured (ATAX 2048^2, Xeon
+Each work-item's accumulator holds a whole row (N scalars: 8 KiB at N = 2048, in private memory up
+to `lift.allocation.PRIVATE_ACC_SCALARS`, in a global slice of its own beyond), so the point suits
+a CPU, whose few cores each keep theirs in cache; `lift.compile` applies it by default on a CPU
+only, with `FOLD_ITEMS_PER_UNIT` parts per compute unit, and not where the rows split in no more
+than one part (`lift.decide.default_blocks`, `default_parts`). Measured (ATAX 2048^2, Xeon
 family 6 model 207, 2 vCPUs, PoCL 3.0-rc2 icelake-client, kernel medians of 11 interleaved rounds):
 written as two passes 760-816 us, the fold with 8 parts of 256 rows 491-556 us; numpy's `A.T @ (A @ x)`
 650-770 us by call, the fold's call 620 us (its combine a kernel of its own: 610-690 us). Folding k rows
@@ -44,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
-from lift.arith import Cst, evaluate
+from lift.arith import Cst
 from lift.ir.build import elaborate
 from lift.ir.nodes import (
     AsScalar,
@@ -63,6 +64,7 @@ from lift.ir.nodes import (
     ReduceSeq,
     Split,
     ToGlobal,
+    UserFun,
     Vectorise,
     Zip,
     node,
@@ -75,24 +77,28 @@ from lift.types import ArrayType, ScalarType, TupleType, VectorType
 from lift.userfun.builtins import id as copy
 from lift.userfun.facts import sums
 
-from .auto_colreduce import ColReduce, ColumnSums, col_parts, element_value
+from .auto_colreduce import ColReduce, ColumnSums, col_parts, element_value, known_value
+from .chunks import safe_widths
 from .point import Nested, RewritePoint, constructor
+from .refusal import indivisible
 from .shapes import MAP, ZIP, match_shape
 
 FOLD_WIDTHS = (16, 8, 4, 1)  # lanes of the accumulator's vectors: the first that divides N
-FOLD_PARTS = (8, 16, 4, 32, 2, 64, 1)  # work-items, each folding M/P rows: 8 first (the module's figures)
+FOLD_PARTS = (8, 16, 4, 32, 2, 64, 128, 256, 1)  # work-items, each folding M/P rows (8 first; a compile's
+# default: `default_parts`)
+FOLD_ITEMS_PER_UNIT = 4  # a compile's default parts: the fewest offered that give each compute unit this many
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FoldParts:
     """What `fold_parts` found: the reduction `f` with neutral `z`, the element function `g`
     (`col_parts`' `(user function, argument spec)`), the array `X`, the row function `h` and what it
     maps over (`data`: X, or X zipped with per-row operands, X at `at`), and the column reduction
     as written (`columns`)."""
 
-    f: Any
-    z: Any
-    g: tuple[Any, tuple[int, ...]]
+    f: FunDecl
+    z: Literal
+    g: tuple[UserFun, tuple[int, ...]]
     x: Expr
     h: FunDecl
     data: Expr
@@ -134,6 +140,8 @@ def fold_parts(call: Any) -> FoldParts | str:
     f, z, g, x, vs, _ = found
     if vs:
         return "expects no column operands"
+    if not isinstance(z, Literal):
+        return f"expects a constant initial value (the accumulators start from it), got {z}"
     if g is None or not any(i <= -2 for i in g[1]):
         return "expects the element function to read the row operand"
     rows = match_shape(MAP, value)
@@ -141,10 +149,9 @@ def fold_parts(call: Any) -> FoldParts | str:
     zipped = match_shape(ZIP, rows["x"]) if rows is not None else None
     at = None
     if zipped is not None:
-        found_at = [i for i, a in enumerate(zipped["xs"]) if a == x]
-        at = found_at[0] if len(found_at) == 1 else None
+        at = next((i for i, a in enumerate(zipped["xs"]) if a == x), None)  # X's row: the first copy
         if at is None or any(cast(ArrayType, type_of(a)).size != xt.size for a in zipped["xs"]):
-            return "expects map(h) << zip(X, per-row operands) with X zipped once"
+            return "expects map(h) << zip(X, per-row operands)"
     elif rows is None or rows["x"] != x:
         return "expects the row operand to be map(h) << X over the columns' own array X"
     if type_of(value) != ArrayType(cast(ArrayType, xt.elem).elem, xt.size):
@@ -181,16 +188,16 @@ class ColFold(RewritePoint):
         w, p = (int(params.get(a) or getattr(self, a) or 1) for a in ("width", "parts"))
         known = dict(self.known or ())
         xt = cast(ArrayType, type_of(x))
-        m, n = _value(xt.size, known), _value(cast(ArrayType, xt.elem).size, known)
+        m, n = known_value(xt.size, known), known_value(cast(ArrayType, xt.elem).size, known)
         elem = cast(ArrayType, xt.elem).elem
         if m is None or n is None:
             return "expects constant (or known) sizes"
         if w > 1 and (w not in WIDTHS or not sums(f) or elem not in VECTOR_SCALARS):
             return f"width {w} needs the reduction to be add (lane-wise) over scalars, got {f}"
         if n % w:
-            return f"width {w} does not divide the {n} columns"
+            return indivisible(f"width {w} does not divide the {n} columns")
         if p < 1 or m % p:
-            return f"parts {p} does not divide the {m} rows"
+            return indivisible(f"parts {p} does not divide the {m} rows")
         vt = elem if w == 1 else VectorType(cast(ScalarType, elem), w)
         op = f if w == 1 else Vectorise(eta(f), w)
         sums_of = ColumnSums(f, z, g, (), w, 1, elem, vt, op, call.f.label if isinstance(call, FunCall) else None,
@@ -247,13 +254,6 @@ def _combined(c: ColumnSums, partials: Expr, p: int, loc: Any) -> Expr:
     return total if w == 1 else FunCall(AsScalar(), (total,), loc=loc)
 
 
-def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
-    try:
-        return int(evaluate(size, dict(known or {})))
-    except Exception:  # noqa: BLE001 - symbolic
-        return None
-
-
 def space(point: ColFold, sizes: Mapping[str, int] | None = None) -> dict[str, tuple[Any, ...]]:
     """The structural choices of an automatic `col_fold` point (its sizes known): the widths that
     divide N (add only, beyond 1), the parts that divide M (`FOLD_PARTS`' order)."""
@@ -264,14 +264,26 @@ def space(point: ColFold, sizes: Mapping[str, int] | None = None) -> dict[str, t
     f, x = found.f, found.x
     known = {**dict(point.known or ()), **dict(sizes or {})}
     xt = cast(ArrayType, type_of(x))
-    m, n = _value(xt.size, known), _value(cast(ArrayType, xt.elem).size, known)
+    m, n = known_value(xt.size, known), known_value(cast(ArrayType, xt.elem).size, known)
     if m is None or n is None:
         return {}
-    widths = tuple(w for w in FOLD_WIDTHS if n % w == 0 and (w == 1 or sums(f))) or (1,)
+    safe = safe_widths([found.g[0]])  # 16 lanes only where PoCL 3.0 runs the element function that wide
+    widths = tuple(w for w in FOLD_WIDTHS if n % w == 0 and (w == 1 or (sums(f) and w in safe))) or (1,)
     parts = tuple(q for q in FOLD_PARTS if m % q == 0) or (1,)
     return {"width": widths, "parts": parts}
 
 
+def default_parts(offered: tuple[int, ...], units: int) -> int | None:
+    """A compile's default number of parts among `offered` on a device of `units` compute units:
+    the fewest that give each unit `FOLD_ITEMS_PER_UNIT` work-items (8 on 2 vCPUs, the module's
+    figures), else the most offered; None when only 1 is offered (one work-item would fold every
+    row, where the two passes as written run in parallel)."""
+    many = sorted(q for q in offered if q > 1)
+    if not many:
+        return None
+    return next((q for q in many if q >= FOLD_ITEMS_PER_UNIT * max(units, 1)), many[-1])
+
+
 col_fold = constructor(ColFold, "col_fold")
 
-__all__ = ["ColFold", "FoldParts", "col_fold", "fold_parts", "space", "FOLD_WIDTHS", "FOLD_PARTS"]
+__all__ = ["ColFold", "FoldParts", "col_fold", "default_parts", "fold_parts", "space", "FOLD_WIDTHS", "FOLD_PARTS"]

@@ -263,7 +263,7 @@ def _scalar(t: Type) -> ScalarType:
 
 def _rows(size: Any, known: Mapping[str, int]) -> int:
     """The number of rows `size`, known (`_refused` checked that the parts divide it)."""
-    v = _value(size, known)
+    v = known_value(size, known)
     if v is None:
         raise AssertionError(f"col_reduce: the rows {size} are not known")
     return v
@@ -279,6 +279,8 @@ def _refused(f: Any, z: Any, xt: ArrayType, wpk: tuple[int, int, int], combine: 
     m, n = xt.size, _array(xt.elem).size
     if w > 1 and (w not in WIDTHS or not sums(f)):
         return f"width {w} needs the reduction to be add (lane-wise), got {f}"
+    if (w > 1 or k > 1) and not isinstance(z, Literal):
+        return f"width {w} and vectors {k} need a constant initial value (its vector or array), got {z}"
     for d, size, what in ((w, n, "width"), (p, m, "parts"), (w * k, n, "width x vectors")):
         if d > 1 and not _divides(d, size, known):
             return f"{what} {d} does not divide {size}"
@@ -383,7 +385,8 @@ def _in_parts(c: ColumnSums, call: Any, xs: tuple[Any, tuple[Any, ...]], rows_p:
     return FunCall(Map(combine_col, loc=c.loc), (FunCall(Transpose(), (partials,)),), loc=call.loc)
 
 
-def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
+def known_value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
+    """`size` evaluated with the `known` sizes, or None where it stays symbolic."""
     try:
         return int(evaluate(size, dict(known or {})))
     except Exception:  # noqa: BLE001 - symbolic
@@ -391,7 +394,7 @@ def _value(size: Any, known: Mapping[str, int] | None = None) -> int | None:
 
 
 def _divides(k: int, size: Any, known: Mapping[str, int]) -> bool:
-    v = _value(size, known)
+    v = known_value(size, known)
     return v is not None and v % k == 0
 
 
@@ -406,7 +409,7 @@ def space(point: ColReduce, sizes: Mapping[str, int] | None = None) -> dict[str,
         return {}
     f, x = found[0], found[3]
     known = {**dict(point.known or ()), **dict(sizes or {})}
-    m, n = _value(cast(Any, type_of(x)).size, known), _value(cast(Any, type_of(x)).elem.size, known)
+    m, n = known_value(cast(Any, type_of(x)).size, known), known_value(cast(Any, type_of(x)).elem.size, known)
     if m is None or n is None:
         return {}
     widths = tuple(w for w in COL_WIDTHS if n % w == 0 and (w == 1 or sums(f))) or (1,)
@@ -426,7 +429,8 @@ def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], size
     if isinstance(found, str) or not long(FunCall(Join(), (found[3],))):  # all of X: short columns too
         return None
     x, vs = found[3], found[4]
-    if _value(cast(Any, type_of(x)).size, sizes) is None or _value(cast(Any, type_of(x)).elem.size, sizes) is None:
+    xt = cast(Any, type_of(x))
+    if known_value(xt.size, sizes) is None or known_value(xt.elem.size, sizes) is None:
         return None  # symbolic sizes, not known: the parts and widths could not be checked
     qs = tuple(Param(type_of(a), f"xs{i}") for i, a in enumerate((x, *vs)))
     cols = FunCall(Transpose(), (qs[0],))
@@ -438,4 +442,5 @@ def place(call: Any, label: Callable[[], str], long: Callable[[Any], bool], size
 
 col_reduce = constructor(ColReduce, "col_reduce")
 
-__all__ = ["ColReduce", "col_reduce", "col_parts", "space", "place", "COL_WIDTHS", "PARTS", "FILL"]
+__all__ = ["ColReduce", "ColumnSums", "col_reduce", "col_parts", "element_value", "known_value", "space", "place",
+           "COL_WIDTHS", "PARTS", "FILL"]

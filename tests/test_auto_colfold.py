@@ -5,6 +5,7 @@ every choice preserves the interpreter's result, and so does skipping it."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -157,7 +158,8 @@ def test_the_fold_reads_the_array_once_and_matches_the_interpreter() -> None:
 def test_compile_folds_atax_on_a_cpu_and_matches_numpy(spelling: str) -> None:
     m, n = 256, 128
     prog = lift.compile(atax(m, n, spelling))
-    assert "auto_f0:parts=8,skip=False,width=" in str(prog.choices), prog.choices
+    fold = prog.choices.points["auto_f0"]
+    assert not fold["skip"] and fold["parts"] == 8, prog.choices  # 4 work-items per compute unit of 2
     assert len(prog.kernels) == 1  # the combine of the 8 partial rows runs at the end of the fold's kernel
     a, x = _inputs(m, n)
     np.testing.assert_allclose(prog(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)
@@ -166,7 +168,7 @@ def test_compile_folds_atax_on_a_cpu_and_matches_numpy(spelling: str) -> None:
 def test_least_squares_gradient_compiles_folded_and_matches_numpy() -> None:
     m, n = 512, 256
     prog = lift.compile(lsq(m, n))
-    assert "skip=False" in str(prog.choices).split("auto_f0:")[1].split()[0], prog.choices
+    assert not prog.choices.points["auto_f0"]["skip"], prog.choices
     a, x = _inputs(m, n)
     b = _inputs(n, m, 5)[1]
     np.testing.assert_allclose(prog(a, x, b), a.T @ (a @ x - b), rtol=1e-4, atol=1e-3)
@@ -176,7 +178,7 @@ def test_other_operators_compile_folded_and_match_the_interpreter() -> None:
     for op in ("add", "max"):
         prog = weighted(64, 32, op)
         compiled = lift.compile(prog)
-        assert "skip=False" in str(compiled.choices).split("auto_f0:")[1].split()[0]
+        assert not compiled.choices.points["auto_f0"]["skip"], compiled.choices
         a, _ = _inputs(64, 32, 3)
         np.testing.assert_allclose(compiled(a), lift.interpret(prog, a), rtol=1e-4, atol=1e-4)
 
@@ -197,7 +199,43 @@ def test_a_row_wider_than_the_private_limit_accumulates_in_global_memory() -> No
     from lift.allocation import PRIVATE_ACC_SCALARS
     m, n = 16, 2 * PRIVATE_ACC_SCALARS  # each work-item's accumulator: its own slice of a global buffer
     prog = lift.compile(atax(m, n))
-    assert "skip=False" in str(prog.choices).split("auto_f0:")[1].split()[0]
-    assert f"acc[{n // 16}]" not in prog.source and f"acc[{n // 8}]" not in prog.source
+    assert not prog.choices.points["auto_f0"]["skip"], prog.choices
+    private = re.findall(r"^\s*(?:float|int)(\d*) \w+\[(\d+)\];", prog.source, re.M)  # private arrays
+    assert private and max(int(lanes or 1) * int(count) for lanes, count in private) <= PRIVATE_ACC_SCALARS
     a, x = _inputs(m, n)
     np.testing.assert_allclose(prog(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)
+
+
+def test_a_fold_inside_a_map_over_a_batch_compiles_and_matches_numpy() -> None:
+    b, m, n = 4, 64, 128
+    prog = fun([Array(Array(Array(Float, n), m), b), Array(Array(Float, n), b)], lambda mats, xs: map(
+        lambda p: let(lambda t: map(lambda col: _dot(t, col)) << transpose << p[0]) << (map(lambda r: _dot(r, p[1]))
+                                                                                       << p[0])) << zip(mats, xs))
+    compiled = lift.compile(prog)
+    assert not compiled.choices.points["auto_f0"]["skip"], compiled.choices
+    rng = np.random.default_rng(4)
+    mats, xs = rng.random((b, m, n), dtype=np.float32) - 0.5, rng.random((b, n), dtype=np.float32) - 0.5
+    want = np.stack([mats[i].T @ (mats[i] @ xs[i]) for i in range(b)])
+    np.testing.assert_allclose(compiled(mats, xs), want, rtol=1e-4, atol=1e-3)
+
+
+def test_odd_rows_and_a_start_that_is_not_a_constant_are_not_folded() -> None:
+    m, n = 63, 64  # 63 rows split in no part count but 1: one work-item would fold them all
+    odd = lift.compile(atax(m, n))
+    assert odd.choices.points["auto_f0"]["skip"], odd.choices
+    a, x = _inputs(m, n)
+    np.testing.assert_allclose(odd(a, x), a.T @ (a @ x), rtol=1e-4, atol=1e-3)
+    started = fun([Array(Array(Float, 32), 64), Array(Float, 32), Array(Float, 1)], lambda a, x, s: let(
+        lambda t: map(lambda col: reduce(lift.max_, s[0]) << map(lift.mult) << zip(col, t)) << transpose << a)
+        << (map(lambda r: _dot(r, x)) << a))  # max from a start the caller gives
+    assert not _folds(default_points(started))
+
+
+def test_a_row_function_of_the_array_zipped_with_itself_folds() -> None:
+    m, n = 64, 64  # weights |row|^2, the row read through both copies of the zip
+    twice = fun([Array(Array(Float, n), m), Array(Float, n)], lambda a, x: let(
+        lambda t: map(lambda col: _dot(col, t)) << transpose << a) << (map(lambda e: _dot(e[0], e[1])) << zip(a, a)))
+    compiled = lift.compile(twice)
+    assert not compiled.choices.points["auto_f0"]["skip"], compiled.choices
+    a, x = _inputs(m, n)
+    np.testing.assert_allclose(compiled(a, x), a.T @ (a * a).sum(1), rtol=1e-4, atol=1e-3)
