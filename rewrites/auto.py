@@ -67,7 +67,7 @@ from lift.userfun.facts import sums
 
 from .auto_colfold import ColFold, fold_parts
 from .auto_colfold import space as fold_space
-from .auto_colreduce import ColReduce, col_parts
+from .auto_colreduce import ColReduce
 from .auto_colreduce import place as place_cols
 from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest
@@ -271,22 +271,15 @@ class PointPlacer:
             self.count = count
             return None
         call = mat
-        found: dict[int, Param] = {}
-        free = free_ids(call)
-        for _, m in walk(call):
-            if isinstance(m, Param) and m.id in free:
-                found.setdefault(m.id, m)
-        outer = sorted(found.values(), key=lambda x: x.id)  # the nest over its free variables: A and B whole
-        ps = tuple(Param(x.ptype, f"xs{i}") for i, x in enumerate(outer))
-        body = substitute(call, {x.id: q for x, q in zip(outer, ps)})
-        known = tuple(sorted((k, int(v)) for k, v in self.sizes.items()))
-        kernel = set(found) <= self.inputs | set(made)
+        outer, body = _over_free(call)  # the nest over its free variables: A and B whole
+        known = self.known()
+        kernel = {x.id for x in outer} <= self.inputs | set(made)
         if whole is not None:
-            point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, loc=call.loc)
+            point = BlockNest(body, known=known, kernel=kernel, loc=call.loc)
             if not kernel or "fused" not in nest_space(point, self.sizes).get("epilogue", ()):
                 self.count = count
                 return None  # the epilogue a kernel of its own: `product`
-        point = BlockNest(Lambda(ps, body), known=known or None, kernel=kernel, label=self.label("b"), loc=call.loc)
+        point = BlockNest(body, known=known, kernel=kernel, label=self.label("b"), loc=call.loc)
         return FunCall(point, tuple(cast(Expr, made.get(x.id, x)) for x in outer), loc=call.loc)
 
     def materialised(self, call: FunCall, operands: tuple[Any, ...]) -> tuple[FunCall | None, dict[int, Node]]:
@@ -337,24 +330,20 @@ class PointPlacer:
         x, columns = found.x, found.columns
         if self.length(x) is None or self.length(FunCall(Join(), (x,))) is None or not self.long(FunCall(Join(), (x,))):
             return None
-        let = call if isinstance(call.f, Let) else _bound(cast(FunCall, columns))
+        let = call if isinstance(call.f, Let) else _bound(cast(FunCall, columns), found.value)
         count = self.count
         lab = self.label("f")
         inner = with_children(let, tuple(self.go(c) for c in children(let)))
         if isinstance(fold_parts(inner), str):  # X computed, and its two copies given different points
             self.count = count
             return None
-        found_ps: dict[int, Param] = {}
-        free = free_ids(inner)
-        for _, m in walk(inner):
-            if isinstance(m, Param) and m.id in free:
-                found_ps.setdefault(m.id, m)
-        outer = sorted(found_ps.values(), key=lambda q: q.id)
-        ps = tuple(Param(q.ptype, f"xs{i}") for i, q in enumerate(outer))
-        body = substitute(inner, {q.id: p for q, p in zip(outer, ps)})
-        known = tuple(sorted((k, int(v)) for k, v in self.sizes.items())) or None
-        point = ColFold(Lambda(ps, body), known=known, label=lab, loc=call.loc)
+        outer, body = _over_free(inner)
+        point = ColFold(body, known=self.known(), label=lab, loc=call.loc)
         return FunCall(point, tuple(outer), loc=call.loc)
+
+    def known(self) -> tuple[tuple[str, int], ...] | None:
+        """The known sizes, as a point records them (`known`), or None."""
+        return tuple(sorted((k, int(v)) for k, v in self.sizes.items())) or None
 
     def cols(self, call: FunCall) -> Node | None:
         """A `col_reduce` point around a reduction of every column (`auto_c`, rewrites/auto_colreduce.py)."""
@@ -399,10 +388,22 @@ class PointPlacer:
         return FunCall(point, tuple(cast(Expr, self.go(a)) for a in args), loc=call.loc)
 
 
-def _bound(columns: FunCall) -> FunCall:
-    """`let(t => columns') << v` for a column reduction whose row operand `v` (the same for every
-    column: `col_parts` checked that it does not mention the column) is written inside it."""
-    value = cast(Any, col_parts(columns))[5][0]
+def _over_free(call: Expr) -> tuple[list[Param], Lambda]:
+    """`call`'s free parameters (by id) and `call` as a function of them: a point's body, applied
+    to those parameters, sees its operands whole."""
+    found: dict[int, Param] = {}
+    free = free_ids(call)
+    for _, m in walk(call):
+        if isinstance(m, Param) and m.id in free:
+            found.setdefault(m.id, m)
+    outer = sorted(found.values(), key=lambda x: x.id)
+    ps = tuple(Param(x.ptype, f"xs{i}") for i, x in enumerate(outer))
+    return outer, Lambda(ps, substitute(call, {x.id: q for x, q in zip(outer, ps)}))
+
+
+def _bound(columns: FunCall, value: Expr) -> FunCall:
+    """`let(t => columns') << value` for a column reduction whose row operand `value` (the same
+    for every column: `col_parts` checked that it does not mention the column) is written inside it."""
     path = next(pth for pth, m in walk(columns) if m is value)
     t = Param(type_of(value), "t")
     return FunCall(Let(Lambda((t,), replace_at(columns, path, t))), (value,), loc=columns.loc)

@@ -93,8 +93,8 @@ FOLD_ITEMS_PER_UNIT = 4  # a compile's default parts: the fewest offered that gi
 class FoldParts:
     """What `fold_parts` found: the reduction `f` with neutral `z`, the element function `g`
     (`col_parts`' `(user function, argument spec)`), the array `X`, the row function `h` and what it
-    maps over (`data`: X, or X zipped with per-row operands, X at `at`), and the column reduction
-    as written (`columns`)."""
+    maps over (`data`: X, or X zipped with per-row operands, X at `at`), the row operand
+    `map(h) << data` (`value`) and the column reduction as written (`columns`)."""
 
     f: FunDecl
     z: Literal
@@ -103,6 +103,7 @@ class FoldParts:
     h: FunDecl
     data: Expr
     at: int | None
+    value: Expr
     columns: Expr
 
 
@@ -157,7 +158,7 @@ def fold_parts(call: Any) -> FoldParts | str:
     if type_of(value) != ArrayType(cast(ArrayType, xt.elem).elem, xt.size):
         return "expects h to give one scalar of the array's type per row"
     assert rows is not None and g is not None  # checked above
-    return FoldParts(f, z, g, x, rows["f"], rows["x"], at, columns)
+    return FoldParts(f, z, g, x, rows["f"], rows["x"], at, value, columns)
 
 
 @node
