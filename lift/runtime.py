@@ -589,29 +589,39 @@ def _spin_seconds() -> float:
 
 
 SPIN_S = _spin_seconds()
+SPIN_ONLY_S = 50e-6  # a wait expected to take at most this long polls without yielding (`wait`)
 
 
-def wait(dc: DeviceContext, last: Any | None, spin_s: float) -> float:
+def wait(dc: DeviceContext, last: Any | None, spin_s: float, expected: float = 0.0) -> float:
     """Wait for everything enqueued on the device, `last` being the event of the last command
     (None: `finish`); returns the seconds it took. With `spin_s` > 0 the calling thread first
-    polls `last` for up to that long (50 ns a poll), and only then sleeps in `finish`. A thread
-    asleep in `finish` wakes some tens of microseconds after a short kernel ends (a CPU
-    runtime signals it from its worker thread; on a VM a sleeping virtual CPU wakes slowly), so
-    polling cut calls with short kernels by a third (PoCL 3.0 on a 2-vCPU Xeon: dot of 2^10
-    58 -> 36 us, arg-min of 2^16 80 -> 41 us). `Program` polls for the shapes whose last call's
-    wait took at most `SPIN_S` (`LIFTCL_SPIN_US` microseconds, default 200; 0 never polls):
-    polling through a long kernel would take a core from the runtime's workers."""
-    start = time.perf_counter()
+    polls `last` for up to that long, and only then sleeps in `finish`. A thread asleep in
+    `finish` wakes some tens of microseconds after a short kernel ends (a CPU runtime signals it
+    from its worker thread; on a VM a sleeping virtual CPU wakes slowly), so polling cut calls
+    with short kernels by a third (PoCL 3.0 on a 2-vCPU Xeon: dot of 2^10 58 -> 36 us, arg-min
+    of 2^16 80 -> 41 us). But a polling thread takes a core from the runtime's workers: where
+    the last wait (`expected`) took more than `SPIN_ONLY_S`, each poll yields the processor
+    (`os.sched_yield`), else a kernel of 100 us on a 2-CPU machine ran up to 1.6x longer
+    (arg-min of 2^20, 256 work-items: calls 229/164 us polling, 152/148 us yielding, 183/137 us
+    asleep, in two interleaved runs); shorter waits poll without yielding (dot of 2^17: 60/73
+    us against 66/72 yielding and 75/88 asleep). `Program` polls for the shapes whose last
+    call's wait took at most `SPIN_S` (`LIFTCL_SPIN_US` microseconds, default 200; 0 never
+    polls): polling through a long kernel would slow it too."""
+    clock = time.perf_counter
+    start = clock()
     if last is not None and spin_s > 0:
         status, info = last.get_info, _cl().event_info.COMMAND_EXECUTION_STATUS
+        give = os.sched_yield if expected > SPIN_ONLY_S else None
         while True:
             done = status(info)
             if done == 0:  # CL_COMPLETE
-                return time.perf_counter() - start
-            if done < 0 or time.perf_counter() - start > spin_s:
+                return clock() - start
+            if done < 0 or clock() - start > spin_s:
                 break  # failed (finish reports it) or long: sleep until the queue is done
+            if give is not None:
+                give()
     dc.queue.finish()
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def seconds(events: list[Any]) -> float:

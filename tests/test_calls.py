@@ -368,3 +368,61 @@ def test_hand_written_vector_pointers_get_aligned_arguments() -> None:
         np.testing.assert_array_equal(prog(arg), 2 * x)
     assert "float8_u" in __import__("lift").codegen.printer.unaligned_variant(
         "((global const float8*)x)[i]", ["x"])  # const casts of generated form are relaxed
+
+
+def _scale():
+    return fun([Float, Array(Float, N)], lambda a, x: map(lambda v: v * a) << x)
+
+
+@pytest.mark.parametrize("name,n", [("axpy", 256), ("axpy", 1 << 17), ("dot", 1 << 17), ("pair", 300),
+                                    ("stencil", 4099)])
+def test_a_call_on_the_same_arrays_replays_and_follows_them(mode: str, name: str, n: int) -> None:
+    """A thread's next call on the very arrays of its last one skips the per-shape work (its
+    kernels already have their arguments) and reads what the arrays hold then; each call's
+    results are new arrays; a call on other arrays, or on the same ones made another size or
+    dtype in place, is worked out afresh."""
+    prog = _prog({}, name, mode)
+    x, y = _data(n, 21), _data(n, 22)
+    args = (x, y) if name in ("axpy", "dot") else (x,)
+    first = prog(*args)
+    kept = np.copy(first) if not isinstance(first, tuple) else tuple(np.copy(f) for f in first)
+    seen: list[int] = []
+    signature = prog._signature
+    prog._signature = lambda arrays: seen.append(1) or signature(arrays)  # type: ignore[method-assign]
+    x *= -2.0  # changed in place
+    assert_same(lift.interpret(prog.node, *args), prog(*args))
+    assert seen == ([] if mode == "in place" else [1])  # copying calls (a GPU's) upload every time
+    assert_same(kept, first)  # the first call's results are the caller's
+    other = tuple(a.copy() for a in args)
+    assert_same(lift.interpret(prog.node, *other), prog(*other))
+    assert len(seen) == (1 if mode == "in place" else 2)
+    x.resize((n + 16,), refcheck=False)  # the same object, another size (and perhaps address)
+    if name in ("axpy", "dot"):
+        y.resize((n + 16,), refcheck=False)
+    x[n:] = 0.5
+    assert_same(lift.interpret(prog.node, *args), prog(*args))
+    x.dtype = np.int32  # the same object, another dtype
+    with pytest.raises(LiftTypeError):
+        prog(*args)
+
+
+def test_a_replayed_call_reads_a_scalar_array_anew() -> None:
+    """A 0-d array argument is read by value into a buffer of its own: a call on the same
+    0-d array after it changed in place is not replayed with the old value."""
+    prog = lift.compile(_scale())
+    a, x = np.array(2.0, np.float32), _data(1000, 23)
+    np.testing.assert_allclose(prog(a, x), 2.0 * x)
+    a[()] = 3.0
+    np.testing.assert_allclose(prog(a, x), 3.0 * x)
+    np.testing.assert_allclose(prog(np.float32(4.0), x), 4.0 * x)
+
+
+def test_a_replay_outlives_other_shapes_and_specialised_sizes() -> None:
+    """Calls of other shapes in between replace the thread's kept result arrays and buffers:
+    the next call on the first arrays is worked out again, not replayed onto what changed."""
+    prog = lift.compile(_dot())
+    small = (_data(100, 24), _data(100, 25))
+    large = (_data(1 << 16, 26), _data(1 << 16, 27))
+    odd = (_data(37, 28), _data(37, 29))
+    for args in (small, small, large, small, odd, large, large, small):
+        assert_same(lift.interpret(prog.node, *args), prog(*args))
