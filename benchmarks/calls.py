@@ -70,7 +70,7 @@ def bare_launch(prog: lift.Program, arrays: tuple, repeat: int) -> float:
     shape = prog._planned(arrays, key)
     runner = shape.program
     lane = runner._lane()
-    bufs, held, _, misaligned = runner._bind_inputs(lane, shape, leaves)
+    bufs, held, _, misaligned, _ = runner._bind_inputs(lane, shape, leaves)
     for name, _, _, nbytes in shape.outputs:
         bufs[name] = lane.pool.get(name, nbytes)
     kernels = runner._relaxed_kernels(lane) if misaligned else lane.kernels

@@ -321,13 +321,16 @@ class Program:
     def _replayed(self, rp: _Replay, arrays: tuple) -> Any:
         """The thread's last call run again when `arrays` are the very arrays it ran on (the same
         objects, still with the same shapes, strides, dtypes and addresses, so every buffer and
-        kernel argument it set still holds) and the lane it ran on still has its buffers; `_MISS`
-        otherwise. Small results are copied out of the lane's kept arrays; a larger result is a
-        new array, set as that argument alone."""
-        if len(arrays) != len(rp.refs):
+        kernel argument it set still holds) and numbers of the same type and value, and the lane
+        it ran on still has its buffers; `_MISS` otherwise. Small results are copied out of the
+        lane's kept arrays; a larger result is a new array, set as that argument alone."""
+        if len(arrays) != len(rp.args):
             return _MISS
-        for x, ref, (shp, strides, dtype, addr) in zip(arrays, rp.refs, rp.metas):
-            if ref() is not x or x.shape != shp or x.strides != strides or x.dtype is not dtype \
+        for x, (ref, shp, strides, dtype, addr) in zip(arrays, rp.args):
+            if ref is None:  # a number: `shp` its type, `strides` its value
+                if type(x) is not shp or not x == strides:
+                    return _MISS
+            elif ref() is not x or x.shape != shp or x.strides != strides or x.dtype is not dtype \
                     or runtime.address(x) != addr:
                 return _MISS
         lane = rp.lane
@@ -388,7 +391,7 @@ class Program:
             shape = self._planned(arrays, key)  # every argument checked, as lift.interpret checks them
         targets = _out_targets(out, shape, self.node)
         self._runs(shape.program)
-        record = self._lane() if out is None and not keep and self._flat and not self._gathers else None
+        record = (self._lane(), arrays) if out is None and not keep and self._flat and not self._gathers else None
         if shape.program is self:
             return self._run(shape, leaves, targets, keep, sync, record)
         try:
@@ -601,10 +604,10 @@ class Program:
     # ------------------------------------------------------------------ the call
 
     def _bind_inputs(self, lane: _Lane, shape: _Shape, leaves: list[Any]
-                     ) -> tuple[dict[str, Any], list, list, bool, bool]:
+                     ) -> tuple[dict[str, Any], list, list, bool, list[int]]:
         """(buffers by name, host arrays to keep alive until the kernels finish, events to wait
-        for, whether an argument used in place starts where the program's vectors may not, whether
-        an argument was copied or converted) of the call's inputs, temporaries and local memories."""
+        for, whether an argument used in place starts where the program's vectors may not, the
+        indices of the arguments copied or converted) of the call's inputs, temporaries and local memories."""
         dc = lane.dc
         zero = dc.zero_copy
         bufs: dict[str, Any] = {}
@@ -637,7 +640,7 @@ class Program:
             bufs[name] = lane.pool.get(name, nbytes)
         for name, mem in shape.locals_:
             bufs[name] = mem
-        return bufs, held, waits, misaligned, bool(staged)
+        return bufs, held, waits, misaligned, staged
 
     def _in_place(self, lane: _Lane, name: str, x: np.ndarray, address: int, nbytes: int) -> Any:
         """A buffer that is the argument `x` (at `address`) for the input `name`: for a small
@@ -711,10 +714,11 @@ class Program:
         return out
 
     def _run(self, shape: _Shape, leaves: list[Any], targets: list[np.ndarray] | None,
-             keep: bool, sync: bool, record: _Lane | None = None) -> tuple[Any, list[Any]]:
-        """Launch the plan `shape` on `leaves`; returns (the results, the events). A call that
-        can run again as it is (numpy arrays used in place, results returned as numpy arrays) is
-        kept as `record.replay`."""
+             keep: bool, sync: bool, record: tuple[_Lane, tuple] | None = None) -> tuple[Any, list[Any]]:
+        """Launch the plan `shape` on `leaves`; returns (the results, the events). With `record`
+        (the calling lane and the call's arguments), a call that can run again as it is (numpy
+        arrays used in place, numbers, results returned as numpy arrays) is kept as the lane's
+        `replay`."""
         lane = self._lane()
         dc = lane.dc
         zero = dc.zero_copy
@@ -746,12 +750,13 @@ class Program:
                 bufs[name] = lane.pool.get(name, nbytes)
             hosts.append(host)
         trace: list[tuple] | None = None
-        if record is not None and zero and not keep and targets is None and not staged and not waits \
-                and all(type(x) is np.ndarray and x.ndim for x in leaves):
+        if record is not None and zero and not keep and targets is None and not waits \
+                and all(type(x) is np.ndarray and x.ndim and x is a or type(a) in _NUMBERS
+                        for x, a in zip(leaves, record[1])):
             trace = []
         events = self._launched(lane, shape, bufs, waits, misaligned, trace)
-        if trace is not None:
-            record.replay = _replay(self, lane, shape, leaves, bufs, trace, copied)
+        if trace is not None and record is not None and all(type(record[1][k]) in _NUMBERS for k in staged):
+            record[0].replay = _replay(self, lane, shape, record[1], bufs, trace, copied)
         if keep:
             if sync:
                 self._wait(dc, shape, events)
@@ -894,14 +899,14 @@ class _Shape:
 @dataclass(frozen=True, eq=False, slots=True)
 class _Replay:
     """A thread's last call of a program on numpy arrays, ready to run again (`Program._replayed`):
-    weak references to its arguments and, per argument, the (shape, strides, dtype, address) it
-    had; the program and lane that ran it (a specialised program's, where one did) and that lane's
-    buffer pool then; the shape's host plan; per launch (kernel object, global size, local size,
-    argument values, the (argument index, output name) of each new result array); per output,
-    the lane's kept (host array, buffer) it was written to, or None for a new array per call."""
+    per argument, (a weak reference to it, its shape, strides, dtype, address), or for a number
+    (None, its type, its value, None, 0); the program and lane that ran it (a specialised
+    program's, where one did) and that lane's buffer pool then; the shape's host plan; per launch
+    (kernel object, global size, local size, argument values, the (argument index, output name)
+    of each new result array); per output, the lane's kept (host array, buffer) it was written
+    to, or None for a new array per call."""
 
-    refs: tuple[Any, ...]
-    metas: tuple[tuple[tuple[int, ...], tuple[int, ...], np.dtype, int], ...]
+    args: tuple[tuple[Any, Any, Any, Any, int], ...]
     program: Program
     lane: _Lane
     pool: runtime.BufferPool
@@ -910,24 +915,27 @@ class _Replay:
     outputs: tuple[tuple[str, tuple | None], ...]
 
 
-def _replay(program: Program, lane: _Lane, shape: _Shape, leaves: list[np.ndarray], bufs: dict[str, Any],
+def _replay(program: Program, lane: _Lane, shape: _Shape, arrays: tuple, bufs: dict[str, Any],
             trace: list[tuple], copied: bool) -> _Replay | None:
-    """The `_Replay` of a call `program` just launched on `lane` (`trace`: its launches); None
-    where an argument takes no weak reference."""
+    """The `_Replay` of a call `program` just launched on `lane` with `arrays` (numpy arrays it
+    read in place, and numbers; `trace`: its launches); None where an array takes no weak
+    reference."""
     try:
-        refs = tuple(weakref.ref(x) for x in leaves)
+        args = tuple((None, type(x), x, None, 0) if type(x) in _NUMBERS else
+                     (weakref.ref(x), x.shape, x.strides, x.dtype, runtime.address(x)) for x in arrays)
     except TypeError:
         return None
-    metas = tuple((x.shape, x.strides, x.dtype, runtime.address(x)) for x in leaves)
     outputs = tuple((name, lane.results[name] if copied else None) for name, *_ in shape.outputs)
     fresh = {id(bufs[name]): name for name, kept in outputs if kept is None}
     launches = tuple((k, gsize, lsize, values, tuple((i, fresh[id(v)]) for i, v in enumerate(values)
                                                       if id(v) in fresh))
                      for k, gsize, lsize, values in trace)
-    return _Replay(refs, metas, program, lane, lane.pool, shape, launches, outputs)
+    return _Replay(args, program, lane, lane.pool, shape, launches, outputs)
 
 
 _MISS = object()  # `Program._replayed`: the call is not the thread's last one
+_NUMBERS = frozenset((int, float, np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64, np.int8,
+                      np.uint8, np.int16, np.uint16, np.float16))  # arguments a replay compares by type and value
 
 MAX_SHAPES = 64  # host plans remembered per program (all forgotten when a 65th shape comes)
 SMALL_BYTES = 256 << 10  # arguments up to this size keep their in-place buffers across calls ...

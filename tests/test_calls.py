@@ -406,15 +406,22 @@ def test_a_call_on_the_same_arrays_replays_and_follows_them(mode: str, name: str
         prog(*args)
 
 
-def test_a_replayed_call_reads_a_scalar_array_anew() -> None:
-    """A 0-d array argument is read by value into a buffer of its own: a call on the same
-    0-d array after it changed in place is not replayed with the old value."""
+def test_a_replayed_call_reads_numbers_by_value() -> None:
+    """A number argument is read by value into a buffer of its own: a call replays with a number
+    of the same type and value only; a 0-d array changed in place is read anew."""
     prog = lift.compile(_scale())
-    a, x = np.array(2.0, np.float32), _data(1000, 23)
-    np.testing.assert_allclose(prog(a, x), 2.0 * x)
-    a[()] = 3.0
-    np.testing.assert_allclose(prog(a, x), 3.0 * x)
-    np.testing.assert_allclose(prog(np.float32(4.0), x), 4.0 * x)
+    x = _data(1000, 23)
+    seen: list[int] = []
+    signature = prog._signature
+    prog._signature = lambda arrays: seen.append(1) or signature(arrays)  # type: ignore[method-assign]
+    for a, calls in ((2.0, 1), (2.0, 1), (3.0, 2), (np.float32(3.0), 3), (np.float32(3.0), 3), (np.float32(-1.5), 4),
+                     (3, 5), (3, 5), (float("nan"), 6), (float("nan"), 7)):
+        np.testing.assert_allclose(prog(a, x), np.float32(a) * x)
+        assert len(seen) == calls, (a, seen)
+    a0 = np.array(2.0, np.float32)
+    np.testing.assert_allclose(prog(a0, x), 2.0 * x)
+    a0[()] = 3.0
+    np.testing.assert_allclose(prog(a0, x), 3.0 * x)
 
 
 def test_a_replay_outlives_other_shapes_and_specialised_sizes() -> None:
