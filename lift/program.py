@@ -323,7 +323,9 @@ class Program:
         objects, still with the same shapes, strides, dtypes and addresses, so every buffer and
         kernel argument it set still holds) and numbers of the same type and value, and the lane
         it ran on still has its buffers; `_MISS` otherwise. Small results are copied out of the
-        lane's kept arrays; a larger result is a new array, set as that argument alone."""
+        lane's kept arrays; a larger result is a new array, set as that argument alone. (Lean on
+        purpose: at a call's pace, after kernels that evicted the caches, each Python step costs
+        several times its usual time.)"""
         if len(arrays) != len(rp.args):
             return _MISS
         for x, (ref, shp, strides, dtype, addr) in zip(arrays, rp.args):
@@ -334,30 +336,45 @@ class Program:
                     or runtime.address(x) != addr:
                 return _MISS
         lane = rp.lane
-        if lane.pool is not rp.pool or any(kept is not None and lane.results.get(name) is not kept
-                                           for name, kept in rp.outputs):
+        if lane.pool is not rp.pool:
             return _MISS
-        self._runs(rp.program)
+        results = lane.results
+        for name, kept in rp.kept:
+            if results.get(name) is not kept:
+                return _MISS
+        if self._specialiser is not None:
+            self._runs(rp.program)
         shape = rp.shape
+        if rp.fresh:  # results too large to copy: new arrays, set as those arguments
+            return self._replayed_fresh(rp, lane, shape)
+        self._wait(lane.dc, shape, runtime.relaunch(lane.dc, rp.launches, lane.args))
+        if rp.scalar:  # a numpy scalar: read out of the kept 0-d array
+            return rp.kept[shape.layout[1]][1][0][()]
+        return _assembled(shape.layout, [kept[0].copy() for _, kept in rp.kept], keep=False)
+
+    def _replayed_fresh(self, rp: _Replay, lane: _Lane, shape: _Shape) -> Any:
+        """`_replayed` where a result is a new array per call."""
         hosts: list[np.ndarray] = []
         fresh: dict[str, Any] = {}
-        for (name, kept), (_, dtype, shp, nbytes) in zip(rp.outputs, shape.outputs):
-            if kept is not None:
-                hosts.append(kept[0])
+        kept = dict(rp.kept)
+        for name, dtype, shp, nbytes in shape.outputs:
+            if name in kept:
+                hosts.append(kept[name][0])
             else:
                 host = runtime.HOST.empty(shp, dtype, nbytes)
                 fresh[name] = runtime.result_buffer(lane.dc, host)
                 hosts.append(host)
-        events = []
-        for kernel, gsize, lsize, values, slots in rp.launches:
-            if slots:  # new result arrays: those arguments alone change
+        launches = []
+        for kernel, gsize, lsize, values in rp.launches:
+            slots = rp.fresh.get(id(values))
+            if slots:
                 values = list(values)
                 for k, name in slots:
                     values[k] = fresh[name]
-            events.append(runtime.launch(lane.dc, kernel, gsize, lsize, values, lane.args))
-        self._wait(lane.dc, shape, events)
-        return _assembled(shape.layout, [h.copy() if kept is not None else h
-                                         for h, (_, kept) in zip(hosts, rp.outputs)], keep=False)
+            launches.append((kernel, gsize, lsize, values))
+        self._wait(lane.dc, shape, runtime.relaunch(lane.dc, launches, lane.args))
+        return _assembled(shape.layout, [h.copy() if name in kept else h
+                                         for h, (name, *_) in zip(hosts, shape.outputs)], keep=False)
 
     def time(self, *arrays: Any, repeat: int = 5) -> list[float]:
         """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""
@@ -901,18 +918,21 @@ class _Replay:
     """A thread's last call of a program on numpy arrays, ready to run again (`Program._replayed`):
     per argument, (a weak reference to it, its shape, strides, dtype, address), or for a number
     (None, its type, its value, None, 0); the program and lane that ran it (a specialised
-    program's, where one did) and that lane's buffer pool then; the shape's host plan; per launch
-    (kernel object, global size, local size, argument values, the (argument index, output name)
-    of each new result array); per output, the lane's kept (host array, buffer) it was written
-    to, or None for a new array per call."""
+    program's, where one did) and that lane's buffer pool then; the shape's host plan; the
+    launches (kernel object, global size, local size, argument values); per output written to
+    the lane's kept (host array, buffer), its name and that pair; for the launches that write new
+    result arrays, by id of their values, the (argument index, output name) of each (empty when
+    every result is kept); whether the result is one scalar."""
 
     args: tuple[tuple[Any, Any, Any, Any, int], ...]
     program: Program
     lane: _Lane
     pool: runtime.BufferPool
     shape: _Shape
-    launches: tuple[tuple[Any, tuple[int, ...], tuple[int, ...] | None, list[Any], tuple[tuple[int, str], ...]], ...]
-    outputs: tuple[tuple[str, tuple | None], ...]
+    launches: tuple[tuple[Any, tuple[int, ...], tuple[int, ...] | None, list[Any]], ...]
+    kept: tuple[tuple[str, tuple], ...]
+    fresh: dict[int, tuple[tuple[int, str], ...]]
+    scalar: bool
 
 
 def _replay(program: Program, lane: _Lane, shape: _Shape, arrays: tuple, bufs: dict[str, Any],
@@ -925,12 +945,15 @@ def _replay(program: Program, lane: _Lane, shape: _Shape, arrays: tuple, bufs: d
                      (weakref.ref(x), x.shape, x.strides, x.dtype, runtime.address(x)) for x in arrays)
     except TypeError:
         return None
-    outputs = tuple((name, lane.results[name] if copied else None) for name, *_ in shape.outputs)
-    fresh = {id(bufs[name]): name for name, kept in outputs if kept is None}
-    launches = tuple((k, gsize, lsize, values, tuple((i, fresh[id(v)]) for i, v in enumerate(values)
-                                                      if id(v) in fresh))
-                     for k, gsize, lsize, values in trace)
-    return _Replay(args, program, lane, lane.pool, shape, launches, outputs)
+    kept = tuple((name, lane.results[name]) for name, *_ in shape.outputs) if copied else ()
+    new = {id(bufs[name]): name for name, *_ in shape.outputs} if not copied else {}
+    fresh = {}
+    for _, _, _, values in trace:
+        slots = tuple((i, new[id(v)]) for i, v in enumerate(values) if id(v) in new)
+        if slots:
+            fresh[id(values)] = slots
+    scalar = shape.layout[0] == "leaf" and bool(shape.layout[2]) and copied
+    return _Replay(args, program, lane, lane.pool, shape, tuple(trace), kept, fresh, scalar)
 
 
 _MISS = object()  # `Program._replayed`: the call is not the thread's last one
