@@ -16,7 +16,7 @@ from lift.cli import device_arg, load_program, parse_literals, write_user_file
 from lift.explore import TuningDB
 from lift.explore.dbkeys import encode_choices
 from lift.explore.effort import EFFORTS, effort_of
-from lift.explore.points import describe
+from lift.explore.points import describe, is_default
 from lift.explore.search import STRATEGIES
 
 
@@ -114,15 +114,29 @@ def report(result: Any, name: str, budget: float) -> None:
               f"(budget {budget:g} s), {st['rejected']} rejected, {st.get('measured', '?')} measured here, "
               f"{st.get('from_database', 0)} from the database, {st.get('redundant', 0)} redundant not built, "
               f"{st.get('transferred', 0)} transferred from other sizes")
-    default = st.get("default_time")
-    gain = f", {default / best.time:.2f}x the default lowering ({default * 1e3:.4f} ms)" \
-        if default and best and best.time else ""
-    print(f"best: {_ms(best.time)}, {_mib(best.memory)}{gain}")
+    print(f"best: {_ms(best.time if best else None)}, {_mib(best.memory if best else None)}{_gain(st, best)}")
     print(f"choices: {json.dumps(encode_choices(result.choices), sort_keys=True)}")
     print(f"Pareto front of time and memory ({len(result.pareto)}):")
     for r in result.pareto:
         print(f"  {_ms(r.time):>12s} {_mib(r.memory):>12s}  {describe(r.candidate)}")
     sys.stdout.flush()
+
+
+def _gain(stats: dict[str, Any], best: Any) -> str:
+    """The winner against the default lowering: from the confirmation round where both were in it
+    (timed interleaved: the figures that chose the winner), else from the search's own times
+    (taken minutes apart on a noisy machine, so a winner can look slower there)."""
+    if best is None or not best.time:
+        return ""
+    medians = {c["candidate"]: c["median_s"] for c in stats.get("confirmed", ())}
+    won, base = medians.get(describe(best.candidate)), medians.get("default lowering")  # points.describe
+    if won and base and is_default(best.candidate):
+        return f", the default lowering (it won the confirmation round: {_ms(base)}, a median of interleaved rounds)"
+    if won and base:
+        return (f", {base / won:.2f}x the default lowering in the confirmation round ({_ms(won)} against "
+                f"{_ms(base)}, medians of {stats.get('confirm_rounds', '?')} interleaved rounds)")
+    default = stats.get("default_time")
+    return f", {default / best.time:.2f}x the default lowering as searched ({_ms(default)})" if default else ""
 
 
 def _ms(t: float | None) -> str:

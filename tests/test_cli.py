@@ -220,3 +220,26 @@ def test_tune_takes_a_named_strategy(prog: Path, tmp_path: Path) -> None:
     assert got.returncode == 0, got.stderr
     bad = lift_cmd("tune", str(prog), "--strategy", "nope", "--no-db")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_tune_compares_the_winner_with_the_default_where_they_were_timed_together() -> None:
+    """The summary line's ratio to the default lowering is taken from the confirmation round
+    (the interleaved medians that chose the winner), not from search times minutes apart: a
+    winner confirmed faster never reads as slower than the default."""
+    from types import SimpleNamespace as Ns
+
+    from lift.choices import Choices
+    from lift.cli_tune import _gain
+    from lift.explore.points import describe
+
+    won = Choices(points={"auto_r0": {"width": 16}}, mapping={"m0": 1})
+    best = Ns(time=0.6e-3, candidate=won)
+    stats = {"default_time": 0.5e-3, "confirm_rounds": 5,
+             "confirmed": [{"candidate": describe(won), "search_s": 0.6e-3, "median_s": 0.5e-3},
+                           {"candidate": "default lowering", "search_s": 0.5e-3, "median_s": 0.6e-3}]}
+    assert "1.20x the default lowering in the confirmation round" in _gain(stats, best)
+    assert "0.83x the default lowering as searched" in _gain({"default_time": 0.5e-3}, best)
+    default = Ns(time=0.5e-3, candidate=Choices())
+    assert describe(default.candidate) == "default lowering"
+    assert "the default lowering (it won the confirmation round" in _gain(stats, default)
+    assert _gain({}, best) == ""
