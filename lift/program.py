@@ -85,7 +85,7 @@ class _Lane:
     relaxed: dict[str, Any] | None = None  # the kernels of the any-alignment variant, once used
     small: dict[tuple, Any] = field(default_factory=dict)  # buffers of small arguments, kept (`_in_place`)
     args: dict[int, list[Any]] = field(default_factory=dict)  # per kernel object, its arguments last set
-    large: dict[str, tuple] = field(default_factory=dict)  # per input, the last large argument's buffer (`_in_place`)
+    large: dict[str, tuple] = field(default_factory=dict)  # per input: a large argument's (address, bytes, buffer)
     results: dict[str, tuple] = field(default_factory=dict)  # per small output, its kept host array and buffer
     replay: _Replay | None = None  # the thread's last call, ready to run again (`Program._replayed`)
 
@@ -666,19 +666,18 @@ class Program:
         its array alive, so memory at that address and of that length is that array's (or a view
         of it) while the buffer is kept: at most `SMALL_KEPT` of `SMALL_BYTES` per thread and
         program. A large array is not held: its buffer (on the memory, not on the array) is kept
-        with a weak reference to the array and used again while that same array, still at that
-        address, is passed for the same input (making, first using and releasing a buffer cost a
-        call 20-25 us on PoCL)."""
+        per input and used again for any argument at that address and of that length: the caller
+        holds that memory alive for the call, and the device reads it through the pointer (zero
+        copy), so a new array object on the same memory (a view, `np.from_dlpack` of a tensor,
+        an array freed and made again at the same address) reads what it holds (making, first
+        using and releasing a buffer cost a call 20-25 us on PoCL; dot of 2^17 floats on new views
+        of the same arrays: 97 -> 65 us a call, Xeon PoCL 3.0, interleaved)."""
         if nbytes > SMALL_BYTES:
             last = lane.large.get(name)
-            if last is not None and last[0]() is x and last[1] == address and last[2] == nbytes:
-                return last[3]
-            try:
-                ref = weakref.ref(x)
-            except TypeError:  # an array type without weak references: a buffer for this call
-                return runtime.host_buffer(lane.dc, x, write=False)
+            if last is not None and last[0] == address and last[1] == nbytes:
+                return last[2]
             buf = runtime.host_buffer_at(lane.dc, address, nbytes)
-            lane.large[name] = (ref, address, nbytes, buf)
+            lane.large[name] = (address, nbytes, buf)
             return buf
         key: tuple = (address, nbytes)
         if x.ndim == 0:  # a number, often made anew for each call: a copy of it, kept by value

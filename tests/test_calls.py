@@ -109,15 +109,22 @@ def test_small_and_large_shapes_take_turns_on_one_kernel(mode: str, name: str) -
 
 
 def test_a_large_argument_is_read_anew_and_not_held() -> None:
-    """A large argument's buffer is kept for the next call with the same array: that call reads
-    what the array holds then; the program does not keep the array alive; and an array made at the
-    freed one's address is read, not the old buffer's idea of it."""
+    """A large argument's buffer is kept for the next call on the same memory: that call reads
+    what the array holds then, through the same array or a new view of it; the program does not
+    keep the array alive; and an array made at the freed one's address is read, not the old
+    buffer's idea of it."""
     prog = lift.compile(_dot())
     n = 1 << 18  # 1 MiB per argument: above the size whose arrays are held (SMALL_BYTES)
     x, y = _data(n, 1), _data(n, 2)
     assert_same(lift.interpret(prog.node, x, y), prog(x, y))
     x *= -3.0  # the same array, changed in place
     assert_same(lift.interpret(prog.node, x, y), prog(x, y))
+    for _ in range(2):
+        view = x[...]  # a new array object on the same memory
+        view += 1.0
+        assert_same(lift.interpret(prog.node, x, y), prog(view, y[...]))
+    assert_same(lift.interpret(prog.node, x[: n // 2], y[: n // 2]), prog(x[: n // 2], y[: n // 2]))  # shorter
+    del view
     gone = weakref.ref(x)
     del x
     assert gone() is None, "the program holds a large argument alive"
