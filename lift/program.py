@@ -37,6 +37,7 @@ specialises the program once under a lock (`lift.specialise`).
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -313,7 +314,11 @@ class Program:
         if out is None and not keep and sync:
             lane = getattr(self._local, "lane", None)  # none before the thread's first call (or offline)
             if lane is not None and lane.replay is not None and lane.built is self.build_info:
-                result = self._replayed(lane.replay, arrays)
+                try:
+                    result = self._replayed(lane.replay, arrays)
+                except Exception:  # noqa: BLE001 - the full call runs it again: a specialised program
+                    lane.replay = None  # that fails is refused there, and any other error is raised there
+                    result = _MISS
                 if result is not _MISS:
                     return result
         return self._execute(arrays, out=out, keep=keep or not sync, sync=sync)[0]
@@ -329,8 +334,8 @@ class Program:
         if len(arrays) != len(rp.args):
             return _MISS
         for x, (ref, shp, strides, dtype, addr) in zip(arrays, rp.args):
-            if ref is None:  # a number: `shp` its type, `strides` its value
-                if type(x) is not shp or not x == strides:
+            if ref is None:  # a number: `shp` its type, `strides` its value, `dtype` its sign
+                if type(x) is not shp or not x == strides or not x and math.copysign(1.0, x) != dtype:
                     return _MISS
             elif ref() is not x or x.shape != shp or x.strides != strides or x.dtype is not dtype \
                     or runtime.address(x) != addr:
@@ -372,7 +377,9 @@ class Program:
                 for k, name in slots:
                     values[k] = fresh[name]
             launches.append((kernel, gsize, lsize, values))
-        self._wait(lane.dc, shape, runtime.relaunch(lane.dc, launches, lane.args))
+        for kernel, *_ in launches:  # arguments set anew each call: not remembered, nor the results held
+            lane.args.pop(id(kernel), None)
+        self._wait(lane.dc, shape, runtime.relaunch(lane.dc, launches, {}))
         return _assembled(shape.layout, [h.copy() if name in kept else h
                                          for h, (name, *_) in zip(hosts, shape.outputs)], keep=False)
 
@@ -771,8 +778,9 @@ class Program:
                         for x, a in zip(leaves, record[1])):
             trace = []
         events = self._launched(lane, shape, bufs, waits, misaligned, trace)
+        replay = None
         if trace is not None and record is not None and all(type(record[1][k]) in _NUMBERS for k in staged):
-            record[0].replay = _replay(self, lane, shape, record[1], bufs, trace, copied)
+            replay = _replay(self, lane, shape, record[1], bufs, trace, copied)
         if keep:
             if sync:
                 self._wait(dc, shape, events)
@@ -783,6 +791,8 @@ class Program:
             return _assembled(shape.layout, results, keep=True), events
         if zero:
             self._wait(dc, shape, events)
+            if replay is not None and record is not None:  # kept once its kernels ran
+                record[0].replay = replay
             if copied:
                 hosts = [h.copy() for h in cast(list[np.ndarray], hosts)]
         else:
@@ -916,9 +926,10 @@ class _Shape:
 class _Replay:
     """A thread's last call of a program on numpy arrays, ready to run again (`Program._replayed`):
     per argument, (a weak reference to it, its shape, strides, dtype, address), or for a number
-    (None, its type, its value, None, 0); the program and lane that ran it (a specialised
-    program's, where one did) and that lane's buffer pool then; the shape's host plan; the
-    launches (kernel object, global size, local size, argument values); per output written to
+    (None, its type, its value, its sign, 0: -0.0 equals 0.0, but a kernel tells them apart);
+    the program and lane that ran it (a specialised program's, where one did) and that lane's
+    buffer pool then; the shape's host plan; the launches (kernel object, global size, local
+    size, argument values, with None for a new result array's buffer); per output written to
     the lane's kept (host array, buffer), its name and that pair; for the launches that write new
     result arrays, by id of their values, the (argument index, output name) of each (empty when
     every result is kept); whether the result is one scalar."""
@@ -940,19 +951,22 @@ def _replay(program: Program, lane: _Lane, shape: _Shape, arrays: tuple, bufs: d
     read in place, and numbers; `trace`: its launches); None where an array takes no weak
     reference."""
     try:
-        args = tuple((None, type(x), x, None, 0) if type(x) in _NUMBERS else
+        args = tuple((None, type(x), x, math.copysign(1.0, x), 0) if type(x) in _NUMBERS else
                      (weakref.ref(x), x.shape, x.strides, x.dtype, runtime.address(x)) for x in arrays)
     except TypeError:
         return None
     kept = tuple((name, lane.results[name]) for name, *_ in shape.outputs) if copied else ()
     new = {id(bufs[name]): name for name, *_ in shape.outputs} if not copied else {}
     fresh = {}
-    for _, _, _, values in trace:
+    launches = []
+    for k, gsize, lsize, values in trace:
         slots = tuple((i, new[id(v)]) for i, v in enumerate(values) if id(v) in new)
-        if slots:
+        if slots:  # this call's result buffers left out: each replay sets new ones (nor is this result held)
+            values = [None if id(v) in new else v for v in values]
             fresh[id(values)] = slots
+        launches.append((k, gsize, lsize, values))
     scalar = shape.layout[0] == "leaf" and bool(shape.layout[2]) and copied
-    return _Replay(args, program, lane, lane.pool, shape, tuple(trace), kept, fresh, scalar)
+    return _Replay(args, program, lane, lane.pool, shape, tuple(launches), kept, fresh, scalar)
 
 
 _MISS = object()  # `Program._replayed`: the call is not the thread's last one

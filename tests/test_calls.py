@@ -440,3 +440,56 @@ def test_a_replay_outlives_other_shapes_and_specialised_sizes() -> None:
     odd = (_data(37, 28), _data(37, 29))
     for args in (small, small, large, small, odd, large, large, small):
         assert_same(lift.interpret(prog.node, *args), prog(*args))
+
+
+@user_fun
+def over(v: Float, a: Float) -> Float:
+    return v / a
+
+
+def test_a_replay_tells_the_signs_of_zero_apart() -> None:
+    """-0.0 == 0.0, but a kernel dividing by them does not give the same result: a call with the
+    other zero is not a replay of the last one."""
+    prog = lift.compile(fun([Float, Array(Float, N)], lambda a, x: map(lambda v: over(v, a)) << x))
+    x = np.ones(64, np.float32)
+    for first, then in ((0.0, -0.0), (np.float32(0.0), np.float32(-0.0)), (-0.0, 0.0)):
+        prog(first, x)
+        got = prog(then, x)
+        assert np.array_equal(np.signbit(got), np.signbit(lift.interpret(prog.node, then, x))), (first, then)
+
+
+def test_a_replay_holds_no_dropped_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replayed call of a large result (a new array per call) does not keep the recorded call's
+    result memory once the caller dropped it (nor the memory of the last result it set)."""
+    import gc
+
+    monkeypatch.setattr(lift.runtime.HOST, "keep_bytes", 0)  # memory given back is freed, not pooled
+    prog = lift.compile(_axpy())
+    x, y = _data(1 << 20, 31), _data(1 << 20, 32)
+    for calls in (1, 3):  # recorded by the first call; replayed by the next ones
+        results = [prog(x, y) for _ in range(calls)]
+        slabs = [weakref.ref(r.base.block.slab) for r in results]
+        assert_same(lift.interpret(prog.node, x, y), results[-1])
+        prog(y, x, keep=True)  # another call: the kernels' arguments move on, the replay stays
+        del results
+        gc.collect()
+        assert all(s() is None for s in slabs), calls
+
+
+def test_a_replay_that_fails_runs_the_full_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay that raises is dropped and the call goes the full way (where a specialised
+    program's failure falls back to the generic program, and any other error is raised)."""
+    prog = lift.compile(_dot())
+    x, y = _data(4096, 33), _data(4096, 34)
+    prog(x, y)
+    failed: list[int] = []
+
+    def broken(*args: object) -> None:
+        failed.append(1)
+        raise DeviceError("a replay that fails")
+
+    monkeypatch.setattr(lift.runtime, "relaunch", broken)
+    assert_same(lift.interpret(prog.node, x, y), prog(x, y))
+    assert failed == [1]
+    assert_same(lift.interpret(prog.node, x, y), prog(x, y))  # recorded again, replayed again
+    assert failed == [1, 1]
