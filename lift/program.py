@@ -347,7 +347,10 @@ class Program:
         for name, kept in rp.kept:
             if results.get(name) is not kept:
                 return _MISS
-        if self._specialiser is not None:
+        if self._specialiser is not None:  # still what runs these sizes (not refused, nor forgotten)
+            rec = self._specialiser.decided(rp.shape.sizes)
+            if rec is None or (rec.program or self) is not rp.program:
+                return _MISS
             self._runs(rp.program)
         shape = rp.shape
         if rp.fresh:  # results too large to copy: new arrays, set as those arguments

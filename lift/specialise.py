@@ -126,6 +126,15 @@ class Specialiser:
                     self._done.popitem(last=False)
         return rec
 
+    def decided(self, sizes: Mapping[str, int]) -> Specialisation | None:
+        """The decision already made for `sizes`, while it is kept (and marked as just used), else
+        None: nothing is decided here (a replayed call's check, `Program._replayed`)."""
+        try:
+            key = tuple(int(sizes[n]) for n in self.names)
+        except (KeyError, TypeError):
+            return None
+        return self._decided(key)
+
     def _decided(self, key: tuple[int, ...]) -> Specialisation | None:
         with self._table:
             rec = self._done.get(key)

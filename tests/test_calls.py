@@ -493,3 +493,25 @@ def test_a_replay_that_fails_runs_the_full_call(monkeypatch: pytest.MonkeyPatch)
     assert failed == [1]
     assert_same(lift.interpret(prog.node, x, y), prog(x, y))  # recorded again, replayed again
     assert failed == [1, 1]
+
+
+def test_a_replay_follows_its_specialisation() -> None:
+    """A replayed call runs what its sizes run now: its specialisation is marked as just used, and
+    once refused (here by hand, as a failing run on another thread would) the call is worked out
+    again and runs the generic program."""
+    prog = lift.compile(_dot())
+    small, large = (_data(4096, 35), _data(4096, 36)), (_data(1 << 16, 37), _data(1 << 16, 38))
+    prog(*small)
+    prog(*large)
+    assert prog.specialisations[-1].sizes == {"N": 1 << 16}
+    prog(*small)  # worked out again (the last call was another shape)
+    prog(*small)  # replayed: its sizes the most recently used
+    assert prog.specialisations[-1].sizes == {"N": 4096}
+    record = prog.specialisations[-1]
+    assert record.program is not None, record  # specialised at these sizes
+    prog._specialiser.refuse({"N": 4096}, RuntimeError("refused on another thread"))
+    seen: list[int] = []
+    signature = prog._signature
+    prog._signature = lambda arrays: seen.append(1) or signature(arrays)  # type: ignore[method-assign]
+    assert_same(lift.interpret(prog.node, *small), prog(*small))
+    assert seen == [1]  # not replayed onto the refused program
