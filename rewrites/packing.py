@@ -26,6 +26,7 @@ from lift.typecheck import type_of
 from lift.types import ArrayType
 
 from .memory_points import copy_into
+from .nest import array_of
 from .shapes import TRANSPOSE, match_shape
 
 COPY_WIDTH = 8  # vectors of the copy (the widest of 8, 4, 2 dividing the element count is used)
@@ -51,7 +52,7 @@ def pack_a(a: Any, bm: int) -> Any:
     product reading A^T): copied by tiles in y's order (`_tiles_of_columns`)."""
     if (columns := match_shape(TRANSPOSE, a)) is not None:
         y = columns["x"]
-        steps = array_of_size(type_of(y))
+        steps = array_of(type_of(y)).size
         if isinstance(steps, Cst) and steps.value % bm == 0:
             return _kernel(y, lambda q: _tiles_of_columns(q, bm), "pt")
     return _kernel(a, lambda q: _copied(FunCall(n.Map(n.Transpose()), (FunCall(n.Split(Cst(bm)), (q,)),))), "pa")
@@ -63,29 +64,25 @@ def _tiles_of_columns(y: Any, bm: int) -> Any:
     one panel, read as BM runs of BM scalars from BM rows of y, written as one contiguous run of
     the panel; work-items in y's order along its rows, so neighbours read the same cache lines.
 
-        map(join) << transpose_w << map(map(tile => map(copy) << tile)) << map(transpose)
-            << map(map(split(BM))) << split(BM) << y
+        map(join) << transpose_w << split(M/BM) << map(tile => map(copy) << tile) << join
+            << map(transpose) << map(map(split(BM))) << split(BM) << y
+
+    (One parallel map over the tiles, y's rows the fast direction; nested maps over steps and
+    panels made a kernel nesting deeper than the blocks', which then took the blocks' launch.)
 
     Copied in the panels' order instead (`pack_a`'s general form), each work-item reads BM
     scalars of a row of y and the next work-item those of the next row, M scalars away: on PoCL
     (Xeon, AVX-512, 1024 x 1024) that copy took 1.0 ms, a plain copy of the 4 MiB 0.4 ms."""
-    yt = type_of(y)
-    assert isinstance(yt, ArrayType) and isinstance(yt.elem, ArrayType)  # nest_parts: rows of scalars
-    scalar = yt.elem.elem
+    rows = array_of(array_of(type_of(y)).elem)  # [T]M: nest_parts gives arrays of rows of scalars
+    scalar = rows.elem
     row = Param(ArrayType(scalar, Cst(bm)), "tr")
     tile = Param(ArrayType(ArrayType(scalar, Cst(bm)), Cst(bm)), "tile")
     per_tile = Lambda((tile,), FunCall(n.Map(Lambda((row,), _copied(row))), (tile,)))
     tiles = FunCall(n.Map(n.Transpose()),
                     (FunCall(n.Map(n.Map(n.Split(Cst(bm)))), (FunCall(n.Split(Cst(bm)), (y,)),)),))
-    panels = array_of_size(yt.elem)
     copied = FunCall(n.Map(per_tile), (FunCall(n.Join(), (tiles,)),))  # one map: tiles in y's order
-    by_step = FunCall(n.Split(Cst(panels.value // bm) if isinstance(panels, Cst) else panels / bm), (copied,))
+    by_step = FunCall(n.Split(rows.size // bm), (copied,))
     return FunCall(n.Map(n.Join()), (FunCall(n.TransposeW(), (by_step,)),))
-
-
-def array_of_size(t: Any) -> Any:
-    """The length of the array type `t` (None for another type)."""
-    return t.size if isinstance(t, ArrayType) else None
 
 
 def pack_b(x: Any, cols: int, pad: int = 0) -> Any:
