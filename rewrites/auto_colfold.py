@@ -172,13 +172,11 @@ class ColFold(RewritePoint):
     parts: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for
     kind: ClassVar[str] = "col_fold"
+    placed: ClassVar[tuple[str, ...]] = ("known",)
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"width": FOLD_WIDTHS, "parts": FOLD_PARTS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
-
-    def fixed(self) -> dict[str, Any]:
-        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         """`call` as one pass over X (the module), or why not."""

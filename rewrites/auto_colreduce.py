@@ -196,13 +196,11 @@ class ColReduce(RewritePoint):
     vectors: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for (auto_points)
     kind: ClassVar[str] = "col_reduce"
+    placed: ClassVar[tuple[str, ...]] = ("known",)
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"width": COL_WIDTHS, "parts": PARTS, "combine": COMBINES, "vectors": VECTORS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
-
-    def fixed(self) -> dict[str, Any]:
-        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         """`call` as column reductions: `vectors` vectors of `width` columns per work-item, the

@@ -127,6 +127,7 @@ class BlockNest(RewritePoint):
     epilogue: Any = None  # a nest with an epilogue (rewrites/epilogue.py): "fused" or "kernel"
     tail: Any = None  # a nest with an epilogue: "exact" (blocks divide N) or "pad" (B's panels padded)
     kind: ClassVar[str] = "block_nest"
+    placed: ClassVar[tuple[str, ...]] = ("known", "kernel")
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"rows": ROWS, "cols": COLS, "width": WIDTHS, "layout": LAYOUTS, "along": ALONG, "pack": PACKS}
@@ -151,9 +152,6 @@ class BlockNest(RewritePoint):
         rows = FunCall(rows.f, (rows.args[0], blocked)) if product is not rows else blocked
         out = FunCall(cast(FunCall, split).f, (rows,), label=split.label, loc=split.loc)
         return as_kernel(out) if self.kernel is not False else out
-
-    def fixed(self) -> dict[str, Any]:
-        return {k: v for k, v in RewritePoint.fixed(self).items() if k not in ("known", "kernel")}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested,
                 stored: bool = False) -> Expr | Refusal:

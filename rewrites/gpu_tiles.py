@@ -170,13 +170,11 @@ class GpuTiles(RewritePoint):
     vec: Any = None
     known: Any = None  # ((size name, value), ..): the input sizes it was placed for
     kind: ClassVar[str] = "gpu_tiles"
+    placed: ClassVar[tuple[str, ...]] = ("known",)
 
     def structural(self) -> dict[str, tuple[Any, ...]]:
         doms = {"tm": TILES, "tn": TILES, "tk": K_TILES, "bm": BLOCKS, "bn": BLOCKS, "vec": VECS}
         return {k: v for k, v in doms.items() if getattr(self, k) is None}
-
-    def fixed(self) -> dict[str, Any]:
-        return {k: v for k, v in RewritePoint.fixed(self).items() if k != "known"}
 
     def rewrite(self, call: Any, params: Mapping[str, Any], nested: Nested) -> Any:
         parts = nest_parts(call)

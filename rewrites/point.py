@@ -41,14 +41,15 @@ class RewritePoint(Pattern):
     transparent: ClassVar[bool] = True
     kind: ClassVar[str] = "point"
     places_nested: ClassVar[bool] = False  # whether `rewrite` places the nested points itself (thesis 6.2.3.2)
+    placed: ClassVar[tuple[str, ...]] = ()  # fields the automatic placer records, not the point's parameters
 
     @property
     def arity(self) -> int:
         return self.f.arity
 
     def fixed(self) -> dict[str, Any]:
-        """The parameters given when the point was written (fields other than `f`)."""
-        names = [n for n in compare_fields(self) if n != "f"]
+        """The parameters given when the point was written (fields other than `f` and `placed`)."""
+        names = [n for n in compare_fields(self) if n != "f" and n not in self.placed]
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def point_text(self, inner: str) -> str:
