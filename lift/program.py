@@ -361,17 +361,13 @@ class Program:
         return _assembled(shape.layout, [kept[0].copy() for _, kept in rp.kept], keep=False)
 
     def _replayed_fresh(self, rp: _Replay, lane: _Lane, shape: _Shape) -> Any:
-        """`_replayed` where a result is a new array per call."""
+        """`_replayed` where the results are new arrays per call (a call keeps all its results or
+        none: `Program._run`'s `copied`)."""
         hosts: list[np.ndarray] = []
         fresh: dict[str, Any] = {}
-        kept = dict(rp.kept)
         for name, dtype, shp, nbytes in shape.outputs:
-            if name in kept:
-                hosts.append(kept[name][0])
-            else:
-                host = runtime.HOST.empty(shp, dtype, nbytes)
-                fresh[name] = runtime.result_buffer(lane.dc, host)
-                hosts.append(host)
+            hosts.append(runtime.HOST.empty(shp, dtype, nbytes))
+            fresh[name] = runtime.result_buffer(lane.dc, hosts[-1])
         launches = []
         for kernel, gsize, lsize, values in rp.launches:
             slots = rp.fresh.get(id(values))
@@ -383,8 +379,7 @@ class Program:
         for kernel, *_ in launches:  # arguments set anew each call: not remembered, nor the results held
             lane.args.pop(id(kernel), None)
         self._wait(lane.dc, shape, runtime.relaunch(lane.dc, launches, {}))
-        return _assembled(shape.layout, [h.copy() if name in kept else h
-                                         for h, (name, *_) in zip(hosts, shape.outputs)], keep=False)
+        return _assembled(shape.layout, hosts, keep=False)
 
     def time(self, *arrays: Any, repeat: int = 5) -> list[float]:
         """Seconds per run (summed kernel event times, transfers excluded), after one warm-up."""

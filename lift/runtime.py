@@ -15,6 +15,7 @@ and an entry owned by another user is never loaded.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import math
 import os
@@ -39,18 +40,13 @@ MAGIC = b"LIFTCL-BINARY 2\n"
 CacheDir = str | os.PathLike | None | bool  # None: default folder; False: no cache
 
 
+@functools.cache
 def _cl() -> Any:
     """pyopencl, imported once the caches are prepared (a call's path asks for it several times)."""
-    cl = _PYOPENCL[0]
-    if cl is None:
-        caches.prepare()  # unwritable PoCL / pyopencl caches: a fallback and one warning
-        import pyopencl
+    caches.prepare()  # unwritable PoCL / pyopencl caches: a fallback and one warning
+    import pyopencl
 
-        cl = _PYOPENCL[0] = pyopencl
-    return cl
-
-
-_PYOPENCL: list[Any] = [None]
+    return pyopencl
 
 
 # ------------------------------------------------------------------------ contexts
