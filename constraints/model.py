@@ -211,17 +211,28 @@ class Model:
         return self._fast[0]
 
     def _sample_z3(self, n: int, seed: int, names: list[str], found: list[Choice]) -> list[Choice]:
+        """Up to `n` more solutions by z3 random pivots, the `found` ones blocked. Asked in a new z3
+        context (the model copied through its SMT-LIB text, as `limits.solve_isolated` does): in
+        the process's one context a check's cost depends on the terms built before it, so the
+        resource limit cut the search at different places by what the process compiled before
+        (SRAD's statistics got 14 or 15 chunk sizes, so a median chunk of 128 or 256 elements,
+        by the order of the tests)."""
         rng = random.Random(seed)
-        s, _ = self.solver(seed=seed)
+        base, _ = self.solver(seed=seed)
         for prev in found:
-            s.add(z3.Or([self.vars[k] != v for k, v in prev.items()]))
+            base.add(z3.Or([self.vars[k] != v for k, v in prev.items()]))
+        ctx = z3.Context()
+        s = limited(z3.Solver(ctx=ctx), MODEL_RLIMIT)
+        s.set("random_seed", seed)
+        s.add(*z3.parse_smt2_string(base.to_smt2(), ctx=ctx))
+        vars_ = {k: z3.Int(k, ctx) for k in self.vars}
         out: list[Choice] = []
         while len(out) < n:
-            sol = _random_solution(s, self.vars, self.domains, names, rng)
+            sol = _random_solution(s, vars_, self.domains, names, rng)
             if sol is None:
                 break
             out.append(sol)
-            s.add(z3.Or([self.vars[k] != v for k, v in sol.items()]))  # block it
+            s.add(z3.Or([vars_[k] != v for k, v in sol.items()]))  # block it
         return out
 
     def count(self, names: Iterable[str] | None = None, limit: int = 100_000) -> int | None:
