@@ -60,10 +60,10 @@ from lift.ir.registry import has
 from lift.rules.match import call, either, expr, var
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
-from lift.rules.terms import free_ids, substitute
+from lift.rules.terms import eta, free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
-from lift.userfun.facts import sums
+from lift.userfun.facts import sums, tuple_sums
 
 from .auto_colfold import ColFold, fold_parts
 from .auto_colfold import space as fold_space
@@ -73,7 +73,7 @@ from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest
 from .block_space import AVX2, Registers
 from .block_space import space as nest_space
-from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, zip_fun
+from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, tuple_fun, zip_fun
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
@@ -352,7 +352,10 @@ class PointPlacer:
 
     def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
         found = zip_fun(g, x)
-        if not sums(f) or found is None:
+        if tuple_sums(eta(f)) is not None and (comps := tuple_fun(g, x)) is not None:
+            n = self.length(x)
+            return tuple(w for w in safe_widths([cf for cf, _ in comps]) if n is None or n % w == 0)
+        if found is None or not (sums(f) or (tuple_sums(eta(f)) is not None and found[0] is not None)):
             return (1,)
         n = self.length(x)
         return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)

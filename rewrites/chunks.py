@@ -11,7 +11,12 @@ reduced sequentially with `g` fused into the accumulation (no temporary array), 
 per work-item reads contiguous memory, and with `w > 1` accumulates in a vector register
 (the shape of the hand-written float8 dot), whose lanes are summed with constant lane
 indices (`lane_sum`). The partial results, one per chunk, are reduced by `f`. Width
-`w > 1` needs `f` to be `add` and `g` a scalar user function. The tile size `T` (in
+`w > 1` needs `f` to be `add` and `g` a scalar user function, or `f` a sum of tuples component by
+component from the tuple of zeros (`rules.reduce.zero_tuple_sum`) and `g` a user function returning
+the tuple or `q => (uf_0(q.i, ..), .., uf_k-1(..))` (`tuple_fun`): then one vector accumulator
+per component, their lanes summed component by component (`tuple_lane_sum`). SRAD's statistics of
+a 512^2 image (a sum and a sum of squares, the program's result) went from one sequential loop
+to chunks of float8 pairs: kernel 0.280 -> 0.089 ms, call 0.333 -> 0.117 ms (Xeon, PoCL 3.0). The tile size `T` (in
 elements of the vectorised array) is a tuning variable `T_label`.
 
 `combine` says how the partial results are reduced: "kernel" (a `reduce` of the partials array,
@@ -47,7 +52,9 @@ from lift.ir.nodes import (
     FunCall,
     FunDecl,
     Get,
+    Lambda,
     Literal,
+    MakeTuple,
     Map,
     Pad,
     Reduce,
@@ -60,12 +67,12 @@ from lift.ir.nodes import (
     node,
 )
 from lift.rules.match import expr, var
-from lift.rules.reduce import folds_in_order, is_monoid
+from lift.rules.reduce import folds_in_order, is_monoid, zero_tuple_sum
 from lift.rules.terms import call as call_fun
 from lift.rules.terms import elem, eta, lam, length, refresh
 from lift.rules.vector import VECTOR_SCALARS, WIDTHS
 from lift.typecheck import type_of
-from lift.types import ArrayType, ScalarType, TupleType, VectorType
+from lift.types import ArrayType, ScalarType, TupleType, VectorType, types_equal
 from lift.userfun import user_fun
 from lift.userfun.ctypes import c_type
 from lift.userfun.facts import operator, sums
@@ -117,6 +124,44 @@ def zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]]
     return found
 
 
+def tuple_fun(g: FunDecl | None, x: Any) -> tuple[tuple[UserFun, tuple[int, ...]], ...] | None:
+    """The components `(uf_j, indices_j)` of an element function building a tuple of scalar user
+    functions of the element's scalars: `q => tuple(uf_0(q.i, ..), .., uf_k-1(q.j, ..))` over
+    `zip(a_0, .., a_m-1)`, or `v => tuple(uf_0(v), ..)` over one scalar array; else None."""
+    if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)
+            and isinstance(g.body.f, MakeTuple) and g.body.args):
+        return None
+    q = g.params[0]
+    zipped = match_shape(ZIP, x)
+    arrays = tuple(zipped["xs"]) if zipped is not None else (x,)
+    if any(not (isinstance(type_of(a), ArrayType) and cast(ArrayType, type_of(a)).elem in VECTOR_SCALARS)
+           for a in arrays):
+        return None
+    comps = []
+    for c in g.body.args:
+        if not (isinstance(c, FunCall) and isinstance(c.f, UserFun) and isinstance(c.f.out_type, ScalarType)):
+            return None
+        idx = []
+        for a in c.args:
+            if zipped is None and a == q:
+                idx.append(0)
+            elif (zipped is not None and isinstance(a, FunCall) and isinstance(a.f, Get) and a.args == (q,)
+                  and a.f.i < len(arrays)):
+                idx.append(a.f.i)
+            else:
+                return None
+        comps.append((c.f, tuple(idx)))
+    return tuple(comps)
+
+
+def _tuple_found(g: FunDecl | None, x: Any) -> tuple[None, tuple[Any, ...]] | None:
+    """`(None, arrays)` for an element function `tuple_fun` takes apart, else None."""
+    if tuple_fun(g, x) is None:
+        return None
+    zipped = match_shape(ZIP, x)
+    return None, (tuple(zipped["xs"]) if zipped is not None else (x,))
+
+
 def _apply(g: FunDecl | None, e: Any) -> Any:
     return e if g is None else call_fun(g, [e])
 
@@ -131,6 +176,23 @@ def lane_sum(t: Any, w: int) -> UserFun:
     name = f"lane_sum{w}_{c_type(t)}"
     return user_fun.c(name, ["v"], f"return {lanes[0]};", [VectorType(t, w)], t,
                       py_fn=lambda v: np.sum(np.asarray(v), axis=-1))
+
+
+@functools.cache
+def tuple_lane_sum(t: TupleType, w: int) -> UserFun:
+    """`v => (lane_sum(v.0), .., lane_sum(v.k-1))` for a tuple of vectors of `w` lanes of the
+    scalars of `t` (a tuple of sums accumulated in vectors: `reduce_chunks`)."""
+    def sum_of(j: int) -> str:
+        lanes = [f"v._{j}.s{i:X}" for i in range(w)]
+        while len(lanes) > 1:
+            lanes = [f"({a} + {b})" for a, b in zip(lanes[::2], lanes[1::2])]
+        return lanes[0]
+
+    body = f"{c_type(t)} r;\n" + "".join(f"r._{j} = {sum_of(j)};\n" for j in range(len(t.elems))) + "return r;"
+    name = f"lane_sums{w}_" + "_".join(c_type(e) for e in t.elems)
+    vt = TupleType(tuple(VectorType(cast(ScalarType, e), w) for e in t.elems))
+    return user_fun.c(name, ["v"], body, [vt], t,
+                      py_fn=lambda v: tuple(np.sum(np.asarray(c), axis=-1) for c in v))
 
 
 @node
@@ -187,26 +249,42 @@ class ReduceChunks(RewritePoint):
                 return f"width {w}: {found_sel}"
             data, elem_t, step, z_inner, finish = found_sel
         else:
-            if w not in WIDTHS or not sums(f):
+            pairs = zero_tuple_sum(f, z)  # a tuple of sums: one vector accumulator per component
+            if w not in WIDTHS or not (sums(f) or pairs):
                 return f"width {w} needs the reduction to be an addition (got {f})"
-            found = zip_fun(g, x)
+            found = (zip_fun(g, x) or _tuple_found(g, x)) if pairs else zip_fun(g, x)
             if found is None:
                 return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
             uf, arrays = found
+            comps = tuple_fun(g, x) if pairs else None
+            if pairs and comps is None and (uf is None or not types_equal(uf.out_type, type_of(z))):
+                return f"width {w}: the tuple sum needs an element function returning {type_of(z)}"
             vec = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
             vt = tuple(VectorType(_scalar_elem(a), w) for a in arrays)
             data = FunCall(Zip(len(vec)), vec) if len(vec) > 1 else vec[0]
             elem_t = TupleType(vt) if len(vec) > 1 else vt[0]
-            acc_t = VectorType(cast(ScalarType, type_of(z)), w)
+            zt = type_of(z)
+            acc_t = TupleType(tuple(VectorType(cast(ScalarType, t), w) for t in cast(TupleType, zt).elems)) \
+                if pairs else VectorType(cast(ScalarType, zt), w)
             vf = Vectorise(eta(f), w)
 
             def body(acc: Any, e: Any) -> Any:
                 args = tuple(FunCall(Get(i), (e,)) for i in range(len(vec))) if len(vec) > 1 else (e,)
-                val = FunCall(Vectorise(uf, w), args) if uf is not None else e
+                if comps is not None:  # (uf_0(..), .., uf_k-1(..)): each component vectorised
+                    val = FunCall(MakeTuple(len(comps)), tuple(
+                        FunCall(Vectorise(cf, w), tuple(args[i] for i in idx)) for cf, idx in comps))
+                else:
+                    val = FunCall(Vectorise(uf, w), args) if uf is not None else e
                 return FunCall(vf, (acc, val))
 
             step = lam([acc_t, elem_t], body, ["acc", "e"])
-            z_inner = Literal(z.value, acc_t)
+            if pairs:
+                zs = cast(FunCall, z).args
+                z_inner = FunCall(MakeTuple(len(zs)), tuple(Literal(cast(Literal, a).value, t)
+                                                            for a, t in zip(zs, cast(TupleType, acc_t).elems)))
+                finish = tuple_lane_sum(cast(TupleType, zt), w)
+            else:
+                z_inner = Literal(z.value, acc_t)
         def per_chunk(c: Any) -> Any:
             if w == 1:
                 return FunCall(ReduceSeq(step), (refresh(z), c))

@@ -22,7 +22,7 @@ from typing import Any
 
 from lift.choices import Choices
 from lift.ir.nodes import FunCall, Lambda, Node
-from lift.rules.reduce import folds_in_order, is_monoid
+from lift.rules.reduce import folds_in_order, is_monoid, zero_tuple_sum
 
 from .apply import points
 from .argbest import vector_selection
@@ -61,7 +61,7 @@ def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choice
         return None
     f, z, g, x = parts
     combine = "atomic" if atomic_ok(f, z) else "kernel"
-    if combine == "kernel" and not (not is_monoid(f, z) and folds_in_order(f, z)):
+    if combine == "kernel" and not (folds_in_order(f, z) and (not is_monoid(f, z) or zero_tuple_sum(f, z))):
         return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
     n = PointPlacer({}).length(x)

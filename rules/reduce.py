@@ -3,7 +3,8 @@
 Both rules need `f` to be associative with neutral element `z`: a function that computes the
 built-in `add` (0), `mult` (1), or the idempotent `max_` and `min_` (any `z`), whatever it is
 called (`lift.userfun.facts`), or one whose author vouched for it (`user_fun(..., associative=True,
-neutral=...)`); for another operator the caller vouches with `associative=True`.
+neutral=...)`), or the sum of tuples component by component (`facts.tuple_sums`) from a tuple of
+zeros; for another operator the caller vouches with `associative=True`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,18 @@ def is_monoid(f: FunDecl, z: Expr) -> bool:
     """Whether `f` is an associative operator (by what it computes, or vouched for) and `z` its
     neutral element."""
     op = facts.operator(eta(f))
-    return op is not None and op.is_neutral(z)
+    if op is not None:
+        return op.is_neutral(z)
+    return zero_tuple_sum(f, z)
+
+
+def zero_tuple_sum(f: FunDecl, z: Expr) -> bool:
+    """Whether `f` adds tuples component by component (`facts.tuple_sums`) and `z` is the
+    constant tuple of zeros (its neutral element)."""
+    k = facts.tuple_sums(eta(f))
+    t = exact(_CONSTANT_TUPLE, z)
+    return (k is not None and t is not None and len(t["args"]) == k
+            and all(isinstance(a, Literal) and a.value == 0 for a in t["args"]))
 
 
 def folds_in_order(f: FunDecl, z: Expr) -> bool:

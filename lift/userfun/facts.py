@@ -11,6 +11,8 @@ same way, each user function it calls inlined. Facts compare terms:
                       (`p[0] * p[1]`, `p[1] * p[0]`)
     fold_step(f)      `(op, g)` for a fold step `acc (+) g(x)` (or `g(x) (+) acc`, (+) commutative)
     is_identity(f)    `x => x`
+    tuple_sums(f)     the width of a tuple of numeric scalars that `f` adds component by component
+                      (`(a, b) => (a[0] + b[0], a[1] + b[1])`): a monoid with the neutral tuple of zeros
     selection(f)      the key component and direction of a tuple operator that keeps its first
                       argument unless the second's key is strictly less (greater): `(a, b) =>
                       b if b[1] < a[1] else a`, the arg-min step
@@ -380,6 +382,31 @@ def sums(f: FunDecl) -> bool:
     """Whether `f` is addition on its two arguments (whatever it is called)."""
     op = operator(f)
     return op is not None and op.sums
+
+
+def tuple_sums(f: FunDecl) -> int | None:
+    """The number of components when `f` adds two tuples of numeric scalars component by component
+    (`(a, b) => (a[0] + b[0], .., a[k-1] + b[k-1])`, each sum in either order), else None. Such an
+    `f` is associative and commutative (IEEE addition is commutative bit for bit) with the neutral
+    tuple of zeros, and its lanes may be summed component by component."""
+    return _cached("tuple_sums", f, lambda: _tuple_sums(f))
+
+
+def _tuple_sums(f: FunDecl) -> int | None:
+    typed = _types(f)
+    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+        return None
+    t = typed[1]
+    if not (isinstance(t, TupleType) and t.elems and all(isinstance(e, ScalarType) and _numeric(e) for e in t.elems)):
+        return None
+    mine = term(f)
+    if mine is None or mine[0] != "tuple" or len(mine) != 1 + len(t.elems):
+        return None
+    for j, comp in enumerate(mine[1:]):
+        a, b = ("get", ("arg", 0), j), ("get", ("arg", 1), j)
+        if comp not in (("bin", "+", a, b), ("bin", "+", b, a)):
+            return None
+    return len(t.elems)
 
 
 def commutes(f: FunDecl) -> bool:
