@@ -127,3 +127,22 @@ def test_three_sums_and_a_nonzero_start_stays_correct():
     prog1 = lift.compile(p1)
     assert not VECTOR_ACC.search(prog1.source)
     _close(prog1(x), interpret(p1, x))
+
+
+DECLARED = re.compile(r"^\s*(?:float|int|double|uint|long|Tuple_\w+|float\d+|int\d+)\s+(\w+)\s*(?:\[[^\]]*\])?\s*;",
+                      re.MULTILINE)
+
+
+def test_a_temporary_never_takes_a_tuple_arrays_component_name():
+    # the partial sums of a tuple sum are an array of pairs kept as two arrays (`tmp_0`, `tmp_1`);
+    # the vectorised products inside the chunk loop are temporaries of their own: they were named
+    # `tmp_1` too, shadowing the array of second components in the inner block
+    n = 512
+    p = fun([Array(Array(Float, n), 8), Array(Array(Float, n), 8), Array(Float, n)],
+            lambda a, b, x: map(lambda r: reduce(add2, (0.0, 0.0))
+                                << map(lambda q: (lift.mult(q[0], q[2]), lift.mult(q[1], q[2])))
+                                << zip(r[0], r[1], x)) << zip(a, b))
+    source = lift.compile(p).source
+    names = DECLARED.findall(source[source.index("kernel void"):])  # the kernel's, not the functions'
+    assert "tmp_1" in names, source
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
