@@ -224,8 +224,11 @@ class Model:
         ctx = z3.Context()
         s = limited(z3.Solver(ctx=ctx), MODEL_RLIMIT)
         s.set("random_seed", seed)
-        s.add(*z3.parse_smt2_string(base.to_smt2(), ctx=ctx))
         vars_ = {k: z3.Int(k, ctx) for k in self.vars}
+        try:
+            s.add(*z3.parse_smt2_string(base.to_smt2(), ctx=ctx))
+        except z3.Z3Exception:  # a name SMT-LIB reserves (a size called `and`): asked in this context
+            s, vars_ = base, self.vars
         out: list[Choice] = []
         while len(out) < n:
             sol = _random_solution(s, vars_, self.domains, names, rng)

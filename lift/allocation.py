@@ -42,10 +42,9 @@ from lift.ir.layoutfun import invertible, is_layout_map
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.paths import Path, lambda_of, walk
 from lift.ir.registry import REGISTRY, has, is_address, is_loop, is_parallel, is_wrapper, kernel_table
-from lift.layout import memories, memory_view
 from lift.rules.terms import eta
 from lift.typecheck import subst_type, type_of, unify
-from lift.types import ArrayType, ScalarType, Type, scalar_count
+from lift.types import ArrayType, ScalarType, Type, memory_names, scalar_count
 from lift.userfun.facts import operator
 
 LOOP_KINDS = {n.MapGlb: "glb", n.MapWrg: "wrg", n.MapLcl: "lcl", n.MapSeq: "seq", n.ReduceSeq: "seq"}
@@ -397,8 +396,9 @@ class Allocator:
         if self.bounds:  # inside iterate: the largest size of each iteration's length
             t = subst_type(t, self.bounds)
         buf = Buffer(path, name, space, t, multiplied(loops, space), role, loops)
-        for m in memories(memory_view(name, buf.full_type, space)):
-            self.names.taken.add(m.name)  # a tuple array's components (`tmp_0`, `tmp_1`): no temporary's names
+        reserve = getattr(self.names, "reserve", None)
+        if reserve is not None:  # a tuple array's components (`tmp_0`, `tmp_1`): no temporary's names
+            reserve(memory_names(name, buf.full_type, space))
         if space == "private" and not isinstance(buf.count, Cst):
             raise UnsupportedError(f"private memory for {t} needs a constant size, got {buf.count}",
                                    node=node, hint="use to_local or to_global for arrays of symbolic size")

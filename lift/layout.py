@@ -12,12 +12,14 @@ generator must agree on it).
 
 from __future__ import annotations
 
+from typing import cast
+
 from lift.errors import UnsupportedError
 from lift.ir import nodes as n
 from lift.ir.layoutfun import INVERTIBLE, invertible, is_layout_fun, is_layout_map, is_layout_pattern
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda
 from lift.ir.registry import case, register, table
-from lift.types import ArrayType, TupleType, Type, VectorType, base_type, shape
+from lift.types import ArrayType, TupleType, Type, VectorType, base_type, holds_array, rewrap, shape, split_memory
 from lift.views import (
     Access,
     AsScalarV,
@@ -43,20 +45,14 @@ from lift.views import (
 def memory_view(name: str, t: Type, space: str) -> View:
     """The view of a fresh memory of type `t`; arrays of tuples become one memory per component.
 
-    Component memories are named `name_0`, `name_1`, ... (struct of arrays), and so are the
-    components of a tuple that holds arrays; a private tuple of scalars and vectors keeps its
-    struct type."""
-    b = base_type(t)
-    if isinstance(b, TupleType) and (isinstance(t, ArrayType) or space != "private" or holds_array(b)):
-        depth = len(shape(t))
+    Component memories are named `name_0`, `name_1`, ... (struct of arrays: `lift.types.memory_names`
+    lists them), and so are the components of a tuple that holds arrays; a private tuple of scalars
+    and vectors keeps its struct type."""
+    if split_memory(t, space):
+        b = cast(TupleType, base_type(t))
         parts = tuple(memory_view(f"{name}_{k}", rewrap(t, c), space) for k, c in enumerate(b.elems))
-        return SoA(parts, depth, b)
+        return SoA(parts, len(shape(t)), b)
     return Mem(name, t, space)
-
-
-def holds_array(t: Type) -> bool:
-    """Whether `t` is an array or a tuple with an array inside (such tuples never become C structs)."""
-    return isinstance(t, ArrayType) or (isinstance(t, TupleType) and any(holds_array(e) for e in t.elems))
 
 
 def memories(v: View) -> list[Mem]:
@@ -66,11 +62,6 @@ def memories(v: View) -> list[Mem]:
     if isinstance(v, SoA):
         return [m for x in v.vs for m in memories(x)]
     return []
-
-
-def rewrap(t: Type, inner: Type) -> Type:
-    """`t` with its base type replaced by `inner`."""
-    return ArrayType(rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
 
 
 def layout_view(f: n.FunDecl, args: list[View], types: list[Type]) -> View:

@@ -144,6 +144,34 @@ def base_type(t: Type) -> Type:
     return t
 
 
+def rewrap(t: Type, inner: Type) -> Type:
+    """`t` with its base type replaced by `inner`."""
+    return ArrayType(rewrap(t.elem, inner), t.size) if isinstance(t, ArrayType) else inner
+
+
+def holds_array(t: Type) -> bool:
+    """Whether `t` is an array or a tuple with an array inside (such tuples never become C structs)."""
+    return isinstance(t, ArrayType) or (isinstance(t, TupleType) and any(holds_array(e) for e in t.elems))
+
+
+def split_memory(t: Type, space: str) -> bool:
+    """Whether a memory of type `t` in the address `space` is kept as one memory per component of its
+    tuple base type (struct of arrays): arrays of tuples, tuples outside private memory, tuples
+    holding arrays (`lift.layout.memory_view`)."""
+    b = base_type(t)
+    return isinstance(b, TupleType) and (isinstance(t, ArrayType) or space != "private" or holds_array(b))
+
+
+def memory_names(name: str, t: Type, space: str) -> list[str]:
+    """The C names of the memories a memory `name` of type `t` in `space` is kept as: `name`, or one
+    per component, `name_0`, `name_1`, ... (recursively; `lift.layout.memory_view` makes them). A fresh
+    name for anything else must avoid them all."""
+    b = base_type(t)
+    if not (split_memory(t, space) and isinstance(b, TupleType)):
+        return [name]
+    return [m for k, c in enumerate(b.elems) for m in memory_names(f"{name}_{k}", rewrap(t, c), space)]
+
+
 def shape(t: Type) -> tuple[Arith, ...]:
     """The sizes of the array dimensions of `t`, outermost first."""
     out = []

@@ -154,14 +154,6 @@ def tuple_fun(g: FunDecl | None, x: Any) -> tuple[tuple[UserFun, tuple[int, ...]
     return tuple(comps)
 
 
-def _tuple_found(g: FunDecl | None, x: Any) -> tuple[None, tuple[Any, ...]] | None:
-    """`(None, arrays)` for an element function `tuple_fun` takes apart, else None."""
-    if tuple_fun(g, x) is None:
-        return None
-    zipped = match_shape(ZIP, x)
-    return None, (tuple(zipped["xs"]) if zipped is not None else (x,))
-
-
 def _apply(g: FunDecl | None, e: Any) -> Any:
     return e if g is None else call_fun(g, [e])
 
@@ -250,13 +242,18 @@ class ReduceChunks(RewritePoint):
             data, elem_t, step, z_inner, finish = found_sel
         else:
             pairs = zero_tuple_sum(f, z)  # a tuple of sums: one vector accumulator per component
-            if w not in WIDTHS or not (sums(f) or pairs):
-                return f"width {w} needs the reduction to be an addition (got {f})"
-            found = (zip_fun(g, x) or _tuple_found(g, x)) if pairs else zip_fun(g, x)
+            if w not in WIDTHS:
+                return f"width {w} is not one of {WIDTHS}"
+            if not (sums(f) or pairs):
+                return f"width {w} needs the reduction to be an addition or a sum of tuples (got {f})"
+            found = zip_fun(g, x)
+            comps = tuple_fun(g, x) if pairs and found is None else None
+            if comps is not None:
+                zipped = match_shape(ZIP, x)
+                found = None, (tuple(zipped["xs"]) if zipped is not None else (x,))
             if found is None:
                 return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
             uf, arrays = found
-            comps = tuple_fun(g, x) if pairs else None
             if pairs and comps is None and (uf is None or not types_equal(uf.out_type, type_of(z))):
                 return f"width {w}: the tuple sum needs an element function returning {type_of(z)}"
             vec = tuple(FunCall(AsVector(w), (a,)) for a in arrays)

@@ -7,6 +7,10 @@ with: chunks of `DEFAULT_CHUNK` scalars per work-item (vectors of 8 where `f` is
 scalar function), the atomic combine, and the tail step for the elements the chunks do not cover
 (so any length works, and a short array is all tail: one work-item, as before); on a CPU, where
 the chunks cover a known length, the partials combined in order instead (`default_reduction`).
+A sum of tuples component by component from the tuple of zeros (`rules.reduce.zero_tuple_sum`: a
+sum and a sum of squares) and an arg-min/arg-max step have no atomic combine: where the chunks
+cover the array they get the same chunks with the partials combined in order (vectors of 8 per
+component for the tuple sum), else the program as written.
 Without this, the default is one work-item looping over the whole array.
 
     prog = lift.compile(fun([Array(Float, N)], lambda x: reduce(add, 0.0) << x))
@@ -39,15 +43,15 @@ SELECTION_WIDTH, SELECTION_CHUNK = 16, 4096
 
 
 def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choices] | None:
-    """`(program with automatic points, choices)` for a program whose result is a full reduction
-    (or a component of one) that the atomic combine supports, or an arg-min/arg-max step
-    (`lift.userfun.facts.selection`) whose chunks the chunk size divides (their partials folded in
-    order by a second kernel), or None (see the module docstring). On a CPU (`kind` "cpu") a
-    reduction whose chunks cover the array combines its partials in order too: the combine then
-    runs at the end of the chunks' kernel (`lift.codegen.tails`), one launch where the atomic
-    combine takes two (its initial value's fill), with no contended atomics, and the same result
-    every run (dot of 2^16 floats, Xeon icelake-client PoCL 3.0: kernel 21.7 -> 11.6 us, call 72 ->
-    51 us)."""
+    """`(program with automatic points, choices)` for a program whose result is a full reduction (or a
+    component of one) that the atomic combine supports, or an arg-min/arg-max step
+    (`lift.userfun.facts.selection`) or a sum of tuples (`zero_tuple_sum`) whose chunks the chunk
+    size divides (their partials folded in order by a second kernel), or None (see the module
+    docstring). On a CPU (`kind` "cpu") a reduction whose chunks cover the array combines its
+    partials in order too: the combine then runs at the end of the chunks' kernel
+    (`lift.codegen.tails`), one launch where the atomic combine takes two (its initial value's
+    fill), with no contended atomics, and the same result every run (dot of 2^16 floats, Xeon
+    icelake-client PoCL 3.0: kernel 21.7 -> 11.6 us, call 72 -> 51 us)."""
     if not isinstance(expr, Lambda) or points(expr):
         return None
     pointed = auto_points(expr, {})

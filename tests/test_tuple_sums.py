@@ -146,3 +146,45 @@ def test_a_temporary_never_takes_a_tuple_arrays_component_name():
     names = DECLARED.findall(source[source.index("kernel void"):])  # the kernel's, not the functions'
     assert "tmp_1" in names, source
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def _cond_pair(v):
+    return (v, v if v > 0 else 0.0)
+
+
+cond_pair = user_fun(_cond_pair, [Float], Tuple(Float, Float), name="cond_pair")
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["whole", "rows"])
+def test_a_tuple_function_with_a_condition_vectorises(rows):
+    # its C is widened from the scalar source: the tuple struct widened too (Tuple_float8_float8)
+    n = 1 << 14
+    if rows:
+        p = fun([Array(Array(Float, 2048), 8)],
+                lambda m: map(lambda r: reduce(add2, (0.0, 0.0)) << map(cond_pair) << r) << m)
+        x = np.random.default_rng(4).random((8, 2048), dtype=np.float32) - 0.5
+    else:
+        p = fun([Array(Float, n)], lambda v: reduce(add2, (0.0, 0.0)) << map(cond_pair) << v)
+        x = np.random.default_rng(4).random(n, dtype=np.float32) - 0.5
+    prog = lift.compile(p)
+    assert VECTOR_ACC.search(prog.source), prog.source
+    _close(prog(x), interpret(p, x))
+
+
+@pytest.mark.parametrize("types", [(Float, Float), (lift.Int, Float)], ids=["float", "int-float"])
+def test_a_whole_array_sum_of_an_inline_tuple_between_two_kernels(types):
+    # the program's result: chunks in one kernel, their partials (an array of pairs kept as two
+    # arrays, `tmp_0` and `tmp_1`) summed in order by a second; a vector temporary of the chunk loop
+    # was named `tmp_1` too, and the kernel's parameter took its type (writes 8x past the buffer)
+    n = 1 << 14
+    t = Tuple(*types)
+    add = user_fun(_add2, [t, t], t, name="add_mixed" if types[0] == lift.Int else "add_pair")
+    first = (lambda q: lift.mult(q[0], q[0])) if types[0] == lift.Int else (lambda q: lift.mult(q[0], q[1]))
+    p = fun([Array(types[0], n), Array(Float, n)],
+            lambda a, b: reduce(add, (0, 0.0) if types[0] == lift.Int else (0.0, 0.0))
+            << map(lambda q: (first(q), lift.mult(q[1], q[1]))) << zip(a, b))
+    rng = np.random.default_rng(6)
+    a = rng.integers(-20, 20, n).astype(np.int32) if types[0] == lift.Int else rng.random(n, dtype=np.float32) - 0.5
+    b = rng.random(n, dtype=np.float32) - 0.5
+    prog = lift.compile(p)
+    _close(prog(a, b), interpret(p, a, b))

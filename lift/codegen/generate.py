@@ -54,11 +54,11 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl, Lambda, Node
 from lift.ir.paths import Path, lambda_of, walk
 from lift.ir.registry import has
-from lift.layout import apply_view, arg_dests, holds_array, is_layout_fun, memories, memory_view
+from lift.layout import apply_view, arg_dests, is_layout_fun, memories, memory_view
 from lift.lower import is_high_level, kernels, lower, verify_lowered
 from lift.plan import BufferSpec, KernelSource
 from lift.typecheck import size_conditions, typecheck
-from lift.types import ArrayType, TupleType, Type, size_names
+from lift.types import ArrayType, TupleType, Type, holds_array, size_names
 from lift.userfun.ctypes import struct_decl, tuple_types
 from lift.views import View
 
@@ -227,6 +227,7 @@ class HostTraversal:
     def temp(self, t: Type) -> Generator[HostStep, None, View]:
         """A temporary global buffer between kernels; returns its view."""
         view = memory_view(self.names("tmp"), t, "global")
+        self.names.reserve(m.name for m in memories(view))  # its components: no later temporary's names
         for m in memories(view):
             yield buffer_spec(m, "temp")
         return view

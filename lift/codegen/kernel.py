@@ -57,9 +57,9 @@ from lift.ir import nodes as n
 from lift.ir.nodes import Expr, FunCall, FunDecl
 from lift.ir.paths import Path, lambda_of
 from lift.ir.registry import is_address, is_loop
-from lift.layout import apply_view, arg_dests, expr_view, holds_array, memories, memory_view
+from lift.layout import apply_view, arg_dests, expr_view, memories, memory_view
 from lift.typecheck import infer
-from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, shape
+from lift.types import ArrayType, ScalarType, TupleType, Type, VectorType, holds_array, shape
 from lift.userfun.ctypes import c_type
 from lift.views import Access, ConstV, ExprV, Mem, Proj, View, resolve, storage_type
 

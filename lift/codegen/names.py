@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 
 from lift.arith.cnames import OPENCL_FUNCTIONS, OPENCL_NAMES
 from lift.errors import UnsupportedError
@@ -33,6 +34,10 @@ class Names:
             name = f"{base}_{k}"
         self.taken.add(name)
         return name
+
+    def reserve(self, names: Iterable[str]) -> None:
+        """Never hand out `names` (the component memories of a struct of arrays, `lift.types.memory_names`)."""
+        self.taken.update(names)
 
 
 class Funs:
@@ -152,6 +157,9 @@ def _vector_source(g: n.UserFun, width: int, cname: str) -> tuple[str, tuple[n.U
         except Exception:  # noqa: BLE001 - fall back to widening the scalar source
             pass
     src = _rename(g.c_source, g.name, cname)
+    for t in {t for t in (*g.in_types, g.out_type) if isinstance(t, TupleType)}:
+        # a tuple of scalars is a tuple of vectors (its struct's name names its types)
+        src = re.sub(rf"\b{re.escape(c_type(t))}\b", c_type(_widened(t, width)), src)
     for s in {t for t in (*g.in_types, g.out_type) if isinstance(t, ScalarType)}:
         src = re.sub(rf"\b{s.c_name}\b", f"{s.c_name}{width}", src)
     return src, ()
