@@ -246,16 +246,23 @@ def _types(f: FunDecl) -> tuple[tuple[Type, ...], Type] | None:
     return None
 
 
+def _binary_type(f: FunDecl) -> Type | None:
+    """`T` when `f` takes two arguments of type `T` and returns a `T`, else None."""
+    typed = _types(f)
+    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+        return None
+    return typed[1]
+
+
 def operator(f: FunDecl) -> Operator | None:
     """The associative operator `f` is on its two arguments of one numeric type, or None."""
     return _cached("operator", f, lambda: _operator(f))
 
 
 def _operator(f: FunDecl) -> Operator | None:
-    typed = _types(f)
-    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+    t = _binary_type(f)
+    if t is None:
         return None
-    t = typed[1]
     if not _numeric(t):
         return None
     laws = getattr(f, "laws", None)
@@ -393,10 +400,9 @@ def tuple_sums(f: FunDecl) -> int | None:
 
 
 def _tuple_sums(f: FunDecl) -> int | None:
-    typed = _types(f)
-    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+    t = _binary_type(f)
+    if t is None:
         return None
-    t = typed[1]
     if not (isinstance(t, TupleType) and t.elems and all(isinstance(e, ScalarType) and _numeric(e) for e in t.elems)):
         return None
     mine = term(f)
@@ -437,10 +443,9 @@ def selection(f: FunDecl) -> Selection | None:
 
 
 def _selection(f: FunDecl) -> Selection | None:
-    typed = _types(f)
-    if typed is None or len(typed[0]) != 2 or not typed[0][0] == typed[0][1] == typed[1]:
+    t = _binary_type(f)
+    if t is None:
         return None
-    t = typed[1]
     if not isinstance(t, TupleType):
         return None
     mine = term(f)
