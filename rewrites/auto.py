@@ -60,10 +60,9 @@ from lift.ir.registry import has
 from lift.rules.match import call, either, expr, var
 from lift.rules.normalise import is_view
 from lift.rules.reduce import folds_in_order
-from lift.rules.terms import eta, free_ids, substitute
+from lift.rules.terms import free_ids, substitute
 from lift.typecheck import type_of, typecheck
 from lift.types import ArrayType
-from lift.userfun.facts import sums, tuple_sums
 
 from .auto_colfold import ColFold, fold_parts
 from .auto_colfold import space as fold_space
@@ -73,7 +72,7 @@ from .auto_colreduce import space as cols_space
 from .auto_nest import BlockNest
 from .block_space import AVX2, Registers
 from .block_space import space as nest_space
-from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, tuple_fun, zip_fun
+from .chunks import ReduceChunks, atomic_ok, reduce_parts, safe_widths, vector_form
 from .epilogue import as_kernel, fusable, split_epilogue
 from .nest import nest_parts
 from .point import RewritePoint
@@ -151,7 +150,7 @@ def auto_space(expr: Node, sizes: Mapping[str, int] | None = None, *,
             chunks = n if isinstance(n, ReduceChunks) and isinstance(n.f, Lambda) else None
             parts = reduce_parts(cast(Lambda, chunks.f).body) if chunks is not None else None
             if parts is not None:
-                widths = PointPlacer(dict(sizes or {})).widths(parts[0], parts[2], parts[3])
+                widths = PointPlacer(dict(sizes or {})).widths(*parts)
             out[lab] = {"skip": (False, True), "width": widths}
             if isinstance(n, ReduceChunks):
                 out[lab].update(PointPlacer(dict(sizes or {})).reduce_choices(n))
@@ -350,15 +349,16 @@ class PointPlacer:
         placed = place_cols(call, lambda: self.label("c"), self.long, self.sizes)
         return None if placed is None else dataclasses.replace(placed, args=tuple(self.go(a) for a in placed.args))
 
-    def widths(self, f: Any, g: Any, x: Any) -> tuple[int, ...]:
-        found = zip_fun(g, x)
-        if tuple_sums(eta(f)) is not None and (comps := tuple_fun(g, x)) is not None:
-            n = self.length(x)
-            return tuple(w for w in safe_widths([cf for cf, _ in comps]) if n is None or n % w == 0)
-        if found is None or not (sums(f) or (tuple_sums(eta(f)) is not None and found[0] is not None)):
+    def widths(self, f: Any, z: Any, g: Any, x: Any) -> tuple[int, ...]:
+        """The vector widths `reduce_chunks` may take for `reduce(f, z) << map(g) << x` (`vector_form`):
+        those its user functions run at (`safe_widths`) dividing a known length; else (1,)."""
+        form = vector_form(f, z, g, x)
+        if isinstance(form, str):
             return (1,)
+        uf, comps, _ = form
         n = self.length(x)
-        return tuple(w for w in safe_widths([found[0]]) if n is None or n % w == 0)
+        funs = [uf] if comps is None else [cf for cf, _ in comps]
+        return tuple(w for w in safe_widths(funs) if n is None or n % w == 0)
 
     def reduce_choices(self, point: ReduceChunks) -> dict[str, tuple[Any, ...]]:
         """The combine (two kernels first; the atomic one where it applies), the tail step (first

@@ -16,8 +16,8 @@ component from the tuple of zeros (`rules.reduce.zero_tuple_sum`) and `g` a user
 the tuple or `q => (uf_0(q.i, ..), .., uf_k-1(..))` (`tuple_fun`): then one vector accumulator
 per component, their lanes summed component by component (`tuple_lane_sum`). SRAD's statistics of
 a 512^2 image (a sum and a sum of squares, the program's result) went from one sequential loop
-to chunks of float8 pairs: kernel 0.280 -> 0.089 ms, call 0.333 -> 0.117 ms (Xeon, PoCL 3.0). The tile size `T` (in
-elements of the vectorised array) is a tuning variable `T_label`.
+to chunks of float8 pairs: kernel 0.280 -> 0.089 ms, call 0.333 -> 0.117 ms (Xeon, PoCL 3.0).
+The tile size `T` (in elements of the vectorised array) is a tuning variable `T_label`.
 
 `combine` says how the partial results are reduced: "kernel" (a `reduce` of the partials array,
 which the mapping puts in a second kernel when the chunks are parallel) or "atomic"
@@ -124,10 +124,11 @@ def zip_fun(g: FunDecl | None, x: Any) -> tuple[UserFun | None, tuple[Any, ...]]
     return found
 
 
-def tuple_fun(g: FunDecl | None, x: Any) -> tuple[tuple[UserFun, tuple[int, ...]], ...] | None:
-    """The components `(uf_j, indices_j)` of an element function building a tuple of scalar user
-    functions of the element's scalars: `q => tuple(uf_0(q.i, ..), .., uf_k-1(q.j, ..))` over
-    `zip(a_0, .., a_m-1)`, or `v => tuple(uf_0(v), ..)` over one scalar array; else None."""
+def tuple_fun(g: FunDecl | None, x: Any) -> tuple[tuple[tuple[UserFun, tuple[int, ...]], ...], tuple[Any, ...]] | None:
+    """`(components, arrays)` of an element function building a tuple of scalar user functions of
+    the element's scalars, `q => tuple(uf_0(q.i, ..), .., uf_k-1(q.j, ..))` over `zip(a_0, .., a_m-1)`
+    or `v => tuple(uf_0(v), ..)` over one scalar array: each component `(uf_j, indices_j)`, the
+    arrays `x` zips (or `x`); else None."""
     if not (isinstance(g, Lambda) and len(g.params) == 1 and isinstance(g.body, FunCall)
             and isinstance(g.body.f, MakeTuple) and g.body.args):
         return None
@@ -151,7 +152,30 @@ def tuple_fun(g: FunDecl | None, x: Any) -> tuple[tuple[UserFun, tuple[int, ...]
             else:
                 return None
         comps.append((c.f, tuple(idx)))
-    return tuple(comps)
+    return tuple(comps), arrays
+
+
+VectorForm = tuple[UserFun | None, tuple[tuple[UserFun, tuple[int, ...]], ...] | None, tuple[Any, ...]]
+
+
+def vector_form(f: FunDecl, z: Any, g: FunDecl | None, x: Any) -> VectorForm | str:
+    """What `reduce(f, z) << map(g) << x` accumulates in vectors at a width above 1, or why it
+    cannot (a phrase to follow "width w"): `(uf, None, arrays)` for `f` an addition, or a sum of
+    tuples (`zero_tuple_sum`) whose `g` is a user function returning the tuple, `g` being `uf` of
+    the arrays' scalars (`zip_fun`; None: no map); `(None, components, arrays)` for a sum of
+    tuples whose `g` builds the tuple from scalar user functions (`tuple_fun`). `reduce_chunks`
+    and the automatic placer's widths ask it."""
+    pairs = zero_tuple_sum(f, z)
+    if not (sums(f) or pairs):
+        return f"needs the reduction to be an addition or a sum of tuples (got {f})"
+    found = zip_fun(g, x)
+    if found is None and pairs and (parts := tuple_fun(g, x)) is not None:
+        return None, parts[0], parts[1]
+    if found is None:
+        return f"needs {g} over {type_of(x)} to be a scalar function of scalar arrays"
+    if pairs and (found[0] is None or not types_equal(found[0].out_type, type_of(z))):
+        return f"needs the tuple sum's element function to return {type_of(z)}"
+    return found[0], None, found[1]
 
 
 def _apply(g: FunDecl | None, e: Any) -> Any:
@@ -241,21 +265,13 @@ class ReduceChunks(RewritePoint):
                 return f"width {w}: {found_sel}"
             data, elem_t, step, z_inner, finish = found_sel
         else:
-            pairs = zero_tuple_sum(f, z)  # a tuple of sums: one vector accumulator per component
             if w not in WIDTHS:
                 return f"width {w} is not one of {WIDTHS}"
-            if not (sums(f) or pairs):
-                return f"width {w} needs the reduction to be an addition or a sum of tuples (got {f})"
-            found = zip_fun(g, x)
-            comps = tuple_fun(g, x) if pairs and found is None else None
-            if comps is not None:
-                zipped = match_shape(ZIP, x)
-                found = None, (tuple(zipped["xs"]) if zipped is not None else (x,))
-            if found is None:
-                return f"{g} over {type_of(x)} is not a scalar function of scalar arrays"
-            uf, arrays = found
-            if pairs and comps is None and (uf is None or not types_equal(uf.out_type, type_of(z))):
-                return f"width {w}: the tuple sum needs an element function returning {type_of(z)}"
+            form = vector_form(f, z, g, x)
+            if isinstance(form, str):
+                return f"width {w} {form}"
+            uf, comps, arrays = form
+            pairs = isinstance(type_of(z), TupleType)  # a tuple of sums: one vector accumulator per component
             vec = tuple(FunCall(AsVector(w), (a,)) for a in arrays)
             vt = tuple(VectorType(_scalar_elem(a), w) for a in arrays)
             data = FunCall(Zip(len(vec)), vec) if len(vec) > 1 else vec[0]
@@ -384,4 +400,5 @@ def _neutral_image(g: FunDecl | None, z: Literal, x: Any) -> bool:
 
 reduce_chunks = constructor(ReduceChunks, "reduce_chunks")
 
-__all__ = ["ReduceChunks", "reduce_chunks", "reduce_parts", "safe_widths", "atomic_ok", "AUTO_WIDTHS", "COMBINES"]
+__all__ = ["ReduceChunks", "reduce_chunks", "reduce_parts", "safe_widths", "vector_form", "atomic_ok", "AUTO_WIDTHS",
+           "COMBINES"]

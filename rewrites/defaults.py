@@ -69,7 +69,7 @@ def default_reduction(expr: Node, kind: str | None = None) -> tuple[Node, Choice
         return None  # an operator the atomic combine does not take: as written (the module)
     top = body.f.label
     n = PointPlacer({}).length(x)
-    w = 8 if 8 in PointPlacer({}).widths(f, g, x) else 1
+    w = 8 if 8 in PointPlacer({}).widths(f, z, g, x) else 1
     chunk = DEFAULT_CHUNK // w
     if combine == "kernel" and not isinstance(vector_selection(f, z, g, x, SELECTION_WIDTH), str):
         # an arg-min over positions: lanes combined by position (rewrites/argbest.py)
